@@ -1,0 +1,41 @@
+import { ConfigError, EnvReader } from '@app/config';
+
+export const COORDINATOR_CONFIG = Symbol('COORDINATOR_CONFIG');
+
+export interface CoordinatorConfig {
+  port: number;
+  host: string;
+  databaseUrl: string;
+  databasePoolSize: number;
+  /** A running run whose claim has been idle this long is handed to the next claimer. */
+  claimMinIdleTimeMs: number;
+  /** The heartbeat interval workers are configured with; must be well below the idle time. */
+  heartbeatIntervalMs: number;
+  /** While a claim long-polls, the database is re-checked this often for runs that became due by time (runAt). */
+  claimPollIntervalMs: number;
+  listenerProbeIntervalMs: number;
+  bodyLimitBytes: number;
+}
+
+/** Parses and validates the coordinator's environment once, at start. */
+export function loadCoordinatorConfig(env: Record<string, string | undefined>): CoordinatorConfig {
+  const read = new EnvReader(env);
+  const config: CoordinatorConfig = {
+    port: read.integer('PORT', 3000, 0, 65535),
+    host: read.string('HOST', '0.0.0.0'),
+    databaseUrl: read.url('DATABASE_URL', ['postgres', 'postgresql']),
+    databasePoolSize: read.integer('DATABASE_POOL_SIZE', 10, 2, 1000),
+    claimMinIdleTimeMs: read.integer('CLAIM_MIN_IDLE_TIME_MS', 90_000, 100, 86_400_000),
+    heartbeatIntervalMs: read.integer('HEARTBEAT_INTERVAL_MS', 30_000, 50, 86_400_000),
+    claimPollIntervalMs: read.integer('CLAIM_POLL_INTERVAL_MS', 1_000, 10, 60_000),
+    listenerProbeIntervalMs: read.integer('LISTENER_PROBE_INTERVAL_MS', 10_000, 100, 600_000),
+    bodyLimitBytes: read.integer('BODY_LIMIT_BYTES', 2 * 1024 * 1024, 1024, 64 * 1024 * 1024),
+  };
+  if (config.claimMinIdleTimeMs <= config.heartbeatIntervalMs) {
+    throw new ConfigError(
+      `CLAIM_MIN_IDLE_TIME_MS (${config.claimMinIdleTimeMs}) must be larger than HEARTBEAT_INTERVAL_MS (${config.heartbeatIntervalMs}), ` +
+        'or live runs would be stolen between heartbeats',
+    );
+  }
+  return config;
+}

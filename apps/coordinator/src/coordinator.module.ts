@@ -1,0 +1,44 @@
+import { NotificationsModule, RUN_FINISHED_CHANNEL, RUNS_READY_CHANNEL } from '@app/outbox';
+import { PersistenceModule } from '@app/persistence';
+import { DynamicModule, Module } from '@nestjs/common';
+import { APP_FILTER } from '@nestjs/core';
+import { COORDINATOR_CONFIG, type CoordinatorConfig } from './config/coordinator.config';
+import { HealthModule } from './health/health.module';
+import { EngineExceptionFilter } from './http/engine-exception.filter';
+import { RunsModule } from './runs/runs.module';
+import { WorkerApiModule } from './worker-api/worker-api.module';
+
+@Module({})
+export class CoordinatorModule {
+  /** The whole coordinator, configured by an already validated config (see loadCoordinatorConfig). */
+  static register(config: CoordinatorConfig): DynamicModule {
+    const configModule: DynamicModule = {
+      module: class CoordinatorConfigModule {},
+      global: true,
+      providers: [{ provide: COORDINATOR_CONFIG, useValue: config }],
+      exports: [COORDINATOR_CONFIG],
+    };
+    return {
+      module: CoordinatorModule,
+      imports: [
+        configModule,
+        PersistenceModule.forRootAsync({
+          inject: [COORDINATOR_CONFIG],
+          useFactory: (c: CoordinatorConfig) => ({ url: c.databaseUrl, poolSize: c.databasePoolSize }),
+        }),
+        NotificationsModule.forRootAsync({
+          inject: [COORDINATOR_CONFIG],
+          useFactory: (c: CoordinatorConfig) => ({
+            url: c.databaseUrl,
+            channels: [RUNS_READY_CHANNEL, RUN_FINISHED_CHANNEL],
+            probeIntervalMs: c.listenerProbeIntervalMs,
+          }),
+        }),
+        RunsModule,
+        WorkerApiModule,
+        HealthModule,
+      ],
+      providers: [{ provide: APP_FILTER, useClass: EngineExceptionFilter }],
+    };
+  }
+}

@@ -1,0 +1,56 @@
+import { EngineError, ErrorBody } from '@app/contracts';
+import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
+import type { Response } from 'express';
+import { STATUS_CODES } from 'node:http';
+
+/** Stable reasons for errors raised by the HTTP layer itself rather than by our code. */
+const HTTP_REASONS: Record<number, string> = {
+  400: 'bad_request',
+  404: 'route_not_found',
+  405: 'method_not_allowed',
+  413: 'payload_too_large',
+  415: 'unsupported_media_type',
+};
+
+/**
+ * Maps every error to `{statusCode, error, reason, message}`: domain errors by their class,
+ * framework errors by status, anything else to a 500 that is logged (and never a client's fault).
+ */
+@Catch()
+export class EngineExceptionFilter implements ExceptionFilter {
+  private readonly logger = new Logger(EngineExceptionFilter.name);
+
+  catch(exception: unknown, host: ArgumentsHost): void {
+    const response = host.switchToHttp().getResponse<Response>();
+    const body = this.toBody(exception);
+    if (response.headersSent) return;
+    response.status(body.statusCode).json(body);
+  }
+
+  private toBody(exception: unknown): ErrorBody {
+    if (exception instanceof EngineError) {
+      return errorBody(exception.statusCode, exception.reason, exception.message);
+    }
+    if (exception instanceof HttpException) {
+      const status = exception.getStatus();
+      return errorBody(status, HTTP_REASONS[status] ?? `http_${status}`, exception.message);
+    }
+    const status = httpStatusOf(exception);
+    if (status !== undefined) {
+      // Errors raised by body-parser before routing carry their own 4xx status.
+      const reason = (exception as { type?: string }).type === 'entity.parse.failed' ? 'invalid_json' : HTTP_REASONS[status];
+      return errorBody(status, reason ?? `http_${status}`, (exception as Error).message);
+    }
+    this.logger.error(exception instanceof Error ? (exception.stack ?? exception.message) : String(exception));
+    return errorBody(500, 'internal_error', 'internal error; see the coordinator log');
+  }
+}
+
+function httpStatusOf(exception: unknown): number | undefined {
+  const status = (exception as { status?: unknown } | null)?.status;
+  return typeof status === 'number' && status >= 400 && status < 500 ? status : undefined;
+}
+
+export function errorBody(statusCode: number, reason: string, message: string): ErrorBody {
+  return { statusCode, error: STATUS_CODES[statusCode] ?? 'Error', reason, message };
+}

@@ -1,0 +1,52 @@
+import { ClaimedRun, ClaimRequest } from '@app/contracts';
+import { RunLeaseRepository } from '@app/locking';
+import { NotificationListener, RUNS_READY_CHANNEL } from '@app/outbox';
+import { queueName } from '@app/streams';
+import { Inject, Injectable } from '@nestjs/common';
+import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config/coordinator.config';
+
+@Injectable()
+export class ClaimsService {
+  constructor(
+    private readonly leases: RunLeaseRepository,
+    private readonly listener: NotificationListener,
+    @Inject(COORDINATOR_CONFIG) private readonly config: CoordinatorConfig,
+  ) {}
+
+  /**
+   * Claims up to `limit` runs, long-polling up to `waitMs` when none is ready. It sleeps until a
+   * NOTIFY says a run became ready on one of the requested queues, re-checking every
+   * claimPollIntervalMs for runs that became due by time (runAt) or claims that went idle.
+   * `gone()` reports that the caller disconnected: then nothing more is claimed for it.
+   */
+  async claim(request: ClaimRequest, gone: () => boolean): Promise<ClaimedRun[]> {
+    const queues = [...new Set(request.workflows.map((workflow) => queueName(workflow.name, workflow.version)))];
+    const wanted = new Set(queues);
+    const deadline = Date.now() + request.waitMs;
+    for (;;) {
+      const remaining = deadline - Date.now();
+      const wait =
+        remaining > 0
+          ? this.listener.waitFor(RUNS_READY_CHANNEL, (queue) => wanted.has(queue), Math.min(remaining, this.config.claimPollIntervalMs))
+          : undefined;
+      let runs: ClaimedRun[];
+      try {
+        if (gone()) return [];
+        runs = await this.leases.claim({
+          queues,
+          limit: request.limit,
+          workerId: request.workerId,
+          claimMinIdleTimeMs: this.config.claimMinIdleTimeMs,
+        });
+      } catch (error) {
+        wait?.cancel();
+        throw error;
+      }
+      if (runs.length > 0 || !wait) {
+        wait?.cancel();
+        return runs;
+      }
+      await wait.notified;
+    }
+  }
+}

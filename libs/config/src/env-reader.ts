@@ -1,0 +1,56 @@
+/** Thrown when the environment is missing or malformed: its message is the one line to print. */
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+type Env = Record<string, string | undefined>;
+
+/**
+ * Reads typed values out of an environment once, at start. Every problem names the variable
+ * and what it expects, so a bad deployment fails with one readable line.
+ */
+export class EnvReader {
+  constructor(private readonly env: Env) {}
+
+  string(name: string, fallback?: string): string {
+    const value = this.env[name];
+    if (value === undefined || value === '') {
+      if (fallback === undefined) throw new ConfigError(`${name} is required`);
+      return fallback;
+    }
+    return value;
+  }
+
+  optionalString(name: string): string | undefined {
+    const value = this.env[name];
+    return value === undefined || value === '' ? undefined : value;
+  }
+
+  integer(name: string, fallback: number, min: number, max: number): number {
+    const raw = this.env[name];
+    if (raw === undefined || raw === '') return fallback;
+    if (!/^-?\d+$/.test(raw.trim()) || Number(raw) < min || Number(raw) > max) {
+      throw new ConfigError(`${name} must be an integer from ${min} to ${max}, got "${raw}"`);
+    }
+    return Number(raw);
+  }
+
+  url(name: string, protocols: readonly string[], fallback?: string): string {
+    const value = this.string(name, fallback);
+    let parsed: URL;
+    try {
+      parsed = new URL(value);
+    } catch {
+      throw new ConfigError(`${name} must be a URL (${protocols.join(' or ')}), got "${redact(value)}"`);
+    }
+    if (!protocols.includes(parsed.protocol.replace(/:$/, ''))) {
+      throw new ConfigError(`${name} must be a ${protocols.join(' or ')} URL, got "${redact(value)}"`);
+    }
+    return value;
+  }
+}
+
+/** Hides a password in a URL so it never reaches a log line. */
+export function redact(url: string): string {
+  return url.replace(/\/\/([^:/@]+):[^@/]*@/, '//$1:***@');
+}

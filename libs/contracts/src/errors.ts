@@ -1,0 +1,59 @@
+/**
+ * Domain errors shared by the coordinator (which maps them to HTTP at its edge) and the SDK
+ * (which rebuilds them from error bodies). `reason` is the stable, machine-readable part.
+ */
+export abstract class EngineError extends Error {
+  abstract readonly statusCode: number;
+
+  constructor(
+    readonly reason: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+/** The request itself is wrong (400): nothing was changed. */
+export class InvalidRequestError extends EngineError {
+  readonly statusCode = 400;
+}
+
+export class RunNotFoundError extends EngineError {
+  readonly statusCode = 404;
+
+  constructor(runId: string) {
+    super('run_not_found', `run ${runId} does not exist`);
+  }
+}
+
+/**
+ * The run moved on since the caller last saw it (409): another worker claimed it, it was
+ * cancelled, or it already finished. The write was not applied.
+ */
+export class RevisionConflictError extends EngineError {
+  readonly statusCode = 409;
+
+  constructor(
+    runId: string,
+    readonly expectedRevision: number,
+  ) {
+    super('revision_conflict', `run ${runId} is no longer at revision ${expectedRevision} in a running state`);
+  }
+}
+
+export class RunAlreadyTerminalError extends EngineError {
+  readonly statusCode = 409;
+
+  constructor(runId: string, status: string) {
+    super('run_terminal', `run ${runId} is already ${status}`);
+  }
+}
+
+/** Body of every error response of the coordinator. */
+export interface ErrorBody {
+  statusCode: number;
+  error: string;
+  reason: string;
+  message: string;
+}

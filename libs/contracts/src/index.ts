@@ -1,0 +1,5 @@
+export * from './errors';
+export * from './run-status';
+export * from './run.contracts';
+export * from './validation';
+export * from './worker.contracts';

@@ -1,0 +1,110 @@
+import { InvalidRequestError } from './errors';
+
+/**
+ * One rule for every identifier that reaches the database columns and (later) Redis keys:
+ * workflow names, versions, shards and event names. Keys are built by joining identifiers with
+ * ':' so the character set excludes it.
+ */
+export const IDENTIFIER_MAX_LENGTH = 128;
+const IDENTIFIER_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
+
+/** Idempotency keys and worker ids are chosen by users: any printable text, bounded. */
+export const KEY_MAX_LENGTH = 255;
+// eslint-disable-next-line no-control-regex
+const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f]/;
+
+const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** JSON documents (run input, task output, run output) are bounded in size. */
+export const JSON_MAX_BYTES = 1024 * 1024;
+
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+
+export function fail(reason: string, message: string): never {
+  throw new InvalidRequestError(reason, message);
+}
+
+export function requireObject(value: unknown, what: string): Record<string, unknown> {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    fail('invalid_body', `${what} must be a JSON object`);
+  }
+  return value as Record<string, unknown>;
+}
+
+/** Rejects fields the endpoint does not know, so a typo is an error rather than silently ignored. */
+export function rejectUnknownFields(body: Record<string, unknown>, allowed: readonly string[], what: string): void {
+  const unknown = Object.keys(body).filter((key) => !allowed.includes(key));
+  if (unknown.length > 0) {
+    fail('unknown_field', `${what} has unknown field(s): ${unknown.join(', ')}`);
+  }
+}
+
+export function parseIdentifier(value: unknown, field: string): string {
+  if (typeof value !== 'string' || value.length === 0) {
+    fail(`invalid_${field}`, `${field} must be a non-empty string`);
+  }
+  if (value.length > IDENTIFIER_MAX_LENGTH || !IDENTIFIER_PATTERN.test(value)) {
+    fail(
+      `invalid_${field}`,
+      `${field} must be 1-${IDENTIFIER_MAX_LENGTH} characters of letters, digits, '.', '_' or '-', starting with a letter or digit`,
+    );
+  }
+  return value;
+}
+
+export function parseKey(value: unknown, field: string): string {
+  if (typeof value !== 'string' || value.length === 0 || value.length > KEY_MAX_LENGTH || CONTROL_CHARACTERS.test(value)) {
+    fail(`invalid_${field}`, `${field} must be 1-${KEY_MAX_LENGTH} characters with no control characters`);
+  }
+  return value;
+}
+
+export function parseRunId(value: unknown, field = 'run_id'): string {
+  if (typeof value !== 'string' || !UUID_PATTERN.test(value)) {
+    fail(`invalid_${field}`, `${field} must be a UUID`);
+  }
+  return value.toLowerCase();
+}
+
+export function parseInteger(value: unknown, field: string, min: number, max: number): number {
+  const parsed = typeof value === 'string' && /^-?\d+$/.test(value) ? Number(value) : value;
+  if (typeof parsed !== 'number' || !Number.isInteger(parsed) || parsed < min || parsed > max) {
+    fail(`invalid_${field}`, `${field} must be an integer from ${min} to ${max}`);
+  }
+  return parsed;
+}
+
+export function parseTimestamp(value: unknown, field: string): Date {
+  const date = typeof value === 'string' ? new Date(value) : undefined;
+  if (!date || Number.isNaN(date.getTime())) {
+    fail(`invalid_${field}`, `${field} must be an ISO 8601 timestamp`);
+  }
+  return date;
+}
+
+/**
+ * Accepts any JSON value except strings containing NUL, which PostgreSQL jsonb rejects
+ * (SQLSTATE 22P05) and which would otherwise wedge a run on every redelivery.
+ */
+export function parseJson(value: unknown, field: string): JsonValue {
+  if (value === undefined) return null;
+  assertNoNul(value, field);
+  const bytes = Buffer.byteLength(JSON.stringify(value));
+  if (bytes > JSON_MAX_BYTES) {
+    fail(`${field}_too_large`, `${field} is ${bytes} bytes; the limit is ${JSON_MAX_BYTES}`);
+  }
+  return value as JsonValue;
+}
+
+function assertNoNul(value: unknown, field: string): void {
+  if (typeof value === 'string') {
+    if (value.includes('\u0000')) fail('json_nul_character', `${field} contains a NUL character (\\u0000)`);
+  } else if (Array.isArray(value)) {
+    for (const item of value) assertNoNul(item, field);
+  } else if (value !== null && typeof value === 'object') {
+    for (const [key, item] of Object.entries(value)) {
+      if (key.includes('\u0000')) fail('json_nul_character', `${field} contains a NUL character (\\u0000)`);
+      assertNoNul(item, field);
+    }
+  }
+}

@@ -1,0 +1,2 @@
+export * from './leases/run-lease.repository';
+export * from './locking.module';

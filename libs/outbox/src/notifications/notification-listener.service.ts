@@ -1,0 +1,160 @@
+import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { Client } from 'pg';
+import { NOTIFICATION_LISTENER_OPTIONS, type NotificationListenerOptions } from './notification.constants';
+
+interface Waiter {
+  matches: (payload: string) => boolean;
+  wake: (notified: boolean) => void;
+}
+
+export interface PendingWait {
+  /** Resolves true when a matching notification (or a reconnect) arrived, false on timeout or cancel. */
+  readonly notified: Promise<boolean>;
+  cancel(): void;
+}
+
+const PROBE_TIMEOUT_MS = 5_000;
+const MAX_RECONNECT_DELAY_MS = 5_000;
+
+/**
+ * Holds one dedicated PostgreSQL session on LISTEN and hands notifications to in-process waiters.
+ *
+ * NOTIFY is delivered only at commit and never replayed after a reconnect, so every (re)connect
+ * wakes all waiters: they re-check the database and a lost notification costs a query, never a
+ * stuck wait. A half-open socket can stay silent without an error, so the session is probed with a
+ * round trip and replaced when the probe fails.
+ */
+@Injectable()
+export class NotificationListener implements OnModuleInit, OnApplicationShutdown {
+  private readonly logger = new Logger(NotificationListener.name);
+  private readonly waiters = new Map<string, Set<Waiter>>();
+  private client: Client | undefined;
+  private connected = false;
+  private stopped = false;
+  private reconnectDelayMs = 100;
+  private probeTimer: NodeJS.Timeout | undefined;
+  private reconnectTimer: NodeJS.Timeout | undefined;
+
+  constructor(@Inject(NOTIFICATION_LISTENER_OPTIONS) private readonly options: NotificationListenerOptions) {}
+
+  async onModuleInit(): Promise<void> {
+    await this.connect();
+    this.probeTimer = setInterval(() => void this.probe(), this.options.probeIntervalMs);
+    this.probeTimer.unref();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.probeTimer);
+    clearTimeout(this.reconnectTimer);
+    this.wakeAll(false);
+    await this.client?.end().catch(() => undefined);
+  }
+
+  /** Whether the LISTEN session is currently up (for health checks). */
+  get isListening(): boolean {
+    return this.connected;
+  }
+
+  /**
+   * Waits up to `timeoutMs` for a notification on `channel` whose payload matches. Arm the wait
+   * before checking the database, then await it only if the check found nothing: a notification
+   * that lands between the two is not missed.
+   */
+  waitFor(channel: string, matches: (payload: string) => boolean, timeoutMs: number): PendingWait {
+    let waiter!: Waiter;
+    let timer: NodeJS.Timeout | undefined;
+    const set = this.waitersOf(channel);
+    const notified = new Promise<boolean>((resolve) => {
+      waiter = {
+        matches,
+        wake: (value) => {
+          clearTimeout(timer);
+          set.delete(waiter);
+          resolve(value);
+        },
+      };
+    });
+    if (this.stopped) {
+      waiter.wake(false);
+    } else {
+      set.add(waiter);
+      timer = setTimeout(() => waiter.wake(false), timeoutMs);
+    }
+    return { notified, cancel: () => waiter.wake(false) };
+  }
+
+  private waitersOf(channel: string): Set<Waiter> {
+    let set = this.waiters.get(channel);
+    if (!set) {
+      set = new Set();
+      this.waiters.set(channel, set);
+    }
+    return set;
+  }
+
+  private dispatch(channel: string, payload: string): void {
+    for (const waiter of [...(this.waiters.get(channel) ?? [])]) {
+      if (waiter.matches(payload)) waiter.wake(true);
+    }
+  }
+
+  private wakeAll(value: boolean): void {
+    for (const set of this.waiters.values()) {
+      for (const waiter of [...set]) waiter.wake(value);
+    }
+  }
+
+  private async connect(): Promise<void> {
+    const client = new Client({ connectionString: this.options.url, keepAlive: true });
+    client.on('notification', (message) => this.dispatch(message.channel, message.payload ?? ''));
+    client.on('error', (error) => this.lost(client, error));
+    client.on('end', () => this.lost(client, new Error('connection ended')));
+    this.client = client;
+    try {
+      await client.connect();
+      for (const channel of this.options.channels) {
+        await client.query(`LISTEN ${client.escapeIdentifier(channel)}`);
+      }
+    } catch (error) {
+      this.lost(client, error as Error);
+      return;
+    }
+    if (client !== this.client) return;
+    this.connected = true;
+    this.reconnectDelayMs = 100;
+    // Anything committed while we were not listening went unannounced: let every waiter re-check.
+    this.wakeAll(true);
+  }
+
+  private lost(client: Client, error: Error): void {
+    if (client !== this.client || this.stopped) return;
+    this.client = undefined;
+    this.connected = false;
+    this.logger.warn(`LISTEN session lost (${error.message}); reconnecting in ${this.reconnectDelayMs} ms`);
+    client.removeAllListeners('end');
+    client.on('error', () => undefined);
+    void client.end().catch(() => undefined);
+    this.reconnectTimer = setTimeout(() => void this.connect(), this.reconnectDelayMs);
+    this.reconnectTimer.unref();
+    this.reconnectDelayMs = Math.min(this.reconnectDelayMs * 2, MAX_RECONNECT_DELAY_MS);
+  }
+
+  private async probe(): Promise<void> {
+    const client = this.client;
+    if (!client || !this.connected) return;
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([
+        client.query('SELECT 1'),
+        new Promise((_, reject) => {
+          timer = setTimeout(() => reject(new Error(`probe got no answer in ${PROBE_TIMEOUT_MS} ms`)), PROBE_TIMEOUT_MS);
+        }),
+      ]);
+    } catch (error) {
+      this.lost(client, error as Error);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}

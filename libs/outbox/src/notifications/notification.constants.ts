@@ -1,0 +1,17 @@
+/** NOTIFY channels. Payloads are small identifiers only, never documents (NOTIFY caps them at 8000 bytes). */
+
+/** A run became ready to claim; payload: its queue name. */
+export const RUNS_READY_CHANNEL = 'wf_runs_ready';
+
+/** A run reached a terminal state; payload: its id. */
+export const RUN_FINISHED_CHANNEL = 'wf_run_finished';
+
+export const NOTIFICATION_LISTENER_OPTIONS = Symbol('NOTIFICATION_LISTENER_OPTIONS');
+
+export interface NotificationListenerOptions {
+  /** Connection string of the database to LISTEN on. */
+  url: string;
+  channels: string[];
+  /** How often the LISTEN session is probed with a round trip to catch a half-open socket. */
+  probeIntervalMs: number;
+}

@@ -1,0 +1,69 @@
+import type { ErrorDetails, RunStatus } from '@app/contracts';
+import { Column, Entity, OneToMany, PrimaryColumn, type Relation } from 'typeorm';
+import { TaskEntity } from './task.entity';
+
+@Entity({ name: 'runs' })
+export class RunEntity {
+  @PrimaryColumn('uuid')
+  id: string;
+
+  @Column('text')
+  workflow: string;
+
+  @Column('text')
+  version: string;
+
+  /** Where the run waits while ready: see queueName() in libs/streams. */
+  @Column('text')
+  queue: string;
+
+  @Column('text')
+  status: RunStatus;
+
+  @Column('integer')
+  revision: number;
+
+  @Column('integer')
+  attempt: number;
+
+  @Column('integer')
+  priority: number;
+
+  @Column('jsonb', { nullable: true })
+  /** JSON. Typed loosely: a recursive JSON type defeats TypeORM's query typings. */
+  input: unknown;
+
+  @Column('jsonb', { nullable: true })
+  /** JSON. */
+  output: unknown;
+
+  @Column('jsonb', { nullable: true })
+  error: ErrorDetails | null;
+
+  @Column('text', { name: 'idempotency_key', nullable: true })
+  idempotencyKey: string | null;
+
+  @Column('timestamptz', { name: 'due_at' })
+  dueAt: Date;
+
+  @Column('text', { name: 'claimed_by', nullable: true })
+  claimedBy: string | null;
+
+  @Column('timestamptz', { name: 'heartbeat_at', nullable: true })
+  heartbeatAt: Date | null;
+
+  @Column('timestamptz', { name: 'created_at' })
+  createdAt: Date;
+
+  @Column('timestamptz', { name: 'updated_at' })
+  updatedAt: Date;
+
+  @Column('timestamptz', { name: 'started_at', nullable: true })
+  startedAt: Date | null;
+
+  @Column('timestamptz', { name: 'finished_at', nullable: true })
+  finishedAt: Date | null;
+
+  @OneToMany(() => TaskEntity, (task) => task.run)
+  tasks?: Relation<TaskEntity>[];
+}

@@ -1,0 +1,6 @@
+export * from './database';
+export * from './entities/run-transition.entity';
+export * from './entities/run.entity';
+export * from './entities/task.entity';
+export * from './ids';
+export * from './persistence.module';

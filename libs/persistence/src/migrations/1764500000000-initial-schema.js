@@ -1,0 +1,77 @@
+"use strict";
+Object.defineProperty(exports, "__esModule", { value: true });
+exports.InitialSchema1764500000000 = void 0;
+class InitialSchema1764500000000 {
+    name = 'InitialSchema1764500000000';
+    async up(queryRunner) {
+        await queryRunner.query(`
+      CREATE TABLE runs (
+        id              uuid PRIMARY KEY,
+        workflow        text NOT NULL CHECK (length(workflow) BETWEEN 1 AND 128),
+        version         text NOT NULL CHECK (length(version) BETWEEN 1 AND 128),
+        queue           text NOT NULL,
+        status          text NOT NULL CHECK (status IN ('queued', 'running', 'completed', 'failed', 'cancelled')),
+        revision        integer NOT NULL DEFAULT 0,
+        attempt         integer NOT NULL DEFAULT 1,
+        priority        integer NOT NULL DEFAULT 0,
+        input           jsonb,
+        output          jsonb,
+        error           jsonb,
+        idempotency_key text CHECK (length(idempotency_key) BETWEEN 1 AND 255),
+        due_at          timestamptz NOT NULL DEFAULT now(),
+        claimed_by      text,
+        heartbeat_at    timestamptz,
+        created_at      timestamptz NOT NULL DEFAULT now(),
+        updated_at      timestamptz NOT NULL DEFAULT now(),
+        started_at      timestamptz,
+        finished_at     timestamptz
+      )`);
+        // The claim query: due runs of the requested queues, highest priority first, oldest due first.
+        await queryRunner.query(`CREATE INDEX runs_ready_idx ON runs (queue, priority DESC, due_at) WHERE status = 'queued'`);
+        // Work stealing: running runs whose claim has gone idle.
+        await queryRunner.query(`CREATE INDEX runs_running_heartbeat_idx ON runs (heartbeat_at) WHERE status = 'running'`);
+        await queryRunner.query(`CREATE UNIQUE INDEX runs_idempotency_key_idx ON runs (workflow, idempotency_key) WHERE idempotency_key IS NOT NULL`);
+        // Listing newest first (ids are time-ordered UUIDv7), optionally by workflow.
+        await queryRunner.query(`CREATE INDEX runs_workflow_id_idx ON runs (workflow, id DESC)`);
+        await queryRunner.query(`
+      CREATE TABLE tasks (
+        run_id     uuid NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        key        text NOT NULL CHECK (length(key) BETWEEN 1 AND 255),
+        name       text NOT NULL,
+        status     text NOT NULL CHECK (status IN ('completed', 'failed')),
+        attempts   integer NOT NULL,
+        output     jsonb,
+        error      jsonb,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (run_id, key)
+      )`);
+        await queryRunner.query(`
+      CREATE TABLE run_transitions (
+        id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        run_id      uuid NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        from_status text,
+        to_status   text NOT NULL,
+        revision    integer NOT NULL,
+        worker_id   text,
+        created_at  timestamptz NOT NULL DEFAULT now()
+      )`);
+        await queryRunner.query(`CREATE INDEX run_transitions_run_idx ON run_transitions (run_id, id)`);
+        await queryRunner.query(`
+      CREATE FUNCTION run_transitions_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        RAISE EXCEPTION 'run_transitions is append-only';
+      END;
+      $$`);
+        await queryRunner.query(`
+      CREATE TRIGGER run_transitions_no_update BEFORE UPDATE ON run_transitions
+        FOR EACH STATEMENT EXECUTE FUNCTION run_transitions_append_only()`);
+    }
+    async down(queryRunner) {
+        await queryRunner.query(`DROP TABLE run_transitions`);
+        await queryRunner.query(`DROP FUNCTION run_transitions_append_only()`);
+        await queryRunner.query(`DROP TABLE tasks`);
+        await queryRunner.query(`DROP TABLE runs`);
+    }
+}
+exports.InitialSchema1764500000000 = InitialSchema1764500000000;
+//# sourceMappingURL=1764500000000-initial-schema.js.map
