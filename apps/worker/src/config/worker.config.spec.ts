@@ -1,0 +1,18 @@
+import { describe, expect, it } from '@jest/globals';
+import { loadWorkerConfig } from './worker.config';
+
+describe('loadWorkerConfig', () => {
+  it('applies documented defaults', () => {
+    expect(loadWorkerConfig({})).toMatchObject({
+      coordinatorUrl: 'http://127.0.0.1:3000',
+      concurrency: 10,
+      heartbeatIntervalMs: 30_000,
+      claimWaitMs: 20_000,
+    });
+  });
+
+  it('names a malformed variable', () => {
+    expect(() => loadWorkerConfig({ WORKER_CONCURRENCY: '0' })).toThrow('WORKER_CONCURRENCY must be an integer from 1 to 10000, got "0"');
+    expect(() => loadWorkerConfig({ COORDINATOR_URL: 'localhost:3000' })).toThrow('COORDINATOR_URL must be a http or https URL');
+  });
+});

@@ -1,0 +1,78 @@
+import { isTerminalStatus, RunPage, RunStatus, RunView, WAIT_MS_MAX } from '@app/contracts';
+import { JsonHttpClient } from '../http/json-http.client';
+import type { InputOf, WorkflowDefinition } from '../workflow/workflow';
+
+export interface WorkflowClientOptions {
+  /** Coordinator base URL, e.g. http://127.0.0.1:3000 */
+  url: string;
+  headers?: Record<string, string>;
+}
+
+export interface StartOptions {
+  /** Starting twice with the same key (per workflow) returns the first run. */
+  idempotencyKey?: string;
+  /** Higher runs first among due runs; default 0. */
+  priority?: number;
+  /** Not before this time. */
+  runAt?: Date;
+}
+
+export interface TypedRunView<O> extends Omit<RunView, 'output'> {
+  output: O | null;
+}
+
+type WorkflowRef = Pick<WorkflowDefinition<never, never>, 'name' | 'version'>;
+
+/** The typed client for users' own services: start, get, list, wait for and cancel runs. */
+export class WorkflowClient {
+  private readonly http: JsonHttpClient;
+
+  constructor(options: WorkflowClientOptions) {
+    this.http = new JsonHttpClient(options.url, options.headers);
+  }
+
+  start<W extends WorkflowDefinition<never, unknown>>(
+    workflow: W,
+    input: InputOf<W>,
+    options?: StartOptions,
+  ): Promise<TypedRunView<W extends WorkflowDefinition<never, infer O> ? O : never>>;
+  start(workflow: WorkflowRef, input?: unknown, options?: StartOptions): Promise<RunView>;
+  start(workflow: WorkflowRef, input?: unknown, options: StartOptions = {}): Promise<RunView> {
+    return this.http.request<RunView>('POST', '/v1/runs', {
+      workflow: workflow.name,
+      version: workflow.version,
+      input,
+      idempotencyKey: options.idempotencyKey,
+      priority: options.priority,
+      runAt: options.runAt?.toISOString(),
+    });
+  }
+
+  get(runId: string): Promise<RunView> {
+    return this.http.request<RunView>('GET', `/v1/runs/${encodeURIComponent(runId)}`);
+  }
+
+  list(query: { workflow?: string; status?: RunStatus; limit?: number; cursor?: string } = {}): Promise<RunPage> {
+    const params = new URLSearchParams();
+    for (const [key, value] of Object.entries(query)) if (value !== undefined) params.set(key, String(value));
+    const suffix = params.size > 0 ? `?${params}` : '';
+    return this.http.request<RunPage>('GET', `/v1/runs${suffix}`);
+  }
+
+  /**
+   * Resolves with the run once it is terminal (completed, failed or cancelled), or as it is when
+   * `timeoutMs` has passed. Each request long-polls the coordinator, so no time is lost polling.
+   */
+  async waitForResult(runId: string, options: { timeoutMs?: number } = {}): Promise<RunView> {
+    const deadline = Date.now() + (options.timeoutMs ?? 60_000);
+    for (;;) {
+      const waitMs = Math.max(0, Math.min(WAIT_MS_MAX, deadline - Date.now()));
+      const run = await this.http.request<RunView>('GET', `/v1/runs/${encodeURIComponent(runId)}/result?waitMs=${waitMs}`);
+      if (isTerminalStatus(run.status) || Date.now() >= deadline) return run;
+    }
+  }
+
+  cancel(runId: string): Promise<RunView> {
+    return this.http.request<RunView>('POST', `/v1/runs/${encodeURIComponent(runId)}/cancel`);
+  }
+}

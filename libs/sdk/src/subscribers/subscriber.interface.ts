@@ -1,0 +1,24 @@
+import type { ClaimedRun } from '@app/contracts';
+
+/** Injection token of the worker's subscriber. */
+export const SUBSCRIBER = Symbol('SUBSCRIBER');
+
+export type NextDelayParams = { type: 'no_work' } | { type: 'retry'; attempt: number };
+
+/**
+ * How a worker finds and takes ready runs. The runtime calls `getReadyRuns` with its free
+ * capacity, runs what it gets, and waits `getNextDelay(...)` ms before the next call.
+ *
+ * A subscriber that blocks inside `getReadyRuns` until work arrives (a long-poll, a blocking
+ * Redis read) returns 0 for `no_work`; `retry` (after `getReadyRuns` threw) needs a real backoff.
+ */
+export interface Subscriber {
+  /** Returns runs this worker now owns, at most `limit`. Should return early when `signal` aborts. */
+  getReadyRuns(limit: number, signal: AbortSignal): Promise<ClaimedRun[]>;
+  getNextDelay(params: NextDelayParams): number;
+  /** Called beside the coordinator heartbeat for each run this worker executes. */
+  heartbeat?(runId: string): Promise<void>;
+  /** Called once a run this subscriber delivered has finished on this worker. */
+  acknowledge?(runId: string): Promise<void>;
+  close?(): Promise<void>;
+}

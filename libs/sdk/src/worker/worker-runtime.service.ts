@@ -1,0 +1,133 @@
+import type { ClaimedRun } from '@app/contracts';
+import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { SUBSCRIBER, type Subscriber } from '../subscribers/subscriber.interface';
+import { CoordinatorApi } from './coordinator.api';
+import { RunExecutor } from './run-executor';
+import { RunLease } from './run-lease';
+import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker.constants';
+
+/**
+ * The worker's main loop: asks the subscriber for as many runs as it has free slots, executes
+ * them concurrently, and keeps their claims alive with heartbeats (one request for all runs).
+ */
+@Injectable()
+export class WorkerRuntime implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  private readonly logger = new Logger(WorkerRuntime.name);
+  private readonly active = new Map<string, { lease: RunLease; done: Promise<void> }>();
+  private readonly stopping = new AbortController();
+  private slotFreed: (() => void) | undefined;
+  private loop: Promise<void> | undefined;
+  private heartbeatTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    @Inject(SUBSCRIBER) private readonly subscriber: Subscriber,
+    private readonly executor: RunExecutor,
+    private readonly api: CoordinatorApi,
+    @Inject(WORKER_OPTIONS) private readonly options: ResolvedWorkerOptions,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    this.loop = this.consume();
+    this.heartbeatTimer = setInterval(() => void this.heartbeat(), this.options.heartbeatIntervalMs);
+    this.logger.log(`worker ${this.options.workerId} started (concurrency ${this.options.concurrency})`);
+  }
+
+  /** Stops taking work, lets running runs finish within the grace period, then abandons the rest. */
+  async beforeApplicationShutdown(): Promise<void> {
+    this.stopping.abort();
+    this.slotFreed?.();
+    await this.loop;
+    const running = [...this.active.values()].map((entry) => entry.done);
+    if (running.length > 0) {
+      this.logger.log(`waiting up to ${this.options.shutdownGraceMs} ms for ${running.length} running run(s)`);
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        Promise.all(running),
+        new Promise((resolve) => (timer = setTimeout(resolve, this.options.shutdownGraceMs))),
+      ]);
+      clearTimeout(timer);
+    }
+    for (const { lease } of this.active.values()) lease.lose('the worker is shutting down');
+    clearInterval(this.heartbeatTimer);
+    await this.subscriber.close?.();
+  }
+
+  /** Number of runs executing now. */
+  get activeRuns(): number {
+    return this.active.size;
+  }
+
+  private async consume(): Promise<void> {
+    let failures = 0;
+    const signal = this.stopping.signal;
+    while (!signal.aborted) {
+      const free = this.options.concurrency - this.active.size;
+      if (free <= 0) {
+        await new Promise<void>((resolve) => (this.slotFreed = resolve));
+        continue;
+      }
+      let runs: ClaimedRun[];
+      try {
+        runs = await this.subscriber.getReadyRuns(free, signal);
+        failures = 0;
+      } catch (error) {
+        if (signal.aborted) break;
+        failures++;
+        const delayMs = this.subscriber.getNextDelay({ type: 'retry', attempt: failures });
+        this.logger.warn(`getting work failed (${(error as Error).message}); retrying in ${delayMs} ms`);
+        await sleep(delayMs, signal);
+        continue;
+      }
+      for (const run of runs) this.start(run);
+      if (runs.length === 0) await sleep(this.subscriber.getNextDelay({ type: 'no_work' }), signal);
+    }
+  }
+
+  private start(run: ClaimedRun): void {
+    const lease = new RunLease(run.id, run.revision);
+    const done = this.executor
+      .execute(run, lease)
+      .catch((error: unknown) => this.logger.error(`run ${run.id} could not be reported: ${(error as Error).message}`))
+      .then(() => this.subscriber.acknowledge?.(run.id))
+      .catch((error: unknown) => this.logger.warn(`acknowledging run ${run.id} failed: ${(error as Error).message}`))
+      .finally(() => {
+        this.active.delete(run.id);
+        const wake = this.slotFreed;
+        this.slotFreed = undefined;
+        wake?.();
+      });
+    this.active.set(run.id, { lease, done });
+  }
+
+  private async heartbeat(): Promise<void> {
+    const leases = [...this.active.values()].map((entry) => entry.lease).filter((lease) => !lease.isLost);
+    if (leases.length === 0) return;
+    try {
+      const lost = new Set(await this.api.heartbeat(leases.map((lease) => ({ id: lease.runId, expectedRevision: lease.revision }))));
+      for (const lease of leases) {
+        if (lost.has(lease.runId)) {
+          this.logger.warn(`run ${lease.runId}: claim lost (taken over or cancelled); stopping it`);
+          lease.lose('heartbeat refused: the run was taken over or cancelled');
+        }
+      }
+      if (this.subscriber.heartbeat) {
+        await Promise.all(leases.filter((lease) => !lease.isLost).map((lease) => this.subscriber.heartbeat!(lease.runId)));
+      }
+    } catch (error) {
+      this.logger.warn(`heartbeat failed: ${(error as Error).message}`);
+    }
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  if (ms <= 0 || signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+  });
+}
