@@ -33,22 +33,13 @@ export class EngineExceptionFilter implements ExceptionFilter {
     }
     if (exception instanceof HttpException) {
       const status = exception.getStatus();
-      return errorBody(status, HTTP_REASONS[status] ?? `http_${status}`, exception.message);
-    }
-    const status = httpStatusOf(exception);
-    if (status !== undefined) {
-      // Errors raised by body-parser before routing carry their own 4xx status.
-      const reason = (exception as { type?: string }).type === 'entity.parse.failed' ? 'invalid_json' : HTTP_REASONS[status];
-      return errorBody(status, reason ?? `http_${status}`, (exception as Error).message);
+      // The express adapter wraps body-parser's errors; its JSON syntax error becomes a 400 with that cause.
+      const reason = exception.cause instanceof SyntaxError ? 'invalid_json' : HTTP_REASONS[status];
+      return errorBody(status, reason ?? `http_${status}`, exception.message);
     }
     this.logger.error(exception instanceof Error ? (exception.stack ?? exception.message) : String(exception));
     return errorBody(500, 'internal_error', 'internal error; see the coordinator log');
   }
-}
-
-function httpStatusOf(exception: unknown): number | undefined {
-  const status = (exception as { status?: unknown } | null)?.status;
-  return typeof status === 'number' && status >= 400 && status < 500 ? status : undefined;
 }
 
 export function errorBody(statusCode: number, reason: string, message: string): ErrorBody {

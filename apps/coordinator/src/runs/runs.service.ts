@@ -58,7 +58,7 @@ export class RunsService {
         wait?.cancel();
         throw error;
       });
-      if (!wait || isTerminalStatus(run.status)) {
+      if (!wait || isTerminalStatus(run.status) || this.listener.isClosed) {
         wait?.cancel();
         return toRunView(run, await this.repository.findTasks(run.id));
       }

@@ -42,7 +42,7 @@ export class ClaimsService {
         wait?.cancel();
         throw error;
       }
-      if (runs.length > 0 || !wait) {
+      if (runs.length > 0 || !wait || this.listener.isClosed) {
         wait?.cancel();
         return runs;
       }

@@ -60,7 +60,7 @@ export class RunLeaseRepository {
                 heartbeat_at = now(), updated_at = now(), started_at = coalesce(r.started_at, now())
            FROM picked p
           WHERE r.id = p.id
-         RETURNING r.id, r.workflow, r.version, r.revision, r.attempt, r.input, p.status AS from_status
+         RETURNING r.id, r.workflow, r.version, r.revision, r.attempt, r.input, r.priority, r.due_at, p.status AS from_status
        ), history AS (
          INSERT INTO run_transitions (run_id, from_status, to_status, revision, worker_id)
          SELECT id, from_status, 'running', revision, $4 FROM claimed
@@ -70,7 +70,8 @@ export class RunLeaseRepository {
                                  'key', t.key, 'status', t.status, 'attempts', t.attempts,
                                  'output', t.output, 'error', t.error))
                           FROM tasks t WHERE t.run_id = c.id), '[]'::json) AS tasks
-         FROM claimed c`,
+         FROM claimed c
+        ORDER BY c.from_status = 'queued', c.priority DESC, c.due_at`,
       [params.queues, params.limit, params.claimMinIdleTimeMs, params.workerId],
     );
   }

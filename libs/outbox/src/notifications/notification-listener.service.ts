@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { Client } from 'pg';
 import { NOTIFICATION_LISTENER_OPTIONS, type NotificationListenerOptions } from './notification.constants';
 
@@ -25,7 +25,7 @@ const MAX_RECONNECT_DELAY_MS = 5_000;
  * round trip and replaced when the probe fails.
  */
 @Injectable()
-export class NotificationListener implements OnModuleInit, OnApplicationShutdown {
+export class NotificationListener implements OnModuleInit, BeforeApplicationShutdown, OnApplicationShutdown {
   private readonly logger = new Logger(NotificationListener.name);
   private readonly waiters = new Map<string, Set<Waiter>>();
   private client: Client | undefined;
@@ -43,12 +43,22 @@ export class NotificationListener implements OnModuleInit, OnApplicationShutdown
     this.probeTimer.unref();
   }
 
-  async onApplicationShutdown(): Promise<void> {
+  /** Before the HTTP server drains: release every long-poll so in-flight requests can finish. */
+  beforeApplicationShutdown(): void {
     this.stopped = true;
     clearInterval(this.probeTimer);
     clearTimeout(this.reconnectTimer);
     this.wakeAll(false);
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    this.beforeApplicationShutdown();
     await this.client?.end().catch(() => undefined);
+  }
+
+  /** True once the app is shutting down: waits return false at once, so long-polls should return. */
+  get isClosed(): boolean {
+    return this.stopped;
   }
 
   /** Whether the LISTEN session is currently up (for health checks). */

@@ -1,0 +1,34 @@
+import type { INestApplication, INestApplicationContext } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import type { AddressInfo } from 'node:net';
+import { createCoordinatorApp } from '../../apps/coordinator/src/bootstrap';
+import { type CoordinatorConfig, loadCoordinatorConfig } from '../../apps/coordinator/src/config/coordinator.config';
+import { loadWorkerConfig, type WorkerConfig } from '../../apps/worker/src/config/worker.config';
+import { WorkerAppModule } from '../../apps/worker/src/worker-app.module';
+
+export interface RunningCoordinator {
+  app: INestApplication;
+  url: string;
+  close(): Promise<void>;
+}
+
+/** Boots the real coordinator app in this process on a random port. */
+export async function startCoordinator(databaseUrl: string, overrides: Partial<CoordinatorConfig> = {}): Promise<RunningCoordinator> {
+  const config = { ...loadCoordinatorConfig({ DATABASE_URL: databaseUrl }), port: 0, host: '127.0.0.1', ...overrides };
+  const app = await createCoordinatorApp(config, ['error', 'warn']);
+  await app.listen(0, '127.0.0.1');
+  const { port } = app.getHttpServer().address() as AddressInfo;
+  return { app, url: `http://127.0.0.1:${port}`, close: () => app.close() };
+}
+
+export interface RunningWorker {
+  app: INestApplicationContext;
+  close(): Promise<void>;
+}
+
+/** Boots the real worker app (hosting the example workflows) in this process. */
+export async function startWorker(coordinatorUrl: string, overrides: Partial<WorkerConfig> = {}): Promise<RunningWorker> {
+  const config = { ...loadWorkerConfig({ COORDINATOR_URL: coordinatorUrl }), claimWaitMs: 5_000, ...overrides };
+  const app = await NestFactory.createApplicationContext(WorkerAppModule.register(config), { logger: ['error', 'warn'] });
+  return { app, close: () => app.close() };
+}

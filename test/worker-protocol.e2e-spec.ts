@@ -1,0 +1,192 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import type { ClaimedRun } from '@app/contracts';
+import request from 'supertest';
+import { type RunningCoordinator, startCoordinator } from './support/apps';
+import { createTestDatabase, type TestDatabase } from './support/database';
+
+/**
+ * The worker protocol, driven over HTTP by the test acting as workers, against the real
+ * coordinator and PostgreSQL.
+ */
+describe('worker protocol', () => {
+  let db: TestDatabase;
+  let coordinator: RunningCoordinator;
+  const ECHO = [{ name: 'echo', version: '1' }];
+
+  beforeAll(async () => {
+    db = await createTestDatabase('protocol');
+    // Long poll interval: a claim that returns early was woken by NOTIFY, not by the poll.
+    coordinator = await startCoordinator(db.url, { claimPollIntervalMs: 60_000, claimMinIdleTimeMs: 1_500, heartbeatIntervalMs: 500 });
+  });
+
+  afterEach(async () => {
+    await db.sql('TRUNCATE runs CASCADE');
+  });
+
+  afterAll(async () => {
+    await coordinator?.close();
+    await db?.drop();
+  });
+
+  const http = () => request(coordinator.url);
+
+  async function startRuns(count: number, workflow = 'echo', version = '1'): Promise<string[]> {
+    const ids: string[] = [];
+    for (let i = 0; i < count; i++) {
+      const response = await http().post('/v1/runs').send({ workflow, version, input: { i } }).expect(201);
+      ids.push(response.body.id);
+    }
+    return ids;
+  }
+
+  async function claim(workerId: string, limit: number, waitMs = 0, workflows = ECHO): Promise<ClaimedRun[]> {
+    const response = await http().post('/v1/worker/claims').send({ workerId, workflows, limit, waitMs }).expect(200);
+    return response.body.runs;
+  }
+
+  it('claims due runs, moving them to running at a new revision', async () => {
+    const [id] = await startRuns(1);
+    const [run] = await claim('w1', 10);
+    expect(run).toMatchObject({ id, workflow: 'echo', version: '1', revision: 1, attempt: 1, input: { i: 0 }, tasks: [] });
+    const view = await http().get(`/v1/runs/${id}`).expect(200);
+    expect(view.body).toMatchObject({ status: 'running', revision: 1 });
+    expect(await claim('w2', 10)).toEqual([]);
+  });
+
+  it('only claims runs of the requested workflows', async () => {
+    await startRuns(1, 'other', '2');
+    expect(await claim('w1', 10)).toEqual([]);
+    expect(await claim('w1', 10, 0, [{ name: 'other', version: '2' }])).toHaveLength(1);
+  });
+
+  it('never hands the same run to two workers claiming at once', async () => {
+    const ids = await startRuns(120);
+    const claimed: string[][] = [[], [], [], []];
+    await Promise.all(
+      claimed.map(async (mine, worker) => {
+        for (;;) {
+          const runs = await claim(`w${worker}`, 7);
+          if (runs.length === 0) return;
+          mine.push(...runs.map((run) => run.id));
+        }
+      }),
+    );
+    const all = claimed.flat();
+    expect(all).toHaveLength(120);
+    expect(new Set(all).size).toBe(120);
+    expect(new Set(all)).toEqual(new Set(ids));
+  });
+
+  it('long-polls: an idle claim is woken by NOTIFY when a run is started', async () => {
+    const pending = claim('w-idle', 5, 30_000);
+    // Start the run only once the claim is parked at the coordinator.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const [id] = await startRuns(1);
+    const runs = await pending;
+    expect(runs.map((run) => run.id)).toEqual([id]);
+  });
+
+  it('returns an empty claim after waitMs when nothing is ready', async () => {
+    expect(await claim('w-idle', 5, 300)).toEqual([]);
+  });
+
+  it('orders due runs by priority, then by due time, and holds back runs not yet due', async () => {
+    const create = (priority: number, runAt?: string) =>
+      http().post('/v1/runs').send({ workflow: 'echo', version: '1', priority, runAt }).expect(201);
+    const low = (await create(0)).body.id;
+    const high = (await create(5)).body.id;
+    const later = (await create(10, new Date(Date.now() + 60_000).toISOString())).body.id;
+    const claimed = await claim('w1', 10);
+    expect(claimed.map((run) => run.id)).toEqual([high, low]);
+    const view = await http().get(`/v1/runs/${later}`).expect(200);
+    expect(view.body.status).toBe('queued');
+  });
+
+  it('rejects a write with a stale expectedRevision (409) and changes nothing', async () => {
+    const [id] = await startRuns(1);
+    const [run] = await claim('w1', 1);
+    const before = (await http().get(`/v1/runs/${id}`).expect(200)).body;
+
+    const stale = run.revision - 1;
+    const task = await http()
+      .post(`/v1/worker/runs/${id}/tasks`)
+      .send({ expectedRevision: stale, key: 'a#1', name: 'a', status: 'completed', attempts: 1, output: 1 })
+      .expect(409);
+    expect(task.body).toMatchObject({ statusCode: 409, reason: 'revision_conflict' });
+    await http().post(`/v1/worker/runs/${id}/complete`).send({ expectedRevision: stale, output: 'x' }).expect(409);
+    await http()
+      .post(`/v1/worker/runs/${id}/fail`)
+      .send({ expectedRevision: stale, error: { message: 'x' } })
+      .expect(409);
+
+    const after = (await http().get(`/v1/runs/${id}`).expect(200)).body;
+    expect(after).toEqual(before);
+    expect(after.tasks).toEqual([]);
+
+    await http().post(`/v1/worker/runs/${id}/complete`).send({ expectedRevision: run.revision, output: 'ok' }).expect(200);
+    const done = (await http().get(`/v1/runs/${id}`).expect(200)).body;
+    expect(done).toMatchObject({ status: 'completed', output: 'ok', revision: run.revision + 1 });
+    // A finished run accepts no more writes, even at the revision that finished it.
+    await http().post(`/v1/worker/runs/${id}/complete`).send({ expectedRevision: run.revision, output: 'again' }).expect(409);
+  });
+
+  it('records the first result of a task key; a later writer gets the stored one back', async () => {
+    const [id] = await startRuns(1);
+    const [run] = await claim('w1', 1);
+    const write = (output: number) =>
+      http()
+        .post(`/v1/worker/runs/${id}/tasks`)
+        .send({ expectedRevision: run.revision, key: 'step#1', name: 'step', status: 'completed', attempts: 1, output })
+        .expect(200);
+    expect((await write(1)).body.task).toMatchObject({ key: 'step#1', output: 1 });
+    expect((await write(2)).body.task).toMatchObject({ key: 'step#1', output: 1 });
+    const [count] = await db.sql<{ count: string }>('SELECT count(*) FROM tasks WHERE run_id = $1', [id]);
+    expect(count.count).toBe('1');
+  });
+
+  it('hands a run whose claim went idle to another worker, which replays its recorded tasks; the old owner is fenced off', async () => {
+    const [id] = await startRuns(1);
+    const [first] = await claim('w-old', 1);
+    await http()
+      .post(`/v1/worker/runs/${id}/tasks`)
+      .send({ expectedRevision: first.revision, key: 'a#1', name: 'a', status: 'completed', attempts: 1, output: { done: true } })
+      .expect(200);
+
+    // w-old stops heartbeating; after claimMinIdleTimeMs (1.5 s, judged by the database clock) the run is up for grabs.
+    let stolen: ClaimedRun[] = [];
+    const deadline = Date.now() + 10_000;
+    while (stolen.length === 0 && Date.now() < deadline) stolen = await claim('w-new', 1, 500);
+    expect(stolen).toHaveLength(1);
+    expect(stolen[0]).toMatchObject({ id, revision: first.revision + 1 });
+    expect(stolen[0].tasks).toEqual([{ key: 'a#1', status: 'completed', attempts: 1, output: { done: true }, error: null }]);
+
+    const heartbeat = await http()
+      .post('/v1/worker/heartbeats')
+      .send({ workerId: 'w-old', runs: [{ id, expectedRevision: first.revision }] })
+      .expect(200);
+    expect(heartbeat.body.lost).toEqual([id]);
+    await http().post(`/v1/worker/runs/${id}/complete`).send({ expectedRevision: first.revision, output: 'zombie' }).expect(409);
+    await http().post(`/v1/worker/runs/${id}/complete`).send({ expectedRevision: stolen[0].revision, output: 'fresh' }).expect(200);
+    expect((await http().get(`/v1/runs/${id}`).expect(200)).body).toMatchObject({ status: 'completed', output: 'fresh' });
+  });
+
+  it('keeps a heartbeating claim from being stolen', async () => {
+    const [id] = await startRuns(1);
+    const [run] = await claim('w1', 1);
+    const until = Date.now() + 2_500;
+    while (Date.now() < until) {
+      const beat = await http().post('/v1/worker/heartbeats').send({ workerId: 'w1', runs: [{ id, expectedRevision: run.revision }] }).expect(200);
+      expect(beat.body.lost).toEqual([]);
+      expect(await claim('w2', 1, 400)).toEqual([]);
+    }
+  });
+
+  it('404s a write to an unknown run and 400s a malformed id', async () => {
+    await http()
+      .post('/v1/worker/runs/01a22c37-316c-762f-a717-4521456009df/complete')
+      .send({ expectedRevision: 1, output: null })
+      .expect(404);
+    const response = await http().post('/v1/worker/runs/not-a-uuid/complete').send({ expectedRevision: 1 }).expect(400);
+    expect(response.body.reason).toBe('invalid_run_id');
+  });
+});
