@@ -34,7 +34,8 @@ export class RunLeaseRepository {
    *
    * Safe under concurrency: candidates are locked with FOR UPDATE SKIP LOCKED, so concurrent
    * claimers take disjoint rows without waiting on each other, and a locked row's WHERE clause is
-   * re-checked against its latest version. Incrementing the revision fences off the previous owner.
+   * re-checked against its latest version. Candidates locked but not picked (at most `limit` per
+   * queue) are released when the statement commits. Incrementing the revision fences off the previous owner.
    * Stored task results come back in the same round trip so a re-executed run can replay them.
    */
   async claim(params: ClaimParams): Promise<ClaimedRun[]> {
@@ -47,11 +48,17 @@ export class RunLeaseRepository {
           LIMIT $2
           FOR UPDATE SKIP LOCKED
        ), ready AS (
-         SELECT id, status FROM runs
-          WHERE status = 'queued' AND queue = ANY($1) AND due_at <= now()
-          ORDER BY priority DESC, due_at
+         -- One ordered index scan per queue (runs_ready_idx), merged below: a single scan over
+         -- queue = ANY($1) would have to sort every ready run of those queues first.
+         SELECT r.id, r.status FROM unnest($1::text[]) AS q(queue)
+          CROSS JOIN LATERAL (
+                SELECT id, status, priority, due_at FROM runs
+                 WHERE status = 'queued' AND queue = q.queue AND due_at <= now()
+                 ORDER BY priority DESC, due_at
+                 LIMIT $2
+                 FOR UPDATE SKIP LOCKED) r
+          ORDER BY r.priority DESC, r.due_at
           LIMIT $2
-          FOR UPDATE SKIP LOCKED
        ), picked AS (
          (SELECT id, status FROM stale) UNION ALL (SELECT id, status FROM ready) LIMIT $2
        ), claimed AS (
