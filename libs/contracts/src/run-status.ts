@@ -1,4 +1,8 @@
-export const RUN_STATUSES = ['queued', 'running', 'completed', 'failed', 'cancelled'] as const;
+export const RUN_STATUSES = ['queued', 'running', 'waiting', 'completed', 'failed', 'cancelled'] as const;
+/**
+ * queued: ready (or due at `runAt`); running: claimed by a worker; waiting: suspended (durable sleep,
+ * event, child run, retry backoff) until it is due again; the last three are terminal.
+ */
 export type RunStatus = (typeof RUN_STATUSES)[number];
 
 /** A run in one of these states never changes again. */
@@ -9,4 +13,9 @@ export function isTerminalStatus(status: RunStatus): boolean {
 }
 
 export const TASK_STATUSES = ['completed', 'failed'] as const;
-export type TaskStatus = (typeof TASK_STATUSES)[number];
+/** A recorded task result. Suspension steps are also `waiting` until they resolve. */
+export type TaskStatus = (typeof TASK_STATUSES)[number] | 'waiting';
+
+/** What a recorded step is: a task, or a point where the run suspended. */
+export const STEP_KINDS = ['task', 'sleep', 'event', 'child', 'retry'] as const;
+export type StepKind = (typeof STEP_KINDS)[number];
