@@ -110,7 +110,7 @@ describe('worker protocol', () => {
     const stale = run.revision - 1;
     const task = await http()
       .post(`/v1/worker/runs/${id}/tasks`)
-      .send({ expectedRevision: stale, key: 'a#1', name: 'a', status: 'completed', attempts: 1, output: 1 })
+      .send({ expectedRevision: stale, key: 'a#1', seq: 0, name: 'a', status: 'completed', attempts: 1, output: 1 })
       .expect(409);
     expect(task.body).toMatchObject({ statusCode: 409, reason: 'revision_conflict' });
     await http().post(`/v1/worker/runs/${id}/complete`).send({ expectedRevision: stale, output: 'x' }).expect(409);
@@ -136,7 +136,7 @@ describe('worker protocol', () => {
     const write = (output: number) =>
       http()
         .post(`/v1/worker/runs/${id}/tasks`)
-        .send({ expectedRevision: run.revision, key: 'step#1', name: 'step', status: 'completed', attempts: 1, output })
+        .send({ expectedRevision: run.revision, key: 'step#1', seq: 0, name: 'step', status: 'completed', attempts: 1, output })
         .expect(200);
     expect((await write(1)).body.task).toMatchObject({ key: 'step#1', output: 1 });
     expect((await write(2)).body.task).toMatchObject({ key: 'step#1', output: 1 });
@@ -149,7 +149,7 @@ describe('worker protocol', () => {
     const [first] = await claim('w-old', 1);
     await http()
       .post(`/v1/worker/runs/${id}/tasks`)
-      .send({ expectedRevision: first.revision, key: 'a#1', name: 'a', status: 'completed', attempts: 1, output: { done: true } })
+      .send({ expectedRevision: first.revision, key: 'a#1', seq: 0, name: 'a', status: 'completed', attempts: 1, output: { done: true } })
       .expect(200);
 
     // w-old stops heartbeating; after claimMinIdleTimeMs (1.5 s, judged by the database clock) the run is up for grabs.
@@ -158,7 +158,7 @@ describe('worker protocol', () => {
     while (stolen.length === 0 && Date.now() < deadline) stolen = await claim('w-new', 1, 500);
     expect(stolen).toHaveLength(1);
     expect(stolen[0]).toMatchObject({ id, revision: first.revision + 1 });
-    expect(stolen[0].tasks).toEqual([{ key: 'a#1', status: 'completed', attempts: 1, output: { done: true }, error: null }]);
+    expect(stolen[0].tasks).toEqual([{ key: 'a#1', kind: 'task', seq: 0, status: 'completed', attempts: 1, output: { done: true }, error: null }]);
 
     const heartbeat = await http()
       .post('/v1/worker/heartbeats')

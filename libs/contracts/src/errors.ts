@@ -50,6 +50,22 @@ export class RunAlreadyTerminalError extends EngineError {
   }
 }
 
+export class RunNotSleepingError extends EngineError {
+  readonly statusCode = 409;
+
+  constructor(runId: string, status: string) {
+    super('run_not_sleeping', `run ${runId} is not in a durable sleep (it is ${status})`);
+  }
+}
+
+export class RunNotFailedError extends EngineError {
+  readonly statusCode = 409;
+
+  constructor(runId: string, status: string) {
+    super('run_not_failed', `run ${runId} can only be retried once failed (it is ${status})`);
+  }
+}
+
 /** Body of every error response of the coordinator. */
 export interface ErrorBody {
   statusCode: number;

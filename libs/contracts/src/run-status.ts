@@ -13,8 +13,10 @@ export function isTerminalStatus(status: RunStatus): boolean {
 }
 
 export const TASK_STATUSES = ['completed', 'failed'] as const;
-/** A recorded task result. Suspension steps are also `waiting` until they resolve. */
-export type TaskStatus = (typeof TASK_STATUSES)[number] | 'waiting';
+/** How a task ended, as the worker reports it. */
+export type TaskOutcome = (typeof TASK_STATUSES)[number];
+/** A recorded step: a task outcome, or `waiting` while a suspension step has not resolved. */
+export type TaskStatus = TaskOutcome | 'waiting';
 
 /** What a recorded step is: a task, or a point where the run suspended. */
 export const STEP_KINDS = ['task', 'sleep', 'event', 'child', 'retry'] as const;

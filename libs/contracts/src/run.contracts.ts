@@ -1,4 +1,4 @@
-import type { RunStatus, TaskStatus } from './run-status';
+import type { RunStatus, StepKind, TaskStatus } from './run-status';
 import {
   fail,
   JsonValue,
@@ -20,6 +20,7 @@ export interface ErrorDetails {
 
 export interface TaskView {
   key: string;
+  kind: StepKind;
   name: string;
   status: TaskStatus;
   attempts: number;
@@ -40,7 +41,9 @@ export interface RunView {
   output: JsonValue;
   error: ErrorDetails | null;
   idempotencyKey: string | null;
-  runAt: string;
+  parentId: string | null;
+  /** When the run is (or was) due; null while it waits for an event or a child without a timeout. */
+  runAt: string | null;
   createdAt: string;
   updatedAt: string;
   startedAt: string | null;
@@ -105,6 +108,21 @@ export const WAIT_MS_MAX = 60_000;
 
 export function parseWaitMs(raw: unknown): number {
   return raw === undefined ? 0 : parseInteger(raw, 'waitMs', 0, WAIT_MS_MAX);
+}
+
+export interface SendEventRequest {
+  data: JsonValue;
+}
+
+export function parseSendEventRequest(raw: unknown): SendEventRequest {
+  const body = raw === undefined ? {} : requireObject(raw, 'request body');
+  rejectUnknownFields(body, ['data'], 'request body');
+  return { data: parseJson(body.data, 'data') };
+}
+
+export interface EventAccepted {
+  /** True when the run was waiting for this event and has been woken; false when it is kept for a later wait. */
+  delivered: boolean;
 }
 
 export function parseErrorDetails(raw: unknown, field: string): ErrorDetails {

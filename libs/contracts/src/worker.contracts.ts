@@ -1,5 +1,5 @@
 import { ErrorDetails, parseErrorDetails, parseWaitMs } from './run.contracts';
-import type { TaskStatus } from './run-status';
+import type { StepKind, TaskOutcome, TaskStatus } from './run-status';
 import { TASK_STATUSES } from './run-status';
 import {
   fail,
@@ -34,9 +34,15 @@ export interface ClaimRequest {
   waitMs: number;
 }
 
-/** A stored task result, handed back to the worker so a re-executed run replays it. */
+/**
+ * A recorded step (a task result or a resolved suspension), handed back to the worker so a
+ * re-executed run replays it.
+ */
 export interface StoredTask {
   key: string;
+  kind: StepKind;
+  /** Position in the workflow's call order. */
+  seq: number;
   status: TaskStatus;
   attempts: number;
   output: JsonValue;
@@ -70,8 +76,9 @@ export interface HeartbeatResponse {
 export interface TaskResultRequest {
   expectedRevision: number;
   key: string;
+  seq: number;
   name: string;
-  status: TaskStatus;
+  status: TaskOutcome;
   attempts: number;
   output: JsonValue;
   error: ErrorDetails | null;
@@ -90,6 +97,50 @@ export interface CompleteRunRequest {
 export interface FailRunRequest {
   expectedRevision: number;
   error: ErrorDetails;
+  /** Retry the whole run (attempt + 1) after this delay instead of failing it. */
+  retryDelayMs?: number;
+}
+
+export interface ReleaseRunRequest {
+  expectedRevision: number;
+}
+
+/** Longest durable wait: 100 years. */
+export const MAX_DELAY_MS = 100 * 365 * 24 * 3600 * 1000;
+
+/**
+ * Suspends the run at a step until it is due again (the run's worker slot is freed):
+ * `sleep` for `delayMs`; `event` until an event called `name` arrives (or `delayMs` passes);
+ * `retry` of task `name` after `delayMs` (with `attempts` made so far).
+ */
+export interface SuspendRequest {
+  expectedRevision: number;
+  key: string;
+  seq: number;
+  kind: 'sleep' | 'event' | 'retry';
+  name: string;
+  /** null: no timeout (events only). */
+  delayMs: number | null;
+  attempts: number;
+}
+
+/** Starts a child run; with `wait`, the parent suspends until the child is terminal (or `timeoutMs` passes). */
+export interface StartChildRequest {
+  expectedRevision: number;
+  key: string;
+  seq: number;
+  name: string;
+  workflow: string;
+  version: string;
+  input: JsonValue;
+  wait: boolean;
+  timeoutMs: number | null;
+}
+
+/** `suspended: false` means the step resolved at once (event already sent, child already done, zero delay). */
+export interface StepResponse {
+  suspended: boolean;
+  task: StoredTask;
 }
 
 function parseRevision(value: unknown): number {
@@ -133,15 +184,16 @@ export function parseHeartbeatRequest(raw: unknown): HeartbeatRequest {
 
 export function parseTaskResultRequest(raw: unknown): TaskResultRequest {
   const body = requireObject(raw, 'request body');
-  rejectUnknownFields(body, ['expectedRevision', 'key', 'name', 'status', 'attempts', 'output', 'error'], 'request body');
-  if (!TASK_STATUSES.includes(body.status as TaskStatus)) {
+  rejectUnknownFields(body, ['expectedRevision', 'key', 'seq', 'name', 'status', 'attempts', 'output', 'error'], 'request body');
+  if (!TASK_STATUSES.includes(body.status as TaskOutcome)) {
     fail('invalid_status', `status must be one of ${TASK_STATUSES.join(', ')}`);
   }
-  const status = body.status as TaskStatus;
+  const status = body.status as TaskOutcome;
   if (status === 'failed' && body.error === undefined) fail('invalid_error', 'a failed task needs an error');
   return {
     expectedRevision: parseRevision(body.expectedRevision),
     key: parseKey(body.key, 'key'),
+    seq: parseSeq(body.seq),
     name: parseKey(body.name, 'name'),
     status,
     attempts: parseInteger(body.attempts, 'attempts', 1, 1_000_000),
@@ -158,6 +210,64 @@ export function parseCompleteRunRequest(raw: unknown): CompleteRunRequest {
 
 export function parseFailRunRequest(raw: unknown): FailRunRequest {
   const body = requireObject(raw, 'request body');
-  rejectUnknownFields(body, ['expectedRevision', 'error'], 'request body');
-  return { expectedRevision: parseRevision(body.expectedRevision), error: parseErrorDetails(body.error, 'error') };
+  rejectUnknownFields(body, ['expectedRevision', 'error', 'retryDelayMs'], 'request body');
+  return {
+    expectedRevision: parseRevision(body.expectedRevision),
+    error: parseErrorDetails(body.error, 'error'),
+    retryDelayMs: body.retryDelayMs === undefined ? undefined : parseInteger(body.retryDelayMs, 'retryDelayMs', 0, MAX_DELAY_MS),
+  };
+}
+
+export function parseReleaseRunRequest(raw: unknown): ReleaseRunRequest {
+  const body = requireObject(raw, 'request body');
+  rejectUnknownFields(body, ['expectedRevision'], 'request body');
+  return { expectedRevision: parseRevision(body.expectedRevision) };
+}
+
+function parseSeq(value: unknown): number {
+  return parseInteger(value, 'seq', 0, 1_000_000);
+}
+
+function parseDelay(value: unknown, field: string, nullable: boolean): number | null {
+  if (nullable && (value === null || value === undefined)) return null;
+  return parseInteger(value, field, 0, MAX_DELAY_MS);
+}
+
+export function parseSuspendRequest(raw: unknown): SuspendRequest {
+  const body = requireObject(raw, 'request body');
+  rejectUnknownFields(body, ['expectedRevision', 'key', 'seq', 'kind', 'name', 'delayMs', 'attempts'], 'request body');
+  if (body.kind !== 'sleep' && body.kind !== 'event' && body.kind !== 'retry') {
+    fail('invalid_kind', 'kind must be one of sleep, event, retry');
+  }
+  const kind = body.kind;
+  return {
+    expectedRevision: parseRevision(body.expectedRevision),
+    key: parseKey(body.key, 'key'),
+    seq: parseSeq(body.seq),
+    kind,
+    name: kind === 'event' ? parseIdentifier(body.name, 'name') : parseKey(body.name, 'name'),
+    delayMs: parseDelay(body.delayMs, 'delayMs', kind === 'event'),
+    attempts: body.attempts === undefined ? 0 : parseInteger(body.attempts, 'attempts', 0, 1_000_000),
+  };
+}
+
+export function parseStartChildRequest(raw: unknown): StartChildRequest {
+  const body = requireObject(raw, 'request body');
+  rejectUnknownFields(
+    body,
+    ['expectedRevision', 'key', 'seq', 'name', 'workflow', 'version', 'input', 'wait', 'timeoutMs'],
+    'request body',
+  );
+  if (typeof body.wait !== 'boolean') fail('invalid_wait', 'wait must be a boolean');
+  return {
+    expectedRevision: parseRevision(body.expectedRevision),
+    key: parseKey(body.key, 'key'),
+    seq: parseSeq(body.seq),
+    name: parseKey(body.name, 'name'),
+    workflow: parseIdentifier(body.workflow, 'workflow'),
+    version: parseIdentifier(body.version, 'version'),
+    input: parseJson(body.input, 'input'),
+    wait: body.wait,
+    timeoutMs: parseDelay(body.timeoutMs, 'timeoutMs', true),
+  };
 }

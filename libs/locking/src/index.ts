@@ -1,2 +1,3 @@
+export * from './leases/run-control.repository';
 export * from './leases/run-lease.repository';
 export * from './locking.module';

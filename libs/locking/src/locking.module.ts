@@ -1,9 +1,10 @@
 import { Module } from '@nestjs/common';
+import { RunControlRepository } from './leases/run-control.repository';
 import { RunLeaseRepository } from './leases/run-lease.repository';
 
-/** Claims and revision-checked writes. Needs PersistenceModule (global) in the importing app. */
+/** Claims and every state change of a run. Needs PersistenceModule (global) in the importing app. */
 @Module({
-  providers: [RunLeaseRepository],
-  exports: [RunLeaseRepository],
+  providers: [RunLeaseRepository, RunControlRepository],
+  exports: [RunLeaseRepository, RunControlRepository],
 })
 export class LockingModule {}

@@ -1,11 +1,6 @@
 import type { JsonValue, RunView, TaskView } from '@app/contracts';
 import type { RunEntity, TaskEntity } from '@app/persistence';
 
-/** Columns of `runs` aliased to RunEntity's property names, for plain SQL that returns runs. */
-export const RUN_COLUMNS = `id, workflow, version, queue, status, revision, attempt, priority, input, output, error,
-  idempotency_key AS "idempotencyKey", due_at AS "dueAt", claimed_by AS "claimedBy", heartbeat_at AS "heartbeatAt",
-  created_at AS "createdAt", updated_at AS "updatedAt", started_at AS "startedAt", finished_at AS "finishedAt"`;
-
 export function toRunView(run: RunEntity, tasks?: TaskEntity[]): RunView {
   const view: RunView = {
     id: run.id,
@@ -19,7 +14,8 @@ export function toRunView(run: RunEntity, tasks?: TaskEntity[]): RunView {
     output: run.output as JsonValue,
     error: run.error,
     idempotencyKey: run.idempotencyKey,
-    runAt: run.dueAt.toISOString(),
+    parentId: run.parentId,
+    runAt: isoOrNull(run.dueAt),
     createdAt: run.createdAt.toISOString(),
     updatedAt: run.updatedAt.toISOString(),
     startedAt: run.startedAt?.toISOString() ?? null,
@@ -32,6 +28,7 @@ export function toRunView(run: RunEntity, tasks?: TaskEntity[]): RunView {
 function toTaskView(task: TaskEntity): TaskView {
   return {
     key: task.key,
+    kind: task.kind,
     name: task.name,
     status: task.status,
     attempts: task.attempts,
@@ -39,4 +36,9 @@ function toTaskView(task: TaskEntity): TaskView {
     error: task.error,
     createdAt: task.createdAt.toISOString(),
   };
+}
+
+/** 'infinity' (a run waiting for an event or a child) comes back from pg as an invalid Date. */
+function isoOrNull(date: Date): string | null {
+  return Number.isFinite(date.getTime()) ? date.toISOString() : null;
 }

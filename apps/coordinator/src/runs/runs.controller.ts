@@ -1,5 +1,8 @@
 import {
+  EventAccepted,
+  parseIdentifier,
   parseListRunsQuery,
+  parseSendEventRequest,
   parseRunId,
   parseStartRunRequest,
   parseWaitMs,
@@ -39,9 +42,32 @@ export class RunsController {
     return this.runs.waitForResult(runId, parseWaitMs(query.waitMs));
   }
 
+  /** Cancels the run and its unfinished child runs; 409 if it is already terminal. */
   @Post(':id/cancel')
   @HttpCode(200)
   cancel(@Param('id') id: string): Promise<RunView> {
     return this.runs.cancel(parseRunId(id));
+  }
+
+  /** Delivers an event to a run waiting for it, or keeps it for its next wait of that name. */
+  @Post(':id/events/:name')
+  @HttpCode(202)
+  sendEvent(@Param('id') id: string, @Param('name') name: string, @Body() body: unknown): Promise<EventAccepted> {
+    const { data } = parseSendEventRequest(body);
+    return this.runs.sendEvent(parseRunId(id), parseIdentifier(name, 'event_name'), data);
+  }
+
+  /** Ends a durable sleep now. */
+  @Post(':id/wake')
+  @HttpCode(200)
+  wake(@Param('id') id: string): Promise<RunView> {
+    return this.runs.wake(parseRunId(id));
+  }
+
+  /** Runs a failed run again as its next attempt, resuming from its completed steps. */
+  @Post(':id/retry')
+  @HttpCode(200)
+  retry(@Param('id') id: string): Promise<RunView> {
+    return this.runs.retry(parseRunId(id));
   }
 }

@@ -1,9 +1,11 @@
+import { LockingModule } from '@app/locking';
 import { Module } from '@nestjs/common';
 import { RunsController } from './runs.controller';
 import { RunsRepository } from './runs.repository';
 import { RunsService } from './runs.service';
 
 @Module({
+  imports: [LockingModule],
   controllers: [RunsController],
   providers: [RunsRepository, RunsService],
 })

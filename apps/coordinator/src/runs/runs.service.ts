@@ -1,13 +1,18 @@
 import {
+  EventAccepted,
   isTerminalStatus,
+  JsonValue,
   ListRunsQuery,
   parseRunId,
   RunAlreadyTerminalError,
   RunNotFoundError,
+  RunNotSleepingError,
+  RunNotFailedError,
   RunPage,
   RunView,
   StartRunRequest,
 } from '@app/contracts';
+import { ControlOutcome, RunControlRepository } from '@app/locking';
 import { NotificationListener, RUN_FINISHED_CHANNEL } from '@app/outbox';
 import { RunEntity, uuidv7 } from '@app/persistence';
 import { queueName } from '@app/streams';
@@ -19,13 +24,14 @@ import { toRunView } from './run-view';
 export class RunsService {
   constructor(
     private readonly repository: RunsRepository,
+    private readonly control: RunControlRepository,
     private readonly listener: NotificationListener,
   ) {}
 
   /** Starts a run; with a known idempotency key returns the existing run (`created: false`). */
   async start(request: StartRunRequest): Promise<{ run: RunView; created: boolean }> {
-    const inserted = await this.repository.insert(uuidv7(), queueName(request.workflow, request.version), request);
-    if (inserted) return { run: toRunView(inserted), created: true };
+    const inserted = await this.control.start(uuidv7(), queueName(request.workflow, request.version), request);
+    if (inserted) return { run: toRunView((await this.repository.findById(inserted.id))!), created: true };
     const existing = await this.repository.findByIdempotencyKey(request.workflow, request.idempotencyKey!);
     return { run: toRunView(existing!), created: false };
   }
@@ -66,11 +72,33 @@ export class RunsService {
     }
   }
 
+  /** Cancels the run and its unfinished child runs. */
   async cancel(id: string): Promise<RunView> {
-    const { previous, cancelled } = await this.repository.cancel(id);
-    if (!previous) throw new RunNotFoundError(id);
-    if (!cancelled) throw new RunAlreadyTerminalError(id, previous);
+    this.check(id, await this.control.cancel(id), (status) => new RunAlreadyTerminalError(id, status));
     return this.get(id);
+  }
+
+  async sendEvent(id: string, name: string, data: JsonValue): Promise<EventAccepted> {
+    const outcome = await this.control.sendEvent(id, name, data);
+    this.check(id, outcome, (status) => new RunAlreadyTerminalError(id, status));
+    return { delivered: outcome.delivered };
+  }
+
+  /** Ends a durable sleep early. */
+  async wake(id: string): Promise<RunView> {
+    this.check(id, await this.control.wake(id), (status) => new RunNotSleepingError(id, status));
+    return this.get(id);
+  }
+
+  /** Runs a failed run again, resuming from its completed steps. */
+  async retry(id: string): Promise<RunView> {
+    this.check(id, await this.control.retry(id), (status) => new RunNotFailedError(id, status));
+    return this.get(id);
+  }
+
+  private check(id: string, outcome: ControlOutcome, refusal: (status: string) => Error): void {
+    if (!outcome.previous) throw new RunNotFoundError(id);
+    if (!outcome.applied) throw refusal(outcome.previous);
   }
 
   private async require(id: string): Promise<RunEntity> {

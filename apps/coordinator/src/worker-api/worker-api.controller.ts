@@ -5,11 +5,17 @@ import {
   parseCompleteRunRequest,
   parseFailRunRequest,
   parseHeartbeatRequest,
+  parseReleaseRunRequest,
   parseRunId,
+  parseStartChildRequest,
+  parseSuspendRequest,
   parseTaskResultRequest,
+  StepResponse,
   TaskResultResponse,
 } from '@app/contracts';
 import { RunLeaseRepository } from '@app/locking';
+import { uuidv7 } from '@app/persistence';
+import { queueName } from '@app/streams';
 import { Body, Controller, HttpCode, Param, Post, Res } from '@nestjs/common';
 import type { Response } from 'express';
 import { ClaimsService } from './claims.service';
@@ -53,10 +59,36 @@ export class WorkerApiController {
     return this.leases.finish(parseRunId(id), request.expectedRevision, { status: 'completed', output: request.output });
   }
 
+  /** Fails the run, or with `retryDelayMs` schedules its next attempt (workflow-level retry). */
   @Post('runs/:id/fail')
   @HttpCode(200)
   fail(@Param('id') id: string, @Body() body: unknown): Promise<{ revision: number }> {
     const request = parseFailRunRequest(body);
+    if (request.retryDelayMs !== undefined) {
+      return this.leases.retryLater(parseRunId(id), request.expectedRevision, request.error, request.retryDelayMs);
+    }
     return this.leases.finish(parseRunId(id), request.expectedRevision, { status: 'failed', error: request.error });
+  }
+
+  /** Suspends the run at a sleep, event or retry-wait step (or resolves the step at once). */
+  @Post('runs/:id/suspend')
+  @HttpCode(200)
+  suspend(@Param('id') id: string, @Body() body: unknown): Promise<StepResponse> {
+    return this.leases.suspend(parseRunId(id), parseSuspendRequest(body));
+  }
+
+  /** Starts a child run; with `wait` the parent suspends until the child is terminal. */
+  @Post('runs/:id/children')
+  @HttpCode(200)
+  startChild(@Param('id') id: string, @Body() body: unknown): Promise<StepResponse> {
+    const request = parseStartChildRequest(body);
+    return this.leases.startChild(parseRunId(id), request, { id: uuidv7(), queue: queueName(request.workflow, request.version) });
+  }
+
+  /** Gives the run back (worker shutting down) so another worker takes it at once. */
+  @Post('runs/:id/release')
+  @HttpCode(200)
+  release(@Param('id') id: string, @Body() body: unknown): Promise<{ revision: number }> {
+    return this.leases.release(parseRunId(id), parseReleaseRunRequest(body).expectedRevision);
   }
 }

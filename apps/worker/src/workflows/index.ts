@@ -1,9 +1,20 @@
+import { approvalWorkflow } from './approval.workflow';
 import { chainWorkflow } from './chain.workflow';
 import { echoWorkflow } from './echo.workflow';
 import { flakyWorkflow } from './flaky.workflow';
 import { orderProcessingWorkflow } from './order-processing.workflow';
+import { parentWorkflow } from './parent.workflow';
+import { sleepyWorkflow } from './sleepy.workflow';
 
-export { chainWorkflow, echoWorkflow, flakyWorkflow, orderProcessingWorkflow };
+export { approvalWorkflow, chainWorkflow, echoWorkflow, flakyWorkflow, orderProcessingWorkflow, parentWorkflow, sleepyWorkflow };
 
 /** Registered by default in the worker app; docs, demo, tests and benchmarks use them. */
-export const EXAMPLE_WORKFLOWS = [echoWorkflow, orderProcessingWorkflow, chainWorkflow, flakyWorkflow];
+export const EXAMPLE_WORKFLOWS = [
+  echoWorkflow,
+  orderProcessingWorkflow,
+  chainWorkflow,
+  flakyWorkflow,
+  sleepyWorkflow,
+  approvalWorkflow,
+  parentWorkflow,
+];

@@ -4,12 +4,24 @@ import {
   JsonValue,
   RevisionConflictError,
   RunNotFoundError,
+  StartChildRequest,
+  StepResponse,
   StoredTask,
+  SuspendRequest,
   TaskResultRequest,
 } from '@app/contracts';
-import { RUN_FINISHED_CHANNEL } from '@app/outbox';
-import { Database } from '@app/persistence';
+import { Database, type SqlExecutor } from '@app/persistence';
 import { Injectable } from '@nestjs/common';
+import {
+  appendHistory,
+  INSERT_RUN,
+  json,
+  notifyFinished,
+  notifyReady,
+  STEP_COLUMNS,
+  stepsToRerun,
+  wakeParents,
+} from './run-sql';
 
 export interface ClaimParams {
   queues: string[];
@@ -19,10 +31,16 @@ export interface ClaimParams {
   claimMinIdleTimeMs: number;
 }
 
+export interface NewChild {
+  id: string;
+  queue: string;
+}
+
 /**
- * Claims and every write a worker makes under a claim. Each method is one SQL statement, so
- * the revision check, the increment and the update are atomic, and a worker that lost its claim
- * (stolen after going idle, or the run was cancelled) can change nothing.
+ * Claims and every write a worker makes under a claim. The revision check, the increment and
+ * the change are one statement (or, for suspensions and child starts, happen under the run's row
+ * lock taken by that check), so a worker that lost its claim (taken over after going idle, or the
+ * run was cancelled) can change nothing.
  */
 @Injectable()
 export class RunLeaseRepository {
@@ -30,13 +48,15 @@ export class RunLeaseRepository {
 
   /**
    * Takes up to `limit` runs: first running runs whose claim went idle (their worker is presumed
-   * dead), then due queued runs, highest priority first, oldest due first.
+   * dead), then due queued or waiting runs, highest priority first, oldest due first.
    *
    * Safe under concurrency: candidates are locked with FOR UPDATE SKIP LOCKED, so concurrent
    * claimers take disjoint rows without waiting on each other, and a locked row's WHERE clause is
    * re-checked against its latest version. Candidates locked but not picked (at most `limit` per
-   * queue) are released when the statement commits. Incrementing the revision fences off the previous owner.
-   * Stored task results come back in the same round trip so a re-executed run can replay them.
+   * queue) are released when the statement commits. Incrementing the revision fences off the
+   * previous owner. Suspension steps still waiting when their run becomes due resolve here (a
+   * sleep that ended, an event or child wait that timed out). The run's steps come back in the same
+   * round trip so a re-executed run can replay them.
    */
   async claim(params: ClaimParams): Promise<ClaimedRun[]> {
     return this.db.query<ClaimedRun>(
@@ -53,7 +73,7 @@ export class RunLeaseRepository {
          SELECT r.id, r.status FROM unnest($1::text[]) AS q(queue)
           CROSS JOIN LATERAL (
                 SELECT id, status, priority, due_at FROM runs
-                 WHERE status = 'queued' AND queue = q.queue AND due_at <= now()
+                 WHERE status IN ('queued', 'waiting') AND queue = q.queue AND due_at <= now()
                  ORDER BY priority DESC, due_at
                  LIMIT $2
                  FOR UPDATE SKIP LOCKED) r
@@ -67,18 +87,26 @@ export class RunLeaseRepository {
                 heartbeat_at = now(), updated_at = now(), started_at = coalesce(r.started_at, now())
            FROM picked p
           WHERE r.id = p.id
-         RETURNING r.id, r.workflow, r.version, r.revision, r.attempt, r.input, r.priority, r.due_at, p.status AS from_status
+         RETURNING r.id, r.workflow, r.version, r.revision, r.attempt, r.input, r.priority, r.due_at,
+                   p.status AS from_status
        ), history AS (
-         INSERT INTO run_transitions (run_id, from_status, to_status, revision, worker_id)
-         SELECT id, from_status, 'running', revision, $4 FROM claimed
+         ${appendHistory('claimed', 'from_status', `'running'`, '$4')}
+       ), resolved AS (
+         UPDATE tasks t
+            SET status = 'completed',
+                output = CASE t.kind WHEN 'sleep' THEN NULL WHEN 'retry' THEN t.output
+                                     ELSE '{"timedOut": true}'::jsonb END
+           FROM claimed c
+          WHERE t.run_id = c.id AND t.status = 'waiting'
+         RETURNING t.run_id, t.${STEP_COLUMNS.split(', ').join(', t.')}
        )
        SELECT c.id, c.workflow, c.version, c.revision, c.attempt, c.input,
-              coalesce((SELECT json_agg(json_build_object(
-                                 'key', t.key, 'status', t.status, 'attempts', t.attempts,
-                                 'output', t.output, 'error', t.error))
-                          FROM tasks t WHERE t.run_id = c.id), '[]'::json) AS tasks
+              coalesce((SELECT json_agg(s ORDER BY s.seq, s.key) FROM (
+                          SELECT ${STEP_COLUMNS} FROM tasks t WHERE t.run_id = c.id AND t.status <> 'waiting'
+                          UNION ALL
+                          SELECT ${STEP_COLUMNS} FROM resolved WHERE resolved.run_id = c.id) s), '[]'::json) AS tasks
          FROM claimed c
-        ORDER BY c.from_status = 'queued', c.priority DESC, c.due_at`,
+        ORDER BY c.from_status = 'running' DESC, c.priority DESC, c.due_at`,
       [params.queues, params.limit, params.claimMinIdleTimeMs, params.workerId],
     );
   }
@@ -114,26 +142,32 @@ export class RunLeaseRepository {
           WHERE id = $1 AND revision = $2 AND status = 'running'
          RETURNING id
        ), inserted AS (
-         INSERT INTO tasks (run_id, key, name, status, attempts, output, error)
-         SELECT id, $3, $4, $5, $6, $7, $8 FROM owner
+         INSERT INTO tasks (run_id, key, kind, seq, name, status, attempts, output, error)
+         SELECT id, $3, 'task', $4, $5, $6, $7, $8, $9 FROM owner
          ON CONFLICT (run_id, key) DO NOTHING
-         RETURNING key, status, attempts, output, error
+         RETURNING ${STEP_COLUMNS}
        )
        SELECT EXISTS (SELECT 1 FROM owner) AS owned, (SELECT row_to_json(i) FROM inserted i) AS task`,
-      [runId, task.expectedRevision, task.key, task.name, task.status, task.attempts, json(task.output), json(task.error)],
+      [
+        runId,
+        task.expectedRevision,
+        task.key,
+        task.seq,
+        task.name,
+        task.status,
+        task.attempts,
+        json(task.output),
+        json(task.error),
+      ],
     );
     if (!row.owned) throw await this.conflictFor(runId, task.expectedRevision);
-    if (row.task) return row.task;
-    const [stored] = await this.db.query<StoredTask>(
-      `SELECT key, status, attempts, output, error FROM tasks WHERE run_id = $1 AND key = $2`,
-      [runId, task.key],
-    );
-    return stored;
+    return row.task ?? (await this.findStep(this.db, runId, task.key))!;
   }
 
   /**
-   * Moves a running run at the expected revision to a terminal state, appends the transition and
-   * announces it (NOTIFY is delivered at commit, so long-polling readers see the final row).
+   * Moves a running run at the expected revision to a terminal state, appends the transition,
+   * resolves the step of a parent waiting on it, and announces both (NOTIFY is delivered at
+   * commit, so woken readers see the final rows).
    */
   async finish(
     runId: string,
@@ -146,12 +180,11 @@ export class RunLeaseRepository {
             SET status = $3, output = $4, error = $5, revision = revision + 1,
                 heartbeat_at = NULL, finished_at = now(), updated_at = now()
           WHERE id = $1 AND revision = $2 AND status = 'running'
-         RETURNING id, revision, claimed_by
+         RETURNING id, revision, claimed_by, parent_id, status, output, error
        ), history AS (
-         INSERT INTO run_transitions (run_id, from_status, to_status, revision, worker_id)
-         SELECT id, 'running', $3, revision, claimed_by FROM finished
-       )
-       SELECT revision, pg_notify('${RUN_FINISHED_CHANNEL}', id::text) FROM finished`,
+         ${appendHistory('finished', `'running'`, '$3', 'claimed_by')}
+       ), ${wakeParents('finished')}
+       SELECT revision, ${notifyFinished('finished')}, ${notifyReady('woken_parents')} FROM finished`,
       [
         runId,
         expectedRevision,
@@ -164,17 +197,159 @@ export class RunLeaseRepository {
     return { revision: row.revision };
   }
 
+  /**
+   * Workflow-level retry: instead of failing, the run waits `delayMs` and then runs again as
+   * attempt + 1. Completed steps are kept (it resumes from its checkpoints); failed ones and retry
+   * waits are removed so they run again.
+   */
+  async retryLater(runId: string, expectedRevision: number, error: ErrorDetails, delayMs: number): Promise<{ revision: number }> {
+    const [row] = await this.db.query<{ revision: number }>(
+      `WITH retried AS (
+         UPDATE runs
+            SET status = 'waiting', attempt = attempt + 1, error = $3, revision = revision + 1,
+                due_at = now() + $4 * interval '1 millisecond', heartbeat_at = NULL, updated_at = now()
+          WHERE id = $1 AND revision = $2 AND status = 'running'
+         RETURNING id, revision, claimed_by, queue, due_at
+       ), history AS (
+         ${appendHistory('retried', `'running'`, `'waiting'`, 'claimed_by')}
+       ), cleared AS (
+         DELETE FROM tasks t USING retried r WHERE t.run_id = r.id AND ${stepsToRerun('t')}
+       )
+       SELECT revision, CASE WHEN due_at <= now() THEN ${notifyReady('retried')} END FROM retried`,
+      [runId, expectedRevision, json(error), delayMs],
+    );
+    if (!row) throw await this.conflictFor(runId, expectedRevision);
+    return { revision: row.revision };
+  }
+
+  /** Gives a running run back (worker shutting down): queued and due now, for any worker to take at once. */
+  async release(runId: string, expectedRevision: number): Promise<{ revision: number }> {
+    const [row] = await this.db.query<{ revision: number }>(
+      `WITH released AS (
+         UPDATE runs
+            SET status = 'queued', due_at = now(), revision = revision + 1, heartbeat_at = NULL, updated_at = now()
+          WHERE id = $1 AND revision = $2 AND status = 'running'
+         RETURNING id, revision, claimed_by, queue
+       ), history AS (
+         ${appendHistory('released', `'running'`, `'queued'`, 'claimed_by')}
+       )
+       SELECT revision, ${notifyReady('released')} FROM released`,
+      [runId, expectedRevision],
+    );
+    if (!row) throw await this.conflictFor(runId, expectedRevision);
+    return { revision: row.revision };
+  }
+
+  /**
+   * Suspends the run at a step (sleep, event wait, retry wait) unless the step can resolve at once:
+   * a zero sleep, or an event of that name that was sent before the run waited (the oldest one is
+   * consumed). Runs under the run's row lock, taken by the revision check, so an event sent
+   * concurrently is either consumed here or delivered to the waiting step, never lost.
+   */
+  async suspend(runId: string, step: SuspendRequest): Promise<StepResponse> {
+    return this.db.transaction(async (tx) => {
+      await this.lockRunning(tx, runId, step.expectedRevision);
+      const existing = await this.findStep(tx, runId, step.key);
+      if (existing && existing.status !== 'waiting' && step.kind !== 'retry') return { suspended: false, task: existing };
+
+      let resolvedOutput: JsonValue | undefined;
+      if (step.kind === 'sleep' && step.delayMs === 0) resolvedOutput = null;
+      if (step.kind === 'event') {
+        const [event] = await tx.query<{ data: JsonValue }>(`UPDATE run_events SET consumed_by = $3
+            WHERE id = (SELECT id FROM run_events WHERE run_id = $1 AND name = $2 AND consumed_by IS NULL ORDER BY id LIMIT 1)
+           RETURNING data`,
+          [runId, step.name, step.key],
+        );
+        if (event) resolvedOutput = { timedOut: false, data: event.data };
+      }
+      if (resolvedOutput !== undefined) {
+        const [task] = await tx.query<StoredTask>(`INSERT INTO tasks (run_id, key, kind, seq, name, status, attempts, output)
+           VALUES ($1, $2, $3, $4, $5, 'completed', 1, $6)
+           RETURNING ${STEP_COLUMNS}`,
+          [runId, step.key, step.kind, step.seq, step.name, json(resolvedOutput)],
+        );
+        return { suspended: false, task };
+      }
+
+      const [task] = await tx.query<StoredTask>(`INSERT INTO tasks (run_id, key, kind, seq, name, status, attempts, output, wake_at)
+         VALUES ($1, $2, $3, $4, $5, 'waiting', $6, $7, now() + $8 * interval '1 millisecond')
+         ON CONFLICT (run_id, key) DO UPDATE
+           SET status = 'waiting', attempts = excluded.attempts, output = excluded.output, wake_at = excluded.wake_at
+         RETURNING ${STEP_COLUMNS}`,
+        [runId, step.key, step.kind, step.seq, step.name, step.attempts, json({ attempts: step.attempts }), step.delayMs],
+      );
+      await this.suspendRun(tx, runId, step.delayMs);
+      return { suspended: true, task };
+    });
+  }
+
+  /**
+   * Starts a child run (one transaction: the child, its first transition, the parent's step and,
+   * when waiting, the parent's suspension). The step row makes it idempotent per key: a re-executed
+   * parent gets the child it already started.
+   */
+  async startChild(runId: string, request: StartChildRequest, child: NewChild): Promise<StepResponse> {
+    return this.db.transaction(async (tx) => {
+      await this.lockRunning(tx, runId, request.expectedRevision);
+      const existing = await this.findStep(tx, runId, request.key);
+      if (existing) return { suspended: false, task: existing };
+
+      await tx.query(`WITH ${INSERT_RUN}
+         SELECT ${notifyReady('inserted')}`,
+        [child.id, request.workflow, request.version, child.queue, json(request.input), 0, null, null, runId],
+      );
+      const [task] = await tx.query<StoredTask>(`INSERT INTO tasks (run_id, key, kind, seq, name, status, attempts, output, child_id, wake_at)
+         VALUES ($1, $2, 'child', $3, $4, $5, 1, $6, $7, now() + $8 * interval '1 millisecond')
+         RETURNING ${STEP_COLUMNS}`,
+        [
+          runId,
+          request.key,
+          request.seq,
+          request.name,
+          request.wait ? 'waiting' : 'completed',
+          request.wait ? null : json({ childId: child.id }),
+          child.id,
+          request.timeoutMs,
+        ],
+      );
+      if (request.wait) await this.suspendRun(tx, runId, request.timeoutMs);
+      return { suspended: request.wait, task };
+    });
+  }
+
+  /** running -> waiting, due after `delayMs` (null: until something wakes it). Caller holds the row lock. */
+  private async suspendRun(tx: SqlExecutor, runId: string, delayMs: number | null): Promise<void> {
+    await tx.query(`WITH suspended AS (
+         UPDATE runs
+            SET status = 'waiting', revision = revision + 1, heartbeat_at = NULL, updated_at = now(),
+                due_at = coalesce(now() + $2 * interval '1 millisecond', 'infinity')
+          WHERE id = $1 AND status = 'running'
+         RETURNING id, revision, claimed_by, queue, due_at
+       ), history AS (
+         ${appendHistory('suspended', `'running'`, `'waiting'`, 'claimed_by')}
+       )
+       SELECT CASE WHEN due_at <= now() THEN ${notifyReady('suspended')} END FROM suspended`,
+      [runId, delayMs],
+    );
+  }
+
+  /** Locks the run if it is running at the expected revision (else 409/404). */
+  private async lockRunning(tx: SqlExecutor, runId: string, expectedRevision: number): Promise<void> {
+    const [row] = await tx.query(`SELECT 1 FROM runs WHERE id = $1 AND revision = $2 AND status = 'running' FOR UPDATE`, [
+      runId,
+      expectedRevision,
+    ]);
+    if (!row) throw await this.conflictFor(runId, expectedRevision);
+  }
+
+  private async findStep(on: SqlExecutor, runId: string, key: string): Promise<StoredTask | undefined> {
+    const [step] = await on.query<StoredTask>(`SELECT ${STEP_COLUMNS} FROM tasks WHERE run_id = $1 AND key = $2`, [runId, key]);
+    return step;
+  }
+
   /** Tells a missing run (404) from a stale revision (409) after a guarded write matched nothing. */
   private async conflictFor(runId: string, expectedRevision: number): Promise<Error> {
     const [exists] = await this.db.query(`SELECT 1 FROM runs WHERE id = $1`, [runId]);
     return exists ? new RevisionConflictError(runId, expectedRevision) : new RunNotFoundError(runId);
   }
-}
-
-/**
- * node-postgres sends a JS array as a PostgreSQL array and a string as text; jsonb parameters
- * are therefore always passed pre-serialised.
- */
-export function json(value: unknown): string | null {
-  return value === null || value === undefined ? null : JSON.stringify(value);
 }

@@ -43,6 +43,11 @@ export class RunEntity {
   @Column('text', { name: 'idempotency_key', nullable: true })
   idempotencyKey: string | null;
 
+  /** The run that started this one as a child, if any. */
+  @Column('uuid', { name: 'parent_id', nullable: true })
+  parentId: string | null;
+
+  /** When a queued or waiting run may be claimed ('infinity' while waiting for an event or a child). */
   @Column('timestamptz', { name: 'due_at' })
   dueAt: Date;
 

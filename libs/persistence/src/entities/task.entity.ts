@@ -1,8 +1,11 @@
-import type { ErrorDetails, TaskStatus } from '@app/contracts';
+import type { ErrorDetails, StepKind, TaskStatus } from '@app/contracts';
 import { Column, Entity, JoinColumn, ManyToOne, PrimaryColumn, type Relation } from 'typeorm';
 import { RunEntity } from './run.entity';
 
-/** A checkpointed task result: written once per (run, key), replayed on re-execution. */
+/**
+ * A step of a run: a checkpointed task result (written once per key, replayed on re-execution) or a
+ * point where the run suspended (sleep, event, child, retry wait), `waiting` until it resolves.
+ */
 @Entity({ name: 'tasks' })
 export class TaskEntity {
   @PrimaryColumn('uuid', { name: 'run_id' })
@@ -10,6 +13,12 @@ export class TaskEntity {
 
   @PrimaryColumn('text')
   key: string;
+
+  @Column('text')
+  kind: StepKind;
+
+  @Column('integer')
+  seq: number;
 
   @Column('text')
   name: string;
@@ -26,6 +35,12 @@ export class TaskEntity {
 
   @Column('jsonb', { nullable: true })
   error: ErrorDetails | null;
+
+  @Column('timestamptz', { name: 'wake_at', nullable: true })
+  wakeAt: Date | null;
+
+  @Column('uuid', { name: 'child_id', nullable: true })
+  childId: string | null;
 
   @Column('timestamptz', { name: 'created_at' })
   createdAt: Date;

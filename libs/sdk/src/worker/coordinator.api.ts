@@ -4,7 +4,10 @@ import type {
   CompleteRunRequest,
   FailRunRequest,
   HeartbeatResponse,
+  StartChildRequest,
+  StepResponse,
   StoredTask,
+  SuspendRequest,
   TaskResultRequest,
   TaskResultResponse,
   WorkflowRef,
@@ -53,8 +56,21 @@ export class CoordinatorApi {
     await this.report(`/v1/worker/runs/${runId}/complete`, request);
   }
 
+  /** Fails the run; with `retryDelayMs`, schedules its next attempt instead. */
   async fail(runId: string, request: FailRunRequest): Promise<void> {
     await this.report(`/v1/worker/runs/${runId}/fail`, request);
+  }
+
+  suspend(runId: string, request: SuspendRequest): Promise<StepResponse> {
+    return this.report<StepResponse>(`/v1/worker/runs/${runId}/suspend`, request);
+  }
+
+  startChild(runId: string, request: StartChildRequest): Promise<StepResponse> {
+    return this.report<StepResponse>(`/v1/worker/runs/${runId}/children`, request);
+  }
+
+  async release(runId: string, expectedRevision: number): Promise<void> {
+    await this.http.request('POST', `/v1/worker/runs/${runId}/release`, { expectedRevision });
   }
 
   /**

@@ -18,7 +18,7 @@ class FakeCoordinator {
   async recordTask(_runId: string, task: TaskResultRequest): Promise<StoredTask> {
     if (task.key === this.conflictOnTask) throw new EngineHttpError(409, 'revision_conflict', 'stale');
     this.recorded.push(task);
-    return { key: task.key, status: task.status, attempts: task.attempts, output: task.output, error: task.error };
+    return { key: task.key, kind: 'task', seq: task.seq, status: task.status, attempts: task.attempts, output: task.output, error: task.error };
   }
   async complete(_runId: string, request: { output: unknown }): Promise<void> {
     this.completed.push(request.output);
@@ -56,23 +56,23 @@ describe('RunExecutor', () => {
     executions.length = 0;
     coordinator = new FakeCoordinator();
     const options = resolveWorkerOptions({ workflows: [threeSteps], coordinatorUrl: 'http://unused' });
-    executor = new RunExecutor(coordinator as unknown as CoordinatorApi, new WorkflowRegistry(options));
+    executor = new RunExecutor(coordinator as unknown as CoordinatorApi, new WorkflowRegistry(options), options);
   });
 
   it('runs tasks, records each under name#n with the claim revision, and completes', async () => {
     await executor.execute(claimed(), new RunLease('run-1', 3));
-    expect(coordinator.recorded.map((task) => [task.key, task.expectedRevision])).toEqual([
-      ['a#1', 3],
-      ['b#1', 3],
-      ['a#2', 3],
+    expect(coordinator.recorded.map((task) => [task.key, task.seq, task.expectedRevision])).toEqual([
+      ['a#1', 0, 3],
+      ['b#1', 1, 3],
+      ['a#2', 2, 3],
     ]);
     expect(coordinator.completed).toEqual([{ total: 6 }]);
   });
 
   it('replays recorded tasks without running them again', async () => {
     const recorded: StoredTask[] = [
-      { key: 'a#1', status: 'completed', attempts: 1, output: 10, error: null },
-      { key: 'b#1', status: 'completed', attempts: 1, output: 20, error: null },
+      { key: 'a#1', kind: 'task', seq: 0, status: 'completed', attempts: 1, output: 10, error: null },
+      { key: 'b#1', kind: 'task', seq: 1, status: 'completed', attempts: 1, output: 20, error: null },
     ];
     await executor.execute(claimed(recorded), new RunLease('run-1', 3));
     expect(executions).toEqual(['a']);
@@ -81,10 +81,24 @@ describe('RunExecutor', () => {
   });
 
   it('replays a recorded task failure as a failure of the run', async () => {
-    const recorded: StoredTask[] = [{ key: 'a#1', status: 'failed', attempts: 3, output: null, error: { name: 'Error', message: 'boom' } }];
+    const recorded: StoredTask[] = [
+      { key: 'a#1', kind: 'task', seq: 0, status: 'failed', attempts: 3, output: null, error: { name: 'Error', message: 'boom' } },
+    ];
     await executor.execute(claimed(recorded), new RunLease('run-1', 3));
     expect(executions).toEqual([]);
     expect(coordinator.failed).toEqual([{ name: 'Error', message: 'boom' }]);
+  });
+
+  it('fails the run with a non-determinism error when the code no longer matches the history', async () => {
+    const recorded: StoredTask[] = [
+      { key: 'a#1', kind: 'task', seq: 0, status: 'completed', attempts: 1, output: 1, error: null },
+      { key: 'c#1', kind: 'task', seq: 1, status: 'completed', attempts: 1, output: 1, error: null },
+    ];
+    await executor.execute(claimed(recorded), new RunLease('run-1', 3));
+    expect(executions).toEqual([]);
+    expect(coordinator.recorded).toEqual([]);
+    expect(coordinator.failed).toEqual([expect.objectContaining({ name: 'NonDeterminismError' })]);
+    expect((coordinator.failed[0] as { message: string }).message).toContain('step 1 of this run\'s history is task "c#1"');
   });
 
   it('stops at a revision conflict and writes nothing more', async () => {

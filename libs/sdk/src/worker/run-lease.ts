@@ -1,12 +1,14 @@
-import { RunLostError } from '../workflow/errors';
+import { RunLostError, RunSuspendedError } from '../workflow/errors';
 
 /**
  * This worker's hold on one run: the revision its writes must carry, and the abort signal its
- * handler and tasks observe. Once lost (409, heartbeat refused, shutdown) it stays lost.
+ * handler and tasks observe. It ends once: lost (409, heartbeat refused, shutdown) or suspended
+ * (the run waits for time, an event or a child, and the worker is done with it for now).
  */
 export class RunLease {
   private readonly controller = new AbortController();
   private lostReason: string | undefined;
+  private suspended = false;
 
   constructor(
     readonly runId: string,
@@ -21,13 +23,30 @@ export class RunLease {
     return this.lostReason !== undefined;
   }
 
+  get isSuspended(): boolean {
+    return this.suspended;
+  }
+
+  /** Still ours to heartbeat and write to. */
+  get isHeld(): boolean {
+    return !this.isLost && !this.suspended;
+  }
+
   lose(reason: string): void {
-    if (this.lostReason !== undefined) return;
+    if (!this.isHeld) return;
     this.lostReason = reason;
     this.controller.abort(new RunLostError(this.runId, reason));
   }
 
-  throwIfLost(): void {
+  suspend(): void {
+    if (!this.isHeld) return;
+    this.suspended = true;
+    this.controller.abort(new RunLostError(this.runId, 'the run suspended'));
+  }
+
+  /** Stops a handler that goes on after the run was lost or suspended. */
+  throwIfEnded(): void {
     if (this.lostReason !== undefined) throw new RunLostError(this.runId, this.lostReason);
+    if (this.suspended) throw new RunSuspendedError(this.runId, 'an earlier step');
   }
 }

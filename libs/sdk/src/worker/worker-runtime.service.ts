@@ -32,7 +32,10 @@ export class WorkerRuntime implements OnApplicationBootstrap, BeforeApplicationS
     this.logger.log(`worker ${this.options.workerId} started (concurrency ${this.options.concurrency})`);
   }
 
-  /** Stops taking work, lets running runs finish within the grace period, then abandons the rest. */
+  /**
+   * Stops taking work, lets running runs finish within the grace period, then releases the rest
+   * so another worker takes them at once (rather than after the claim idle timeout).
+   */
   async beforeApplicationShutdown(): Promise<void> {
     this.stopping.abort();
     this.slotFreed?.();
@@ -47,7 +50,9 @@ export class WorkerRuntime implements OnApplicationBootstrap, BeforeApplicationS
       ]);
       clearTimeout(timer);
     }
-    for (const { lease } of this.active.values()) lease.lose('the worker is shutting down');
+    const unfinished = [...this.active.values()].map((entry) => entry.lease).filter((lease) => lease.isHeld);
+    for (const lease of unfinished) lease.lose('the worker is shutting down');
+    await Promise.all(unfinished.map((lease) => this.release(lease)));
     clearInterval(this.heartbeatTimer);
     await this.subscriber.close?.();
   }
@@ -99,8 +104,17 @@ export class WorkerRuntime implements OnApplicationBootstrap, BeforeApplicationS
     this.active.set(run.id, { lease, done });
   }
 
+  private async release(lease: RunLease): Promise<void> {
+    try {
+      await this.api.release(lease.runId, lease.revision);
+      this.logger.log(`run ${lease.runId} released for another worker`);
+    } catch (error) {
+      this.logger.warn(`releasing run ${lease.runId} failed (${(error as Error).message}); it is taken over after the idle timeout`);
+    }
+  }
+
   private async heartbeat(): Promise<void> {
-    const leases = [...this.active.values()].map((entry) => entry.lease).filter((lease) => !lease.isLost);
+    const leases = [...this.active.values()].map((entry) => entry.lease).filter((lease) => lease.isHeld);
     if (leases.length === 0) return;
     try {
       const lost = new Set(await this.api.heartbeat(leases.map((lease) => ({ id: lease.runId, expectedRevision: lease.revision }))));
@@ -111,7 +125,7 @@ export class WorkerRuntime implements OnApplicationBootstrap, BeforeApplicationS
         }
       }
       if (this.subscriber.heartbeat) {
-        await Promise.all(leases.filter((lease) => !lease.isLost).map((lease) => this.subscriber.heartbeat!(lease.runId)));
+        await Promise.all(leases.filter((lease) => lease.isHeld).map((lease) => this.subscriber.heartbeat!(lease.runId)));
       }
     } catch (error) {
       this.logger.warn(`heartbeat failed: ${(error as Error).message}`);

@@ -17,6 +17,8 @@ export interface WorkflowWorkerOptions {
   claimWaitMs?: number;
   /** On shutdown, how long running runs may take to finish before they are abandoned. Default 10 s. */
   shutdownGraceMs?: number;
+  /** Task retry waits up to this long happen in process; longer ones suspend the run. Default 5 s. */
+  inProcessRetryMaxMs?: number;
   /** Extra headers on every request to the coordinator. */
   headers?: Record<string, string>;
 }

@@ -53,6 +53,7 @@ export function resolveWorkerOptions(options: WorkflowWorkerOptions): ResolvedWo
     heartbeatIntervalMs: 30_000,
     claimWaitMs: 20_000,
     shutdownGraceMs: 10_000,
+    inProcessRetryMaxMs: 5_000,
     headers: {},
     ...Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)),
   } as ResolvedWorkerOptions;

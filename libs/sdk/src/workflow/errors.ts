@@ -9,6 +9,19 @@ export class RunLostError extends Error {
   }
 }
 
+/**
+ * Thrown inside a handler when the run suspended (durable sleep, event or child wait, long retry
+ * wait): the handler stops here and continues from its recorded steps when the run is due again.
+ * Do not catch it (or rethrow it).
+ */
+export class RunSuspendedError extends Error {
+  override name = 'RunSuspendedError';
+
+  constructor(runId: string, step: string) {
+    super(`run ${runId} suspended at ${step}`);
+  }
+}
+
 /** A task exhausted its attempts; its recorded error is `details`. */
 export class TaskFailedError extends Error {
   override name = 'TaskFailedError';
@@ -21,7 +34,40 @@ export class TaskFailedError extends Error {
   }
 }
 
+export class TaskTimeoutError extends Error {
+  override name = 'TaskTimeoutError';
+
+  constructor(taskKey: string, timeoutMs: number) {
+    super(`task ${taskKey} timed out after ${timeoutMs} ms`);
+  }
+}
+
+/** The workflow code no longer matches the run's recorded history: replaying it would mix results. */
+export class NonDeterminismError extends Error {
+  override name = 'NonDeterminismError';
+}
+
+export class ChildRunFailedError extends Error {
+  override name = 'ChildRunFailedError';
+
+  constructor(
+    readonly childId: string,
+    readonly status: string,
+    readonly details: ErrorDetails | null,
+  ) {
+    super(`child run ${childId} ${status}${details ? `: ${details.message}` : ''}`);
+  }
+}
+
+export class ChildRunTimeoutError extends Error {
+  override name = 'ChildRunTimeoutError';
+
+  constructor(step: string) {
+    super(`child run of step ${step} did not finish in time`);
+  }
+}
+
 export function toErrorDetails(error: unknown): ErrorDetails {
   if (error instanceof Error) return { name: error.name, message: error.message, stack: error.stack };
-  return { name: 'Error', message: typeof error === 'string' ? error : JSON.stringify(error) ?? String(error) };
+  return { name: 'Error', message: typeof error === 'string' ? error : (JSON.stringify(error) ?? String(error)) };
 }

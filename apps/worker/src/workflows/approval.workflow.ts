@@ -1,0 +1,12 @@
+import type { JsonValue } from '@app/contracts';
+import { defineWorkflow } from '@app/sdk';
+
+/** Waits for an `approved` event; returns its data, or `{timedOut: true}` after `timeoutMs`. */
+export const approvalWorkflow = defineWorkflow<{ timeoutMs: number }, JsonValue>({
+  name: 'approval',
+  version: '1',
+  handler: async (ctx, input) => {
+    const approval = await ctx.waitForEvent('approved', { timeoutMs: input.timeoutMs });
+    return approval.timedOut ? { timedOut: true } : approval.data;
+  },
+});

@@ -1,0 +1,156 @@
+import { JsonValue, RunStatus, StartRunRequest } from '@app/contracts';
+import { Database } from '@app/persistence';
+import { Injectable } from '@nestjs/common';
+import { appendHistory, INSERT_RUN, json, notifyFinished, notifyReady, stepsToRerun, wakeParents } from './run-sql';
+
+/** Outcome of a client command on an existing run: its status before, and whether it applied. */
+export interface ControlOutcome {
+  /** Undefined when the run does not exist. */
+  previous?: RunStatus;
+  applied: boolean;
+}
+
+/**
+ * State changes clients ask for (start, cancel, events, wake-ups, retries). Each locks the run row
+ * before deciding, so it acts on the run's latest state, and bumps the revision where it takes a run
+ * away from its worker (cancel), which fences that worker off.
+ */
+@Injectable()
+export class RunControlRepository {
+  constructor(private readonly db: Database) {}
+
+  /**
+   * Inserts a queued run and its first transition in one statement, and wakes idle claimers of its
+   * queue if it is already due (NOTIFY is delivered at commit). With an idempotency key that already
+   * exists for the workflow nothing is inserted and `undefined` is returned; a concurrent insert of
+   * the same key waits for the other to commit, so exactly one run exists.
+   */
+  async start(id: string, queue: string, request: StartRunRequest): Promise<{ id: string } | undefined> {
+    const [row] = await this.db.query<{ id: string }>(
+      `WITH ${INSERT_RUN}
+       SELECT id, CASE WHEN due_at <= now() THEN ${notifyReady('inserted')} END FROM inserted`,
+      [
+        id,
+        request.workflow,
+        request.version,
+        queue,
+        json(request.input),
+        request.priority,
+        request.idempotencyKey ?? null,
+        request.runAt ?? null,
+        null,
+      ],
+    );
+    return row;
+  }
+
+  /**
+   * Cancels a run that is not terminal, and its unfinished descendants (child runs, recursively).
+   * A parent waiting on the cancelled run is woken with the child's `cancelled` outcome.
+   */
+  async cancel(id: string): Promise<ControlOutcome> {
+    const [row] = await this.db.query<{ previous: RunStatus; applied: boolean }>(
+      `WITH RECURSIVE target AS (
+         SELECT id, status FROM runs WHERE id = $1 FOR UPDATE
+       ), tree AS (
+         SELECT id FROM target WHERE status IN ('queued', 'running', 'waiting')
+         UNION
+         SELECT r.id FROM runs r JOIN tree t ON r.parent_id = t.id
+       ), cancelled AS (
+         UPDATE runs r
+            SET status = 'cancelled', revision = r.revision + 1, heartbeat_at = NULL,
+                finished_at = now(), updated_at = now()
+           FROM (SELECT id FROM tree) t
+          WHERE r.id = t.id AND r.status IN ('queued', 'running', 'waiting')
+         RETURNING r.id, r.revision, r.parent_id, r.status, r.output, r.error,
+                   (SELECT status FROM runs WHERE id = r.id) AS from_status
+       ), history AS (
+         ${appendHistory('cancelled', 'from_status', `'cancelled'`)}
+       ), top AS (
+         SELECT * FROM cancelled WHERE id = $1
+       ), ${wakeParents('top')}
+       SELECT t.status AS previous,
+              EXISTS (SELECT 1 FROM top) AS applied,
+              ${notifyFinished('cancelled')}, ${notifyReady('woken_parents')}
+         FROM target t`,
+      [id],
+    );
+    return row ?? { applied: false };
+  }
+
+  /**
+   * Sends an event to a run. If the run waits for an event of that name, the wait resolves with
+   * the data and the run becomes due now; otherwise the event is kept for a later wait.
+   */
+  async sendEvent(id: string, name: string, data: JsonValue): Promise<ControlOutcome & { delivered: boolean }> {
+    return this.db.transaction(async (tx) => {
+      const [run] = await tx.query<{ status: RunStatus }>(`SELECT status FROM runs WHERE id = $1 FOR UPDATE`, [id]);
+      if (!run) return { applied: false, delivered: false };
+      if (!['queued', 'running', 'waiting'].includes(run.status)) return { previous: run.status, applied: false, delivered: false };
+      const [delivered] = await tx.query<{ key: string }>(
+        `WITH step AS (
+           UPDATE tasks SET status = 'completed', output = jsonb_build_object('timedOut', false, 'data', $3::jsonb)
+            WHERE run_id = $1 AND kind = 'event' AND status = 'waiting' AND name = $2
+           RETURNING key
+         ), woken AS (
+           UPDATE runs SET due_at = now(), updated_at = now()
+            WHERE id = $1 AND status = 'waiting' AND EXISTS (SELECT 1 FROM step)
+           RETURNING queue
+         )
+         SELECT key, ${notifyReady('woken')} FROM step`,
+        [id, name, json(data) ?? 'null'],
+      );
+      await tx.query(`INSERT INTO run_events (run_id, name, data, consumed_by) VALUES ($1, $2, $3, $4)`, [
+        id,
+        name,
+        json(data),
+        delivered?.key ?? null,
+      ]);
+      return { previous: run.status, applied: true, delivered: delivered !== undefined };
+    });
+  }
+
+  /** Ends a durable sleep early: a run waiting on a sleep step becomes due now. */
+  async wake(id: string): Promise<ControlOutcome> {
+    const [row] = await this.db.query<{ previous: RunStatus; applied: boolean }>(
+      `WITH target AS (
+         SELECT id, status FROM runs WHERE id = $1 FOR UPDATE
+       ), woken AS (
+         UPDATE runs r SET due_at = now(), updated_at = now()
+           FROM target t
+          WHERE r.id = t.id AND t.status = 'waiting'
+            AND EXISTS (SELECT 1 FROM tasks s WHERE s.run_id = r.id AND s.kind = 'sleep' AND s.status = 'waiting')
+         RETURNING r.queue
+       )
+       SELECT t.status AS previous, EXISTS (SELECT 1 FROM woken) AS applied, ${notifyReady('woken')} FROM target t`,
+      [id],
+    );
+    return row ?? { applied: false };
+  }
+
+  /**
+   * Runs a failed run again as attempt + 1, due now. Completed steps are kept, so it resumes from
+   * its checkpoints; failed steps run again.
+   */
+  async retry(id: string): Promise<ControlOutcome> {
+    const [row] = await this.db.query<{ previous: RunStatus; applied: boolean }>(
+      `WITH target AS (
+         SELECT id, status FROM runs WHERE id = $1 FOR UPDATE
+       ), retried AS (
+         UPDATE runs r
+            SET status = 'queued', attempt = r.attempt + 1, revision = r.revision + 1, due_at = now(),
+                finished_at = NULL, updated_at = now()
+           FROM target t
+          WHERE r.id = t.id AND t.status = 'failed'
+         RETURNING r.id, r.revision, r.queue
+       ), history AS (
+         ${appendHistory('retried', `'failed'`, `'queued'`)}
+       ), cleared AS (
+         DELETE FROM tasks s USING retried r WHERE s.run_id = r.id AND ${stepsToRerun('s')}
+       )
+       SELECT t.status AS previous, EXISTS (SELECT 1 FROM retried) AS applied, ${notifyReady('retried')} FROM target t`,
+      [id],
+    );
+    return row ?? { applied: false };
+  }
+}
