@@ -5,6 +5,8 @@ import { createCoordinatorApp } from '../../apps/coordinator/src/bootstrap';
 import { type CoordinatorConfig, loadCoordinatorConfig } from '../../apps/coordinator/src/config/coordinator.config';
 import { loadWorkerConfig, type WorkerConfig } from '../../apps/worker/src/config/worker.config';
 import { WorkerAppModule } from '../../apps/worker/src/worker-app.module';
+import { WorkflowWorkerModule, type WorkflowWorkerModuleOptions } from '@app/sdk';
+import { Module } from '@nestjs/common';
 
 export interface RunningCoordinator {
   app: INestApplication;
@@ -30,5 +32,16 @@ export interface RunningWorker {
 export async function startWorker(coordinatorUrl: string, overrides: Partial<WorkerConfig> = {}): Promise<RunningWorker> {
   const config = { ...loadWorkerConfig({ COORDINATOR_URL: coordinatorUrl }), claimWaitMs: 5_000, ...overrides };
   const app = await NestFactory.createApplicationContext(WorkerAppModule.register(config), { logger: ['error', 'warn'] });
+  return { app, close: () => app.close() };
+}
+
+/** Boots a worker hosting the given workflows (test-only workflows beside the examples). */
+export async function startCustomWorker(
+  coordinatorUrl: string,
+  options: Omit<WorkflowWorkerModuleOptions, 'coordinatorUrl'>,
+): Promise<RunningWorker> {
+  @Module({ imports: [WorkflowWorkerModule.forRoot({ coordinatorUrl, claimWaitMs: 5_000, ...options })] })
+  class CustomWorkerModule {}
+  const app = await NestFactory.createApplicationContext(CustomWorkerModule, { logger: ['error', 'warn'] });
   return { app, close: () => app.close() };
 }

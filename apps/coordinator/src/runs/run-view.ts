@@ -38,7 +38,7 @@ function toTaskView(task: TaskEntity): TaskView {
   };
 }
 
-/** 'infinity' (a run waiting for an event or a child) comes back from pg as an invalid Date. */
-function isoOrNull(date: Date): string | null {
-  return Number.isFinite(date.getTime()) ? date.toISOString() : null;
+/** 'infinity' (a run waiting for an event or a child) comes back from node-postgres as the number Infinity. */
+function isoOrNull(date: Date | number): string | null {
+  return date instanceof Date ? date.toISOString() : null;
 }

@@ -49,7 +49,7 @@ export class RunEntity {
 
   /** When a queued or waiting run may be claimed ('infinity' while waiting for an event or a child). */
   @Column('timestamptz', { name: 'due_at' })
-  dueAt: Date;
+  dueAt: Date | number;
 
   @Column('text', { name: 'claimed_by', nullable: true })
   claimedBy: string | null;
