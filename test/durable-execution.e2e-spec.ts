@@ -232,6 +232,25 @@ describe('durable execution', () => {
     });
   });
 
+  it('on shutdown, a worker releases unfinished runs so another worker takes them at once', async () => {
+    // The default claim idle time (90 s) is far beyond this test's timeout: only the release can hand the run over.
+    const leaving = await startCustomWorker(coordinator.url, { workflows: EXAMPLE_WORKFLOWS, workerId: 'leaving', shutdownGraceMs: 100 });
+    await worker.close();
+    const run = await client.start({ name: 'chain', version: '1' }, { steps: 40, stepMs: 50 });
+    await eventually('the leaving worker to record a step', async () => ((await client.get(run.id)).tasks?.length ?? 0) >= 2);
+    await leaving.close();
+    expect(await transitions(run.id)).toEqual(['new>queued', 'queued>running', 'running>queued']);
+
+    worker = await startCustomWorker(coordinator.url, { workflows: EXAMPLE_WORKFLOWS, workerId: 'staying' });
+    const done = await finish(run, 20_000);
+    expect(done).toMatchObject({ status: 'completed', output: { steps: 40 } });
+    const claims = await db.sql<{ worker_id: string }>(
+      `SELECT worker_id FROM run_transitions WHERE run_id = $1 AND to_status = 'running' ORDER BY id`,
+      [run.id],
+    );
+    expect(claims.map((claim) => claim.worker_id)).toEqual(['leaving', 'staying']);
+  });
+
   it('delays a run until runAt', async () => {
     const runAt = new Date(Date.now() + 700);
     const run = await client.start({ name: 'echo', version: '1' }, 'later', { runAt });

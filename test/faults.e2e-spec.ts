@@ -121,6 +121,18 @@ describe('fault tolerance (real processes)', () => {
     expect(transitions[0].count).toBe('1');
   }, 60_000);
 
+  it('heartbeats keep a task that runs longer than the idle timeout from being stolen', async () => {
+    await stopAllWorkers();
+    await startWorker('w-slow-1');
+    await startWorker('w-slow-2');
+    const run = await client.start({ name: 'side-effects', version: '1' }, { steps: 1, stepMs: 4_000 });
+    const done = await client.waitForResult(run.id, { timeoutMs: 30_000 });
+    expect(done.status).toBe('completed');
+    expect(await sideEffects(run.id)).toHaveLength(1);
+    const claims = await db.sql(`SELECT 1 FROM run_transitions WHERE run_id = $1 AND to_status = 'running'`, [run.id]);
+    expect(claims).toHaveLength(1);
+  }, 60_000);
+
   it('a sleeping run survives a restart of the coordinator and every worker, and wakes on time', async () => {
     await stopAllWorkers();
     await startWorker('w-before-restart');
