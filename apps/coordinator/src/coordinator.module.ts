@@ -1,8 +1,9 @@
-import { NotificationsModule, RUN_FINISHED_CHANNEL, RUNS_READY_CHANNEL } from '@app/outbox';
+import { NotificationsModule, OUTBOX_CHANNEL, RUN_FINISHED_CHANNEL, RUNS_READY_CHANNEL } from '@app/outbox';
 import { PersistenceModule } from '@app/persistence';
 import { DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from './config/coordinator.config';
+import { CoordinatorDispatchModule } from './dispatch/dispatch.module';
 import { HealthModule } from './health/health.module';
 import { EngineExceptionFilter } from './http/engine-exception.filter';
 import { RunsModule } from './runs/runs.module';
@@ -24,16 +25,17 @@ export class CoordinatorModule {
         configModule,
         PersistenceModule.forRootAsync({
           inject: [COORDINATOR_CONFIG],
-          useFactory: (c: CoordinatorConfig) => ({ url: c.databaseUrl, poolSize: c.databasePoolSize }),
+          useFactory: (c: CoordinatorConfig) => ({ url: c.databaseUrl, poolSize: c.databasePoolSize, dispatch: c.dispatch }),
         }),
         NotificationsModule.forRootAsync({
           inject: [COORDINATOR_CONFIG],
           useFactory: (c: CoordinatorConfig) => ({
             url: c.databaseUrl,
-            channels: [RUNS_READY_CHANNEL, RUN_FINISHED_CHANNEL],
+            channels: [RUNS_READY_CHANNEL, RUN_FINISHED_CHANNEL, ...(c.dispatch === 'none' ? [] : [OUTBOX_CHANNEL])],
             probeIntervalMs: c.listenerProbeIntervalMs,
           }),
         }),
+        CoordinatorDispatchModule.register(config),
         RunsModule,
         WorkerApiModule,
         HealthModule,

@@ -35,6 +35,18 @@ export class EnvReader {
     return Number(raw);
   }
 
+  oneOf<T extends string>(name: string, allowed: readonly T[], fallback: T): T {
+    const value = this.string(name, fallback);
+    if (!allowed.includes(value as T)) throw new ConfigError(`${name} must be one of ${allowed.join(', ')}, got "${value}"`);
+    return value as T;
+  }
+
+  pattern(name: string, pattern: RegExp, expected: string, fallback: string): string {
+    const value = this.env[name] ?? fallback;
+    if (!pattern.test(value)) throw new ConfigError(`${name} must be ${expected}, got "${value}"`);
+    return value;
+  }
+
   url(name: string, protocols: readonly string[], fallback?: string): string {
     const value = this.string(name, fallback);
     let parsed: URL;

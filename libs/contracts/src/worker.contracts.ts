@@ -271,3 +271,15 @@ export function parseStartChildRequest(raw: unknown): StartChildRequest {
     timeoutMs: parseDelay(body.timeoutMs, 'timeoutMs', true),
   };
 }
+
+export interface TakeRunRequest {
+  workerId: string;
+  /** The revision the delivered message carries. */
+  revision: number;
+}
+
+export function parseTakeRunRequest(raw: unknown): TakeRunRequest {
+  const body = requireObject(raw, 'request body');
+  rejectUnknownFields(body, ['workerId', 'revision'], 'request body');
+  return { workerId: parseKey(body.workerId, 'workerId'), revision: parseInteger(body.revision, 'revision', 0, REVISION_MAX) };
+}

@@ -6,14 +6,20 @@ import { RunEntity } from './entities/run.entity';
 import { TaskEntity } from './entities/task.entity';
 import { MigrationRunner } from './migration.runner';
 import { InitialSchema1764500000000 } from './migrations/1764500000000-initial-schema';
+import { Outbox1764600000000 } from './migrations/1764600000000-outbox';
 
 export const ENTITIES = [RunEntity, TaskEntity, RunTransitionEntity];
-export const MIGRATIONS = [InitialSchema1764500000000];
+export const MIGRATIONS = [InitialSchema1764500000000, Outbox1764600000000];
 
 export interface PersistenceOptions {
   /** postgres://user:password@host:port/database */
   url: string;
   poolSize: number;
+  /**
+   * Publisher named in every session's `wf.dispatch` setting: with one (not 'none'), the schema's
+   * trigger writes an outbox row whenever a run becomes ready.
+   */
+  dispatch: string;
 }
 
 export interface PersistenceAsyncOptions extends Pick<ModuleMetadata, 'imports'> {
@@ -34,7 +40,7 @@ export class PersistenceModule {
           imports: options.imports,
           inject: options.inject,
           useFactory: async (...args: unknown[]) => {
-            const { url, poolSize } = await options.useFactory(...args);
+            const { url, poolSize, dispatch } = await options.useFactory(...args);
             return {
               type: 'postgres' as const,
               url,
@@ -42,7 +48,7 @@ export class PersistenceModule {
               migrations: MIGRATIONS,
               migrationsRun: false,
               synchronize: false,
-              extra: { max: poolSize, connectionTimeoutMillis: 10_000 },
+              extra: { max: poolSize, connectionTimeoutMillis: 10_000, options: `-c wf.dispatch=${dispatch}` },
             };
           },
         }),

@@ -1,4 +1,5 @@
 import { ConfigError, EnvReader } from '@app/config';
+import { DISPATCH_MODES, type DispatchMode } from '@app/streams';
 
 export const COORDINATOR_CONFIG = Symbol('COORDINATOR_CONFIG');
 
@@ -15,6 +16,18 @@ export interface CoordinatorConfig {
   claimPollIntervalMs: number;
   listenerProbeIntervalMs: number;
   bodyLimitBytes: number;
+  /** Where ready runs are published: nowhere (workers use the claim API), a Redis sorted set, or Redis Streams. */
+  dispatch: DispatchMode;
+  redisUrl: string;
+  redisPrefix: string;
+  streamShards: number;
+  outboxPollIntervalMs: number;
+  outboxBatchSize: number;
+  outboxMaxRetries: number;
+  /** The republish daemon's period, and how long a due run may go undelivered before it is published again. */
+  republishIntervalMs: number;
+  republishAfterMs: number;
+  leaderCheckIntervalMs: number;
 }
 
 /** Parses and validates the coordinator's environment once, at start. */
@@ -30,6 +43,16 @@ export function loadCoordinatorConfig(env: Record<string, string | undefined>): 
     claimPollIntervalMs: read.integer('CLAIM_POLL_INTERVAL_MS', 1_000, 10, 60_000),
     listenerProbeIntervalMs: read.integer('LISTENER_PROBE_INTERVAL_MS', 10_000, 100, 600_000),
     bodyLimitBytes: read.integer('BODY_LIMIT_BYTES', 2 * 1024 * 1024, 1024, 64 * 1024 * 1024),
+    dispatch: read.oneOf('DISPATCH', DISPATCH_MODES, 'none'),
+    redisUrl: read.url('REDIS_URL', ['redis', 'rediss'], 'redis://127.0.0.1:6379'),
+    redisPrefix: read.pattern('REDIS_PREFIX', /^[A-Za-z0-9._:-]{0,64}$/, 'up to 64 letters, digits or . _ : -', 'wf:'),
+    streamShards: read.integer('STREAM_SHARDS', 4, 1, 1024),
+    outboxPollIntervalMs: read.integer('OUTBOX_POLL_INTERVAL_MS', 1_000, 10, 60_000),
+    outboxBatchSize: read.integer('OUTBOX_BATCH_SIZE', 100, 1, 10_000),
+    outboxMaxRetries: read.integer('OUTBOX_MAX_RETRIES', 10, 1, 1_000),
+    republishIntervalMs: read.integer('REPUBLISH_INTERVAL_MS', 5_000, 100, 3_600_000),
+    republishAfterMs: read.integer('REPUBLISH_AFTER_MS', 30_000, 0, 86_400_000),
+    leaderCheckIntervalMs: read.integer('LEADER_CHECK_INTERVAL_MS', 2_000, 100, 600_000),
   };
   if (config.claimMinIdleTimeMs <= config.heartbeatIntervalMs) {
     throw new ConfigError(

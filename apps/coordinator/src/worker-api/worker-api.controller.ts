@@ -1,4 +1,5 @@
 import {
+  ClaimedRun,
   ClaimResponse,
   HeartbeatResponse,
   parseClaimRequest,
@@ -9,15 +10,19 @@ import {
   parseRunId,
   parseStartChildRequest,
   parseSuspendRequest,
+  parseTakeRunRequest,
   parseTaskResultRequest,
+  RunNotFoundError,
+  StaleDeliveryError,
   StepResponse,
   TaskResultResponse,
 } from '@app/contracts';
 import { RunLeaseRepository } from '@app/locking';
 import { uuidv7 } from '@app/persistence';
 import { queueName } from '@app/streams';
-import { Body, Controller, HttpCode, Param, Post, Res } from '@nestjs/common';
+import { Body, Controller, HttpCode, Inject, Param, Post, Res } from '@nestjs/common';
 import type { Response } from 'express';
+import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config/coordinator.config';
 import { ClaimsService } from './claims.service';
 
 /**
@@ -29,6 +34,7 @@ export class WorkerApiController {
   constructor(
     private readonly claims: ClaimsService,
     private readonly leases: RunLeaseRepository,
+    @Inject(COORDINATOR_CONFIG) private readonly config: CoordinatorConfig,
   ) {}
 
   @Post('claims')
@@ -38,6 +44,21 @@ export class WorkerApiController {
     let gone = false;
     response.once('close', () => (gone = !response.writableFinished));
     return { runs: await this.claims.claim(request, () => gone) };
+  }
+
+  /**
+   * Takes a run a transport (Redis) delivered, at the revision its message carries. 409
+   * `stale_delivery` when the run moved on or another worker has it: drop the message.
+   */
+  @Post('runs/:id/take')
+  @HttpCode(200)
+  async take(@Param('id') id: string, @Body() body: unknown): Promise<ClaimedRun> {
+    const runId = parseRunId(id);
+    const request = parseTakeRunRequest(body);
+    const run = await this.leases.take(runId, request.revision, request.workerId, this.config.claimMinIdleTimeMs);
+    if (run) return run;
+    if (!(await this.leases.exists(runId))) throw new RunNotFoundError(runId);
+    throw new StaleDeliveryError(runId, request.revision);
   }
 
   @Post('heartbeats')

@@ -53,14 +53,11 @@ export class RunLeaseRepository {
    * Safe under concurrency: candidates are locked with FOR UPDATE SKIP LOCKED, so concurrent
    * claimers take disjoint rows without waiting on each other, and a locked row's WHERE clause is
    * re-checked against its latest version. Candidates locked but not picked (at most `limit` per
-   * queue) are released when the statement commits. Incrementing the revision fences off the
-   * previous owner. Suspension steps still waiting when their run becomes due resolve here (a
-   * sleep that ended, an event or child wait that timed out). The run's steps come back in the same
-   * round trip so a re-executed run can replay them.
+   * queue) are released when the statement commits.
    */
   async claim(params: ClaimParams): Promise<ClaimedRun[]> {
     return this.db.query<ClaimedRun>(
-      `WITH stale AS (
+      this.takeRuns(`stale AS (
          SELECT id, status FROM runs
           WHERE status = 'running' AND queue = ANY($1)
             AND heartbeat_at < now() - $3 * interval '1 millisecond'
@@ -81,7 +78,39 @@ export class RunLeaseRepository {
           LIMIT $2
        ), picked AS (
          (SELECT id, status FROM stale) UNION ALL (SELECT id, status FROM ready) LIMIT $2
-       ), claimed AS (
+       )`),
+      [params.queues, params.limit, params.claimMinIdleTimeMs, params.workerId],
+    );
+  }
+
+  /**
+   * Takes one run a transport (Redis) delivered, at the revision its message carries: only if the
+   * run is still due at that revision (or its claim went idle). A stale message (the run moved on,
+   * or another worker took it) takes nothing and returns undefined.
+   */
+  async take(runId: string, revision: number, workerId: string, claimMinIdleTimeMs: number): Promise<ClaimedRun | undefined> {
+    const [run] = await this.db.query<ClaimedRun>(
+      this.takeRuns(`picked AS (
+         SELECT id, status FROM runs
+          WHERE id = $1 AND revision = $2
+            AND ((status IN ('queued', 'waiting') AND due_at <= now())
+                 OR (status = 'running' AND heartbeat_at < now() - $3 * interval '1 millisecond'))
+          FOR UPDATE
+       )`),
+      [runId, revision, claimMinIdleTimeMs, workerId],
+    );
+    return run;
+  }
+
+  /**
+   * The claim itself, for the rows of a `picked` CTE (id, status; locked by it), with $3 the idle
+   * time and $4 the worker id: moves them to running at revision + 1 (fencing off the previous
+   * owner), appends their transitions, resolves suspension steps still waiting (a sleep that ended,
+   * an event or child wait that timed out), and returns them with their recorded steps so a
+   * re-executed run replays them in the same round trip.
+   */
+  private takeRuns(picked: string): string {
+    return `WITH ${picked}, claimed AS (
          UPDATE runs r
             SET status = 'running', revision = r.revision + 1, claimed_by = $4,
                 heartbeat_at = now(), updated_at = now(), started_at = coalesce(r.started_at, now())
@@ -98,7 +127,7 @@ export class RunLeaseRepository {
                                      ELSE '{"timedOut": true}'::jsonb END
            FROM claimed c
           WHERE t.run_id = c.id AND t.status = 'waiting'
-         RETURNING t.run_id, t.${STEP_COLUMNS.split(', ').join(', t.')}
+         RETURNING t.run_id, ${STEP_COLUMNS.split(', ').map((column) => `t.${column}`).join(', ')}
        )
        SELECT c.id, c.workflow, c.version, c.revision, c.attempt, c.input,
               coalesce((SELECT json_agg(s ORDER BY s.seq, s.key) FROM (
@@ -106,9 +135,7 @@ export class RunLeaseRepository {
                           UNION ALL
                           SELECT ${STEP_COLUMNS} FROM resolved WHERE resolved.run_id = c.id) s), '[]'::json) AS tasks
          FROM claimed c
-        ORDER BY c.from_status = 'running' DESC, c.priority DESC, c.due_at`,
-      [params.queues, params.limit, params.claimMinIdleTimeMs, params.workerId],
-    );
+        ORDER BY c.from_status = 'running' DESC, c.priority DESC, c.due_at`;
   }
 
   /**
@@ -347,9 +374,13 @@ export class RunLeaseRepository {
     return step;
   }
 
+  async exists(runId: string): Promise<boolean> {
+    const [row] = await this.db.query(`SELECT 1 FROM runs WHERE id = $1`, [runId]);
+    return row !== undefined;
+  }
+
   /** Tells a missing run (404) from a stale revision (409) after a guarded write matched nothing. */
   private async conflictFor(runId: string, expectedRevision: number): Promise<Error> {
-    const [exists] = await this.db.query(`SELECT 1 FROM runs WHERE id = $1`, [runId]);
-    return exists ? new RevisionConflictError(runId, expectedRevision) : new RunNotFoundError(runId);
+    return (await this.exists(runId)) ? new RevisionConflictError(runId, expectedRevision) : new RunNotFoundError(runId);
   }
 }

@@ -1,0 +1,36 @@
+import { LeaderElectionModule } from '@app/locking';
+import { OutboxModule } from '@app/outbox';
+import { DispatchModule as PublisherModule } from '@app/streams';
+import { DynamicModule, Module } from '@nestjs/common';
+import type { CoordinatorConfig } from '../config/coordinator.config';
+import { RepublishDaemon } from './republish.daemon';
+
+/**
+ * Reliable dispatch (DISPATCH other than `none`): the publisher, the outbox enqueuer, and the
+ * republish daemon under leader election.
+ */
+@Module({})
+export class CoordinatorDispatchModule {
+  static register(config: CoordinatorConfig): DynamicModule {
+    if (config.dispatch === 'none') return { module: CoordinatorDispatchModule };
+    return {
+      module: CoordinatorDispatchModule,
+      imports: [
+        PublisherModule.forRoot({
+          mode: config.dispatch,
+          redisUrl: config.redisUrl,
+          redisPrefix: config.redisPrefix,
+          streamPartitions: config.streamShards,
+        }),
+        OutboxModule.forRoot({
+          pollIntervalMs: config.outboxPollIntervalMs,
+          batchSize: config.outboxBatchSize,
+          maxRetries: config.outboxMaxRetries,
+        }),
+        LeaderElectionModule.forRoot({ url: config.databaseUrl, checkIntervalMs: config.leaderCheckIntervalMs }),
+      ],
+      providers: [RepublishDaemon],
+      exports: [OutboxModule],
+    };
+  }
+}

@@ -1,0 +1,112 @@
+import { type Publisher, PUBLISHER } from '@app/streams';
+import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { NotificationListener } from '../notifications/notification-listener.service';
+import { OUTBOX_CHANNEL, OUTBOX_OPTIONS, type OutboxOptions } from './outbox.constants';
+import { OutboxRepository, type OutboxRow } from './outbox.repository';
+
+/** Counters for the metrics endpoint. */
+export interface OutboxCounters {
+  processed: number;
+  failed: number;
+  deadLettered: number;
+  inFlight: number;
+}
+
+/**
+ * Publishes committed outbox rows. Woken by NOTIFY the moment a transaction that wrote rows commits
+ * (the poll is the fallback, and finds retries that came due); goes straight on when a batch was
+ * full. Several coordinators may run it at once: rows are claimed with SKIP LOCKED.
+ */
+@Injectable()
+export class OutboxEnqueuer implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  private readonly logger = new Logger(OutboxEnqueuer.name);
+  private readonly loops: Promise<void>[] = [];
+  private stopped = false;
+  private maintenanceTimer: NodeJS.Timeout | undefined;
+  readonly counters: OutboxCounters = { processed: 0, failed: 0, deadLettered: 0, inFlight: 0 };
+
+  constructor(
+    private readonly repository: OutboxRepository,
+    @Inject(PUBLISHER) private readonly publisher: Publisher,
+    private readonly listener: NotificationListener,
+    @Inject(OUTBOX_OPTIONS) private readonly options: OutboxOptions,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    for (let i = 0; i < this.options.concurrency; i++) this.loops.push(this.loop());
+    this.maintenanceTimer = setInterval(() => void this.maintain(), this.options.maintenanceIntervalMs);
+    this.logger.log(`publishing the outbox to ${this.publisher.name} (batch ${this.options.batchSize})`);
+  }
+
+  /** Stops claiming and lets batches in progress finish, so none is left in_flight. */
+  async beforeApplicationShutdown(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.maintenanceTimer);
+    await Promise.all(this.loops);
+  }
+
+  private async loop(): Promise<void> {
+    while (!this.stopped) {
+      // Armed before the batch: a commit during the batch wakes the next iteration.
+      const wake = this.listener.waitFor(OUTBOX_CHANNEL, () => true, this.options.pollIntervalMs);
+      let claimed = 0;
+      try {
+        claimed = await this.processBatch();
+      } catch (error) {
+        this.logger.error(`outbox batch failed: ${(error as Error).message}`);
+      }
+      if (claimed >= this.options.batchSize || this.stopped) {
+        wake.cancel();
+        continue;
+      }
+      await wake.notified;
+    }
+  }
+
+  /** Claims a batch, publishes it, deletes what was sent and reschedules or dead-letters the rest. */
+  async processBatch(): Promise<number> {
+    const rows = await this.repository.claimBatch(this.options.batchSize);
+    if (rows.length === 0) return 0;
+    this.counters.inFlight += rows.length;
+    try {
+      const results = await this.publisher.publish(rows.map((row) => row.payload));
+      const sent: string[] = [];
+      const retries: { id: string; delayMs: number; error: string }[] = [];
+      const dead: { id: string; error: string }[] = [];
+      rows.forEach((row, i) => {
+        const error = results[i];
+        if (!error) return void sent.push(row.id);
+        if (row.attemptCount >= row.maxRetries) dead.push({ id: row.id, error: error.message });
+        else retries.push({ id: row.id, delayMs: this.retryDelay(row), error: error.message });
+      });
+      await this.repository.removeSent(sent);
+      await this.repository.scheduleRetries(retries);
+      await this.repository.deadLetter(dead);
+      this.counters.processed += sent.length;
+      this.counters.failed += retries.length + dead.length;
+      this.counters.deadLettered += dead.length;
+      if (retries.length + dead.length > 0) {
+        this.logger.warn(`${retries.length + dead.length} of ${rows.length} outbox rows failed to publish (${dead.length} dead-lettered)`);
+      }
+      return rows.length;
+    } finally {
+      this.counters.inFlight -= rows.length;
+    }
+  }
+
+  /** Exponential backoff with full jitter: a random wait below base * 2^(attempt-1), capped. */
+  private retryDelay(row: OutboxRow): number {
+    const cap = Math.min(this.options.retryMaxMs, this.options.retryBaseMs * 2 ** (row.attemptCount - 1));
+    return Math.round(Math.random() * cap);
+  }
+
+  private async maintain(): Promise<void> {
+    try {
+      const recovered = await this.repository.recoverStaleInFlight(this.options.staleInFlightMs);
+      if (recovered > 0) this.logger.warn(`returned ${recovered} stale in-flight outbox rows to retry`);
+      await this.repository.deleteSentOlderThan(this.options.staleInFlightMs);
+    } catch (error) {
+      this.logger.warn(`outbox maintenance failed: ${(error as Error).message}`);
+    }
+  }
+}

@@ -1,0 +1,38 @@
+import { DynamicModule, Module, Provider } from '@nestjs/common';
+import type { DispatchMode } from './dispatch-message';
+import { PUBLISHER } from './publisher.interface';
+import { RedisSortedSetPublisher } from './publishers/redis-sorted-set.publisher';
+import { RedisStreamsPublisher } from './publishers/redis-streams.publisher';
+import { REDIS_OPTIONS, RedisConnection } from './redis/redis.connection';
+
+export interface DispatchOptions {
+  mode: DispatchMode;
+  redisUrl: string;
+  redisPrefix: string;
+  streamPartitions: number;
+}
+
+/**
+ * The coordinator's publisher, chosen by configuration (DISPATCH). With `none` there is no publisher
+ * and no Redis connection: workers find work through the claim API.
+ */
+@Module({})
+export class DispatchModule {
+  static forRoot(options: DispatchOptions): DynamicModule {
+    if (options.mode === 'none') return { module: DispatchModule };
+    const publisher: Provider =
+      options.mode === 'redis-zset'
+        ? { provide: PUBLISHER, useClass: RedisSortedSetPublisher }
+        : {
+            provide: PUBLISHER,
+            useFactory: (redis: RedisConnection) => new RedisStreamsPublisher(redis, options.streamPartitions),
+            inject: [RedisConnection],
+          };
+    return {
+      module: DispatchModule,
+      global: true,
+      providers: [{ provide: REDIS_OPTIONS, useValue: { url: options.redisUrl, prefix: options.redisPrefix } }, RedisConnection, publisher],
+      exports: [PUBLISHER, RedisConnection],
+    };
+  }
+}
