@@ -24,6 +24,9 @@ export interface CoordinatorConfig {
   outboxPollIntervalMs: number;
   outboxBatchSize: number;
   outboxMaxRetries: number;
+  /** A failed publish is retried after a random wait below base * 2^(attempt-1), capped. */
+  outboxRetryBaseMs: number;
+  outboxRetryMaxMs: number;
   /** The republish daemon's period, and how long a due run may go undelivered before it is published again. */
   republishIntervalMs: number;
   republishAfterMs: number;
@@ -50,6 +53,8 @@ export function loadCoordinatorConfig(env: Record<string, string | undefined>): 
     outboxPollIntervalMs: read.integer('OUTBOX_POLL_INTERVAL_MS', 1_000, 10, 60_000),
     outboxBatchSize: read.integer('OUTBOX_BATCH_SIZE', 100, 1, 10_000),
     outboxMaxRetries: read.integer('OUTBOX_MAX_RETRIES', 10, 1, 1_000),
+    outboxRetryBaseMs: read.integer('OUTBOX_RETRY_BASE_MS', 500, 1, 3_600_000),
+    outboxRetryMaxMs: read.integer('OUTBOX_RETRY_MAX_MS', 60_000, 1, 86_400_000),
     republishIntervalMs: read.integer('REPUBLISH_INTERVAL_MS', 5_000, 100, 3_600_000),
     republishAfterMs: read.integer('REPUBLISH_AFTER_MS', 30_000, 0, 86_400_000),
     leaderCheckIntervalMs: read.integer('LEADER_CHECK_INTERVAL_MS', 2_000, 100, 600_000),

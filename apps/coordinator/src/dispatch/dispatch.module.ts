@@ -26,6 +26,8 @@ export class CoordinatorDispatchModule {
           pollIntervalMs: config.outboxPollIntervalMs,
           batchSize: config.outboxBatchSize,
           maxRetries: config.outboxMaxRetries,
+          retryBaseMs: config.outboxRetryBaseMs,
+          retryMaxMs: config.outboxRetryMaxMs,
         }),
         LeaderElectionModule.forRoot({ url: config.databaseUrl, checkIntervalMs: config.leaderCheckIntervalMs }),
       ],

@@ -1,6 +1,6 @@
 import { type Publisher, PUBLISHER } from '@app/streams';
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
-import { NotificationListener } from '../notifications/notification-listener.service';
+import { NotificationListener, type PendingWait } from '../notifications/notification-listener.service';
 import { OUTBOX_CHANNEL, OUTBOX_OPTIONS, type OutboxOptions } from './outbox.constants';
 import { OutboxRepository, type OutboxRow } from './outbox.repository';
 
@@ -21,6 +21,7 @@ export interface OutboxCounters {
 export class OutboxEnqueuer implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger(OutboxEnqueuer.name);
   private readonly loops: Promise<void>[] = [];
+  private readonly waits = new Set<PendingWait>();
   private stopped = false;
   private maintenanceTimer: NodeJS.Timeout | undefined;
   readonly counters: OutboxCounters = { processed: 0, failed: 0, deadLettered: 0, inFlight: 0 };
@@ -42,6 +43,7 @@ export class OutboxEnqueuer implements OnApplicationBootstrap, BeforeApplication
   async beforeApplicationShutdown(): Promise<void> {
     this.stopped = true;
     clearInterval(this.maintenanceTimer);
+    for (const wait of this.waits) wait.cancel();
     await Promise.all(this.loops);
   }
 
@@ -59,7 +61,9 @@ export class OutboxEnqueuer implements OnApplicationBootstrap, BeforeApplication
         wake.cancel();
         continue;
       }
+      this.waits.add(wake);
       await wake.notified;
+      this.waits.delete(wake);
     }
   }
 
@@ -76,7 +80,7 @@ export class OutboxEnqueuer implements OnApplicationBootstrap, BeforeApplication
       rows.forEach((row, i) => {
         const error = results[i];
         if (!error) return void sent.push(row.id);
-        if (row.attemptCount >= row.maxRetries) dead.push({ id: row.id, error: error.message });
+        if (row.attemptCount >= this.options.maxRetries) dead.push({ id: row.id, error: error.message });
         else retries.push({ id: row.id, delayMs: this.retryDelay(row), error: error.message });
       });
       await this.repository.removeSent(sent);

@@ -8,7 +8,6 @@ export interface OutboxRow {
   queue: string;
   payload: DispatchMessage;
   attemptCount: number;
-  maxRetries: number;
 }
 
 export interface OutboxStats {
@@ -39,7 +38,7 @@ export class OutboxRepository {
                       ORDER BY next_attempt_at
                       LIMIT $1
                       FOR UPDATE SKIP LOCKED)
-       RETURNING id, run_id AS "runId", queue, payload, attempt_count AS "attemptCount", max_retries AS "maxRetries"`,
+       RETURNING id, run_id AS "runId", queue, payload, attempt_count AS "attemptCount"`,
       [limit],
     );
   }

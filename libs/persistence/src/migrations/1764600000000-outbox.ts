@@ -19,7 +19,6 @@ export class Outbox1764600000000 implements MigrationInterface {
         payload         jsonb NOT NULL,
         status          text NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'retry', 'in_flight', 'sent')),
         attempt_count   integer NOT NULL DEFAULT 0,
-        max_retries     integer NOT NULL DEFAULT 10,
         -- Not published before this: the run's due time, or the next retry.
         next_attempt_at timestamptz NOT NULL DEFAULT now(),
         last_error      text,

@@ -1,0 +1,236 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import type { ClaimedRun } from '@app/contracts';
+import type { DispatchMessage } from '@app/streams';
+import { partitionCountKey, sortedSetKey, streamKey } from '@app/streams';
+import { Redis } from 'ioredis';
+import request from 'supertest';
+import { type RunningCoordinator, startCoordinator } from './support/apps';
+import { createTestDatabase, type TestDatabase } from './support/database';
+import { eventually } from './support/poll';
+import { freePort } from './support/processes';
+import { RedisServer, TEST_REDIS_URL, testPrefix } from './support/redis';
+
+/** Reliable dispatch through the outbox, against real PostgreSQL and real Redis. */
+describe('reliable dispatch', () => {
+  let db: TestDatabase;
+  let redis: Redis;
+  const coordinators: RunningCoordinator[] = [];
+
+  // A 60 s outbox poll: anything published sooner came through NOTIFY.
+  const NO_POLL = { outboxPollIntervalMs: 60_000, republishIntervalMs: 3_600_000 };
+
+  const coordinator = async (overrides: Parameters<typeof startCoordinator>[1]) => {
+    const started = await startCoordinator(db.url, overrides);
+    coordinators.push(started);
+    return started;
+  };
+  const start = (c: RunningCoordinator, workflow = 'echo', input: unknown = { n: 1 }) =>
+    request(c.url).post('/v1/runs').send({ workflow, version: '1', input }).expect(201).then((r) => r.body as { id: string });
+  const members = async (key: string) => (await redis.zrange(key, '0', '-1')).map((m) => JSON.parse(m) as DispatchMessage);
+  const outboxCount = async () => Number((await db.sql<{ count: string }>('SELECT count(*) FROM outbox'))[0].count);
+
+  beforeAll(async () => {
+    db = await createTestDatabase('dispatch');
+    redis = new Redis(TEST_REDIS_URL);
+  });
+
+  afterEach(async () => {
+    await Promise.all(coordinators.splice(0).map((c) => c.close()));
+    await db.sql('TRUNCATE runs, outbox, outbox_dead_letters CASCADE');
+  });
+
+  afterAll(async () => {
+    redis?.disconnect();
+    await db?.drop();
+  });
+
+  it('publishes a committed run to its sorted set within milliseconds (NOTIFY, not the poll)', async () => {
+    const prefix = testPrefix('zset');
+    const c = await coordinator({ ...NO_POLL, dispatch: 'redis-zset', redisPrefix: prefix });
+    const started = Date.now();
+    const run = await start(c, 'echo', { hello: 'world' });
+    const [message] = await eventually('the run in Redis', async () => {
+      const found = await members(sortedSetKey(prefix, 'echo:1'));
+      return found.length > 0 ? found : undefined;
+    });
+    const latencyMs = Date.now() - started;
+    expect(latencyMs).toBeLessThan(30_000);
+    expect(message).toMatchObject({ runId: run.id, workflow: 'echo', version: '1', queue: 'echo:1', revision: 0, attempt: 1 });
+    expect(message.input).toEqual({ hello: 'world' });
+    await eventually('the sent row to be deleted', async () => (await outboxCount()) === 0);
+  });
+
+  it('publishes nothing for a transaction that rolled back', async () => {
+    const prefix = testPrefix('rollback');
+    const c = await coordinator({ ...NO_POLL, dispatch: 'redis-zset', redisPrefix: prefix });
+    await db.sql(`SET wf.dispatch = 'redis-zset'`);
+    await db.sql('BEGIN');
+    await db.sql(
+      `INSERT INTO runs (id, workflow, version, queue, status) VALUES ('01a22c37-316c-762f-a717-000000000001', 'echo', '1', 'echo:1', 'queued')`,
+    );
+    await db.sql('ROLLBACK');
+    await db.sql('RESET wf.dispatch');
+    const committed = await start(c);
+    await eventually('the committed run in Redis', async () => (await members(sortedSetKey(prefix, 'echo:1'))).length > 0);
+    expect((await members(sortedSetKey(prefix, 'echo:1'))).map((m) => m.runId)).toEqual([committed.id]);
+    await eventually('the sent row to be deleted', async () => (await outboxCount()) === 0);
+  });
+
+  it('publishes to Redis Streams partitions by run id, and publishes the partition count', async () => {
+    const prefix = testPrefix('streams');
+    const c = await coordinator({ ...NO_POLL, dispatch: 'redis-streams', redisPrefix: prefix, streamShards: 3 });
+    const runs = await Promise.all(Array.from({ length: 30 }, () => start(c)));
+    const read = async () => {
+      const entries = await Promise.all([0, 1, 2].map((n) => redis.xrange(streamKey(prefix, 'echo:1', n), '-', '+')));
+      return entries.map((list) => list.map(([, fields]) => JSON.parse(fields[1]) as DispatchMessage));
+    };
+    const partitions = await eventually('all 30 runs in the streams', async () => {
+      const found = await read();
+      return found.flat().length === 30 ? found : undefined;
+    });
+    expect(new Set(partitions.flat().map((m) => m.runId))).toEqual(new Set(runs.map((r) => r.id)));
+    expect(partitions.every((list) => list.length > 0)).toBe(true);
+    expect(await redis.get(partitionCountKey(prefix))).toBe('3');
+  });
+
+  it('two enqueuers on one outbox publish every row once', async () => {
+    const prefix = testPrefix('two');
+    const options = { dispatch: 'redis-streams' as const, redisPrefix: prefix, streamShards: 2, outboxBatchSize: 20, republishIntervalMs: 3_600_000 };
+    const [a, b] = [await coordinator(options), await coordinator(options)];
+    const runs = await Promise.all(Array.from({ length: 300 }, (_, i) => start(i % 2 ? a : b)));
+    const ids = await eventually(
+      'all 300 runs in the streams',
+      async () => {
+        const entries = (await Promise.all([0, 1].map((n) => redis.xrange(streamKey(prefix, 'echo:1', n), '-', '+')))).flat();
+        return entries.length >= 300 ? entries.map(([, fields]) => (JSON.parse(fields[1]) as DispatchMessage).runId) : undefined;
+      },
+      20_000,
+    );
+    expect(ids).toHaveLength(300);
+    expect(new Set(ids)).toEqual(new Set(runs.map((r) => r.id)));
+    await eventually('the outbox to drain', async () => (await outboxCount()) === 0);
+  });
+
+  it('retries with growing jittered delays while Redis is down, delivers everything when it is back, dead-letters past max retries', async () => {
+    const server = new RedisServer(await freePort());
+    await server.start();
+    const prefix = testPrefix('down');
+    const c = await coordinator({
+      dispatch: 'redis-zset',
+      redisUrl: server.url,
+      redisPrefix: prefix,
+      outboxPollIntervalMs: 50,
+      outboxRetryBaseMs: 100,
+      outboxRetryMaxMs: 400,
+      outboxMaxRetries: 1_000,
+      republishIntervalMs: 3_600_000,
+    });
+    try {
+      await server.stop();
+      const runs = await Promise.all(Array.from({ length: 5 }, () => start(c)));
+      const retried = await eventually('rows retried several times', async () => {
+        const rows = await db.sql<{ attempt_count: number; status: string; next_attempt_at: Date; last_error: string }>(
+          'SELECT attempt_count, status, next_attempt_at, last_error FROM outbox',
+        );
+        return rows.length === 5 && rows.every((row) => row.attempt_count >= 3) ? rows : undefined;
+      });
+      expect(retried.every((row) => row.last_error.length > 0)).toBe(true);
+      expect(new Set(retried.map((row) => row.next_attempt_at.getTime())).size).toBeGreaterThan(1);
+
+      await server.start();
+      const delivered = new Redis(server.url);
+      try {
+        await eventually(
+          'every run delivered after Redis came back',
+          async () => (await delivered.zcard(sortedSetKey(prefix, 'echo:1'))) === 5,
+          15_000,
+        );
+        const ids = (await delivered.zrange(sortedSetKey(prefix, 'echo:1'), '0', '-1')).map((m) => (JSON.parse(m) as DispatchMessage).runId);
+        expect(new Set(ids)).toEqual(new Set(runs.map((r) => r.id)));
+      } finally {
+        delivered.disconnect();
+      }
+      await eventually('the outbox to drain', async () => (await outboxCount()) === 0);
+    } finally {
+      await server.stop();
+    }
+
+    // Out of retries: into the dead-letter table, out of the outbox (with this coordinator's enqueuer alone).
+    await Promise.all(coordinators.splice(0).map((running) => running.close()));
+    const strict = await coordinator({
+      dispatch: 'redis-zset',
+      redisUrl: server.url,
+      redisPrefix: prefix,
+      outboxPollIntervalMs: 50,
+      outboxRetryBaseMs: 10,
+      outboxRetryMaxMs: 20,
+      outboxMaxRetries: 3,
+      republishIntervalMs: 3_600_000,
+    });
+    const doomed = await start(strict);
+    const [dead] = await eventually('the row in the dead-letter table', async () => {
+      const rows = await db.sql<{ run_id: string; attempt_count: number }>('SELECT run_id, attempt_count FROM outbox_dead_letters');
+      return rows.length > 0 ? rows : undefined;
+    });
+    expect(dead).toMatchObject({ run_id: doomed.id, attempt_count: 3 });
+    expect(await outboxCount()).toBe(0);
+  }, 60_000);
+
+  it('reconnects its LISTEN session after pg_terminate_backend and keeps publishing by NOTIFY', async () => {
+    const prefix = testPrefix('listen');
+    const c = await coordinator({ ...NO_POLL, dispatch: 'redis-zset', redisPrefix: prefix, listenerProbeIntervalMs: 200 });
+    const listeners = () =>
+      db.sql<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = $1 AND query LIKE 'LISTEN%'`, [db.name]);
+    const [before] = await eventually('the LISTEN session', async () => ((await listeners()).length > 0 ? listeners() : undefined));
+    await db.sql('SELECT pg_terminate_backend($1)', [before.pid]);
+    await eventually('a new LISTEN session', async () => (await listeners()).some((l) => l.pid !== before.pid));
+
+    const run = await start(c);
+    await eventually('the run in Redis', async () => (await members(sortedSetKey(prefix, 'echo:1'))).some((m) => m.runId === run.id));
+  });
+
+  it('loses no run to a FLUSHALL under load: the republish daemon puts undelivered runs back', async () => {
+    const prefix = testPrefix('flush');
+    const c = await coordinator({
+      dispatch: 'redis-zset',
+      redisPrefix: prefix,
+      republishIntervalMs: 200,
+      republishAfterMs: 500,
+      leaderCheckIntervalMs: 100,
+    });
+    const key = sortedSetKey(prefix, 'echo:1');
+    const runs = await Promise.all(Array.from({ length: 60 }, (_, i) => start(c, 'echo', i)));
+
+    // A minimal Redis consumer: pop, take at the message's revision, complete.
+    let flushed = false;
+    let stale = 0;
+    const completed = new Set<string>();
+    const deadline = Date.now() + 30_000;
+    while (completed.size < runs.length && Date.now() < deadline) {
+      const popped = await redis.zpopmin(key, '5');
+      if (popped.length === 0) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        continue;
+      }
+      for (let i = 0; i < popped.length; i += 2) {
+        const message = JSON.parse(popped[i]) as DispatchMessage;
+        const taken = await request(c.url).post(`/v1/worker/runs/${message.runId}/take`).send({ workerId: 'redis-consumer', revision: message.revision });
+        if (taken.status === 409) {
+          stale++;
+          continue;
+        }
+        expect(taken.status).toBe(200);
+        const run = taken.body as ClaimedRun;
+        await request(c.url).post(`/v1/worker/runs/${run.id}/complete`).send({ expectedRevision: run.revision, output: run.input }).expect(200);
+        completed.add(run.id);
+      }
+      if (!flushed && completed.size >= 10) {
+        await redis.flushall();
+        flushed = true;
+      }
+    }
+    expect(flushed).toBe(true);
+    expect(completed).toEqual(new Set(runs.map((r) => r.id)));
+    expect(stale).toBeGreaterThanOrEqual(0);
+  }, 60_000);
+});
