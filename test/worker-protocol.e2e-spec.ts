@@ -11,7 +11,7 @@ import { createTestDatabase, type TestDatabase } from './support/database';
 describe('worker protocol', () => {
   let db: TestDatabase;
   let coordinator: RunningCoordinator;
-  const ECHO = [{ name: 'echo', version: '1' }];
+  const ECHO: { name: string; version: string; shard?: string }[] = [{ name: 'echo', version: '1' }];
 
   beforeAll(async () => {
     db = await createTestDatabase('protocol');
@@ -57,6 +57,14 @@ describe('worker protocol', () => {
     await startRuns(1, 'other', '2');
     expect(await claim('w1', 10)).toEqual([]);
     expect(await claim('w1', 10, 0, [{ name: 'other', version: '2' }])).toHaveLength(1);
+  });
+
+  it('routes a run started with a shard only to claimers serving that shard', async () => {
+    const routed = await http().post('/v1/runs').send({ workflow: 'echo', version: '1', shard: 'eu-west' }).expect(201);
+    expect(await claim('w-default', 10)).toEqual([]);
+    expect(await claim('w-us', 10, 0, [{ name: 'echo', version: '1', shard: 'us-east' }])).toEqual([]);
+    const [run] = await claim('w-eu', 10, 0, [{ name: 'echo', version: '1', shard: 'eu-west' }]);
+    expect(run.id).toBe(routed.body.id);
   });
 
   it('never hands the same run to two workers claiming at once', async () => {

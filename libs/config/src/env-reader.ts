@@ -35,6 +35,14 @@ export class EnvReader {
     return Number(raw);
   }
 
+  /** Comma-separated values; empty when unset. */
+  list(name: string): string[] {
+    return (this.env[name] ?? '')
+      .split(',')
+      .map((item) => item.trim())
+      .filter((item) => item.length > 0);
+  }
+
   oneOf<T extends string>(name: string, allowed: readonly T[], fallback: T): T {
     const value = this.string(name, fallback);
     if (!allowed.includes(value as T)) throw new ConfigError(`${name} must be one of ${allowed.join(', ')}, got "${value}"`);

@@ -64,6 +64,8 @@ export interface StartRunRequest {
   version: string;
   input: JsonValue;
   idempotencyKey?: string;
+  /** Routing shard (e.g. a region): only workers serving that shard take the run. */
+  shard?: string;
   /** Higher runs first among runs that are due. Default 0. */
   priority: number;
   runAt?: Date;
@@ -71,12 +73,13 @@ export interface StartRunRequest {
 
 export function parseStartRunRequest(raw: unknown): StartRunRequest {
   const body = requireObject(raw, 'request body');
-  rejectUnknownFields(body, ['workflow', 'version', 'input', 'idempotencyKey', 'priority', 'runAt'], 'request body');
+  rejectUnknownFields(body, ['workflow', 'version', 'input', 'idempotencyKey', 'shard', 'priority', 'runAt'], 'request body');
   return {
     workflow: parseIdentifier(body.workflow, 'workflow'),
     version: parseIdentifier(body.version, 'version'),
     input: parseJson(body.input, 'input'),
     idempotencyKey: body.idempotencyKey === undefined ? undefined : parseKey(body.idempotencyKey, 'idempotencyKey'),
+    shard: body.shard === undefined ? undefined : parseIdentifier(body.shard, 'shard'),
     priority: body.priority === undefined ? 0 : parseInteger(body.priority, 'priority', PRIORITY_MIN, PRIORITY_MAX),
     runAt: body.runAt === undefined ? undefined : parseTimestamp(body.runAt, 'runAt'),
   };

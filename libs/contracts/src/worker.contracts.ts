@@ -25,6 +25,8 @@ export const CLAIM_LIMIT_MAX = 500;
 export interface WorkflowRef {
   name: string;
   version: string;
+  /** Serve only runs started with this routing shard (default: runs without one). */
+  shard?: string;
 }
 
 export interface ClaimRequest {
@@ -155,8 +157,12 @@ export function parseClaimRequest(raw: unknown): ClaimRequest {
   }
   const workflows = body.workflows.map((item: unknown) => {
     const ref = requireObject(item, 'workflows[]');
-    rejectUnknownFields(ref, ['name', 'version'], 'workflows[]');
-    return { name: parseIdentifier(ref.name, 'workflow'), version: parseIdentifier(ref.version, 'version') };
+    rejectUnknownFields(ref, ['name', 'version', 'shard'], 'workflows[]');
+    return {
+      name: parseIdentifier(ref.name, 'workflow'),
+      version: parseIdentifier(ref.version, 'version'),
+      shard: ref.shard === undefined ? undefined : parseIdentifier(ref.shard, 'shard'),
+    };
   });
   return {
     workerId: parseKey(body.workerId, 'workerId'),

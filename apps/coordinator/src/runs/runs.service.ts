@@ -30,7 +30,7 @@ export class RunsService {
 
   /** Starts a run; with a known idempotency key returns the existing run (`created: false`). */
   async start(request: StartRunRequest): Promise<{ run: RunView; created: boolean }> {
-    const inserted = await this.control.start(uuidv7(), queueName(request.workflow, request.version), request);
+    const inserted = await this.control.start(uuidv7(), queueName(request.workflow, request.version, request.shard), request);
     if (inserted) return { run: toRunView((await this.repository.findById(inserted.id))!), created: true };
     const existing = await this.repository.findByIdempotencyKey(request.workflow, request.idempotencyKey!);
     return { run: toRunView(existing!), created: false };

@@ -20,7 +20,7 @@ export class ClaimsService {
    * `gone()` reports that the caller disconnected: then nothing more is claimed for it.
    */
   async claim(request: ClaimRequest, gone: () => boolean): Promise<ClaimedRun[]> {
-    const queues = [...new Set(request.workflows.map((workflow) => queueName(workflow.name, workflow.version)))];
+    const queues = [...new Set(request.workflows.map((workflow) => queueName(workflow.name, workflow.version, workflow.shard)))];
     const wanted = new Set(queues);
     const deadline = Date.now() + request.waitMs;
     for (;;) {

@@ -8,6 +8,7 @@ export interface WorkerConfig {
   heartbeatIntervalMs: number;
   claimWaitMs: number;
   shutdownGraceMs: number;
+  shards: string[];
 }
 
 /** Parses and validates the worker's environment once, at start. */
@@ -20,5 +21,6 @@ export function loadWorkerConfig(env: Record<string, string | undefined>): Worke
     heartbeatIntervalMs: read.integer('HEARTBEAT_INTERVAL_MS', 30_000, 50, 86_400_000),
     claimWaitMs: read.integer('CLAIM_WAIT_MS', 20_000, 0, 60_000),
     shutdownGraceMs: read.integer('SHUTDOWN_GRACE_MS', 10_000, 0, 3_600_000),
+    shards: read.list('WORKER_SHARDS'),
   };
 }

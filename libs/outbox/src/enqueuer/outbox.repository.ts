@@ -29,15 +29,17 @@ export class OutboxRepository {
    * coordinator): FOR UPDATE SKIP LOCKED hands each a disjoint set without waiting, and the status
    * change in the same statement keeps the next poll from taking them again. No `id > cursor`
    * polling: ids are allocated before commit, so a cursor would skip rows that commit late.
+   * `= ANY(ARRAY(...))` keeps the plan on the primary key (with `IN (...)` the planner hash-joined a
+   * sequential scan of the whole outbox: 3.9 ms instead of 2.2 ms at 20,000 rows).
    */
   claimBatch(limit: number): Promise<OutboxRow[]> {
     return this.db.query<OutboxRow>(
       `UPDATE outbox SET status = 'in_flight', attempt_count = attempt_count + 1, updated_at = now()
-        WHERE id IN (SELECT id FROM outbox
-                      WHERE status IN ('pending', 'retry') AND next_attempt_at <= now()
-                      ORDER BY next_attempt_at
-                      LIMIT $1
-                      FOR UPDATE SKIP LOCKED)
+        WHERE id = ANY(ARRAY(SELECT id FROM outbox
+                              WHERE status IN ('pending', 'retry') AND next_attempt_at <= now()
+                              ORDER BY next_attempt_at
+                              LIMIT $1
+                              FOR UPDATE SKIP LOCKED))
        RETURNING id, run_id AS "runId", queue, payload, attempt_count AS "attemptCount"`,
       [limit],
     );

@@ -9,6 +9,8 @@ export interface WorkflowWorkerOptions {
   coordinatorUrl: string;
   /** Stable name of this worker process; recorded on the runs it claims. Default: host-pid. */
   workerId?: string;
+  /** Routing shards served (a run started with `shard` goes only to workers serving it). Default: runs without a shard. */
+  shards?: string[];
   /** Runs executed at once. Default 10. */
   concurrency?: number;
   /** How often claims of running runs are refreshed. Default 30 s; must stay below the coordinator's idle time. */

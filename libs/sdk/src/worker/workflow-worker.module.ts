@@ -54,6 +54,7 @@ export function resolveWorkerOptions(options: WorkflowWorkerOptions): ResolvedWo
     claimWaitMs: 20_000,
     shutdownGraceMs: 10_000,
     inProcessRetryMaxMs: 5_000,
+    shards: [] as string[],
     headers: {},
     ...Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)),
   } as ResolvedWorkerOptions;

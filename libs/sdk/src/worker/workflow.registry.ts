@@ -8,8 +8,10 @@ import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker.constants';
 export class WorkflowRegistry {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   private readonly byKey = new Map<string, WorkflowDefinition<any, any>>();
+  private readonly shards: (string | undefined)[];
 
   constructor(@Inject(WORKER_OPTIONS) options: ResolvedWorkerOptions) {
+    this.shards = options.shards.length > 0 ? options.shards.map((shard) => parseIdentifier(shard, 'shard')) : [undefined];
     for (const workflow of options.workflows) {
       const key = `${parseIdentifier(workflow.name, 'workflow')}:${parseIdentifier(workflow.version, 'version')}`;
       if (this.byKey.has(key)) throw new Error(`workflow ${workflow.name} ${workflow.version} is registered twice`);
@@ -23,7 +25,10 @@ export class WorkflowRegistry {
     return this.byKey.get(`${name}:${version}`);
   }
 
+  /** What this worker serves: each hosted workflow version, in each of its shards. */
   refs(): WorkflowRef[] {
-    return [...this.byKey.values()].map(({ name, version }) => ({ name, version }));
+    return [...this.byKey.values()].flatMap(({ name, version }) =>
+      this.shards.map((shard) => (shard === undefined ? { name, version } : { name, version, shard })),
+    );
   }
 }
