@@ -214,13 +214,15 @@ describe('reliable dispatch', () => {
       }
       for (let i = 0; i < popped.length; i += 2) {
         const message = JSON.parse(popped[i]) as DispatchMessage;
-        const taken = await request(c.url).post(`/v1/worker/runs/${message.runId}/take`).send({ workerId: 'redis-consumer', revision: message.revision });
-        if (taken.status === 409) {
+        const taken = await request(c.url)
+          .post('/v1/worker/takes')
+          .send({ workerId: 'redis-consumer', runs: [{ id: message.runId, revision: message.revision }] })
+          .expect(200);
+        if (taken.body.stale.length > 0) {
           stale++;
           continue;
         }
-        expect(taken.status).toBe(200);
-        const run = taken.body as ClaimedRun;
+        const [run] = taken.body.runs as ClaimedRun[];
         await request(c.url).post(`/v1/worker/runs/${run.id}/complete`).send({ expectedRevision: run.revision, output: run.input }).expect(200);
         completed.add(run.id);
       }

@@ -41,6 +41,26 @@ describe('runs API', () => {
     expect(new Set(responses.map((r) => r.body.id)).size).toBe(1);
   });
 
+  it('starts a batch of runs in one request, deduplicating idempotency keys', async () => {
+    const existing = await start({ workflow: 'echo', version: '1', idempotencyKey: 'batch-dup' }).expect(201);
+    const response = await http()
+      .post('/v1/runs/batch')
+      .send({
+        runs: [
+          { workflow: 'echo', version: '1', input: 1 },
+          { workflow: 'echo', version: '1', idempotencyKey: 'batch-dup' },
+          { workflow: 'chain', version: '1', input: { steps: 1 }, priority: 3 },
+        ],
+      })
+      .expect(201);
+    expect(response.body.runs).toHaveLength(3);
+    expect(response.body.runs[0]).toMatchObject({ workflow: 'echo', input: 1, status: 'queued' });
+    expect(response.body.runs[1].id).toBe(existing.body.id);
+    expect(response.body.runs[2]).toMatchObject({ workflow: 'chain', priority: 3 });
+    const bad = await http().post('/v1/runs/batch').send({ runs: [{ workflow: 'echo', version: '1' }, { workflow: 'bad:name', version: '1' }] }).expect(400);
+    expect(bad.body.reason).toBe('invalid_workflow');
+  });
+
   it('gets a run with its tasks, and 404s an unknown one', async () => {
     const created = await start({ workflow: 'echo', version: '1', input: 'x' }).expect(201);
     const run = await http().get(`/v1/runs/${created.body.id}`).expect(200);

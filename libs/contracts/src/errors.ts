@@ -73,12 +73,3 @@ export interface ErrorBody {
   reason: string;
   message: string;
 }
-
-/** A transport delivered a run at a revision it no longer has: the message is stale and is dropped. */
-export class StaleDeliveryError extends EngineError {
-  readonly statusCode = 409;
-
-  constructor(runId: string, revision: number) {
-    super('stale_delivery', `run ${runId} is no longer deliverable at revision ${revision}`);
-  }
-}

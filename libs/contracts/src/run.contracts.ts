@@ -85,6 +85,18 @@ export function parseStartRunRequest(raw: unknown): StartRunRequest {
   };
 }
 
+export const BATCH_MAX = 1_000;
+
+/** `POST /v1/runs/batch`: up to BATCH_MAX runs in one transaction. */
+export function parseStartRunsBatch(raw: unknown): StartRunRequest[] {
+  const body = requireObject(raw, 'request body');
+  rejectUnknownFields(body, ['runs'], 'request body');
+  if (!Array.isArray(body.runs) || body.runs.length === 0 || body.runs.length > BATCH_MAX) {
+    fail('invalid_runs', `runs must be an array of 1-${BATCH_MAX} runs`);
+  }
+  return body.runs.map(parseStartRunRequest);
+}
+
 export const LIST_LIMIT_MAX = 500;
 
 export interface ListRunsQuery {

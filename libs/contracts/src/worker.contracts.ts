@@ -278,14 +278,30 @@ export function parseStartChildRequest(raw: unknown): StartChildRequest {
   };
 }
 
-export interface TakeRunRequest {
+/** Runs a transport (Redis) delivered, each with the revision its message carries. */
+export interface TakeRunsRequest {
   workerId: string;
-  /** The revision the delivered message carries. */
-  revision: number;
+  runs: { id: string; revision: number }[];
 }
 
-export function parseTakeRunRequest(raw: unknown): TakeRunRequest {
+export interface TakeRunsResponse {
+  runs: ClaimedRun[];
+  /** Deliveries that were stale (the run moved on or another worker has it): drop those messages. */
+  stale: string[];
+}
+
+export function parseTakeRunsRequest(raw: unknown): TakeRunsRequest {
   const body = requireObject(raw, 'request body');
-  rejectUnknownFields(body, ['workerId', 'revision'], 'request body');
-  return { workerId: parseKey(body.workerId, 'workerId'), revision: parseInteger(body.revision, 'revision', 0, REVISION_MAX) };
+  rejectUnknownFields(body, ['workerId', 'runs'], 'request body');
+  if (!Array.isArray(body.runs) || body.runs.length > CLAIM_LIMIT_MAX) {
+    fail('invalid_runs', `runs must be an array of at most ${CLAIM_LIMIT_MAX} {id, revision}`);
+  }
+  return {
+    workerId: parseKey(body.workerId, 'workerId'),
+    runs: body.runs.map((item: unknown) => {
+      const run = requireObject(item, 'runs[]');
+      rejectUnknownFields(run, ['id', 'revision'], 'runs[]');
+      return { id: parseRunId(run.id, 'id'), revision: parseInteger(run.revision, 'revision', 0, REVISION_MAX) };
+    }),
+  };
 }

@@ -3,6 +3,7 @@ import {
   parseIdentifier,
   parseListRunsQuery,
   parseSendEventRequest,
+  parseStartRunsBatch,
   parseRunId,
   parseStartRunRequest,
   parseWaitMs,
@@ -24,6 +25,13 @@ export class RunsController {
     const { run, created } = await this.runs.start(parseStartRunRequest(body));
     response.status(created ? 201 : 200);
     return run;
+  }
+
+  /** Starts up to 1,000 runs in one transaction; runs whose idempotency key exists come back as they are. */
+  @Post('batch')
+  async startBatch(@Body() body: unknown): Promise<{ runs: RunView[] }> {
+    const started = await this.runs.startMany(parseStartRunsBatch(body));
+    return { runs: started.map((entry) => entry.run) };
   }
 
   @Get()

@@ -30,10 +30,36 @@ export class RunsService {
 
   /** Starts a run; with a known idempotency key returns the existing run (`created: false`). */
   async start(request: StartRunRequest): Promise<{ run: RunView; created: boolean }> {
-    const inserted = await this.control.start(uuidv7(), queueName(request.workflow, request.version, request.shard), request);
-    if (inserted) return { run: toRunView((await this.repository.findById(inserted.id))!), created: true };
-    const existing = await this.repository.findByIdempotencyKey(request.workflow, request.idempotencyKey!);
-    return { run: toRunView(existing!), created: false };
+    const [started] = await this.startMany([request]);
+    return started;
+  }
+
+  /**
+   * Starts runs in one transaction (one NOTIFY per queue). A run whose idempotency key exists comes
+   * back as the existing run. Results are in request order.
+   */
+  async startMany(requests: StartRunRequest[]): Promise<{ run: RunView; created: boolean }[]> {
+    const runs = requests.map((request) => ({
+      id: uuidv7(),
+      workflow: request.workflow,
+      version: request.version,
+      queue: queueName(request.workflow, request.version, request.shard),
+      input: request.input,
+      priority: request.priority,
+      idempotencyKey: request.idempotencyKey ?? null,
+      runAt: request.runAt ?? null,
+      parentId: null,
+    }));
+    const inserted = await this.control.start(runs);
+    const stored = await this.repository.findForStart(
+      runs.filter((run) => inserted.has(run.id)).map((run) => run.id),
+      runs.filter((run) => !inserted.has(run.id)).map((run) => ({ workflow: run.workflow, idempotencyKey: run.idempotencyKey! })),
+    );
+    return runs.map((run) => {
+      const created = inserted.has(run.id);
+      const found = created ? stored.byId.get(run.id) : stored.byKey.get(`${run.workflow}\u0000${run.idempotencyKey}`);
+      return { run: toRunView(found!), created };
+    });
   }
 
   async get(id: string): Promise<RunView> {

@@ -1,5 +1,4 @@
 import {
-  ClaimedRun,
   ClaimResponse,
   HeartbeatResponse,
   parseClaimRequest,
@@ -10,10 +9,9 @@ import {
   parseRunId,
   parseStartChildRequest,
   parseSuspendRequest,
-  parseTakeRunRequest,
+  parseTakeRunsRequest,
   parseTaskResultRequest,
-  RunNotFoundError,
-  StaleDeliveryError,
+  TakeRunsResponse,
   StepResponse,
   TaskResultResponse,
 } from '@app/contracts';
@@ -47,18 +45,16 @@ export class WorkerApiController {
   }
 
   /**
-   * Takes a run a transport (Redis) delivered, at the revision its message carries. 409
-   * `stale_delivery` when the run moved on or another worker has it: drop the message.
+   * Takes runs a transport (Redis) delivered, at the revisions their messages carry. Deliveries
+   * listed in `stale` took nothing (the run moved on or another worker has it): drop those messages.
    */
-  @Post('runs/:id/take')
+  @Post('takes')
   @HttpCode(200)
-  async take(@Param('id') id: string, @Body() body: unknown): Promise<ClaimedRun> {
-    const runId = parseRunId(id);
-    const request = parseTakeRunRequest(body);
-    const run = await this.leases.take(runId, request.revision, request.workerId, this.config.claimMinIdleTimeMs);
-    if (run) return run;
-    if (!(await this.leases.exists(runId))) throw new RunNotFoundError(runId);
-    throw new StaleDeliveryError(runId, request.revision);
+  async take(@Body() body: unknown): Promise<TakeRunsResponse> {
+    const request = parseTakeRunsRequest(body);
+    const runs = await this.leases.take(request.runs, request.workerId, this.config.claimMinIdleTimeMs);
+    const taken = new Set(runs.map((run) => run.id));
+    return { runs, stale: [...new Set(request.runs.map((run) => run.id))].filter((id) => !taken.has(id)) };
   }
 
   @Post('heartbeats')

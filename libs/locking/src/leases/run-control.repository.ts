@@ -1,7 +1,18 @@
-import { JsonValue, RunStatus, StartRunRequest } from '@app/contracts';
+import { JsonValue, RunStatus } from '@app/contracts';
 import { Database } from '@app/persistence';
 import { Injectable } from '@nestjs/common';
-import { appendHistory, INSERT_RUN, json, notifyFinished, notifyReady, stepsToRerun, wakeParents } from './run-sql';
+import {
+  appendHistory,
+  INSERT_RUNS,
+  insertRunsParams,
+  json,
+  type NewRun,
+  NOTIFY_INSERTED_QUEUES,
+  notifyFinished,
+  notifyReady,
+  stepsToRerun,
+  wakeParents,
+} from './run-sql';
 
 /** Outcome of a client command on an existing run: its status before, and whether it applied. */
 export interface ControlOutcome {
@@ -20,28 +31,17 @@ export class RunControlRepository {
   constructor(private readonly db: Database) {}
 
   /**
-   * Inserts a queued run and its first transition in one statement, and wakes idle claimers of its
-   * queue if it is already due (NOTIFY is delivered at commit). With an idempotency key that already
-   * exists for the workflow nothing is inserted and `undefined` is returned; a concurrent insert of
-   * the same key waits for the other to commit, so exactly one run exists.
+   * Inserts queued runs and their first transitions in one statement (one transaction), and wakes
+   * idle claimers with one NOTIFY per queue that got a run due now (delivered at commit). Returns
+   * the ids inserted: a run whose idempotency key already exists for its workflow is left out.
    */
-  async start(id: string, queue: string, request: StartRunRequest): Promise<{ id: string } | undefined> {
-    const [row] = await this.db.query<{ id: string }>(
-      `WITH ${INSERT_RUN}
-       SELECT id, CASE WHEN due_at <= now() THEN ${notifyReady('inserted')} END FROM inserted`,
-      [
-        id,
-        request.workflow,
-        request.version,
-        queue,
-        json(request.input),
-        request.priority,
-        request.idempotencyKey ?? null,
-        request.runAt ?? null,
-        null,
-      ],
+  async start(runs: NewRun[]): Promise<Set<string>> {
+    const rows = await this.db.query<{ id: string }>(
+      `WITH ${INSERT_RUNS}, notified AS (SELECT ${NOTIFY_INSERTED_QUEUES} AS n)
+       SELECT id FROM inserted, notified`,
+      insertRunsParams(runs),
     );
-    return row;
+    return new Set(rows.map((row) => row.id));
   }
 
   /**

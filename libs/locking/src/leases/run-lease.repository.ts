@@ -14,7 +14,9 @@ import { Database, type SqlExecutor } from '@app/persistence';
 import { Injectable } from '@nestjs/common';
 import {
   appendHistory,
-  INSERT_RUN,
+  INSERT_RUNS,
+  insertRunsParams,
+  NOTIFY_INSERTED_QUEUES,
   json,
   notifyFinished,
   notifyReady,
@@ -84,22 +86,24 @@ export class RunLeaseRepository {
   }
 
   /**
-   * Takes one run a transport (Redis) delivered, at the revision its message carries: only if the
-   * run is still due at that revision (or its claim went idle). A stale message (the run moved on,
-   * or another worker took it) takes nothing and returns undefined.
+   * Takes runs a transport (Redis) delivered, each at the revision its message carries: a run is
+   * taken only if it is still due at that revision, or if its claim went idle (its worker died, so
+   * anyone may take it over, as with a claim). Stale messages (the run moved on, another worker has
+   * it, or is taking it right now: SKIP LOCKED) take nothing; the caller drops them.
    */
-  async take(runId: string, revision: number, workerId: string, claimMinIdleTimeMs: number): Promise<ClaimedRun | undefined> {
-    const [run] = await this.db.query<ClaimedRun>(
-      this.takeRuns(`picked AS (
-         SELECT id, status FROM runs
-          WHERE id = $1 AND revision = $2
-            AND ((status IN ('queued', 'waiting') AND due_at <= now())
-                 OR (status = 'running' AND heartbeat_at < now() - $3 * interval '1 millisecond'))
-          FOR UPDATE
+  async take(deliveries: { id: string; revision: number }[], workerId: string, claimMinIdleTimeMs: number): Promise<ClaimedRun[]> {
+    if (deliveries.length === 0) return [];
+    return this.db.query<ClaimedRun>(
+      this.takeRuns(`delivered AS (
+         SELECT DISTINCT ON (id) id, revision FROM unnest($1::uuid[], $2::integer[]) AS m(id, revision) ORDER BY id, revision DESC
+       ), picked AS (
+         SELECT r.id, r.status FROM runs r JOIN delivered m ON r.id = m.id
+          WHERE (r.revision = m.revision AND r.status IN ('queued', 'waiting') AND r.due_at <= now())
+             OR (r.status = 'running' AND r.heartbeat_at < now() - $3 * interval '1 millisecond')
+          FOR UPDATE OF r SKIP LOCKED
        )`),
-      [runId, revision, claimMinIdleTimeMs, workerId],
+      [deliveries.map((d) => d.id), deliveries.map((d) => d.revision), claimMinIdleTimeMs, workerId],
     );
-    return run;
   }
 
   /**
@@ -321,9 +325,21 @@ export class RunLeaseRepository {
       const existing = await this.findStep(tx, runId, request.key);
       if (existing) return { suspended: false, task: existing };
 
-      await tx.query(`WITH ${INSERT_RUN}
-         SELECT ${notifyReady('inserted')}`,
-        [child.id, request.workflow, request.version, child.queue, json(request.input), 0, null, null, runId],
+      await tx.query(
+        `WITH ${INSERT_RUNS} SELECT ${NOTIFY_INSERTED_QUEUES}`,
+        insertRunsParams([
+          {
+            id: child.id,
+            workflow: request.workflow,
+            version: request.version,
+            queue: child.queue,
+            input: request.input,
+            priority: 0,
+            idempotencyKey: null,
+            runAt: null,
+            parentId: runId,
+          },
+        ]),
       );
       const [task] = await tx.query<StoredTask>(`INSERT INTO tasks (run_id, key, kind, seq, name, status, attempts, output, child_id, wake_at)
          VALUES ($1, $2, 'child', $3, $4, $5, 1, $6, $7, now() + $8 * interval '1 millisecond')

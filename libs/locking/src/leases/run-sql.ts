@@ -55,19 +55,55 @@ export function stepsToRerun(alias: string): string {
   return `(${alias}.status = 'failed' OR ${alias}.kind = 'retry')`;
 }
 
+/** A run to insert (see insertRuns). */
+export interface NewRun {
+  id: string;
+  workflow: string;
+  version: string;
+  queue: string;
+  input: unknown;
+  priority: number;
+  idempotencyKey: string | null;
+  runAt: Date | null;
+  parentId: string | null;
+}
+
 /**
- * Inserts a queued run ($1 id, $2 workflow, $3 version, $4 queue, $5 input, $6 priority,
- * $7 idempotency key, $8 runAt or null, $9 parent id or null) as the CTE `inserted`, and its first
- * history row. An existing idempotency key for the workflow inserts nothing.
+ * Inserts queued runs given as parallel arrays ($1 ids, $2 workflows, $3 versions, $4 queues,
+ * $5 inputs, $6 priorities, $7 idempotency keys, $8 runAt, $9 parent ids; see insertRunsParams)
+ * as the CTE `inserted`, with their first history rows. A run whose idempotency key already exists
+ * for its workflow is not inserted; a concurrent insert of the same key waits for the other to
+ * commit, so exactly one run exists.
  */
-export const INSERT_RUN = `inserted AS (
+export const INSERT_RUNS = `inserted AS (
          INSERT INTO runs (id, workflow, version, queue, status, input, priority, idempotency_key, due_at, parent_id)
-         VALUES ($1, $2, $3, $4, 'queued', $5, $6, $7, coalesce($8, now()), $9)
+         SELECT id, workflow, version, queue, 'queued', input, priority, idempotency_key, coalesce(run_at, now()), parent_id
+           FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::jsonb[], $6::integer[], $7::text[],
+                       $8::timestamptz[], $9::uuid[])
+                AS n(id, workflow, version, queue, input, priority, idempotency_key, run_at, parent_id)
          ON CONFLICT (workflow, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
          RETURNING *
        ), inserted_history AS (
          ${appendHistory('inserted', 'NULL', `'queued'`)}
        )`;
+
+/** One NOTIFY per queue that got a run due now (not one per run). */
+export const NOTIFY_INSERTED_QUEUES = `(SELECT count(*) FROM (
+         SELECT pg_notify('${RUNS_READY_CHANNEL}', queue) FROM (SELECT DISTINCT queue FROM inserted WHERE due_at <= now()) q) n)`;
+
+export function insertRunsParams(runs: NewRun[]): unknown[] {
+  return [
+    runs.map((run) => run.id),
+    runs.map((run) => run.workflow),
+    runs.map((run) => run.version),
+    runs.map((run) => run.queue),
+    runs.map((run) => json(run.input)),
+    runs.map((run) => run.priority),
+    runs.map((run) => run.idempotencyKey),
+    runs.map((run) => run.runAt),
+    runs.map((run) => run.parentId),
+  ];
+}
 
 /**
  * node-postgres sends a JS array as a PostgreSQL array and a string as text; jsonb parameters
