@@ -3,7 +3,8 @@ import type { DispatchMode } from './dispatch-message';
 import { PUBLISHER } from './publisher.interface';
 import { RedisSortedSetPublisher } from './publishers/redis-sorted-set.publisher';
 import { RedisStreamsPublisher } from './publishers/redis-streams.publisher';
-import { REDIS_OPTIONS, RedisConnection } from './redis/redis.connection';
+import { RedisConnection } from './redis/redis.connection';
+import { RedisModule } from './redis/redis.module';
 
 export interface DispatchOptions {
   mode: DispatchMode;
@@ -31,8 +32,9 @@ export class DispatchModule {
     return {
       module: DispatchModule,
       global: true,
-      providers: [{ provide: REDIS_OPTIONS, useValue: { url: options.redisUrl, prefix: options.redisPrefix } }, RedisConnection, publisher],
-      exports: [PUBLISHER, RedisConnection],
+      imports: [RedisModule.forRoot({ url: options.redisUrl, prefix: options.redisPrefix })],
+      providers: [publisher],
+      exports: [PUBLISHER],
     };
   }
 }

@@ -5,3 +5,4 @@ export * from './publishers/redis-sorted-set.publisher';
 export * from './publishers/redis-streams.publisher';
 export * from './queue-naming';
 export * from './redis/redis.connection';
+export * from './redis/redis.module';

@@ -1,6 +1,8 @@
 import { EnvReader } from '@app/config';
 import { hostname } from 'node:os';
 
+export const SUBSCRIBERS = ['http', 'redis-zset', 'redis-streams'] as const;
+
 export interface WorkerConfig {
   coordinatorUrl: string;
   workerId: string;
@@ -9,6 +11,16 @@ export interface WorkerConfig {
   claimWaitMs: number;
   shutdownGraceMs: number;
   shards: string[];
+  /** How this worker finds work: the claim API (default), or the Redis transport the coordinator publishes to. */
+  subscriber: (typeof SUBSCRIBERS)[number];
+  redisUrl: string;
+  redisPrefix: string;
+  redisBlockMs: number;
+  /** Streams: partitions per queue when the coordinator has not published its count. */
+  streamShards: number;
+  /** Streams: a message pending this long on a silent worker is claimed by another one. */
+  claimMinIdleTimeMs: number;
+  maxDeliveries: number;
 }
 
 /** Parses and validates the worker's environment once, at start. */
@@ -22,5 +34,12 @@ export function loadWorkerConfig(env: Record<string, string | undefined>): Worke
     claimWaitMs: read.integer('CLAIM_WAIT_MS', 20_000, 0, 60_000),
     shutdownGraceMs: read.integer('SHUTDOWN_GRACE_MS', 10_000, 0, 3_600_000),
     shards: read.list('WORKER_SHARDS'),
+    subscriber: read.oneOf('SUBSCRIBER', SUBSCRIBERS, 'http'),
+    redisUrl: read.url('REDIS_URL', ['redis', 'rediss'], 'redis://127.0.0.1:6379'),
+    redisPrefix: read.pattern('REDIS_PREFIX', /^[A-Za-z0-9._:-]{0,64}$/, 'up to 64 letters, digits or . _ : -', 'wf:'),
+    redisBlockMs: read.integer('REDIS_BLOCK_MS', 5_000, 100, 60_000),
+    streamShards: read.integer('STREAM_SHARDS', 4, 1, 1024),
+    claimMinIdleTimeMs: read.integer('CLAIM_MIN_IDLE_TIME_MS', 90_000, 100, 86_400_000),
+    maxDeliveries: read.integer('MAX_DELIVERIES', 5, 1, 1_000),
   };
 }

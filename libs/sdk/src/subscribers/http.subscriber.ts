@@ -14,6 +14,8 @@ const MAX_RETRY_DELAY_MS = 10_000;
  */
 @Injectable()
 export class HttpSubscriber implements Subscriber {
+  readonly name = 'http';
+
   constructor(
     private readonly api: CoordinatorApi,
     private readonly registry: WorkflowRegistry,
@@ -21,7 +23,12 @@ export class HttpSubscriber implements Subscriber {
   ) {}
 
   getReadyRuns(limit: number, signal: AbortSignal): Promise<ClaimedRun[]> {
-    return this.api.claim(this.registry.refs(), limit, this.options.claimWaitMs, signal);
+    return this.claim(limit, signal, this.options.claimWaitMs);
+  }
+
+  /** A claim that long-polls at most `waitMs` (the failover subscriber keeps it short to probe its primary). */
+  claim(limit: number, signal: AbortSignal, waitMs: number): Promise<ClaimedRun[]> {
+    return this.api.claim(this.registry.refs(), limit, waitMs, signal);
   }
 
   getNextDelay(params: NextDelayParams): number {

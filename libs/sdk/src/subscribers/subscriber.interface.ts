@@ -13,6 +13,8 @@ export type NextDelayParams = { type: 'no_work' } | { type: 'retry'; attempt: nu
  * Redis read) returns 0 for `no_work`; `retry` (after `getReadyRuns` threw) needs a real backoff.
  */
 export interface Subscriber {
+  /** For logs and metrics, e.g. 'http', 'redis-zset'. */
+  readonly name: string;
   /** Returns runs this worker now owns, at most `limit`. Should return early when `signal` aborts. */
   getReadyRuns(limit: number, signal: AbortSignal): Promise<ClaimedRun[]>;
   getNextDelay(params: NextDelayParams): number;
@@ -20,5 +22,7 @@ export interface Subscriber {
   heartbeat?(runId: string): Promise<void>;
   /** Called once a run this subscriber delivered has finished on this worker. */
   acknowledge?(runId: string): Promise<void>;
+  /** Resolves when the subscriber's dependency answers (used to return from the HTTP backup). */
+  probe?(): Promise<void>;
   close?(): Promise<void>;
 }

@@ -8,6 +8,7 @@ import type {
   StepResponse,
   StoredTask,
   SuspendRequest,
+  TakeRunsResponse,
   TaskResultRequest,
   TaskResultResponse,
   WorkflowRef,
@@ -37,6 +38,12 @@ export class CoordinatorApi {
       signal,
     );
     return response.runs;
+  }
+
+  /** Takes runs a transport delivered, at their messages' revisions. */
+  take(runs: { id: string; revision: number }[]): Promise<TakeRunsResponse> {
+    if (runs.length === 0) return Promise.resolve({ runs: [], stale: [] });
+    return this.http.request<TakeRunsResponse>('POST', '/v1/worker/takes', { workerId: this.options.workerId, runs });
   }
 
   async heartbeat(runs: { id: string; expectedRevision: number }[]): Promise<string[]> {

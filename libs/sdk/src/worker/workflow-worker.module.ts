@@ -1,7 +1,12 @@
-import { ClassProvider, DynamicModule, ExistingProvider, FactoryProvider, Module } from '@nestjs/common';
+import { ClassProvider, DynamicModule, ExistingProvider, FactoryProvider, Module, type ModuleMetadata } from '@nestjs/common';
+import { RedisConnection } from '@app/streams';
 import { hostname } from 'node:os';
+import { FailoverSubscriber } from '../subscribers/failover.subscriber';
 import { HttpSubscriber } from '../subscribers/http.subscriber';
-import { SUBSCRIBER } from '../subscribers/subscriber.interface';
+import { RedisSortedSetSubscriber } from '../subscribers/redis-sorted-set.subscriber';
+import { RedisStreamsSubscriber } from '../subscribers/redis-streams.subscriber';
+import { DEFAULT_REDIS_SUBSCRIBER_OPTIONS, type RedisSubscriberOptions } from '../subscribers/redis-subscriber.options';
+import { SUBSCRIBER, type Subscriber } from '../subscribers/subscriber.interface';
 import { CoordinatorApi } from './coordinator.api';
 import { RunExecutor } from './run-executor';
 import { WorkerRuntime } from './worker-runtime.service';
@@ -15,8 +20,32 @@ export type SubscriberProvider =
   | Omit<ExistingProvider, 'provide'>;
 
 export interface WorkflowWorkerModuleOptions extends WorkflowWorkerOptions {
-  /** Default: the HTTP claim subscriber. */
+  /**
+   * How the worker finds work. Default: the HTTP claim subscriber. Any other subscriber (a built-in
+   * Redis one, or your own) gets the HTTP subscriber as its backup (see FailoverSubscriber).
+   */
   subscriber?: SubscriberProvider;
+  /** Modules whose providers the subscriber provider injects (e.g. RedisModule). */
+  imports?: ModuleMetadata['imports'];
+}
+
+/** The subscriber the worker was configured with, before the HTTP backup is put behind it. */
+export const PRIMARY_SUBSCRIBER = Symbol('PRIMARY_SUBSCRIBER');
+
+/**
+ * A built-in Redis subscriber, to pass as `subscriber` (with `RedisModule.forRoot(...)` in `imports`):
+ * `redis-zset` pops the sorted sets the coordinator publishes with DISPATCH=redis-zset, `redis-streams`
+ * reads the streams it publishes with DISPATCH=redis-streams.
+ */
+export function redisSubscriber(kind: 'redis-zset' | 'redis-streams', options: Partial<RedisSubscriberOptions> = {}): SubscriberProvider {
+  const settings = { ...DEFAULT_REDIS_SUBSCRIBER_OPTIONS, ...options };
+  return {
+    useFactory: (redis: RedisConnection, api: CoordinatorApi, registry: WorkflowRegistry, worker: ResolvedWorkerOptions) =>
+      kind === 'redis-zset'
+        ? new RedisSortedSetSubscriber(redis, api, registry, settings)
+        : new RedisStreamsSubscriber(redis, api, registry, settings, worker.workerId),
+    inject: [RedisConnection, CoordinatorApi, WorkflowRegistry, WORKER_OPTIONS],
+  };
 }
 
 /**
@@ -29,19 +58,26 @@ export interface WorkflowWorkerModuleOptions extends WorkflowWorkerOptions {
 @Module({})
 export class WorkflowWorkerModule {
   static forRoot(options: WorkflowWorkerModuleOptions): DynamicModule {
-    const { subscriber, ...workerOptions } = options;
+    const { subscriber, imports, ...workerOptions } = options;
     return {
       module: WorkflowWorkerModule,
+      imports,
       providers: [
         { provide: WORKER_OPTIONS, useValue: resolveWorkerOptions(workerOptions) },
         WorkflowRegistry,
         CoordinatorApi,
         RunExecutor,
         HttpSubscriber,
-        { provide: SUBSCRIBER, ...(subscriber ?? { useExisting: HttpSubscriber }) } as ClassProvider,
+        { provide: PRIMARY_SUBSCRIBER, ...(subscriber ?? { useExisting: HttpSubscriber }) } as ClassProvider,
+        {
+          provide: SUBSCRIBER,
+          useFactory: (primary: Subscriber, http: HttpSubscriber, worker: ResolvedWorkerOptions) =>
+            primary instanceof HttpSubscriber ? primary : new FailoverSubscriber(primary, http, worker.claimWaitMs),
+          inject: [PRIMARY_SUBSCRIBER, HttpSubscriber, WORKER_OPTIONS],
+        },
         WorkerRuntime,
       ],
-      exports: [WorkerRuntime, CoordinatorApi, WorkflowRegistry, WORKER_OPTIONS],
+      exports: [WorkerRuntime, CoordinatorApi, WorkflowRegistry, WORKER_OPTIONS, SUBSCRIBER],
     };
   }
 }
