@@ -56,6 +56,7 @@ export class RedisSortedSetSubscriber implements Subscriber {
   }
 
   async getReadyRuns(limit: number): Promise<ClaimedRun[]> {
+    await Promise.all([this.redis.whenReady(this.reader), this.redis.whenReady(this.redis.client)]);
     const order = shuffled(this.keys);
     const first = await this.reader.bzpopmin(...order, Math.max(1, Math.ceil(this.options.blockMs / 1000)));
     if (!first) return [];
@@ -79,6 +80,7 @@ export class RedisSortedSetSubscriber implements Subscriber {
   }
 
   async probe(): Promise<void> {
+    await Promise.all([this.redis.whenReady(this.reader), this.redis.whenReady(this.redis.client)]);
     await this.redis.client.ping();
   }
 

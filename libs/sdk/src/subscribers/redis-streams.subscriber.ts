@@ -56,6 +56,7 @@ export class RedisStreamsSubscriber implements Subscriber {
   }
 
   async getReadyRuns(limit: number): Promise<ClaimedRun[]> {
+    await Promise.all([this.redis.whenReady(this.reader), this.redis.whenReady(this.redis.client)]);
     try {
       await this.prepare();
       const entries = await this.reclaim(limit);
@@ -91,6 +92,7 @@ export class RedisStreamsSubscriber implements Subscriber {
   }
 
   async probe(): Promise<void> {
+    await Promise.all([this.redis.whenReady(this.reader), this.redis.whenReady(this.redis.client)]);
     await this.redis.client.ping();
   }
 

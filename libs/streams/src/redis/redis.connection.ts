@@ -50,6 +50,25 @@ export class RedisConnection implements OnApplicationShutdown {
     return connection;
   }
 
+  /**
+   * Resolves once `connection` is connected (at once if it is), or fails after `timeoutMs`: without
+   * an offline queue, a command sent while it is still connecting would fail at once.
+   */
+  async whenReady(connection: Redis, timeoutMs = 2_000): Promise<void> {
+    if (connection.status === 'ready') return;
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        connection.off('ready', onReady);
+        reject(new Error(`Redis not reachable within ${timeoutMs} ms (${connection.status})`));
+      }, timeoutMs);
+      const onReady = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+      connection.once('ready', onReady);
+    });
+  }
+
   async onApplicationShutdown(): Promise<void> {
     await Promise.all([...this.connections].map((connection) => connection.quit().catch(() => connection.disconnect())));
   }

@@ -1,0 +1,197 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import type { ClaimedRun, RunView } from '@app/contracts';
+import {
+  CoordinatorApi,
+  FailoverSubscriber,
+  type NextDelayParams,
+  RedisStreamsSubscriber,
+  SUBSCRIBER,
+  type Subscriber,
+  WorkflowClient,
+  WorkflowRegistry,
+  WORKER_OPTIONS,
+  type ResolvedWorkerOptions,
+} from '@app/sdk';
+import { streamKey } from '@app/streams';
+import { Inject, Injectable } from '@nestjs/common';
+import { Redis } from 'ioredis';
+import request from 'supertest';
+import { loadWorkerConfig } from '../apps/worker/src/config/worker.config';
+import { workerModuleOptions } from '../apps/worker/src/worker-app.module';
+import { EXAMPLE_WORKFLOWS } from '../apps/worker/src/workflows';
+import { type RunningCoordinator, type RunningWorker, startCoordinator, startCustomWorker } from './support/apps';
+import { createTestDatabase, type TestDatabase } from './support/database';
+import { eventually } from './support/poll';
+import { freePort } from './support/processes';
+import { RedisServer, TEST_REDIS_URL, testPrefix } from './support/redis';
+
+/** Worker subscribers against real Redis and PostgreSQL, apps in this process. */
+describe('subscribers', () => {
+  let db: TestDatabase;
+  let redis: Redis;
+  const running: { close(): Promise<void> }[] = [];
+
+  beforeAll(async () => {
+    db = await createTestDatabase('subscribers');
+    redis = new Redis(TEST_REDIS_URL);
+  });
+
+  afterEach(async () => {
+    for (const app of running.splice(0).reverse()) await app.close();
+    await db.sql('TRUNCATE runs, outbox CASCADE');
+  });
+
+  afterAll(async () => {
+    redis?.disconnect();
+    await db?.drop();
+  });
+
+  async function stack(mode: 'redis-zset' | 'redis-streams', overrides: { redisUrl?: string; worker?: Record<string, string> } = {}) {
+    const prefix = testPrefix(mode);
+    const redisUrl = overrides.redisUrl ?? TEST_REDIS_URL;
+    const coordinator = await startCoordinator(db.url, {
+      dispatch: mode,
+      redisUrl,
+      redisPrefix: prefix,
+      streamShards: 2,
+      outboxRetryBaseMs: 50,
+      outboxRetryMaxMs: 200,
+      republishIntervalMs: 3_600_000,
+    });
+    running.push(coordinator);
+    const config = loadWorkerConfig({
+      COORDINATOR_URL: coordinator.url,
+      SUBSCRIBER: mode,
+      REDIS_URL: redisUrl,
+      REDIS_PREFIX: prefix,
+      REDIS_BLOCK_MS: '500',
+      CLAIM_WAIT_MS: '1000',
+      ...overrides.worker,
+    });
+    const worker = await startCustomWorker(coordinator.url, workerModuleOptions(config, EXAMPLE_WORKFLOWS));
+    running.push(worker);
+    const subscriber = worker.app.get<FailoverSubscriber>(SUBSCRIBER);
+    return { coordinator, worker, subscriber, prefix, client: new WorkflowClient({ url: coordinator.url }) };
+  }
+
+  const finish = (client: WorkflowClient, run: RunView) => client.waitForResult(run.id, { timeoutMs: 20_000 });
+
+  describe.each(['redis-zset', 'redis-streams'] as const)('%s', (mode) => {
+    it('runs the example workflows end to end through Redis', async () => {
+      const { client, subscriber, coordinator } = await stack(mode);
+      expect(subscriber).toBeInstanceOf(FailoverSubscriber);
+      expect(subscriber.primary.name).toBe(mode);
+
+      const order = await client.start({ name: 'order-processing', version: '1.0.0' }, { orderId: 'o-1' });
+      const chain = await client.start({ name: 'chain', version: '1' }, { steps: 5 });
+      const sleepy = await client.start({ name: 'sleepy', version: '1' }, { ms: 200 });
+      const parent = await client.start({ name: 'parent', version: '1' }, { steps: 2 });
+      const flaky = await client.start({ name: 'flaky', version: '1' }, { failTimes: 1 });
+      const approval = await client.start({ name: 'approval', version: '1' }, { timeoutMs: 60_000 });
+      await eventually('the approval run to wait', async () => (await client.get(approval.id)).status === 'waiting');
+      await request(coordinator.url).post(`/v1/runs/${approval.id}/events/approved`).send({ data: { ok: true } }).expect(202);
+
+      expect(await finish(client, order)).toMatchObject({ status: 'completed', output: { status: 'shipped' } });
+      expect(await finish(client, chain)).toMatchObject({ status: 'completed', output: { steps: 5 } });
+      expect(await finish(client, sleepy)).toMatchObject({ status: 'completed', output: { sleptMs: 200 } });
+      expect(await finish(client, parent)).toMatchObject({ status: 'completed', output: { steps: 2 } });
+      expect(await finish(client, flaky)).toMatchObject({ status: 'completed', output: { attempts: 2 } });
+      expect(await finish(client, approval)).toMatchObject({ status: 'completed', output: { ok: true } });
+      // All of it came through Redis: the HTTP backup was never needed.
+      expect(subscriber.failovers).toBe(0);
+    });
+
+    it('fails over to HTTP when redis-server stops mid-load, and returns when it is back', async () => {
+      const server = new RedisServer(await freePort());
+      await server.start();
+      try {
+        const { client, subscriber, coordinator } = await stack(mode, { redisUrl: server.url });
+        const first = (
+          await request(coordinator.url)
+            .post('/v1/runs/batch')
+            .send({ runs: Array.from({ length: 100 }, () => ({ workflow: 'chain', version: '1', input: { steps: 2 } })) })
+            .expect(201)
+        ).body.runs as RunView[];
+        await eventually('some runs done', async () => (await client.list({ workflow: 'chain', status: 'completed' })).runs.length >= 10);
+        await server.stop();
+        const second = (
+          await request(coordinator.url)
+            .post('/v1/runs/batch')
+            .send({ runs: Array.from({ length: 50 }, () => ({ workflow: 'echo', version: '1', input: 1 })) })
+            .expect(201)
+        ).body.runs as RunView[];
+        const done = await Promise.all([...first, ...second].map((run) => finish(client, run)));
+        expect(done.every((run) => run.status === 'completed')).toBe(true);
+        expect(subscriber.failovers).toBeGreaterThanOrEqual(1);
+        expect(subscriber.usingBackup).toBe(true);
+
+        await server.start();
+        await eventually('the worker to return to Redis', async () => !subscriber.usingBackup, 20_000);
+        const after = await client.start({ name: 'echo', version: '1' }, 'after');
+        expect(await finish(client, after)).toMatchObject({ status: 'completed' });
+      } finally {
+        await server.stop();
+      }
+    }, 60_000);
+  });
+
+  it('moves a poison message to the dead-letter stream after MAX_DELIVERIES while other runs keep flowing', async () => {
+    const { client, subscriber, prefix } = await stack('redis-streams', {
+      worker: { CLAIM_MIN_IDLE_TIME_MS: '300', MAX_DELIVERIES: '2', HEARTBEAT_INTERVAL_MS: '100' },
+    });
+    await redis.xgroup('CREATE', streamKey(prefix, 'echo:1', 0), 'workers', '0', 'MKSTREAM').catch(() => undefined);
+    await redis.xadd(streamKey(prefix, 'echo:1', 0), '*', 'message', '{not json');
+    const runs = await Promise.all(Array.from({ length: 20 }, (_, i) => client.start({ name: 'echo', version: '1' }, i)));
+    const done = await Promise.all(runs.map((run) => finish(client, run)));
+    expect(done.every((run) => run.status === 'completed')).toBe(true);
+
+    const primary = subscriber.primary as RedisStreamsSubscriber;
+    await eventually('the poison message dead-lettered', async () => (await redis.xlen(primary.deadLetterStream)) === 1, 20_000);
+    const [[, fields]] = await redis.xrange(primary.deadLetterStream, '-', '+');
+    expect(fields).toEqual(expect.arrayContaining(['stream', streamKey(prefix, 'echo:1', 0), 'deliveries', '3', 'message', '{not json']));
+    const pending = (await redis.xpending(streamKey(prefix, 'echo:1', 0), 'workers')) as [number, ...unknown[]];
+    expect(pending[0]).toBe(0);
+  }, 60_000);
+
+  it('uses a custom subscriber registered by a module, with the HTTP subscriber as its backup', async () => {
+    @Injectable()
+    class RecordingSubscriber implements Subscriber {
+      readonly name = 'recording';
+      calls = 0;
+      acknowledged: string[] = [];
+
+      constructor(
+        private readonly api: CoordinatorApi,
+        private readonly registry: WorkflowRegistry,
+        @Inject(WORKER_OPTIONS) private readonly options: ResolvedWorkerOptions,
+      ) {}
+
+      async getReadyRuns(limit: number, signal: AbortSignal): Promise<ClaimedRun[]> {
+        this.calls++;
+        return this.api.claim(this.registry.refs(), limit, 500, signal);
+      }
+
+      getNextDelay(params: NextDelayParams): number {
+        return params.type === 'no_work' ? 0 : 100;
+      }
+
+      async acknowledge(runId: string): Promise<void> {
+        this.acknowledged.push(runId);
+      }
+    }
+
+    const coordinator = await startCoordinator(db.url);
+    running.push(coordinator);
+    const worker = await startCustomWorker(coordinator.url, { workflows: EXAMPLE_WORKFLOWS, subscriber: { useClass: RecordingSubscriber } });
+    running.push(worker);
+    const client = new WorkflowClient({ url: coordinator.url });
+    const run = await client.start({ name: 'echo', version: '1' }, 'custom');
+    expect(await finish(client, run)).toMatchObject({ status: 'completed', output: 'custom' });
+
+    const subscriber = worker.app.get<FailoverSubscriber>(SUBSCRIBER);
+    expect(subscriber.primary).toBeInstanceOf(RecordingSubscriber);
+    const custom = subscriber.primary as RecordingSubscriber;
+    expect(custom.calls).toBeGreaterThan(0);
+    await eventually('the run acknowledged', async () => custom.acknowledged.includes(run.id));
+  });
+});
