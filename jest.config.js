@@ -22,7 +22,7 @@ module.exports = {
   },
   transformIgnorePatterns: ['/node_modules/(?!(@nestjs|file-type|strtok3|token-types|@tokenizer|uint8array-extras)/)'],
   moduleNameMapper: {
-    '^@app/(config|contracts|persistence|locking|outbox|streams|sdk)$': '<rootDir>/libs/$1/src',
+    '^@app/(config|contracts|persistence|locking|metrics|outbox|streams|sdk)$': '<rootDir>/libs/$1/src',
   },
   testTimeout: 30000,
 };

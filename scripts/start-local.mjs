@@ -147,9 +147,12 @@ process.on('SIGTERM', () => void shutdown(0));
 try {
   const databaseUrl = process.env.DATABASE_URL || (await startEmbeddedPostgres());
   const coordinatorUrl = `http://127.0.0.1:${port}`;
+  // A local demo: no tokens. Deployed coordinators refuse to start without CLIENT_TOKEN and WORKER_TOKEN.
+  log('authentication is disabled for this local demo (AUTH_DISABLED=true)');
   startApp('coordinator', 'dist/apps/coordinator/apps/coordinator/src/main.js', {
     DATABASE_URL: databaseUrl,
     PORT: String(port),
+    AUTH_DISABLED: process.env.AUTH_DISABLED ?? 'true',
   });
   await waitFor(
     'the coordinator to be ready',

@@ -56,6 +56,7 @@ describe('fault tolerance (real processes)', () => {
       DATABASE_URL: db.url,
       PORT: String(port),
       HOST: '127.0.0.1',
+      AUTH_DISABLED: 'true',
       HEARTBEAT_INTERVAL_MS,
       CLAIM_MIN_IDLE_TIME_MS,
       CLAIM_POLL_INTERVAL_MS: '200',

@@ -24,6 +24,7 @@ describe('leader election', () => {
         DATABASE_URL: db.url,
         PORT: String(await freePort()),
         HOST: '127.0.0.1',
+        AUTH_DISABLED: 'true',
         DISPATCH: 'redis-zset',
         REDIS_URL: TEST_REDIS_URL,
         REDIS_PREFIX: prefix,

@@ -16,7 +16,7 @@ export interface RunningCoordinator {
 
 /** Boots the real coordinator app in this process on a random port. */
 export async function startCoordinator(databaseUrl: string, overrides: Partial<CoordinatorConfig> = {}): Promise<RunningCoordinator> {
-  const config = { ...loadCoordinatorConfig({ DATABASE_URL: databaseUrl }), port: 0, host: '127.0.0.1', ...overrides };
+  const config = { ...loadCoordinatorConfig({ DATABASE_URL: databaseUrl, AUTH_DISABLED: 'true' }), port: 0, host: '127.0.0.1', ...overrides };
   const app = await createCoordinatorApp(config, ['error', 'warn']);
   await app.listen(0, '127.0.0.1');
   const { port } = app.getHttpServer().address() as AddressInfo;

@@ -1,19 +1,21 @@
+import { createAppLogger } from '@app/config';
+import type { LoggerService, LogLevel } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import type { LogLevel } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
+import { SwaggerModule } from '@nestjs/swagger';
 import type { CoordinatorConfig } from './config/coordinator.config';
 import { CoordinatorModule } from './coordinator.module';
+import { OPENAPI_DOCUMENT } from './http/openapi';
 
 /** Builds the coordinator app (used by main.ts and by the end-to-end tests). Does not listen. */
 export async function createCoordinatorApp(
   config: CoordinatorConfig,
-  logger: LogLevel[] = ['error', 'warn', 'log'],
+  logger: LoggerService | LogLevel[] = createAppLogger(config.logFormat, config.logLevel),
 ): Promise<NestExpressApplication> {
-  const app = await NestFactory.create<NestExpressApplication>(CoordinatorModule.register(config), {
-    bodyParser: false,
-    logger,
-  });
+  const app = await NestFactory.create<NestExpressApplication>(CoordinatorModule.register(config), { bodyParser: false, logger });
   app.useBodyParser('json', { limit: config.bodyLimitBytes });
+  // The API description at /docs (UI) and /docs-json, unauthenticated like health and metrics.
+  SwaggerModule.setup('docs', app, OPENAPI_DOCUMENT);
   app.enableShutdownHooks();
   return app;
 }

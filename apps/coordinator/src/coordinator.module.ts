@@ -1,11 +1,13 @@
 import { NotificationsModule, OUTBOX_CHANNEL, RUN_FINISHED_CHANNEL, RUNS_READY_CHANNEL } from '@app/outbox';
 import { PersistenceModule } from '@app/persistence';
 import { DynamicModule, Module } from '@nestjs/common';
-import { APP_FILTER } from '@nestjs/core';
+import { APP_FILTER, APP_GUARD } from '@nestjs/core';
+import { BearerTokenGuard } from './auth/bearer-token.guard';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from './config/coordinator.config';
 import { CoordinatorDispatchModule } from './dispatch/dispatch.module';
 import { HealthModule } from './health/health.module';
 import { EngineExceptionFilter } from './http/engine-exception.filter';
+import { CoordinatorMetricsModule } from './metrics/coordinator-metrics.module';
 import { RunsModule } from './runs/runs.module';
 import { WorkerApiModule } from './worker-api/worker-api.module';
 
@@ -23,6 +25,7 @@ export class CoordinatorModule {
       module: CoordinatorModule,
       imports: [
         configModule,
+        CoordinatorMetricsModule,
         PersistenceModule.forRootAsync({
           inject: [COORDINATOR_CONFIG],
           useFactory: (c: CoordinatorConfig) => ({ url: c.databaseUrl, poolSize: c.databasePoolSize, dispatch: c.dispatch }),
@@ -40,7 +43,10 @@ export class CoordinatorModule {
         WorkerApiModule,
         HealthModule,
       ],
-      providers: [{ provide: APP_FILTER, useClass: EngineExceptionFilter }],
+      providers: [
+        { provide: APP_FILTER, useClass: EngineExceptionFilter },
+        { provide: APP_GUARD, useClass: BearerTokenGuard },
+      ],
     };
   }
 }

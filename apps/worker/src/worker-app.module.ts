@@ -10,17 +10,26 @@ export function workerModuleOptions(
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   workflows: WorkflowDefinition<any, any>[],
 ): WorkflowWorkerModuleOptions {
-  const { subscriber, redisUrl, redisPrefix, redisBlockMs, streamShards, claimMinIdleTimeMs, maxDeliveries, ...worker } = config;
-  if (subscriber === 'http') return { ...worker, workflows };
+  const worker: WorkflowWorkerModuleOptions = {
+    workflows,
+    coordinatorUrl: config.coordinatorUrl,
+    workerId: config.workerId,
+    concurrency: config.concurrency,
+    heartbeatIntervalMs: config.heartbeatIntervalMs,
+    claimWaitMs: config.claimWaitMs,
+    shutdownGraceMs: config.shutdownGraceMs,
+    shards: config.shards,
+    headers: config.workerToken ? { authorization: `Bearer ${config.workerToken}` } : {},
+  };
+  if (config.subscriber === 'http') return worker;
   return {
     ...worker,
-    workflows,
-    imports: [RedisModule.forRoot({ url: redisUrl, prefix: redisPrefix })],
-    subscriber: redisSubscriber(subscriber, {
-      blockMs: redisBlockMs,
-      partitionsFallback: streamShards,
-      claimMinIdleTimeMs,
-      maxDeliveries,
+    imports: [RedisModule.forRoot({ url: config.redisUrl, prefix: config.redisPrefix })],
+    subscriber: redisSubscriber(config.subscriber, {
+      blockMs: config.redisBlockMs,
+      partitionsFallback: config.streamShards,
+      claimMinIdleTimeMs: config.claimMinIdleTimeMs,
+      maxDeliveries: config.maxDeliveries,
     }),
   };
 }

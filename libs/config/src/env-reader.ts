@@ -35,6 +35,14 @@ export class EnvReader {
     return Number(raw);
   }
 
+  boolean(name: string, fallback: boolean): boolean {
+    const raw = this.env[name];
+    if (raw === undefined || raw === '') return fallback;
+    if (raw === 'true' || raw === '1') return true;
+    if (raw === 'false' || raw === '0') return false;
+    throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+  }
+
   /** Comma-separated values; empty when unset. */
   list(name: string): string[] {
     return (this.env[name] ?? '')

@@ -1,1 +1,2 @@
 export * from './env-reader';
+export * from './app-logger';

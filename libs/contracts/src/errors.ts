@@ -73,3 +73,12 @@ export interface ErrorBody {
   reason: string;
   message: string;
 }
+
+/** Missing or wrong bearer token (401): nothing was read or changed. */
+export class UnauthorizedError extends EngineError {
+  readonly statusCode = 401;
+
+  constructor(audience: string) {
+    super('unauthorized', `a valid ${audience} bearer token is required (Authorization: Bearer <token>)`);
+  }
+}

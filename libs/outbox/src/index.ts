@@ -1,5 +1,6 @@
 export * from './enqueuer/outbox-enqueuer.service';
 export * from './enqueuer/outbox.constants';
+export * from './enqueuer/outbox.health';
 export * from './enqueuer/outbox.module';
 export * from './enqueuer/outbox.repository';
 export * from './notifications/notification-listener.health';

@@ -6,3 +6,4 @@ export * from './publishers/redis-streams.publisher';
 export * from './queue-naming';
 export * from './redis/redis.connection';
 export * from './redis/redis.module';
+export * from './redis/redis.health';

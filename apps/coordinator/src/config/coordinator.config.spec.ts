@@ -2,15 +2,33 @@ import { describe, expect, it } from '@jest/globals';
 import { loadCoordinatorConfig } from './coordinator.config';
 
 const DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/app';
+const TOKENS = { CLIENT_TOKEN: 'client-token-0123456789', WORKER_TOKEN: 'worker-token-0123456789' };
 
 describe('loadCoordinatorConfig', () => {
   it('applies documented defaults', () => {
-    expect(loadCoordinatorConfig({ DATABASE_URL })).toMatchObject({
+    expect(loadCoordinatorConfig({ DATABASE_URL, ...TOKENS })).toMatchObject({
       port: 3000,
       databaseUrl: DATABASE_URL,
       claimMinIdleTimeMs: 90_000,
       heartbeatIntervalMs: 30_000,
     });
+  });
+
+  it('refuses to start without tokens unless auth is explicitly disabled', () => {
+    expect(() => loadCoordinatorConfig({ DATABASE_URL })).toThrow(
+      'CLIENT_TOKEN is required (or set AUTH_DISABLED=true to run without authentication)',
+    );
+    expect(() => loadCoordinatorConfig({ DATABASE_URL, CLIENT_TOKEN: TOKENS.CLIENT_TOKEN })).toThrow('WORKER_TOKEN is required');
+    expect(() => loadCoordinatorConfig({ DATABASE_URL, ...TOKENS, WORKER_TOKEN: 'short' })).toThrow('WORKER_TOKEN must be at least 16 characters');
+    expect(loadCoordinatorConfig({ DATABASE_URL, AUTH_DISABLED: 'true' })).toMatchObject({ authDisabled: true });
+    expect(() => loadCoordinatorConfig({ DATABASE_URL, AUTH_DISABLED: 'yes' })).toThrow('AUTH_DISABLED must be true or false');
+  });
+
+  it('validates the dispatch mode and the Redis prefix', () => {
+    expect(() => loadCoordinatorConfig({ DATABASE_URL, ...TOKENS, DISPATCH: 'kafka' })).toThrow(
+      'DISPATCH must be one of none, redis-zset, redis-streams, got "kafka"',
+    );
+    expect(() => loadCoordinatorConfig({ DATABASE_URL, ...TOKENS, REDIS_PREFIX: 'a b' })).toThrow('REDIS_PREFIX must be');
   });
 
   it('requires DATABASE_URL', () => {
@@ -19,7 +37,7 @@ describe('loadCoordinatorConfig', () => {
 
   it('refuses an idle time that is not larger than the heartbeat interval', () => {
     expect(() =>
-      loadCoordinatorConfig({ DATABASE_URL, CLAIM_MIN_IDLE_TIME_MS: '1000', HEARTBEAT_INTERVAL_MS: '1000' }),
+      loadCoordinatorConfig({ DATABASE_URL, ...TOKENS, CLAIM_MIN_IDLE_TIME_MS: '1000', HEARTBEAT_INTERVAL_MS: '1000' }),
     ).toThrow('CLAIM_MIN_IDLE_TIME_MS (1000) must be larger than HEARTBEAT_INTERVAL_MS (1000)');
   });
 });

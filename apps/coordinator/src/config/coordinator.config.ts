@@ -31,6 +31,23 @@ export interface CoordinatorConfig {
   republishIntervalMs: number;
   republishAfterMs: number;
   leaderCheckIntervalMs: number;
+  /** Bearer tokens of the client API and the worker API (undefined only when auth is disabled). */
+  clientToken?: string;
+  workerToken?: string;
+  authDisabled: boolean;
+  logLevel: LogLevelName;
+  logFormat: 'json' | 'pretty';
+  /** Readiness reports `degraded` when the oldest due outbox row waited longer, or dead letters exceed this. */
+  outboxBacklogDegradedSeconds: number;
+  deadLettersDegraded: number;
+}
+
+export const LOG_LEVELS = ['error', 'warn', 'log', 'debug', 'verbose'] as const;
+export type LogLevelName = (typeof LOG_LEVELS)[number];
+
+/** Nest log levels at or above `level`. */
+export function logLevelsFrom(level: LogLevelName): LogLevelName[] {
+  return LOG_LEVELS.slice(0, LOG_LEVELS.indexOf(level) + 1);
 }
 
 /** Parses and validates the coordinator's environment once, at start. */
@@ -58,7 +75,20 @@ export function loadCoordinatorConfig(env: Record<string, string | undefined>): 
     republishIntervalMs: read.integer('REPUBLISH_INTERVAL_MS', 5_000, 100, 3_600_000),
     republishAfterMs: read.integer('REPUBLISH_AFTER_MS', 30_000, 0, 86_400_000),
     leaderCheckIntervalMs: read.integer('LEADER_CHECK_INTERVAL_MS', 2_000, 100, 600_000),
+    clientToken: read.optionalString('CLIENT_TOKEN'),
+    workerToken: read.optionalString('WORKER_TOKEN'),
+    authDisabled: read.boolean('AUTH_DISABLED', false),
+    logLevel: read.oneOf('LOG_LEVEL', LOG_LEVELS, 'log'),
+    logFormat: read.oneOf('LOG_FORMAT', ['json', 'pretty'] as const, process.stdout.isTTY ? 'pretty' : 'json'),
+    outboxBacklogDegradedSeconds: read.integer('OUTBOX_BACKLOG_DEGRADED_SECONDS', 60, 1, 86_400),
+    deadLettersDegraded: read.integer('DEAD_LETTERS_DEGRADED', 1, 1, 1_000_000_000),
   };
+  if (!config.authDisabled) {
+    for (const [name, token] of [['CLIENT_TOKEN', config.clientToken], ['WORKER_TOKEN', config.workerToken]] as const) {
+      if (!token) throw new ConfigError(`${name} is required (or set AUTH_DISABLED=true to run without authentication)`);
+      if (token.length < 16) throw new ConfigError(`${name} must be at least 16 characters`);
+    }
+  }
   if (config.claimMinIdleTimeMs <= config.heartbeatIntervalMs) {
     throw new ConfigError(
       `CLAIM_MIN_IDLE_TIME_MS (${config.claimMinIdleTimeMs}) must be larger than HEARTBEAT_INTERVAL_MS (${config.heartbeatIntervalMs}), ` +

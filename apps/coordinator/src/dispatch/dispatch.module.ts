@@ -3,6 +3,7 @@ import { OutboxModule } from '@app/outbox';
 import { DispatchModule as PublisherModule } from '@app/streams';
 import { DynamicModule, Module } from '@nestjs/common';
 import type { CoordinatorConfig } from '../config/coordinator.config';
+import { OutboxMetrics } from './outbox.metrics';
 import { RepublishDaemon } from './republish.daemon';
 
 /**
@@ -31,7 +32,7 @@ export class CoordinatorDispatchModule {
         }),
         LeaderElectionModule.forRoot({ url: config.databaseUrl, checkIntervalMs: config.leaderCheckIntervalMs }),
       ],
-      providers: [RepublishDaemon],
+      providers: [RepublishDaemon, OutboxMetrics],
       exports: [OutboxModule],
     };
   }

@@ -1,14 +1,24 @@
-import { NotificationListenerHealth } from '@app/outbox';
-import { Controller, Get } from '@nestjs/common';
-import { HealthCheck, HealthCheckService, TypeOrmHealthIndicator } from '@nestjs/terminus';
+import { NotificationListenerHealth, OutboxHealth } from '@app/outbox';
+import { RedisHealth } from '@app/streams';
+import { Controller, Get, Inject, Optional } from '@nestjs/common';
+import { HealthCheck, HealthCheckService, type HealthIndicatorFunction, TypeOrmHealthIndicator } from '@nestjs/terminus';
+import { Audience } from '../auth/auth.decorators';
+import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config/coordinator.config';
 
-/** Liveness says the process serves HTTP; readiness that it can reach PostgreSQL and hears NOTIFY. */
+/**
+ * Liveness: the process serves HTTP. Readiness: PostgreSQL answers, the LISTEN session is up, and
+ * with a publisher, Redis answers and the outbox keeps up (degraded past its thresholds).
+ */
+@Audience('public')
 @Controller('health')
 export class HealthController {
   constructor(
     private readonly health: HealthCheckService,
     private readonly database: TypeOrmHealthIndicator,
     private readonly listener: NotificationListenerHealth,
+    @Inject(COORDINATOR_CONFIG) private readonly config: CoordinatorConfig,
+    @Optional() private readonly redis?: RedisHealth,
+    @Optional() private readonly outbox?: OutboxHealth,
   ) {}
 
   @Get('live')
@@ -20,6 +30,15 @@ export class HealthController {
   @Get('ready')
   @HealthCheck()
   ready() {
-    return this.health.check([() => this.database.pingCheck('database').withTimeout(2_000), () => this.listener.isHealthy()]);
+    const checks: HealthIndicatorFunction[] = [
+      () => this.database.pingCheck('database').withTimeout(2_000),
+      () => this.listener.isHealthy(),
+    ];
+    if (this.redis) checks.push(() => this.redis!.isHealthy());
+    if (this.outbox) {
+      const thresholds = { backlogAgeSeconds: this.config.outboxBacklogDegradedSeconds, deadLetters: this.config.deadLettersDegraded };
+      checks.push(() => this.outbox!.isHealthy(thresholds));
+    }
+    return this.health.check(checks);
   }
 }

@@ -1,7 +1,8 @@
-import { EngineError, ErrorBody } from '@app/contracts';
+import { EngineError, ErrorBody, RevisionConflictError } from '@app/contracts';
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { Response } from 'express';
 import { STATUS_CODES } from 'node:http';
+import { CoordinatorMetrics } from '../metrics/coordinator.metrics';
 
 /** Stable reasons for errors raised by the HTTP layer itself rather than by our code. */
 const HTTP_REASONS: Record<number, string> = {
@@ -20,6 +21,8 @@ const HTTP_REASONS: Record<number, string> = {
 export class EngineExceptionFilter implements ExceptionFilter {
   private readonly logger = new Logger(EngineExceptionFilter.name);
 
+  constructor(private readonly metrics: CoordinatorMetrics) {}
+
   catch(exception: unknown, host: ArgumentsHost): void {
     const response = host.switchToHttp().getResponse<Response>();
     const body = this.toBody(exception);
@@ -28,6 +31,7 @@ export class EngineExceptionFilter implements ExceptionFilter {
   }
 
   private toBody(exception: unknown): ErrorBody {
+    if (exception instanceof RevisionConflictError) this.metrics.revisionConflicts.inc();
     if (exception instanceof EngineError) {
       return errorBody(exception.statusCode, exception.reason, exception.message);
     }

@@ -1,3 +1,4 @@
+import { Audience } from '../auth/auth.decorators';
 import {
   EventAccepted,
   parseIdentifier,
@@ -16,6 +17,7 @@ import type { Response } from 'express';
 import { RunsService } from './runs.service';
 
 /** The client API: start, inspect, wait for and cancel runs. */
+@Audience('client')
 @Controller('v1/runs')
 export class RunsController {
   constructor(private readonly runs: RunsService) {}

@@ -17,6 +17,7 @@ import { NotificationListener, RUN_FINISHED_CHANNEL } from '@app/outbox';
 import { RunEntity, uuidv7 } from '@app/persistence';
 import { queueName } from '@app/streams';
 import { Injectable } from '@nestjs/common';
+import { CoordinatorMetrics } from '../metrics/coordinator.metrics';
 import { RunsRepository } from './runs.repository';
 import { toRunView } from './run-view';
 
@@ -26,6 +27,7 @@ export class RunsService {
     private readonly repository: RunsRepository,
     private readonly control: RunControlRepository,
     private readonly listener: NotificationListener,
+    private readonly metrics: CoordinatorMetrics,
   ) {}
 
   /** Starts a run; with a known idempotency key returns the existing run (`created: false`). */
@@ -51,6 +53,7 @@ export class RunsService {
       parentId: null,
     }));
     const inserted = await this.control.start(runs);
+    for (const run of runs) if (inserted.has(run.id)) this.metrics.runsStarted.inc({ workflow: run.workflow });
     const stored = await this.repository.findForStart(
       runs.filter((run) => inserted.has(run.id)).map((run) => run.id),
       runs.filter((run) => !inserted.has(run.id)).map((run) => ({ workflow: run.workflow, idempotencyKey: run.idempotencyKey! })),
@@ -101,6 +104,7 @@ export class RunsService {
   /** Cancels the run and its unfinished child runs. */
   async cancel(id: string): Promise<RunView> {
     this.check(id, await this.control.cancel(id), (status) => new RunAlreadyTerminalError(id, status));
+    this.metrics.runsCancelled.inc();
     return this.get(id);
   }
 

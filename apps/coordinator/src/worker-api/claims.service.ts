@@ -4,6 +4,7 @@ import { NotificationListener, RUNS_READY_CHANNEL } from '@app/outbox';
 import { queueName } from '@app/streams';
 import { Inject, Injectable } from '@nestjs/common';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config/coordinator.config';
+import { CoordinatorMetrics } from '../metrics/coordinator.metrics';
 
 @Injectable()
 export class ClaimsService {
@@ -11,6 +12,7 @@ export class ClaimsService {
     private readonly leases: RunLeaseRepository,
     private readonly listener: NotificationListener,
     @Inject(COORDINATOR_CONFIG) private readonly config: CoordinatorConfig,
+    private readonly metrics: CoordinatorMetrics,
   ) {}
 
   /**
@@ -32,12 +34,16 @@ export class ClaimsService {
       let runs: ClaimedRun[];
       try {
         if (gone()) return [];
-        runs = await this.leases.claim({
+        const startedAt = performance.now();
+        runs = this.metrics.taken(
+          await this.leases.claim({
           queues,
           limit: request.limit,
           workerId: request.workerId,
-          claimMinIdleTimeMs: this.config.claimMinIdleTimeMs,
-        });
+            claimMinIdleTimeMs: this.config.claimMinIdleTimeMs,
+          }),
+          startedAt,
+        );
       } catch (error) {
         wait?.cancel();
         throw error;

@@ -1,3 +1,4 @@
+import { Audience } from '../auth/auth.decorators';
 import {
   ClaimResponse,
   HeartbeatResponse,
@@ -21,18 +22,21 @@ import { queueName } from '@app/streams';
 import { Body, Controller, HttpCode, Inject, Param, Post, Res } from '@nestjs/common';
 import type { Response } from 'express';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config/coordinator.config';
+import { CoordinatorMetrics } from '../metrics/coordinator.metrics';
 import { ClaimsService } from './claims.service';
 
 /**
  * The worker protocol. Every write after the claim carries `expectedRevision`; a stale one gets
  * 409 `revision_conflict` and changes nothing.
  */
+@Audience('worker')
 @Controller('v1/worker')
 export class WorkerApiController {
   constructor(
     private readonly claims: ClaimsService,
     private readonly leases: RunLeaseRepository,
     @Inject(COORDINATOR_CONFIG) private readonly config: CoordinatorConfig,
+    private readonly metrics: CoordinatorMetrics,
   ) {}
 
   @Post('claims')
@@ -52,7 +56,8 @@ export class WorkerApiController {
   @HttpCode(200)
   async take(@Body() body: unknown): Promise<TakeRunsResponse> {
     const request = parseTakeRunsRequest(body);
-    const runs = await this.leases.take(request.runs, request.workerId, this.config.claimMinIdleTimeMs);
+    const startedAt = performance.now();
+    const runs = this.metrics.taken(await this.leases.take(request.runs, request.workerId, this.config.claimMinIdleTimeMs), startedAt);
     const taken = new Set(runs.map((run) => run.id));
     return { runs, stale: [...new Set(request.runs.map((run) => run.id))].filter((id) => !taken.has(id)) };
   }
@@ -60,7 +65,10 @@ export class WorkerApiController {
   @Post('heartbeats')
   @HttpCode(200)
   async heartbeat(@Body() body: unknown): Promise<HeartbeatResponse> {
-    return { lost: await this.leases.heartbeat(parseHeartbeatRequest(body).runs) };
+    const { runs } = parseHeartbeatRequest(body);
+    const lost = await this.leases.heartbeat(runs);
+    this.metrics.heartbeats.inc(runs.length - lost.length);
+    return { lost };
   }
 
   @Post('runs/:id/tasks')
@@ -71,20 +79,30 @@ export class WorkerApiController {
 
   @Post('runs/:id/complete')
   @HttpCode(200)
-  complete(@Param('id') id: string, @Body() body: unknown): Promise<{ revision: number }> {
+  async complete(@Param('id') id: string, @Body() body: unknown): Promise<{ revision: number }> {
     const request = parseCompleteRunRequest(body);
-    return this.leases.finish(parseRunId(id), request.expectedRevision, { status: 'completed', output: request.output });
+    const { revision, workflow } = await this.leases.finish(parseRunId(id), request.expectedRevision, {
+      status: 'completed',
+      output: request.output,
+    });
+    this.metrics.runsCompleted.inc({ workflow });
+    return { revision };
   }
 
   /** Fails the run, or with `retryDelayMs` schedules its next attempt (workflow-level retry). */
   @Post('runs/:id/fail')
   @HttpCode(200)
-  fail(@Param('id') id: string, @Body() body: unknown): Promise<{ revision: number }> {
+  async fail(@Param('id') id: string, @Body() body: unknown): Promise<{ revision: number }> {
     const request = parseFailRunRequest(body);
     if (request.retryDelayMs !== undefined) {
       return this.leases.retryLater(parseRunId(id), request.expectedRevision, request.error, request.retryDelayMs);
     }
-    return this.leases.finish(parseRunId(id), request.expectedRevision, { status: 'failed', error: request.error });
+    const { revision, workflow } = await this.leases.finish(parseRunId(id), request.expectedRevision, {
+      status: 'failed',
+      error: request.error,
+    });
+    this.metrics.runsFailed.inc({ workflow });
+    return { revision };
   }
 
   /** Suspends the run at a sleep, event or retry-wait step (or resolves the step at once). */

@@ -21,6 +21,12 @@ export interface WorkerConfig {
   /** Streams: a message pending this long on a silent worker is claimed by another one. */
   claimMinIdleTimeMs: number;
   maxDeliveries: number;
+  /** Sent as `Authorization: Bearer` to the coordinator's worker API. */
+  workerToken?: string;
+  /** Health and metrics are served here (0: a random free port). */
+  port: number;
+  logLevel: 'error' | 'warn' | 'log' | 'debug' | 'verbose';
+  logFormat: 'json' | 'pretty';
 }
 
 /** Parses and validates the worker's environment once, at start. */
@@ -41,5 +47,9 @@ export function loadWorkerConfig(env: Record<string, string | undefined>): Worke
     streamShards: read.integer('STREAM_SHARDS', 4, 1, 1024),
     claimMinIdleTimeMs: read.integer('CLAIM_MIN_IDLE_TIME_MS', 90_000, 100, 86_400_000),
     maxDeliveries: read.integer('MAX_DELIVERIES', 5, 1, 1_000),
+    workerToken: read.optionalString('WORKER_TOKEN'),
+    port: read.integer('WORKER_PORT', 3001, 0, 65535),
+    logLevel: read.oneOf('LOG_LEVEL', ['error', 'warn', 'log', 'debug', 'verbose'] as const, 'log'),
+    logFormat: read.oneOf('LOG_FORMAT', ['json', 'pretty'] as const, process.stdout.isTTY ? 'pretty' : 'json'),
   };
 }

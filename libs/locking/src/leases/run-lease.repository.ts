@@ -33,6 +33,9 @@ export interface ClaimParams {
   claimMinIdleTimeMs: number;
 }
 
+/** A claimed run, with how long it had been ready (null when it was taken over from a dead worker). */
+export type TakenRun = ClaimedRun & { readyForSeconds: number | null };
+
 export interface NewChild {
   id: string;
   queue: string;
@@ -57,8 +60,8 @@ export class RunLeaseRepository {
    * re-checked against its latest version. Candidates locked but not picked (at most `limit` per
    * queue) are released when the statement commits.
    */
-  async claim(params: ClaimParams): Promise<ClaimedRun[]> {
-    return this.db.query<ClaimedRun>(
+  async claim(params: ClaimParams): Promise<TakenRun[]> {
+    return this.db.query<TakenRun>(
       this.takeRuns(`stale AS (
          SELECT id, status FROM runs
           WHERE status = 'running' AND queue = ANY($1)
@@ -91,9 +94,9 @@ export class RunLeaseRepository {
    * anyone may take it over, as with a claim). Stale messages (the run moved on, another worker has
    * it, or is taking it right now: SKIP LOCKED) take nothing; the caller drops them.
    */
-  async take(deliveries: { id: string; revision: number }[], workerId: string, claimMinIdleTimeMs: number): Promise<ClaimedRun[]> {
+  async take(deliveries: { id: string; revision: number }[], workerId: string, claimMinIdleTimeMs: number): Promise<TakenRun[]> {
     if (deliveries.length === 0) return [];
-    return this.db.query<ClaimedRun>(
+    return this.db.query<TakenRun>(
       this.takeRuns(`delivered AS (
          SELECT DISTINCT ON (id) id, revision FROM unnest($1::uuid[], $2::integer[]) AS m(id, revision) ORDER BY id, revision DESC
        ), picked AS (
@@ -134,6 +137,7 @@ export class RunLeaseRepository {
          RETURNING t.run_id, ${STEP_COLUMNS.split(', ').map((column) => `t.${column}`).join(', ')}
        )
        SELECT c.id, c.workflow, c.version, c.revision, c.attempt, c.input,
+              CASE WHEN c.from_status <> 'running' THEN extract(epoch FROM now() - c.due_at)::float8 END AS "readyForSeconds",
               coalesce((SELECT json_agg(s ORDER BY s.seq, s.key) FROM (
                           SELECT ${STEP_COLUMNS} FROM tasks t WHERE t.run_id = c.id AND t.status <> 'waiting'
                           UNION ALL
@@ -204,18 +208,18 @@ export class RunLeaseRepository {
     runId: string,
     expectedRevision: number,
     outcome: { status: 'completed'; output: JsonValue } | { status: 'failed'; error: ErrorDetails },
-  ): Promise<{ revision: number }> {
-    const [row] = await this.db.query<{ revision: number }>(
+  ): Promise<{ revision: number; workflow: string }> {
+    const [row] = await this.db.query<{ revision: number; workflow: string }>(
       `WITH finished AS (
          UPDATE runs
             SET status = $3, output = $4, error = $5, revision = revision + 1,
                 heartbeat_at = NULL, finished_at = now(), updated_at = now()
           WHERE id = $1 AND revision = $2 AND status = 'running'
-         RETURNING id, revision, claimed_by, parent_id, status, output, error
+         RETURNING id, revision, claimed_by, parent_id, status, output, error, workflow
        ), history AS (
          ${appendHistory('finished', `'running'`, '$3', 'claimed_by')}
        ), ${wakeParents('finished')}
-       SELECT revision, ${notifyFinished('finished')}, ${notifyReady('woken_parents')} FROM finished`,
+       SELECT revision, workflow, ${notifyFinished('finished')}, ${notifyReady('woken_parents')} FROM finished`,
       [
         runId,
         expectedRevision,
@@ -225,7 +229,7 @@ export class RunLeaseRepository {
       ],
     );
     if (!row) throw await this.conflictFor(runId, expectedRevision);
-    return { revision: row.revision };
+    return { revision: row.revision, workflow: row.workflow };
   }
 
   /**

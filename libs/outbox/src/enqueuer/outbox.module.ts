@@ -1,4 +1,6 @@
 import { DynamicModule, Module } from '@nestjs/common';
+import { TerminusModule } from '@nestjs/terminus';
+import { OutboxHealth } from './outbox.health';
 import { OutboxEnqueuer } from './outbox-enqueuer.service';
 import { DEFAULT_OUTBOX_OPTIONS, OUTBOX_OPTIONS, type OutboxOptions } from './outbox.constants';
 import { OutboxRepository } from './outbox.repository';
@@ -12,8 +14,10 @@ export class OutboxModule {
   static forRoot(options: Partial<OutboxOptions> = {}): DynamicModule {
     return {
       module: OutboxModule,
-      providers: [{ provide: OUTBOX_OPTIONS, useValue: { ...DEFAULT_OUTBOX_OPTIONS, ...options } }, OutboxRepository, OutboxEnqueuer],
-      exports: [OutboxEnqueuer, OutboxRepository],
+      global: true,
+      imports: [TerminusModule],
+      providers: [{ provide: OUTBOX_OPTIONS, useValue: { ...DEFAULT_OUTBOX_OPTIONS, ...options } }, OutboxRepository, OutboxEnqueuer, OutboxHealth],
+      exports: [OutboxEnqueuer, OutboxRepository, OutboxHealth],
     };
   }
 }

@@ -5,6 +5,8 @@ import type { InputOf, WorkflowDefinition } from '../workflow/workflow';
 export interface WorkflowClientOptions {
   /** Coordinator base URL, e.g. http://127.0.0.1:3000 */
   url: string;
+  /** The coordinator's CLIENT_TOKEN. */
+  token?: string;
   headers?: Record<string, string>;
 }
 
@@ -28,7 +30,10 @@ export class WorkflowClient {
   private readonly http: JsonHttpClient;
 
   constructor(options: WorkflowClientOptions) {
-    this.http = new JsonHttpClient(options.url, options.headers);
+    this.http = new JsonHttpClient(options.url, {
+      ...(options.token ? { authorization: `Bearer ${options.token}` } : {}),
+      ...options.headers,
+    });
   }
 
   start<W extends WorkflowDefinition<never, unknown>>(

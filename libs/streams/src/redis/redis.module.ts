@@ -1,4 +1,6 @@
 import { DynamicModule, Module } from '@nestjs/common';
+import { TerminusModule } from '@nestjs/terminus';
+import { RedisHealth } from './redis.health';
 import { REDIS_OPTIONS, RedisConnection, type RedisConnectionOptions } from './redis.connection';
 
 /** Provides the app's RedisConnection (global: publishers and subscribers inject it). */
@@ -8,8 +10,9 @@ export class RedisModule {
     return {
       module: RedisModule,
       global: true,
-      providers: [{ provide: REDIS_OPTIONS, useValue: options }, RedisConnection],
-      exports: [RedisConnection],
+      imports: [TerminusModule],
+      providers: [{ provide: REDIS_OPTIONS, useValue: options }, RedisConnection, RedisHealth],
+      exports: [RedisConnection, RedisHealth],
     };
   }
 }

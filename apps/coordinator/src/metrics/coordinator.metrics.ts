@@ -1,0 +1,41 @@
+import type { ClaimedRun } from '@app/contracts';
+import type { TakenRun } from '@app/locking';
+import { LATENCY_BUCKETS, MetricsService } from '@app/metrics';
+import { Injectable } from '@nestjs/common';
+
+/** The coordinator's own series (the outbox adds its own in dispatch/outbox.metrics.ts). */
+@Injectable()
+export class CoordinatorMetrics {
+  readonly runsStarted;
+  readonly runsCompleted;
+  readonly runsFailed;
+  readonly runsCancelled;
+  readonly dispatchLatency;
+  readonly claimDuration;
+  readonly revisionConflicts;
+  readonly heartbeats;
+
+  constructor(metrics: MetricsService) {
+    this.runsStarted = metrics.counter('runs_started_total', 'Runs started, by workflow', ['workflow']);
+    this.runsCompleted = metrics.counter('runs_completed_total', 'Runs completed, by workflow', ['workflow']);
+    this.runsFailed = metrics.counter('runs_failed_total', 'Runs failed for good, by workflow', ['workflow']);
+    this.runsCancelled = metrics.counter('runs_cancelled_total', 'Runs cancelled by a client');
+    this.dispatchLatency = metrics.histogram(
+      'dispatch_latency_seconds',
+      'From a run becoming ready (started, woken, released) to a worker taking it',
+      LATENCY_BUCKETS,
+    );
+    this.claimDuration = metrics.histogram('claim_duration_seconds', 'Time of one claim or take statement', LATENCY_BUCKETS);
+    this.revisionConflicts = metrics.counter('revision_conflicts_total', 'Worker writes refused because the run moved on (409)');
+    this.heartbeats = metrics.counter('heartbeats_total', 'Claims refreshed by worker heartbeats');
+  }
+
+  /** Records how long the runs waited and strips that bookkeeping from what the worker gets. */
+  taken(runs: TakenRun[], startedAt: number): ClaimedRun[] {
+    if (runs.length > 0) this.claimDuration.observe((performance.now() - startedAt) / 1000);
+    return runs.map(({ readyForSeconds, ...run }) => {
+      if (readyForSeconds !== null) this.dispatchLatency.observe(Math.max(0, readyForSeconds));
+      return run;
+    });
+  }
+}
