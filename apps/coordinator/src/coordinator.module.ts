@@ -1,18 +1,23 @@
 import { NotificationsModule, OUTBOX_CHANNEL, RUN_FINISHED_CHANNEL, RUNS_READY_CHANNEL } from '@app/outbox';
 import { PersistenceModule } from '@app/persistence';
-import { DynamicModule, Module } from '@nestjs/common';
+import { DynamicModule, MiddlewareConsumer, Module, NestModule } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD } from '@nestjs/core';
 import { BearerTokenGuard } from './auth/bearer-token.guard';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from './config/coordinator.config';
 import { CoordinatorDispatchModule } from './dispatch/dispatch.module';
 import { HealthModule } from './health/health.module';
 import { EngineExceptionFilter } from './http/engine-exception.filter';
+import { HttpDrain } from './http/http-drain';
 import { CoordinatorMetricsModule } from './metrics/coordinator-metrics.module';
 import { RunsModule } from './runs/runs.module';
 import { WorkerApiModule } from './worker-api/worker-api.module';
 
 @Module({})
-export class CoordinatorModule {
+export class CoordinatorModule implements NestModule {
+  configure(consumer: MiddlewareConsumer): void {
+    consumer.apply(HttpDrain).forRoutes('*');
+  }
+
   /** The whole coordinator, configured by an already validated config (see loadCoordinatorConfig). */
   static register(config: CoordinatorConfig): DynamicModule {
     const configModule: DynamicModule = {
@@ -46,6 +51,7 @@ export class CoordinatorModule {
       providers: [
         { provide: APP_FILTER, useClass: EngineExceptionFilter },
         { provide: APP_GUARD, useClass: BearerTokenGuard },
+        HttpDrain,
       ],
     };
   }

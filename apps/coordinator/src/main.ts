@@ -1,10 +1,10 @@
 import { ConfigError, redact } from '@app/config';
 import { Logger } from '@nestjs/common';
 import { createCoordinatorApp } from './bootstrap';
-import { loadCoordinatorConfig } from './config/coordinator.config';
+import { type CoordinatorConfig, loadCoordinatorConfig } from './config/coordinator.config';
 
 async function main(): Promise<void> {
-  let config;
+  let config: CoordinatorConfig;
   try {
     config = loadCoordinatorConfig(process.env);
   } catch (error) {
@@ -14,7 +14,8 @@ async function main(): Promise<void> {
   }
   const app = await createCoordinatorApp(config);
   await app.listen(config.port, config.host);
-  new Logger('Coordinator').log(`listening on http://${config.host}:${config.port} (database ${redact(config.databaseUrl)})`);
+  new Logger('Coordinator').log(`listening on http://${config.host}:${config.port} (database ${redact(config.databaseUrl)}, dispatch ${config.dispatch})`);
+  if (config.authDisabled) new Logger('Coordinator').warn('authentication is disabled (AUTH_DISABLED=true): do not expose this coordinator');
 }
 
 void main();

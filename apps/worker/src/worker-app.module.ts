@@ -1,6 +1,10 @@
 import { redisSubscriber, WorkflowDefinition, WorkflowWorkerModule, type WorkflowWorkerModuleOptions } from '@app/sdk';
 import { RedisModule } from '@app/streams';
+import { MetricsModule } from '@app/metrics';
 import { DynamicModule, Module } from '@nestjs/common';
+import { TerminusModule } from '@nestjs/terminus';
+import { HealthController } from './health/health.controller';
+import { MetricsController } from './metrics/metrics.controller';
 import type { WorkerConfig } from './config/worker.config';
 import { EXAMPLE_WORKFLOWS } from './workflows';
 
@@ -36,11 +40,15 @@ export function workerModuleOptions(
 
 @Module({})
 export class WorkerAppModule {
-  /** The worker app hosting the example workflows, configured by an already validated config. */
+  /**
+   * The worker app hosting the example workflows, configured by an already validated config; it
+   * serves its health and metrics on WORKER_PORT.
+   */
   static register(config: WorkerConfig): DynamicModule {
     return {
       module: WorkerAppModule,
-      imports: [WorkflowWorkerModule.forRoot(workerModuleOptions(config, EXAMPLE_WORKFLOWS))],
+      imports: [WorkflowWorkerModule.forRoot(workerModuleOptions(config, EXAMPLE_WORKFLOWS)), TerminusModule, MetricsModule],
+      controllers: [HealthController, MetricsController],
     };
   }
 }

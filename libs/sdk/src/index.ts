@@ -9,6 +9,7 @@ export * from './subscribers/subscriber.interface';
 export * from './worker/coordinator.api';
 export * from './worker/worker-runtime.service';
 export * from './worker/worker.constants';
+export * from './worker/worker.health';
 export * from './worker/workflow-worker.module';
 export * from './worker/workflow.registry';
 export * from './workflow/errors';

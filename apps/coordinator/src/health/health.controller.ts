@@ -1,15 +1,25 @@
 import { NotificationListenerHealth, OutboxHealth } from '@app/outbox';
 import { RedisHealth } from '@app/streams';
-import { Controller, Get, Inject, Optional } from '@nestjs/common';
+import { ArgumentsHost, Catch, Controller, Get, HttpException, Inject, Optional, UseFilters } from '@nestjs/common';
+import type { Response } from 'express';
 import { HealthCheck, HealthCheckService, type HealthIndicatorFunction, TypeOrmHealthIndicator } from '@nestjs/terminus';
 import { Audience } from '../auth/auth.decorators';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config/coordinator.config';
+
+/** A failed check answers 503 with terminus' own body (which indicator is down, and why). */
+@Catch(HttpException)
+class HealthReportFilter {
+  catch(exception: HttpException, host: ArgumentsHost): void {
+    host.switchToHttp().getResponse<Response>().status(exception.getStatus()).json(exception.getResponse());
+  }
+}
 
 /**
  * Liveness: the process serves HTTP. Readiness: PostgreSQL answers, the LISTEN session is up, and
  * with a publisher, Redis answers and the outbox keeps up (degraded past its thresholds).
  */
 @Audience('public')
+@UseFilters(HealthReportFilter)
 @Controller('health')
 export class HealthController {
   constructor(

@@ -38,17 +38,25 @@ export class JsonHttpClient {
 
   async request<T>(method: 'GET' | 'POST', path: string, body?: unknown, signal?: AbortSignal): Promise<T> {
     let response: Response;
+    // A signal of this request's own, tied to the caller's: fetch may keep its listener on a signal
+    // after failing, and callers pass one long-lived signal to every request.
+    const controller = new AbortController();
+    const onAbort = () => controller.abort(signal?.reason);
+    if (signal?.aborted) controller.abort(signal.reason);
+    signal?.addEventListener('abort', onAbort, { once: true });
     try {
       response = await fetch(this.baseUrl + path, {
         method,
         headers: body === undefined ? this.headers : { ...this.headers, 'content-type': 'application/json' },
         body: body === undefined ? undefined : JSON.stringify(body),
-        signal,
+        signal: controller.signal,
       });
     } catch (error) {
       if (signal?.aborted) throw error;
       const cause = (error as { cause?: { code?: string; message?: string } }).cause;
       throw new CoordinatorUnavailableError(`${method} ${path}: ${cause?.code ?? cause?.message ?? (error as Error).message}`);
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
     }
     const text = await response.text();
     let parsed: unknown;

@@ -40,6 +40,11 @@ export class CoordinatorApi {
     return response.runs;
   }
 
+  /** Resolves when the coordinator answers its liveness check. */
+  async ping(): Promise<void> {
+    await this.http.request('GET', '/health/live', undefined, AbortSignal.timeout(2_000));
+  }
+
   /** Takes runs a transport delivered, at their messages' revisions. */
   take(runs: { id: string; revision: number }[]): Promise<TakeRunsResponse> {
     if (runs.length === 0) return Promise.resolve({ runs: [], stale: [] });

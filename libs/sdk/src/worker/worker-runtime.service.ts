@@ -18,6 +18,11 @@ export class WorkerRuntime implements OnApplicationBootstrap, BeforeApplicationS
   private slotFreed: (() => void) | undefined;
   private loop: Promise<void> | undefined;
   private heartbeatTimer: NodeJS.Timeout | undefined;
+  /** When the current read from the subscriber began (undefined between reads). */
+  private readingSince: number | undefined;
+  private loopEnded = false;
+  /** Plain counters, exported as metrics by the app. */
+  readonly counters = { taken: new Map<string, number>(), heartbeats: 0 };
 
   constructor(
     @Inject(SUBSCRIBER) private readonly subscriber: Subscriber,
@@ -27,7 +32,7 @@ export class WorkerRuntime implements OnApplicationBootstrap, BeforeApplicationS
   ) {}
 
   onApplicationBootstrap(): void {
-    this.loop = this.consume();
+    this.loop = this.consume().finally(() => (this.loopEnded = true));
     this.heartbeatTimer = setInterval(() => void this.heartbeat(), this.options.heartbeatIntervalMs);
     this.logger.log(`worker ${this.options.workerId} started (concurrency ${this.options.concurrency})`);
   }
@@ -62,6 +67,19 @@ export class WorkerRuntime implements OnApplicationBootstrap, BeforeApplicationS
     return this.active.size;
   }
 
+  /**
+   * Whether the consume loop is making progress: it is running (not ended), and its current read
+   * has not been stuck longer than a read can take (a hung blocking read or long-poll). A worker
+   * whose slots are all busy is making progress.
+   */
+  progress(): { healthy: boolean; detail: string } {
+    if (this.loopEnded && !this.stopping.signal.aborted) return { healthy: false, detail: 'the consume loop has ended' };
+    const stuckMs = this.readingSince === undefined ? 0 : Date.now() - this.readingSince;
+    const limitMs = this.options.claimWaitMs + 30_000;
+    if (stuckMs > limitMs) return { healthy: false, detail: `a read from ${this.subscriber.name} has been waiting ${stuckMs} ms` };
+    return { healthy: true, detail: `${this.active.size} running, reading from ${this.subscriber.name}` };
+  }
+
   private async consume(): Promise<void> {
     let failures = 0;
     const signal = this.stopping.signal;
@@ -72,10 +90,12 @@ export class WorkerRuntime implements OnApplicationBootstrap, BeforeApplicationS
         continue;
       }
       let runs: ClaimedRun[];
+      this.readingSince = Date.now();
       try {
         runs = await this.subscriber.getReadyRuns(free, signal);
         failures = 0;
       } catch (error) {
+        this.readingSince = undefined;
         if (signal.aborted) break;
         failures++;
         const delayMs = this.subscriber.getNextDelay({ type: 'retry', attempt: failures });
@@ -83,12 +103,14 @@ export class WorkerRuntime implements OnApplicationBootstrap, BeforeApplicationS
         await sleep(delayMs, signal);
         continue;
       }
+      this.readingSince = undefined;
       for (const run of runs) this.start(run);
       if (runs.length === 0) await sleep(this.subscriber.getNextDelay({ type: 'no_work' }), signal);
     }
   }
 
   private start(run: ClaimedRun): void {
+    this.counters.taken.set(run.workflow, (this.counters.taken.get(run.workflow) ?? 0) + 1);
     const lease = new RunLease(run.id, run.revision);
     const done = this.executor
       .execute(run, lease)
@@ -118,6 +140,7 @@ export class WorkerRuntime implements OnApplicationBootstrap, BeforeApplicationS
     if (leases.length === 0) return;
     try {
       const lost = new Set(await this.api.heartbeat(leases.map((lease) => ({ id: lease.runId, expectedRevision: lease.revision }))));
+      this.counters.heartbeats += leases.length - lost.size;
       for (const lease of leases) {
         if (lost.has(lease.runId)) {
           this.logger.warn(`run ${lease.runId}: claim lost (taken over or cancelled); stopping it`);

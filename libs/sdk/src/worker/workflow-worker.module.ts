@@ -1,5 +1,7 @@
 import { ClassProvider, DynamicModule, ExistingProvider, FactoryProvider, Module, type ModuleMetadata } from '@nestjs/common';
 import { RedisConnection } from '@app/streams';
+import { TerminusModule } from '@nestjs/terminus';
+import { WorkerHealth } from './worker.health';
 import { hostname } from 'node:os';
 import { FailoverSubscriber } from '../subscribers/failover.subscriber';
 import { HttpSubscriber } from '../subscribers/http.subscriber';
@@ -61,7 +63,7 @@ export class WorkflowWorkerModule {
     const { subscriber, imports, ...workerOptions } = options;
     return {
       module: WorkflowWorkerModule,
-      imports,
+      imports: [...(imports ?? []), TerminusModule],
       providers: [
         { provide: WORKER_OPTIONS, useValue: resolveWorkerOptions(workerOptions) },
         WorkflowRegistry,
@@ -76,8 +78,9 @@ export class WorkflowWorkerModule {
           inject: [PRIMARY_SUBSCRIBER, HttpSubscriber, WORKER_OPTIONS],
         },
         WorkerRuntime,
+        WorkerHealth,
       ],
-      exports: [WorkerRuntime, CoordinatorApi, WorkflowRegistry, WORKER_OPTIONS, SUBSCRIBER],
+      exports: [WorkerRuntime, CoordinatorApi, WorkflowRegistry, WORKER_OPTIONS, SUBSCRIBER, WorkerHealth],
     };
   }
 }

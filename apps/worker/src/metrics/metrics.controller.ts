@@ -1,0 +1,32 @@
+import { MetricsService } from '@app/metrics';
+import { FailoverSubscriber, type Subscriber, SUBSCRIBER, WorkerRuntime } from '@app/sdk';
+import { Controller, Get, Header, Inject, Res } from '@nestjs/common';
+import type { Response } from 'express';
+
+/** The worker's Prometheus series, read from the runtime's and the subscriber's counters at scrape. */
+@Controller('metrics')
+export class MetricsController {
+  constructor(
+    private readonly metrics: MetricsService,
+    runtime: WorkerRuntime,
+    @Inject(SUBSCRIBER) subscriber: Subscriber,
+  ) {
+    const failover = subscriber instanceof FailoverSubscriber ? subscriber : undefined;
+    const primary = (failover?.primary ?? subscriber) as Subscriber & { stale?: number };
+    metrics.gauge('worker_runs_active', 'Runs executing on this worker', () => runtime.activeRuns);
+    metrics.externalCounter('worker_runs_taken_total', 'Runs this worker took', () =>
+      [...runtime.counters.taken.values()].reduce((sum, n) => sum + n, 0),
+    );
+    metrics.externalCounter('worker_heartbeats_total', 'Claims refreshed by this worker', () => runtime.counters.heartbeats);
+    metrics.externalCounter('worker_subscriber_failovers_total', 'Switches from the primary subscriber to the HTTP backup', () => failover?.failovers ?? 0);
+    metrics.externalCounter('worker_stale_deliveries_total', 'Delivered messages dropped because the run had moved on', () => primary.stale ?? 0);
+    metrics.gauge('worker_subscriber_on_backup', '1 while the worker takes work from its HTTP backup', () => (failover?.usingBackup ? 1 : 0));
+  }
+
+  @Get()
+  @Header('cache-control', 'no-store')
+  async scrape(@Res() response: Response): Promise<void> {
+    const { contentType, body } = await this.metrics.text();
+    response.type(contentType).send(body);
+  }
+}

@@ -1,0 +1,196 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import type { INestApplication } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import type { AddressInfo } from 'node:net';
+import request from 'supertest';
+import { loadWorkerConfig } from '../apps/worker/src/config/worker.config';
+import { WorkerAppModule } from '../apps/worker/src/worker-app.module';
+import { type RunningCoordinator, startCoordinator } from './support/apps';
+import { createTestDatabase, type TestDatabase } from './support/database';
+import { eventually } from './support/poll';
+import { PostgresServer } from './support/postgres-server';
+import { freePort } from './support/processes';
+import { RedisServer, testPrefix } from './support/redis';
+
+const CLIENT_TOKEN = 'client-token-for-tests-0001';
+const WORKER_TOKEN = 'worker-token-for-tests-0001';
+
+/** Health, metrics, authentication and shutdown, against real PostgreSQL and Redis servers the test stops and starts. */
+describe('operability', () => {
+  let db: TestDatabase;
+
+  beforeAll(async () => {
+    db = await createTestDatabase('operability');
+  });
+
+  afterAll(async () => {
+    await db?.drop();
+  });
+
+  describe('authentication', () => {
+    let coordinator: RunningCoordinator;
+
+    beforeAll(async () => {
+      coordinator = await startCoordinator(db.url, { authDisabled: false, clientToken: CLIENT_TOKEN, workerToken: WORKER_TOKEN });
+    });
+
+    afterAll(async () => {
+      await coordinator?.close();
+    });
+
+    const runCount = async () => Number((await db.sql<{ count: string }>('SELECT count(*) FROM runs'))[0].count);
+
+    it.each([
+      ['no token', undefined],
+      ['a wrong token', 'Bearer nope'],
+      ['the worker token', `Bearer ${WORKER_TOKEN}`],
+      ['a malformed header', CLIENT_TOKEN],
+    ])('refuses a client call with %s (401, nothing written)', async (_name, authorization) => {
+      const before = await runCount();
+      const call = request(coordinator.url).post('/v1/runs').send({ workflow: 'echo', version: '1' });
+      const response = await (authorization ? call.set('authorization', authorization) : call);
+      expect(response.status).toBe(401);
+      expect(response.body).toMatchObject({ statusCode: 401, error: 'Unauthorized', reason: 'unauthorized' });
+      expect(await runCount()).toBe(before);
+    });
+
+    it('refuses a worker call without the worker token', async () => {
+      const claim = { workerId: 'w', workflows: [{ name: 'echo', version: '1' }], limit: 1 };
+      await request(coordinator.url).post('/v1/worker/claims').send(claim).expect(401);
+      await request(coordinator.url).post('/v1/worker/claims').set('authorization', `Bearer ${CLIENT_TOKEN}`).send(claim).expect(401);
+      await request(coordinator.url).post('/v1/worker/claims').set('authorization', `Bearer ${WORKER_TOKEN}`).send(claim).expect(200);
+    });
+
+    it('accepts the client token, and leaves health, metrics and the API description open', async () => {
+      await request(coordinator.url)
+        .post('/v1/runs')
+        .set('authorization', `Bearer ${CLIENT_TOKEN}`)
+        .send({ workflow: 'echo', version: '1' })
+        .expect(201);
+      await request(coordinator.url).get('/health/live').expect(200);
+      await request(coordinator.url).get('/metrics').expect(200);
+      const docs = await request(coordinator.url).get('/docs-json').expect(200);
+      expect(docs.body.paths['/v1/runs'].post).toBeDefined();
+    });
+  });
+
+  it('exposes the Prometheus series after a run', async () => {
+    const redis = new RedisServer(await freePort());
+    await redis.start();
+    const coordinator = await startCoordinator(db.url, { dispatch: 'redis-zset', redisUrl: redis.url, redisPrefix: testPrefix('metrics') });
+    try {
+      const http = () => request(coordinator.url);
+      const run = (await http().post('/v1/runs').send({ workflow: 'metered', version: '1' }).expect(201)).body;
+      const claim = await http()
+        .post('/v1/worker/claims')
+        .send({ workerId: 'w', workflows: [{ name: 'metered', version: '1' }], limit: 1 })
+        .expect(200);
+      const revision = claim.body.runs[0].revision;
+      await http().post('/v1/worker/heartbeats').send({ workerId: 'w', runs: [{ id: run.id, expectedRevision: revision }] }).expect(200);
+      await http().post(`/v1/worker/runs/${run.id}/complete`).send({ expectedRevision: revision - 1, output: 1 }).expect(409);
+      await http().post(`/v1/worker/runs/${run.id}/complete`).send({ expectedRevision: revision, output: 1 }).expect(200);
+
+      const text = (await http().get('/metrics').expect(200)).text;
+      expect(text).toContain('wf_runs_started_total{workflow="metered"} 1');
+      expect(text).toContain('wf_runs_completed_total{workflow="metered"} 1');
+      expect(text).toMatch(/wf_dispatch_latency_seconds_count 1\b/);
+      expect(text).toMatch(/wf_claim_duration_seconds_count 1\b/);
+      expect(text).toContain('wf_revision_conflicts_total 1');
+      expect(text).toContain('wf_heartbeats_total 1');
+      for (const series of ['wf_outbox_processed_total', 'wf_outbox_failed_total', 'wf_outbox_dead_lettered_total', 'wf_outbox_in_flight', 'wf_outbox_backlog_age_seconds', 'wf_outbox_dead_letters']) {
+        expect(text).toContain(`\n${series} `);
+      }
+    } finally {
+      await coordinator.close();
+      await redis.stop();
+    }
+  });
+
+  it('coordinator readiness goes down with PostgreSQL or Redis and comes back with them', async () => {
+    const postgres = new PostgresServer(await freePort());
+    await postgres.start();
+    const redis = new RedisServer(await freePort());
+    await redis.start();
+    const coordinator = await startCoordinator(postgres.url, {
+      dispatch: 'redis-zset',
+      redisUrl: redis.url,
+      redisPrefix: testPrefix('health'),
+      listenerProbeIntervalMs: 200,
+    });
+    const ready = () => request(coordinator.url).get('/health/ready');
+    try {
+      expect((await ready()).status).toBe(200);
+
+      await redis.stop();
+      const redisDown = await eventually('readiness down without Redis', async () => {
+        const response = await ready();
+        return response.status === 503 ? response : undefined;
+      });
+      expect(redisDown.body.error.redis.status).toBe('down');
+      await redis.start();
+      await eventually('readiness back with Redis', async () => (await ready()).status === 200, 15_000);
+
+      await postgres.stop();
+      const pgDown = await eventually('readiness down without PostgreSQL', async () => {
+        const response = await ready();
+        return response.status === 503 ? response : undefined;
+      });
+      expect(pgDown.body.error.database.status).toBe('down');
+      await postgres.start();
+      await eventually('readiness back with PostgreSQL', async () => (await ready()).status === 200, 20_000);
+      expect((await request(coordinator.url).get('/health/live')).status).toBe(200);
+    } finally {
+      await coordinator.close();
+      await redis.stop();
+      await postgres.destroy();
+    }
+  }, 60_000);
+
+  it('worker health reflects its consume loop and the coordinator, and it serves metrics', async () => {
+    const coordinator = await startCoordinator(db.url);
+    const config = loadWorkerConfig({ COORDINATOR_URL: coordinator.url, CLAIM_WAIT_MS: '500', WORKER_PORT: '0' });
+    const worker: INestApplication = await NestFactory.create(WorkerAppModule.register(config), { logger: ['error'] });
+    await worker.listen(0, '127.0.0.1');
+    const workerUrl = `http://127.0.0.1:${(worker.getHttpServer().address() as AddressInfo).port}`;
+    try {
+      const live = await request(workerUrl).get('/health/live').expect(200);
+      expect(live.body.info.consumer.status).toBe('up');
+      await request(workerUrl).get('/health/ready').expect(200);
+      const metrics = (await request(workerUrl).get('/metrics').expect(200)).text;
+      expect(metrics).toContain('wf_worker_runs_active');
+      expect(metrics).toContain('wf_worker_subscriber_failovers_total');
+
+      await coordinator.close();
+      const down = await eventually('worker readiness down without the coordinator', async () => {
+        const response = await request(workerUrl).get('/health/ready');
+        return response.status === 503 ? response : undefined;
+      });
+      expect(down.body.error.coordinator.status).toBe('down');
+      // Its loop keeps going (retrying the claim), so it is still alive.
+      await request(workerUrl).get('/health/live').expect(200);
+    } finally {
+      await worker.close();
+      await coordinator.close().catch(() => undefined);
+    }
+  });
+
+  it('on shutdown, the coordinator ends claim long-polls at once and leaves no outbox batch in flight', async () => {
+    const coordinator = await startCoordinator(db.url, { dispatch: 'redis-zset', redisPrefix: testPrefix('shutdown') });
+    const polling = request(coordinator.url)
+      .post('/v1/worker/claims')
+      .send({ workerId: 'w', workflows: [{ name: 'nothing', version: '1' }], limit: 1, waitMs: 60_000 })
+      .then((response) => response);
+    await request(coordinator.url)
+      .post('/v1/runs/batch')
+      .send({ runs: Array.from({ length: 500 }, () => ({ workflow: 'burst', version: '1' })) })
+      .expect(201);
+    const started = Date.now();
+    await coordinator.close();
+    const response = await polling;
+    expect(response.status).toBe(200);
+    expect(response.body.runs).toEqual([]);
+    expect(Date.now() - started).toBeLessThan(30_000);
+    const inFlight = await db.sql<{ count: string }>(`SELECT count(*) FROM outbox WHERE status = 'in_flight'`);
+    expect(inFlight[0].count).toBe('0');
+  });
+});
