@@ -160,6 +160,10 @@ describe('runs API', () => {
       ['fractional priority', () => start({ workflow: 'echo', version: '1', priority: 1.5 }), 'invalid_priority'],
       ['priority out of range', () => start({ workflow: 'echo', version: '1', priority: 10_000 }), 'invalid_priority'],
       ['bad runAt', () => start({ workflow: 'echo', version: '1', runAt: 'tomorrow' }), 'invalid_runAt'],
+      ['runAt out of range', () => start({ workflow: 'echo', version: '1', runAt: '-010000-01-01T00:00:00Z' }), 'invalid_runAt'],
+      ['lone surrogate in input', () => start({ workflow: 'echo', version: '1', input: { a: 'x\ud800' } }), 'json_invalid_unicode'],
+      ['bad shard', () => start({ workflow: 'echo', version: '1', shard: 'eu west' }), 'invalid_shard'],
+      ['empty batch', () => http().post('/v1/runs/batch').send({ runs: [] }), 'invalid_runs'],
       ['array body', () => http().post('/v1/runs').send([1]), 'invalid_body'],
       [
         'malformed JSON',
@@ -175,7 +179,23 @@ describe('runs API', () => {
       ['unknown query field', () => http().get('/v1/runs?sort=asc'), 'unknown_field'],
       ['claim without workflows', () => http().post('/v1/worker/claims').send({ workerId: 'w', workflows: [], limit: 1 }), 'invalid_workflows'],
       ['claim limit 0', () => http().post('/v1/worker/claims').send({ workerId: 'w', workflows: [{ name: 'e', version: '1' }], limit: 0 }), 'invalid_limit'],
+      ['claim without workerId', () => http().post('/v1/worker/claims').send({ workflows: [{ name: 'e', version: '1' }], limit: 1 }), 'invalid_workerId'],
+      ['control character in workerId', () => http().post('/v1/worker/claims').send({ workerId: 'w\u0007', workflows: [{ name: 'e', version: '1' }], limit: 1 }), 'invalid_workerId'],
+      ['take with a malformed id', () => http().post('/v1/worker/takes').send({ workerId: 'w', runs: [{ id: 'x', revision: 1 }] }), 'invalid_id'],
+      ['heartbeat with a negative revision', () => http().post('/v1/worker/heartbeats').send({ workerId: 'w', runs: [{ id: '01a22c37-316c-762f-a717-4521456009df', expectedRevision: -1 }] }), 'invalid_expectedRevision'],
+      ['task without seq', () => http().post('/v1/worker/runs/01a22c37-316c-762f-a717-4521456009df/tasks').send({ expectedRevision: 1, key: 'a#1', name: 'a', status: 'completed', attempts: 1 }), 'invalid_seq'],
+      ['task output with NUL', () => http().post('/v1/worker/runs/01a22c37-316c-762f-a717-4521456009df/tasks').send({ expectedRevision: 1, key: 'a#1', seq: 0, name: 'a', status: 'completed', attempts: 1, output: '\u0000' }), 'json_nul_character'],
+      ['suspend of an unknown kind', () => http().post('/v1/worker/runs/01a22c37-316c-762f-a717-4521456009df/suspend').send({ expectedRevision: 1, key: 'k', seq: 0, kind: 'nap', name: 'n', delayMs: 1 }), 'invalid_kind'],
+      ['event with a bad name', () => http().post('/v1/runs/01a22c37-316c-762f-a717-4521456009df/events/a%20b').send({}), 'invalid_event_name'],
     ];
+
+    it('refuses a body over the size limit with 413', async () => {
+      const before = await countRuns();
+      const response = await start({ workflow: 'echo', version: '1', input: 'x'.repeat(3 * 1024 * 1024) });
+      expect(response.status).toBe(413);
+      expect(response.body).toMatchObject({ statusCode: 413, reason: 'payload_too_large' });
+      expect(await countRuns()).toBe(before);
+    });
 
     it.each(cases)('%s', async (_name, send, reason) => {
       const before = await countRuns();

@@ -74,21 +74,24 @@ export function parseInteger(value: unknown, field: string, min: number, max: nu
   return parsed;
 }
 
+const TIMESTAMP_MIN = Date.UTC(1970, 0, 1);
+const TIMESTAMP_MAX = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+
 export function parseTimestamp(value: unknown, field: string): Date {
   const date = typeof value === 'string' ? new Date(value) : undefined;
-  if (!date || Number.isNaN(date.getTime())) {
-    fail(`invalid_${field}`, `${field} must be an ISO 8601 timestamp`);
+  if (!date || Number.isNaN(date.getTime()) || date.getTime() < TIMESTAMP_MIN || date.getTime() > TIMESTAMP_MAX) {
+    fail(`invalid_${field}`, `${field} must be an ISO 8601 timestamp between the years 1970 and 9999`);
   }
   return date;
 }
 
 /**
- * Accepts any JSON value except strings containing NUL, which PostgreSQL jsonb rejects
- * (SQLSTATE 22P05) and which would otherwise wedge a run on every redelivery.
+ * Accepts any JSON value except text PostgreSQL jsonb rejects: NUL characters (SQLSTATE 22P05)
+ * and lone UTF-16 surrogates (22P02). Stored, either would wedge a run on every redelivery.
  */
 export function parseJson(value: unknown, field: string): JsonValue {
   if (value === undefined) return null;
-  assertNoNul(value, field);
+  assertStorableJson(value, field);
   const bytes = Buffer.byteLength(JSON.stringify(value));
   if (bytes > JSON_MAX_BYTES) {
     fail(`${field}_too_large`, `${field} is ${bytes} bytes; the limit is ${JSON_MAX_BYTES}`);
@@ -96,15 +99,20 @@ export function parseJson(value: unknown, field: string): JsonValue {
   return value as JsonValue;
 }
 
-function assertNoNul(value: unknown, field: string): void {
+function assertStorableJson(value: unknown, field: string): void {
   if (typeof value === 'string') {
-    if (value.includes('\u0000')) fail('json_nul_character', `${field} contains a NUL character (\\u0000)`);
+    assertStorableText(value, field);
   } else if (Array.isArray(value)) {
-    for (const item of value) assertNoNul(item, field);
+    for (const item of value) assertStorableJson(item, field);
   } else if (value !== null && typeof value === 'object') {
     for (const [key, item] of Object.entries(value)) {
-      if (key.includes('\u0000')) fail('json_nul_character', `${field} contains a NUL character (\\u0000)`);
-      assertNoNul(item, field);
+      assertStorableText(key, field);
+      assertStorableJson(item, field);
     }
   }
+}
+
+function assertStorableText(text: string, field: string): void {
+  if (text.includes('\u0000')) fail('json_nul_character', `${field} contains a NUL character (\\u0000)`);
+  if (!text.isWellFormed()) fail('json_invalid_unicode', `${field} contains a lone UTF-16 surrogate`);
 }

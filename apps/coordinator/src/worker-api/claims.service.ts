@@ -48,6 +48,12 @@ export class ClaimsService {
         wait?.cancel();
         throw error;
       }
+      if (runs.length > 0 && gone()) {
+        // The worker went away while these were being claimed: give them back for others at once.
+        wait?.cancel();
+        await Promise.all(runs.map((run) => this.leases.release(run.id, run.revision).catch(() => undefined)));
+        return [];
+      }
       if (runs.length > 0 || !wait || this.listener.isClosed) {
         wait?.cancel();
         return runs;

@@ -30,7 +30,8 @@ export class LeaderElection implements OnModuleInit, OnApplicationShutdown {
   private readonly daemons = new Map<string, { daemon: SingletonDaemon; leading: boolean }>();
   private client: Client | undefined;
   private timer: NodeJS.Timeout | undefined;
-  private checking = false;
+  private checking: Promise<void> | undefined;
+  private stopped = false;
 
   constructor(@Inject(LEADER_ELECTION_OPTIONS) private readonly options: LeaderElectionOptions) {}
 
@@ -49,15 +50,21 @@ export class LeaderElection implements OnModuleInit, OnApplicationShutdown {
   }
 
   async onApplicationShutdown(): Promise<void> {
+    this.stopped = true;
     clearInterval(this.timer);
+    await this.checking;
     await this.stepDown();
     await this.client?.end().catch(() => undefined);
     this.client = undefined;
   }
 
-  private async check(): Promise<void> {
-    if (this.checking || this.daemons.size === 0) return;
-    this.checking = true;
+  private check(): Promise<void> {
+    if (this.checking || this.stopped || this.daemons.size === 0) return this.checking ?? Promise.resolve();
+    this.checking = this.checkOnce().finally(() => (this.checking = undefined));
+    return this.checking;
+  }
+
+  private async checkOnce(): Promise<void> {
     try {
       const client = await this.session();
       await withTimeout(client.query('SELECT 1'), PROBE_TIMEOUT_MS);
@@ -66,7 +73,7 @@ export class LeaderElection implements OnModuleInit, OnApplicationShutdown {
         const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock(hashtext($1)) AS locked', [
           `wf-daemon:${entry.daemon.name}`,
         ]);
-        if (rows[0].locked) {
+        if (rows[0].locked && !this.stopped) {
           entry.leading = true;
           this.logger.log(`leading ${entry.daemon.name}`);
           entry.daemon.start();
@@ -77,14 +84,12 @@ export class LeaderElection implements OnModuleInit, OnApplicationShutdown {
       await this.stepDown();
       this.client?.end().catch(() => undefined);
       this.client = undefined;
-    } finally {
-      this.checking = false;
     }
   }
 
   private async session(): Promise<Client> {
     if (this.client) return this.client;
-    const client = new Client({ connectionString: this.options.url, keepAlive: true });
+    const client = new Client({ connectionString: this.options.url, keepAlive: true, connectionTimeoutMillis: 5_000 });
     client.on('error', () => undefined); // surfaced by the next probe
     await client.connect();
     this.client = client;

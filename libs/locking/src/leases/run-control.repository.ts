@@ -47,35 +47,46 @@ export class RunControlRepository {
   /**
    * Cancels a run that is not terminal, and its unfinished descendants (child runs, recursively).
    * A parent waiting on the cancelled run is woken with the child's `cancelled` outcome.
+   *
+   * The run is locked first, in its own statement, so a child start it was waiting for has
+   * committed. Then descendants are cancelled in fresh statements (each sees what committed before
+   * it), repeated until a pass finds nothing: a child started while we cancelled its parent cannot be
+   * missed, and no new child can start under a cancelled run (child starts need a running parent).
    */
   async cancel(id: string): Promise<ControlOutcome> {
-    const [row] = await this.db.query<{ previous: RunStatus; applied: boolean }>(
-      `WITH RECURSIVE target AS (
-         SELECT id, status FROM runs WHERE id = $1 FOR UPDATE
-       ), tree AS (
-         SELECT id FROM target WHERE status IN ('queued', 'running', 'waiting')
-         UNION
-         SELECT r.id FROM runs r JOIN tree t ON r.parent_id = t.id
-       ), cancelled AS (
-         UPDATE runs r
-            SET status = 'cancelled', revision = r.revision + 1, heartbeat_at = NULL,
-                finished_at = now(), updated_at = now()
-           FROM (SELECT id FROM tree) t
-          WHERE r.id = t.id AND r.status IN ('queued', 'running', 'waiting')
-         RETURNING r.id, r.revision, r.parent_id, r.status, r.output, r.error,
-                   (SELECT status FROM runs WHERE id = r.id) AS from_status
-       ), history AS (
-         ${appendHistory('cancelled', 'from_status', `'cancelled'`)}
-       ), top AS (
-         SELECT * FROM cancelled WHERE id = $1
-       ), ${wakeParents('top')}
-       SELECT t.status AS previous,
-              EXISTS (SELECT 1 FROM top) AS applied,
-              ${notifyFinished('cancelled')}, ${notifyReady('woken_parents')}
-         FROM target t`,
-      [id],
-    );
-    return row ?? { applied: false };
+    return this.db.transaction(async (tx) => {
+      const [target] = await tx.query<{ status: RunStatus }>(`SELECT status FROM runs WHERE id = $1 FOR UPDATE`, [id]);
+      if (!target) return { applied: false };
+      if (!['queued', 'running', 'waiting'].includes(target.status)) return { previous: target.status, applied: false };
+      for (let pass = 0; pass < 100; pass++) {
+        const [{ cancelled }] = await tx.query<{ cancelled: number }>(
+          `WITH RECURSIVE tree AS (
+             SELECT id FROM runs WHERE id = $1
+             UNION
+             SELECT r.id FROM runs r JOIN tree t ON r.parent_id = t.id
+           ), locked AS (
+             SELECT r.id, r.status FROM runs r JOIN tree USING (id)
+              WHERE r.status IN ('queued', 'running', 'waiting')
+              FOR UPDATE OF r
+           ), cancelled AS (
+             UPDATE runs r
+                SET status = 'cancelled', revision = r.revision + 1, heartbeat_at = NULL,
+                    finished_at = now(), updated_at = now()
+               FROM locked l
+              WHERE r.id = l.id
+             RETURNING r.id, r.revision, r.parent_id, r.status, r.output, r.error, l.status AS from_status
+           ), history AS (
+             ${appendHistory('cancelled', 'from_status', `'cancelled'`)}
+           ), top AS (
+             SELECT * FROM cancelled WHERE id = $1
+           ), ${wakeParents('top')}
+           SELECT count(*)::int AS cancelled, ${notifyFinished('cancelled')}, ${notifyReady('woken_parents')} FROM cancelled`,
+          [id],
+        );
+        if (cancelled === 0) break;
+      }
+      return { previous: target.status, applied: true };
+    });
   }
 
   /**
@@ -112,20 +123,22 @@ export class RunControlRepository {
 
   /** Ends a durable sleep early: a run waiting on a sleep step becomes due now. */
   async wake(id: string): Promise<ControlOutcome> {
-    const [row] = await this.db.query<{ previous: RunStatus; applied: boolean }>(
-      `WITH target AS (
-         SELECT id, status FROM runs WHERE id = $1 FOR UPDATE
-       ), woken AS (
-         UPDATE runs r SET due_at = now(), updated_at = now()
-           FROM target t
-          WHERE r.id = t.id AND t.status = 'waiting'
-            AND EXISTS (SELECT 1 FROM tasks s WHERE s.run_id = r.id AND s.kind = 'sleep' AND s.status = 'waiting')
-         RETURNING r.queue
-       )
-       SELECT t.status AS previous, EXISTS (SELECT 1 FROM woken) AS applied, ${notifyReady('woken')} FROM target t`,
-      [id],
-    );
-    return row ?? { applied: false };
+    return this.db.transaction(async (tx) => {
+      // Locked first, in its own statement: a suspension committed while we waited is then visible.
+      const [run] = await tx.query<{ status: RunStatus }>(`SELECT status FROM runs WHERE id = $1 FOR UPDATE`, [id]);
+      if (!run) return { applied: false };
+      const woken = await tx.query(
+        `WITH woken AS (
+           UPDATE runs r SET due_at = now(), updated_at = now()
+            WHERE r.id = $1 AND r.status = 'waiting'
+              AND EXISTS (SELECT 1 FROM tasks s WHERE s.run_id = r.id AND s.kind = 'sleep' AND s.status = 'waiting')
+           RETURNING r.queue
+         )
+         SELECT ${notifyReady('woken')} FROM woken`,
+        [id],
+      );
+      return { previous: run.status, applied: woken.length > 0 };
+    });
   }
 
   /**

@@ -116,7 +116,7 @@ export class NotificationListener implements OnModuleInit, BeforeApplicationShut
   }
 
   private async connect(): Promise<void> {
-    const client = new Client({ connectionString: this.options.url, keepAlive: true });
+    const client = new Client({ connectionString: this.options.url, keepAlive: true, connectionTimeoutMillis: 5_000 });
     client.on('notification', (message) => this.dispatch(message.channel, message.payload ?? ''));
     client.on('error', (error) => this.lost(client, error));
     client.on('end', () => this.lost(client, new Error('connection ended')));

@@ -1,6 +1,6 @@
 import type { ClaimedRun, StoredTask, TaskResultRequest } from '@app/contracts';
 import { beforeEach, describe, expect, it } from '@jest/globals';
-import { EngineHttpError } from '../http/json-http.client';
+import { CoordinatorUnavailableError, EngineHttpError } from '../http/json-http.client';
 import { defineWorkflow } from '../workflow/workflow';
 import type { CoordinatorApi } from './coordinator.api';
 import { RunExecutor } from './run-executor';
@@ -14,6 +14,7 @@ class FakeCoordinator {
   completed: unknown[] = [];
   failed: unknown[] = [];
   conflictOnTask: string | undefined;
+  unreachable = false;
 
   async recordTask(_runId: string, task: TaskResultRequest): Promise<StoredTask> {
     if (task.key === this.conflictOnTask) throw new EngineHttpError(409, 'revision_conflict', 'stale');
@@ -21,6 +22,7 @@ class FakeCoordinator {
     return { key: task.key, kind: 'task', seq: task.seq, status: task.status, attempts: task.attempts, output: task.output, error: task.error };
   }
   async complete(_runId: string, request: { output: unknown }): Promise<void> {
+    if (this.unreachable) throw new CoordinatorUnavailableError('POST /complete: ECONNREFUSED');
     this.completed.push(request.output);
   }
   async fail(_runId: string, request: { error: unknown }): Promise<void> {
@@ -29,6 +31,25 @@ class FakeCoordinator {
 }
 
 const executions: string[] = [];
+/** Compensates in a catch block: after a 409 the compensation must not run. */
+const compensating = defineWorkflow<Record<string, never>, string>({
+  name: 'compensating',
+  version: '1',
+  handler: async (ctx) => {
+    try {
+      await ctx.task('charge', () => {
+        executions.push('charge');
+        return 1;
+      });
+    } catch {
+      await ctx.task('refund', () => {
+        executions.push('refund');
+        return 1;
+      });
+    }
+    return 'done';
+  },
+});
 const threeSteps = defineWorkflow<{ n: number }, { total: number }>({
   name: 'three-steps',
   version: '1',
@@ -55,7 +76,7 @@ describe('RunExecutor', () => {
   beforeEach(() => {
     executions.length = 0;
     coordinator = new FakeCoordinator();
-    const options = resolveWorkerOptions({ workflows: [threeSteps], coordinatorUrl: 'http://unused' });
+    const options = resolveWorkerOptions({ workflows: [threeSteps, compensating], coordinatorUrl: 'http://unused' });
     executor = new RunExecutor(coordinator as unknown as CoordinatorApi, new WorkflowRegistry(options), options);
   });
 
@@ -109,6 +130,24 @@ describe('RunExecutor', () => {
     expect(lease.signal.aborted).toBe(true);
     expect(executions).toEqual(['a', 'b']);
     expect(coordinator.recorded.map((task) => task.key)).toEqual(['a#1']);
+    expect(coordinator.completed).toEqual([]);
+    expect(coordinator.failed).toEqual([]);
+  });
+
+  it('never records a finished run as failed because its completion could not be reported', async () => {
+    coordinator.unreachable = true;
+    const lease = new RunLease('run-1', 3);
+    await executor.execute(claimed(), lease);
+    expect(coordinator.failed).toEqual([]);
+    expect(lease.isLost).toBe(true);
+  });
+
+  it('after a 409 inside a task, the handler cannot run further steps (no compensation on a lost run)', async () => {
+    coordinator.conflictOnTask = 'charge#1';
+    const lease = new RunLease('run-2', 3);
+    await executor.execute({ ...claimed(), id: 'run-2', workflow: 'compensating' }, lease);
+    expect(executions).toEqual(['charge']);
+    expect(coordinator.recorded).toEqual([]);
     expect(coordinator.completed).toEqual([]);
     expect(coordinator.failed).toEqual([]);
   });

@@ -1,6 +1,6 @@
 import { type ClaimedRun, type ErrorDetails, type JsonValue, MAX_DELAY_MS, parseIdentifier, type StoredTask } from '@app/contracts';
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { isRevisionConflict } from '../http/json-http.client';
+import { isRevisionConflict, isTransient } from '../http/json-http.client';
 import {
   ChildRunFailedError,
   ChildRunTimeoutError,
@@ -42,36 +42,51 @@ export class RunExecutor {
 
   async execute(run: ClaimedRun, lease: RunLease): Promise<void> {
     const workflow = this.registry.get(run.workflow, run.version);
+    let outcome: { ok: true; output: JsonValue } | { ok: false; error: unknown };
     try {
       if (!workflow) throw new Error(`workflow ${run.workflow} ${run.version} is not registered on this worker`);
       const output = await workflow.handler(new RunContext(run, lease, this.api, this.options), run.input);
       lease.throwIfEnded();
-      await this.api.complete(run.id, { expectedRevision: lease.revision, output: toJson(output) });
+      outcome = { ok: true, output: toJson(output) };
     } catch (error) {
       if (lease.isSuspended || error instanceof RunSuspendedError) return;
-      if (error instanceof RunLostError || lease.isLost || isRevisionConflict(error)) {
-        lease.lose('the coordinator refused a write (revision conflict)');
-        this.logger.warn(`run ${run.id} (${run.workflow} ${run.version}) is no longer ours; stopped without further writes`);
-        return;
+      if (lease.isLost || error instanceof RunLostError) return this.stopped(run, lease);
+      outcome = { ok: false, error };
+    }
+
+    // Reporting is apart from the handler: a report that cannot get through must never turn into
+    // a failure of the run. The run stays claimed and is taken over once its claim goes idle.
+    try {
+      if (outcome.ok) {
+        await this.api.complete(run.id, { expectedRevision: lease.revision, output: outcome.output });
+      } else {
+        const policy = workflow?.retry;
+        const retry = policy && !(outcome.error instanceof NonDeterminismError) && run.attempt < policy.maxAttempts;
+        const error = outcome.error instanceof TaskFailedError ? outcome.error.details : toErrorDetails(outcome.error);
+        await this.api.fail(run.id, { expectedRevision: lease.revision, error, retryDelayMs: retry ? retryDelayMs(policy, run.attempt) : undefined });
       }
-      const policy = workflow?.retry;
-      const retry = policy && !(error instanceof NonDeterminismError) && run.attempt < policy.maxAttempts;
-      await this.failRun(run, lease, error, retry ? retryDelayMs(policy, run.attempt) : undefined);
+    } catch (reportError) {
+      if (isRevisionConflict(reportError)) {
+        lease.lose('the coordinator refused a write (revision conflict)');
+        return this.stopped(run, lease);
+      }
+      lease.lose(`its outcome could not be reported: ${(reportError as Error).message}`);
+      this.logger.error('could not report the outcome of a run; it will be taken over once its claim goes idle', {
+        runId: run.id,
+        workflow: run.workflow,
+        error: (reportError as Error).message,
+      });
     }
   }
 
-  private async failRun(run: ClaimedRun, lease: RunLease, error: unknown, retryInMs: number | undefined): Promise<void> {
-    const details: ErrorDetails = error instanceof TaskFailedError ? error.details : toErrorDetails(error);
-    try {
-      await this.api.fail(run.id, { expectedRevision: lease.revision, error: details, retryDelayMs: retryInMs });
-    } catch (reportError) {
-      if (isRevisionConflict(reportError)) {
-        lease.lose('revision conflict');
-        this.logger.warn(`run ${run.id} is no longer ours; its failure was not recorded`);
-        return;
-      }
-      throw reportError;
-    }
+  private stopped(run: ClaimedRun, lease: RunLease): void {
+    this.logger.warn('run is no longer ours; stopped without further writes', {
+      runId: run.id,
+      workflow: run.workflow,
+      version: run.version,
+      workerId: this.options.workerId,
+      reason: lease.lostReason,
+    });
   }
 }
 
@@ -107,14 +122,14 @@ class RunContext implements WorkflowContext {
     const retry = this.history.retryOf(step.key);
     const done = await this.runAttempts(step.key, step.seq, name, fn, options, retry ? Number(retry.attempts) : 0);
     this.lease.throwIfEnded();
-    const stored = await this.api.recordTask(this.runId, {
+    const stored = await this.call(() => this.api.recordTask(this.runId, {
       expectedRevision: this.lease.revision,
       key: step.key,
       seq: step.seq,
       name,
       attempts: done.attempts,
       ...(done.ok ? { status: 'completed' as const, output: done.output, error: null } : { status: 'failed' as const, output: null, error: done.error }),
-    });
+    }));
     return outcomeOf<T>(stored);
   }
 
@@ -179,9 +194,25 @@ class RunContext implements WorkflowContext {
     return this.history.next(kind, name);
   }
 
+  /**
+   * Sends a write under the claim. A 409 means the run is no longer ours, and a coordinator that
+   * stays unreachable means we cannot tell: either way this execution stops here (RunLostError, which
+   * the handler cannot outlive: every later step throws it too) and writes nothing more.
+   */
+  private async call<R>(send: () => Promise<R>): Promise<R> {
+    try {
+      return await send();
+    } catch (error) {
+      if (isRevisionConflict(error)) this.lease.lose('the coordinator refused a write (revision conflict)');
+      else if (isTransient(error)) this.lease.lose(`the coordinator could not be reached: ${(error as Error).message}`);
+      else throw error;
+      throw new RunLostError(this.runId, this.lease.lostReason!);
+    }
+  }
+
   /** Sends a suspending step; if the run did suspend, this execution ends here. */
   private async suspendAt(key: string, send: () => Promise<{ suspended: boolean; task: StoredTask }>): Promise<StoredTask> {
-    const response = await send();
+    const response = await this.call(send);
     if (!response.suspended) return response.task;
     this.lease.suspend();
     throw new RunSuspendedError(this.runId, key);

@@ -7,7 +7,7 @@ import { RunLostError, RunSuspendedError } from '../workflow/errors';
  */
 export class RunLease {
   private readonly controller = new AbortController();
-  private lostReason: string | undefined;
+  private reason: string | undefined;
   private suspended = false;
 
   constructor(
@@ -19,8 +19,12 @@ export class RunLease {
     return this.controller.signal;
   }
 
+  get lostReason(): string | undefined {
+    return this.reason;
+  }
+
   get isLost(): boolean {
-    return this.lostReason !== undefined;
+    return this.reason !== undefined;
   }
 
   get isSuspended(): boolean {
@@ -34,7 +38,7 @@ export class RunLease {
 
   lose(reason: string): void {
     if (!this.isHeld) return;
-    this.lostReason = reason;
+    this.reason = reason;
     this.controller.abort(new RunLostError(this.runId, reason));
   }
 
@@ -46,7 +50,7 @@ export class RunLease {
 
   /** Stops a handler that goes on after the run was lost or suspended. */
   throwIfEnded(): void {
-    if (this.lostReason !== undefined) throw new RunLostError(this.runId, this.lostReason);
+    if (this.reason !== undefined) throw new RunLostError(this.runId, this.reason);
     if (this.suspended) throw new RunSuspendedError(this.runId, 'an earlier step');
   }
 }

@@ -112,13 +112,15 @@ export class WorkerRuntime implements OnApplicationBootstrap, BeforeApplicationS
   private start(run: ClaimedRun): void {
     this.counters.taken.set(run.workflow, (this.counters.taken.get(run.workflow) ?? 0) + 1);
     const lease = new RunLease(run.id, run.revision);
+    // An older execution of the same run (lost, but still unwinding) must not clear this one's entry.
+    const current = () => this.active.get(run.id)?.lease === lease;
     const done = this.executor
       .execute(run, lease)
-      .catch((error: unknown) => this.logger.error(`run ${run.id} could not be reported: ${(error as Error).message}`))
-      .then(() => this.subscriber.acknowledge?.(run.id))
-      .catch((error: unknown) => this.logger.warn(`acknowledging run ${run.id} failed: ${(error as Error).message}`))
+      .catch((error: unknown) => this.logger.error('run failed unexpectedly in the worker', { runId: run.id, error: (error as Error).message }))
+      .then(() => (current() ? this.subscriber.acknowledge?.(run.id) : undefined))
+      .catch((error: unknown) => this.logger.warn('acknowledging a run failed', { runId: run.id, error: (error as Error).message }))
       .finally(() => {
-        this.active.delete(run.id);
+        if (current()) this.active.delete(run.id);
         const wake = this.slotFreed;
         this.slotFreed = undefined;
         wake?.();

@@ -67,7 +67,17 @@ export class ChildRunTimeoutError extends Error {
   }
 }
 
+/**
+ * A thrown value as storable error details. Text is made safe for jsonb (no NUL, no lone UTF-16
+ * surrogates), or a poisonous error message would be refused on every retry and wedge the run.
+ */
 export function toErrorDetails(error: unknown): ErrorDetails {
-  if (error instanceof Error) return { name: error.name, message: error.message, stack: error.stack };
-  return { name: 'Error', message: typeof error === 'string' ? error : (JSON.stringify(error) ?? String(error)) };
+  if (error instanceof Error) {
+    return { name: safeText(error.name), message: safeText(error.message), stack: error.stack === undefined ? undefined : safeText(error.stack) };
+  }
+  return { name: 'Error', message: safeText(typeof error === 'string' ? error : (JSON.stringify(error) ?? String(error))) };
+}
+
+function safeText(text: string): string {
+  return text.toWellFormed().replaceAll('\u0000', '\uFFFD');
 }
