@@ -16,5 +16,5 @@ COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 USER node
-EXPOSE 3000
+EXPOSE 3000 3001
 CMD ["node", "dist/apps/coordinator/apps/coordinator/src/main.js"]
