@@ -46,7 +46,10 @@ export class FailoverSubscriber implements Subscriber {
         this.onBackup = true;
         this.probeDelayMs = FIRST_PROBE_DELAY_MS;
         this.nextProbeAt = Date.now() + this.probeDelayMs;
-        this.logger.warn(`${this.primary.name} failed (${(error as Error).message}); taking work over HTTP until it recovers`);
+        this.logger.warn(`${this.primary.name} failed; taking work over HTTP until it recovers`, {
+          subscriber: this.primary.name,
+          error: (error as Error).message,
+        });
       }
     }
     const waitMs = Math.max(0, Math.min(this.claimWaitMs, this.nextProbeAt - Date.now()));

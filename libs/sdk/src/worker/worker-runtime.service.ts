@@ -131,9 +131,13 @@ export class WorkerRuntime implements OnApplicationBootstrap, BeforeApplicationS
   private async release(lease: RunLease): Promise<void> {
     try {
       await this.api.release(lease.runId, lease.revision);
-      this.logger.log(`run ${lease.runId} released for another worker`);
+      this.logger.log('run released for another worker', { runId: lease.runId, workerId: this.options.workerId });
     } catch (error) {
-      this.logger.warn(`releasing run ${lease.runId} failed (${(error as Error).message}); it is taken over after the idle timeout`);
+      this.logger.warn('releasing a run failed; it is taken over after the claim idle timeout', {
+        runId: lease.runId,
+        workerId: this.options.workerId,
+        error: (error as Error).message,
+      });
     }
   }
 
@@ -145,7 +149,7 @@ export class WorkerRuntime implements OnApplicationBootstrap, BeforeApplicationS
       this.counters.heartbeats += leases.length - lost.size;
       for (const lease of leases) {
         if (lost.has(lease.runId)) {
-          this.logger.warn(`run ${lease.runId}: claim lost (taken over or cancelled); stopping it`);
+          this.logger.warn('claim lost (taken over or cancelled); stopping the run', { runId: lease.runId, workerId: this.options.workerId });
           lease.lose('heartbeat refused: the run was taken over or cancelled');
         }
       }
