@@ -6,7 +6,7 @@ import { eventually } from './poll';
 const ROOT = join(__dirname, '..', '..');
 const running = new Set<AppProcess>();
 
-/** A real app process (run from TypeScript sources through test/support/register-ts.js). */
+/** A real app process (run from TypeScript sources through scripts/register-ts.js). */
 export class AppProcess {
   output = '';
   private readonly child: ChildProcess;
@@ -17,7 +17,7 @@ export class AppProcess {
     entry: string,
     env: Record<string, string>,
   ) {
-    this.child = spawn(process.execPath, ['-r', join(ROOT, 'test/support/register-ts.js'), join(ROOT, entry)], {
+    this.child = spawn(process.execPath, ['-r', join(ROOT, 'scripts/register-ts.js'), join(ROOT, entry)], {
       cwd: ROOT,
       env: { ...process.env, NO_COLOR: '1', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -14,6 +14,7 @@ export class CoordinatorMetrics {
   readonly claimDuration;
   readonly revisionConflicts;
   readonly heartbeats;
+  readonly httpRequests;
 
   constructor(metrics: MetricsService) {
     this.runsStarted = metrics.counter('runs_started_total', 'Runs started, by workflow', ['workflow']);
@@ -28,6 +29,7 @@ export class CoordinatorMetrics {
     this.claimDuration = metrics.histogram('claim_duration_seconds', 'Time of one claim or take statement', LATENCY_BUCKETS);
     this.revisionConflicts = metrics.counter('revision_conflicts_total', 'Worker writes refused because the run moved on (409)');
     this.heartbeats = metrics.counter('heartbeats_total', 'Claims refreshed by worker heartbeats');
+    this.httpRequests = metrics.counter('http_requests_total', 'HTTP requests received');
   }
 
   /** Records how long the runs waited and strips that bookkeeping from what the worker gets. */
