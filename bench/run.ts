@@ -1,0 +1,290 @@
+// `npm run bench`: measures the engine as users deploy it (built coordinator and worker processes,
+// PostgreSQL with fsync on) in each dispatch mode, against fresh databases and key prefixes.
+// Writes bench/results/<timestamp>.{json,md} and bench/results/latest.md.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { cpus, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { Client } from 'pg';
+
+const ROOT = join(__dirname, '..');
+const SERVER_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const MODES = ['http', 'redis-zset', 'redis-streams'] as const;
+type Mode = (typeof MODES)[number];
+const TOKEN = { client: `bench-client-${randomBytes(8).toString('hex')}`, worker: `bench-worker-${randomBytes(8).toString('hex')}` };
+
+const W1_RUNS = 5_000;
+const W2_RUNS = 300;
+const W3A_CHAINS = 50;
+const W3B_CHAINS = 200;
+const CHAIN_STEPS = 10;
+
+interface Result {
+  mode: Mode;
+  w1DrainPerSecond: number;
+  w1CreateDrainPerSecond: number;
+  w2StartP50: number;
+  w2StartP95: number;
+  w2StartP99: number;
+  w2ResultP50: number;
+  w2ResultP99: number;
+  w3aP50: number;
+  w3aP95: number;
+  w3bStepsPerSecond: number;
+  commitsPerRun: number;
+  commitsPerStep: number;
+  requestsPerRun: number;
+  coordinatorPeakRssMb: number;
+  workerPeakRssMb: number;
+}
+
+function log(message: string): void {
+  process.stdout.write(`[bench] ${message}\n`);
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+const round = (value: number, digits = 1) => Math.round(value * 10 ** digits) / 10 ** digits;
+
+class Proc {
+  readonly child: ChildProcess;
+  output = '';
+
+  constructor(entry: string, env: Record<string, string>) {
+    this.child = spawn(process.execPath, [join(ROOT, entry)], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    this.child.stdout!.on('data', (chunk) => (this.output += chunk));
+    this.child.stderr!.on('data', (chunk) => (this.output += chunk));
+  }
+
+  /** Peak resident set size (VmHWM) in MB. */
+  peakRssMb(): number {
+    const status = readFileSync(`/proc/${this.child.pid}/status`, 'utf8');
+    return round(Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024, 0);
+  }
+
+  async stop(): Promise<void> {
+    if (this.child.exitCode !== null) return;
+    const exited = new Promise((resolve) => this.child.once('exit', resolve));
+    this.child.kill('SIGTERM');
+    const timer = setTimeout(() => this.child.kill('SIGKILL'), 15_000);
+    await exited;
+    clearTimeout(timer);
+  }
+}
+
+async function until(what: string, check: () => Promise<boolean>, timeoutMs = 120_000, everyMs = 20): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, everyMs));
+  }
+}
+
+async function api<T>(base: string, method: string, path: string, body?: unknown): Promise<T> {
+  const response = await fetch(base + path, {
+    method,
+    headers: { authorization: `Bearer ${TOKEN.client}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${await response.text()}`);
+  return (await response.json()) as T;
+}
+
+async function benchMode(mode: Mode): Promise<Result> {
+  const database = `wf_bench_${mode.replace(/-/g, '_')}_${randomBytes(3).toString('hex')}`;
+  const admin = new Client({ connectionString: SERVER_URL });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${database}`);
+  const url = new URL(SERVER_URL);
+  url.pathname = `/${database}`;
+  const db = new Client({ connectionString: url.toString() });
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const prefix = `bench:${randomBytes(4).toString('hex')}:`;
+  const dispatch = mode === 'http' ? 'none' : mode;
+  const common = { LOG_LEVEL: 'warn', LOG_FORMAT: 'json', REDIS_URL, REDIS_PREFIX: prefix };
+  const coordinator = new Proc('dist/apps/coordinator/apps/coordinator/src/main.js', {
+    ...common,
+    DATABASE_URL: url.toString(),
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    DISPATCH: dispatch,
+    CLIENT_TOKEN: TOKEN.client,
+    WORKER_TOKEN: TOKEN.worker,
+    DATABASE_POOL_SIZE: '20',
+  });
+  let worker: Proc | undefined;
+  try {
+    await until('the coordinator', () => fetch(`${base}/health/ready`).then((r) => r.ok, () => false), 60_000, 100);
+    const workerPort = await freePort();
+    worker = new Proc('dist/apps/worker/apps/worker/src/main.js', {
+      ...common,
+      COORDINATOR_URL: base,
+      WORKER_TOKEN: TOKEN.worker,
+      WORKER_CONCURRENCY: '50',
+      WORKER_PORT: String(workerPort),
+      SUBSCRIBER: mode,
+    });
+    await until('the worker', () => fetch(`http://127.0.0.1:${workerPort}/health/ready`).then((r) => r.ok, () => false), 60_000, 100);
+    await db.connect();
+    const commits = async () => {
+      // Backends flush their statistics at most once a second: wait for that, then read. Idle
+      // claim polls (about one a second) add a little noise to the deltas.
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      const [row] = (await db.query(`SELECT xact_commit::bigint AS n FROM pg_stat_database WHERE datname = $1`, [database])).rows;
+      return Number(row.n);
+    };
+    const requests = async () => {
+      const text = await (await fetch(`${base}/metrics`)).text();
+      return Number(/^wf_http_requests_total (\d+)/m.exec(text)?.[1] ?? 0);
+    };
+    const completed = async (workflow: string) =>
+      Number((await db.query(`SELECT count(*) FROM runs WHERE workflow = $1 AND status = 'completed'`, [workflow])).rows[0].count);
+    const span = async (workflow: string) =>
+      Number(
+        (await db.query(`SELECT extract(epoch FROM max(finished_at) - min(started_at)) AS s FROM runs WHERE workflow = $1`, [workflow])).rows[0].s,
+      );
+
+    // Warm-up: JIT, connections, prepared plans.
+    await api(base, 'POST', '/v1/runs/batch', { runs: Array.from({ length: 200 }, () => ({ workflow: 'echo', version: '1', input: 1 })) });
+    await until('warm-up', async () => (await completed('echo')) === 200);
+
+    // W1: 5,000 single-task runs created in bulk, drained by one worker at concurrency 50.
+    log(`${mode}: W1 throughput (${W1_RUNS} single-task runs)`);
+    const commitsBeforeW1 = await commits();
+    const requestsBeforeW1 = await requests();
+    const w1Start = performance.now();
+    for (let i = 0; i < W1_RUNS; i += 1_000) {
+      await api(base, 'POST', '/v1/runs/batch', { runs: Array.from({ length: 1_000 }, () => ({ workflow: 'chain', version: '1', input: { steps: 1 } })) });
+    }
+    await until('W1 drained', async () => (await completed('chain')) === W1_RUNS, 300_000);
+    const w1Elapsed = (performance.now() - w1Start) / 1000;
+    const w1Drain = await span('chain');
+    const requestsPerRun = ((await requests()) - requestsBeforeW1 - 1) / W1_RUNS;
+    const commitsPerRun = ((await commits()) - commitsBeforeW1) / W1_RUNS;
+
+    // W2: one run at a time: start latency (request -> handler begins) and result latency.
+    log(`${mode}: W2 idle latency (${W2_RUNS} runs one after another)`);
+    const startLatency: number[] = [];
+    const resultLatency: number[] = [];
+    for (let i = 0; i < W2_RUNS; i++) {
+      const t0 = performance.timeOrigin + performance.now();
+      const run = await api<{ id: string }>(base, 'POST', '/v1/runs', { workflow: 'probe', version: '1' });
+      const done = await api<{ status: string; output: { startedAt: number } }>(base, 'GET', `/v1/runs/${run.id}/result?waitMs=10000`);
+      const t1 = performance.timeOrigin + performance.now();
+      if (done.status !== 'completed') throw new Error(`probe run ${run.id} is ${done.status}`);
+      startLatency.push(done.output.startedAt - t0);
+      resultLatency.push(t1 - t0);
+    }
+
+    // W3a: 10-step chains one after another; W3b: 200 at once.
+    log(`${mode}: W3 chains (${W3A_CHAINS} sequential, ${W3B_CHAINS} concurrent, ${CHAIN_STEPS} steps)`);
+    const chainLatency: number[] = [];
+    for (let i = 0; i < W3A_CHAINS; i++) {
+      const t0 = performance.now();
+      const run = await api<{ id: string }>(base, 'POST', '/v1/runs', { workflow: 'chain', version: '1', input: { steps: CHAIN_STEPS }, idempotencyKey: `w3a-${i}` });
+      await api(base, 'GET', `/v1/runs/${run.id}/result?waitMs=20000`);
+      chainLatency.push(performance.now() - t0);
+    }
+    const commitsBeforeW3b = await commits();
+    await api(base, 'POST', '/v1/runs/batch', {
+      runs: Array.from({ length: W3B_CHAINS }, (_, i) => ({ workflow: 'chain', version: '1', input: { steps: CHAIN_STEPS }, idempotencyKey: `w3b-${i}` })),
+    });
+    await until('W3b drained', async () => (await completed('chain')) === W1_RUNS + W3A_CHAINS + W3B_CHAINS, 300_000);
+    const w3bSpan = Number(
+      (
+        await db.query(
+          `SELECT extract(epoch FROM max(finished_at) - min(started_at)) AS s FROM runs WHERE workflow = 'chain' AND idempotency_key LIKE 'w3b-%'`,
+        )
+      ).rows[0].s,
+    );
+    const w3bSteps = W3B_CHAINS * CHAIN_STEPS;
+    const commitsPerStep = ((await commits()) - commitsBeforeW3b) / w3bSteps;
+
+    return {
+      mode,
+      w1DrainPerSecond: round(W1_RUNS / w1Drain, 0),
+      w1CreateDrainPerSecond: round(W1_RUNS / w1Elapsed, 0),
+      w2StartP50: round(percentile(startLatency, 50), 2),
+      w2StartP95: round(percentile(startLatency, 95), 2),
+      w2StartP99: round(percentile(startLatency, 99), 2),
+      w2ResultP50: round(percentile(resultLatency, 50), 2),
+      w2ResultP99: round(percentile(resultLatency, 99), 2),
+      w3aP50: round(percentile(chainLatency, 50), 1),
+      w3aP95: round(percentile(chainLatency, 95), 1),
+      w3bStepsPerSecond: round(w3bSteps / w3bSpan, 0),
+      commitsPerRun: round(commitsPerRun, 2),
+      commitsPerStep: round(commitsPerStep, 2),
+      requestsPerRun: round(requestsPerRun, 2),
+      coordinatorPeakRssMb: coordinator.peakRssMb(),
+      workerPeakRssMb: worker.peakRssMb(),
+    };
+  } finally {
+    await worker?.stop();
+    await coordinator.stop();
+    await db.end().catch(() => undefined);
+    await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+    await admin.end();
+  }
+}
+
+function markdown(results: Result[], when: string): string {
+  const rows: [string, (r: Result) => number | string][] = [
+    ['W1 drain (runs/s)', (r) => r.w1DrainPerSecond],
+    ['W1 create+drain (runs/s)', (r) => r.w1CreateDrainPerSecond],
+    ['W2 start latency p50 / p95 / p99 (ms)', (r) => `${r.w2StartP50} / ${r.w2StartP95} / ${r.w2StartP99}`],
+    ['W2 result latency p50 / p99 (ms)', (r) => `${r.w2ResultP50} / ${r.w2ResultP99}`],
+    ['W3a 10-step chain p50 / p95 (ms)', (r) => `${r.w3aP50} / ${r.w3aP95}`],
+    ['W3b chain steps/s (200 chains at once)', (r) => r.w3bStepsPerSecond],
+    ['PostgreSQL commits per single-task run (W1)', (r) => r.commitsPerRun],
+    ['PostgreSQL commits per step (W3b)', (r) => r.commitsPerStep],
+    ['HTTP requests per single-task run (W1)', (r) => r.requestsPerRun],
+    ['peak RSS coordinator / worker (MB)', (r) => `${r.coordinatorPeakRssMb} / ${r.workerPeakRssMb}`],
+  ];
+  const header = `| measure | ${results.map((r) => r.mode).join(' | ')} |\n|---|${results.map(() => '---').join('|')}|\n`;
+  const body = rows.map(([name, value]) => `| ${name} | ${results.map(value).join(' | ')} |`).join('\n');
+  const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'CPU'}, ${round(totalmem() / 2 ** 30, 0)} GiB, Node ${process.version}`;
+  return `Run ${when} on ${machine}.\n\n${header}${body}\n`;
+}
+
+async function main(): Promise<void> {
+  const modes = process.argv.includes('--mode') ? [process.argv[process.argv.indexOf('--mode') + 1] as Mode] : [...MODES];
+  const results: Result[] = [];
+  for (const mode of modes) {
+    log(`${mode}: starting coordinator and worker`);
+    const result = await benchMode(mode);
+    log(`${mode}: ${JSON.stringify(result)}`);
+    results.push(result);
+  }
+  const when = new Date().toISOString();
+  const table = markdown(results, when);
+  process.stdout.write(`\n${table}\n`);
+  const dir = join(ROOT, 'bench', 'results');
+  mkdirSync(dir, { recursive: true });
+  const stamp = when.replace(/[:.]/g, '-');
+  writeFileSync(join(dir, `${stamp}.json`), JSON.stringify({ when, results }, null, 2));
+  writeFileSync(join(dir, `${stamp}.md`), table);
+  writeFileSync(join(dir, 'latest.md'), table);
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});
