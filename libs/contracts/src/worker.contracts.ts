@@ -305,3 +305,47 @@ export function parseTakeRunsRequest(raw: unknown): TakeRunsRequest {
     }),
   };
 }
+
+/**
+ * Several writes of one worker in one request and one transaction (`POST /v1/worker/reports`): the
+ * worker coalesces the task results and outcomes of its concurrent runs, so a busy worker pays one
+ * round trip and one commit for many of them. Each report is checked on its own.
+ */
+export type WorkerReport =
+  | { type: 'task'; runId: string; task: TaskResultRequest }
+  | { type: 'complete'; runId: string; complete: CompleteRunRequest }
+  | { type: 'fail'; runId: string; fail: FailRunRequest };
+
+export type ReportOutcome = { ok: true; result: unknown } | { ok: false; statusCode: number; reason: string; message: string };
+
+export interface ReportsResponse {
+  /** One per report, in order. */
+  outcomes: ReportOutcome[];
+}
+
+export const REPORTS_MAX = 500;
+
+export function parseReportsRequest(raw: unknown): WorkerReport[] {
+  const body = requireObject(raw, 'request body');
+  rejectUnknownFields(body, ['reports'], 'request body');
+  if (!Array.isArray(body.reports) || body.reports.length === 0 || body.reports.length > REPORTS_MAX) {
+    fail('invalid_reports', `reports must be an array of 1-${REPORTS_MAX} reports`);
+  }
+  return body.reports.map((item: unknown): WorkerReport => {
+    const report = requireObject(item, 'reports[]');
+    const runId = parseRunId(report.runId, 'runId');
+    switch (report.type) {
+      case 'task':
+        rejectUnknownFields(report, ['type', 'runId', 'task'], 'reports[]');
+        return { type: 'task', runId, task: parseTaskResultRequest(report.task) };
+      case 'complete':
+        rejectUnknownFields(report, ['type', 'runId', 'complete'], 'reports[]');
+        return { type: 'complete', runId, complete: parseCompleteRunRequest(report.complete) };
+      case 'fail':
+        rejectUnknownFields(report, ['type', 'runId', 'fail'], 'reports[]');
+        return { type: 'fail', runId, fail: parseFailRunRequest(report.fail) };
+      default:
+        return fail('invalid_type', 'reports[].type must be one of task, complete, fail');
+    }
+  });
+}

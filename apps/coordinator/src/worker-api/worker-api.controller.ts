@@ -1,12 +1,14 @@
 import { Audience } from '../auth/auth.decorators';
 import {
   ClaimResponse,
+  ReportsResponse,
   HeartbeatResponse,
   parseClaimRequest,
   parseCompleteRunRequest,
   parseFailRunRequest,
   parseHeartbeatRequest,
   parseReleaseRunRequest,
+  parseReportsRequest,
   parseRunId,
   parseStartChildRequest,
   parseSuspendRequest,
@@ -24,6 +26,7 @@ import type { Response } from 'express';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config/coordinator.config';
 import { CoordinatorMetrics } from '../metrics/coordinator.metrics';
 import { ClaimsService } from './claims.service';
+import { WorkerWritesService } from './worker-writes.service';
 
 /**
  * The worker protocol. Every write after the claim carries `expectedRevision`; a stale one gets
@@ -37,6 +40,7 @@ export class WorkerApiController {
     private readonly leases: RunLeaseRepository,
     @Inject(COORDINATOR_CONFIG) private readonly config: CoordinatorConfig,
     private readonly metrics: CoordinatorMetrics,
+    private readonly writes: WorkerWritesService,
   ) {}
 
   @Post('claims')
@@ -74,35 +78,27 @@ export class WorkerApiController {
   @Post('runs/:id/tasks')
   @HttpCode(200)
   async recordTask(@Param('id') id: string, @Body() body: unknown): Promise<TaskResultResponse> {
-    return { task: await this.leases.recordTask(parseRunId(id), parseTaskResultRequest(body)) };
+    return { task: await this.writes.recordTask(parseRunId(id), parseTaskResultRequest(body)) };
+  }
+
+  /** Task results, completions and failures of several runs in one request and one transaction. */
+  @Post('reports')
+  @HttpCode(200)
+  async reports(@Body() body: unknown): Promise<ReportsResponse> {
+    return { outcomes: await this.writes.apply(parseReportsRequest(body)) };
   }
 
   @Post('runs/:id/complete')
   @HttpCode(200)
-  async complete(@Param('id') id: string, @Body() body: unknown): Promise<{ revision: number }> {
-    const request = parseCompleteRunRequest(body);
-    const { revision, workflow } = await this.leases.finish(parseRunId(id), request.expectedRevision, {
-      status: 'completed',
-      output: request.output,
-    });
-    this.metrics.runsCompleted.inc({ workflow });
-    return { revision };
+  complete(@Param('id') id: string, @Body() body: unknown): Promise<{ revision: number }> {
+    return this.writes.complete(parseRunId(id), parseCompleteRunRequest(body));
   }
 
   /** Fails the run, or with `retryDelayMs` schedules its next attempt (workflow-level retry). */
   @Post('runs/:id/fail')
   @HttpCode(200)
-  async fail(@Param('id') id: string, @Body() body: unknown): Promise<{ revision: number }> {
-    const request = parseFailRunRequest(body);
-    if (request.retryDelayMs !== undefined) {
-      return this.leases.retryLater(parseRunId(id), request.expectedRevision, request.error, request.retryDelayMs);
-    }
-    const { revision, workflow } = await this.leases.finish(parseRunId(id), request.expectedRevision, {
-      status: 'failed',
-      error: request.error,
-    });
-    this.metrics.runsFailed.inc({ workflow });
-    return { revision };
+  fail(@Param('id') id: string, @Body() body: unknown): Promise<{ revision: number }> {
+    return this.writes.fail(parseRunId(id), parseFailRunRequest(body));
   }
 
   /** Suspends the run at a sleep, event or retry-wait step (or resolves the step at once). */

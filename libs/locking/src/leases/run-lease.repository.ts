@@ -170,8 +170,8 @@ export class RunLeaseRepository {
    * one back and adopts it, so each task has exactly one recorded result. Writing a result also
    * counts as a heartbeat.
    */
-  async recordTask(runId: string, task: TaskResultRequest): Promise<StoredTask> {
-    const [row] = await this.db.query<{ owned: boolean; task: StoredTask | null }>(
+  async recordTask(runId: string, task: TaskResultRequest, on: SqlExecutor = this.db): Promise<StoredTask> {
+    const [row] = await on.query<{ owned: boolean; task: StoredTask | null }>(
       `WITH owner AS (
          UPDATE runs SET heartbeat_at = now(), updated_at = now()
           WHERE id = $1 AND revision = $2 AND status = 'running'
@@ -196,7 +196,7 @@ export class RunLeaseRepository {
       ],
     );
     if (!row.owned) throw await this.conflictFor(runId, task.expectedRevision);
-    return row.task ?? (await this.findStep(this.db, runId, task.key))!;
+    return row.task ?? (await this.findStep(on, runId, task.key))!;
   }
 
   /**
@@ -208,8 +208,9 @@ export class RunLeaseRepository {
     runId: string,
     expectedRevision: number,
     outcome: { status: 'completed'; output: JsonValue } | { status: 'failed'; error: ErrorDetails },
+    on: SqlExecutor = this.db,
   ): Promise<{ revision: number; workflow: string }> {
-    const [row] = await this.db.query<{ revision: number; workflow: string }>(
+    const [row] = await on.query<{ revision: number; workflow: string }>(
       `WITH finished AS (
          UPDATE runs
             SET status = $3, output = $4, error = $5, revision = revision + 1,
@@ -237,8 +238,14 @@ export class RunLeaseRepository {
    * attempt + 1. Completed steps are kept (it resumes from its checkpoints); failed ones and retry
    * waits are removed so they run again.
    */
-  async retryLater(runId: string, expectedRevision: number, error: ErrorDetails, delayMs: number): Promise<{ revision: number }> {
-    const [row] = await this.db.query<{ revision: number }>(
+  async retryLater(
+    runId: string,
+    expectedRevision: number,
+    error: ErrorDetails,
+    delayMs: number,
+    on: SqlExecutor = this.db,
+  ): Promise<{ revision: number }> {
+    const [row] = await on.query<{ revision: number }>(
       `WITH retried AS (
          UPDATE runs
             SET status = 'waiting', attempt = attempt + 1, error = $3, revision = revision + 1,

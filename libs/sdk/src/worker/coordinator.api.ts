@@ -1,3 +1,4 @@
+import { parseReportsRequest, REPORTS_MAX, type ReportsResponse, type WorkerReport } from '@app/contracts';
 import type {
   ClaimedRun,
   ClaimResponse,
@@ -10,14 +11,15 @@ import type {
   SuspendRequest,
   TakeRunsResponse,
   TaskResultRequest,
-  TaskResultResponse,
   WorkflowRef,
 } from '@app/contracts';
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { isTransient, JsonHttpClient } from '../http/json-http.client';
+import { EngineHttpError, isTransient, JsonHttpClient } from '../http/json-http.client';
 import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker.constants';
 
 const REPORT_ATTEMPTS = 6;
+/** Well below the coordinator's default body limit (2 MiB). */
+const BATCH_BYTES = 1024 * 1024;
 const REPORT_FIRST_DELAY_MS = 100;
 
 /** The worker side of the worker protocol (see WorkerApiController in the coordinator). */
@@ -25,6 +27,9 @@ const REPORT_FIRST_DELAY_MS = 100;
 export class CoordinatorApi {
   private readonly logger = new Logger(CoordinatorApi.name);
   private readonly http: JsonHttpClient;
+  /** Reports waiting for the one in flight to return (see report batching below). */
+  private pending: { report: WorkerReport; bytes: number; resolve: (result: unknown) => void; reject: (error: unknown) => void }[] = [];
+  private sending = false;
 
   constructor(@Inject(WORKER_OPTIONS) private readonly options: ResolvedWorkerOptions) {
     this.http = new JsonHttpClient(options.coordinatorUrl, options.headers);
@@ -60,17 +65,64 @@ export class CoordinatorApi {
   }
 
   async recordTask(runId: string, task: TaskResultRequest): Promise<StoredTask> {
-    const response = await this.report<TaskResultResponse>(`/v1/worker/runs/${runId}/tasks`, task);
-    return response.task;
+    return (await this.enqueue({ type: 'task', runId, task })) as StoredTask;
   }
 
   async complete(runId: string, request: CompleteRunRequest): Promise<void> {
-    await this.report(`/v1/worker/runs/${runId}/complete`, request);
+    await this.enqueue({ type: 'complete', runId, complete: request });
   }
 
   /** Fails the run; with `retryDelayMs`, schedules its next attempt instead. */
   async fail(runId: string, request: FailRunRequest): Promise<void> {
-    await this.report(`/v1/worker/runs/${runId}/fail`, request);
+    await this.enqueue({ type: 'fail', runId, fail: request });
+  }
+
+  /**
+   * Report batching ("group commit"): a report goes out at once when none is in flight; reports
+   * made while one is in flight wait for it and then go together, in one request and one
+   * transaction. An idle worker adds no delay; a busy one pays one commit for many runs' writes.
+   */
+  private enqueue(report: WorkerReport): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      // Checked here with the coordinator's own rules, so one bad report (say, an output with a NUL)
+      // fails its own run instead of the whole batch.
+      try {
+        parseReportsRequest({ reports: [report] });
+      } catch (error) {
+        return reject(error);
+      }
+      this.pending.push({ report, bytes: JSON.stringify(report).length, resolve, reject });
+      if (!this.sending) void this.sendPending();
+    });
+  }
+
+  /** The next batch: at most REPORTS_MAX reports and about BATCH_BYTES of JSON (one report may exceed it alone). */
+  private nextBatch() {
+    let bytes = 0;
+    let count = 0;
+    while (count < this.pending.length && count < REPORTS_MAX && (count === 0 || bytes + this.pending[count].bytes <= BATCH_BYTES)) {
+      bytes += this.pending[count].bytes;
+      count++;
+    }
+    return this.pending.splice(0, count);
+  }
+
+  private async sendPending(): Promise<void> {
+    this.sending = true;
+    while (this.pending.length > 0) {
+      const batch = this.nextBatch();
+      try {
+        const { outcomes } = await this.report<ReportsResponse>('/v1/worker/reports', { reports: batch.map((entry) => entry.report) });
+        batch.forEach((entry, i) => {
+          const outcome = outcomes[i];
+          if (outcome.ok) entry.resolve(outcome.result);
+          else entry.reject(new EngineHttpError(outcome.statusCode, outcome.reason, outcome.message));
+        });
+      } catch (error) {
+        for (const entry of batch) entry.reject(error);
+      }
+    }
+    this.sending = false;
   }
 
   suspend(runId: string, request: SuspendRequest): Promise<StepResponse> {
