@@ -14,6 +14,17 @@ import { CoordinatorMetrics } from '../metrics/coordinator.metrics';
 
 type Finished = { status: 'completed' | 'failed'; workflow: string } | undefined;
 
+/** Transactions one batch of reports is spread over, and the fewest reports worth a transaction of their own. */
+const REPORT_TRANSACTIONS = 4;
+const MIN_GROUP = 8;
+
+/** A stable group for a run, so all its reports land in the same transaction, in order. */
+function groupOf(runId: string, groups: number): number {
+  let hash = 0;
+  for (let i = 0; i < runId.length; i++) hash = (hash * 31 + runId.charCodeAt(i)) >>> 0;
+  return hash % groups;
+}
+
 /**
  * A worker's writes under its claims (task results, completions, failures), alone or coalesced:
  * a batch of reports runs in one transaction, one commit for all of them. Each report is
@@ -46,25 +57,45 @@ export class WorkerWritesService {
   }
 
   /**
-   * Applies reports in one transaction. A report refused by its revision check (or as not found)
-   * gets its error outcome and the others still apply. If the database rejects a statement (which
-   * aborts the transaction), the reports are applied one by one instead, so only the bad one fails.
+   * Applies reports in a few transactions run side by side (the reports of one run always in the
+   * same one, in order): one commit per group instead of per report, without running every
+   * statement of a large batch one after another on a single connection. A report refused by its
+   * revision check (or as not found) gets its error outcome and the others still apply. If the
+   * database rejects a statement (which aborts its transaction), that group's reports are applied
+   * one by one instead, so only the bad one fails.
    */
   async apply(reports: WorkerReport[]): Promise<ReportOutcome[]> {
-    let applied: { outcome: ReportOutcome; finished: Finished }[];
+    const groups = new Map<number, number[]>();
+    reports.forEach((report, index) => {
+      const group = groupOf(report.runId, Math.min(REPORT_TRANSACTIONS, Math.ceil(reports.length / MIN_GROUP)));
+      groups.set(group, [...(groups.get(group) ?? []), index]);
+    });
+    const applied = new Array<{ outcome: ReportOutcome; finished: Finished }>(reports.length);
+    await Promise.all(
+      [...groups.values()].map(async (indexes) => {
+        const results = await this.applyGroup(indexes.map((index) => reports[index]));
+        indexes.forEach((index, i) => (applied[index] = results[i]));
+      }),
+    );
+    for (const { finished } of applied) this.count(finished);
+    return applied.map(({ outcome }) => outcome);
+  }
+
+  private async applyGroup(reports: WorkerReport[]): Promise<{ outcome: ReportOutcome; finished: Finished }[]> {
+    // A lone report is one statement: it commits on its own without BEGIN/COMMIT round trips.
+    if (reports.length === 1) return [await this.applyOne(this.db, reports[0], true)];
     try {
-      applied = await this.db.transaction(async (tx) => {
+      return await this.db.transaction(async (tx) => {
         const results: { outcome: ReportOutcome; finished: Finished }[] = [];
         for (const report of reports) results.push(await this.applyOne(tx, report, false));
         return results;
       });
     } catch (error) {
-      this.logger.warn('a report batch failed as a whole; applying its reports one by one', { error: (error as Error).message });
-      applied = [];
-      for (const report of reports) applied.push(await this.applyOne(this.db, report, true));
+      this.logger.warn('a group of reports failed as a whole; applying them one by one', { error: (error as Error).message });
+      const results: { outcome: ReportOutcome; finished: Finished }[] = [];
+      for (const report of reports) results.push(await this.applyOne(this.db, report, true));
+      return results;
     }
-    for (const { finished } of applied) this.count(finished);
-    return applied.map(({ outcome }) => outcome);
   }
 
   private async applyOne(on: SqlExecutor, report: WorkerReport, isolate: boolean): Promise<{ outcome: ReportOutcome; finished: Finished }> {
