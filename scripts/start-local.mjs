@@ -159,8 +159,14 @@ try {
     () => fetch(`${coordinatorUrl}/health/ready`).then((r) => r.ok, () => false),
     60_000,
   );
-  startApp('worker', 'dist/apps/worker/apps/worker/src/main.js', { COORDINATOR_URL: coordinatorUrl });
-  log(`ready: coordinator on ${coordinatorUrl}, one worker. Try:`);
+  const workerPort = Number(process.env.WORKER_PORT ?? 3001);
+  startApp('worker', 'dist/apps/worker/apps/worker/src/main.js', { COORDINATOR_URL: coordinatorUrl, WORKER_PORT: String(workerPort) });
+  await waitFor(
+    'the worker to be ready',
+    () => fetch(`http://127.0.0.1:${workerPort}/health/ready`).then((r) => r.ok, () => false),
+    60_000,
+  );
+  log(`ready: coordinator on ${coordinatorUrl}, one worker (health on :${workerPort}). Try:`);
   console.log(
     `\n  curl -s -X POST ${coordinatorUrl}/v1/runs -H 'content-type: application/json' \\\n` +
       `    -d '{"workflow":"order-processing","version":"1.0.0","input":{"orderId":"o-1"}}'\n` +
