@@ -189,6 +189,33 @@ describe('worker protocol', () => {
     }
   });
 
+  it('applies coalesced reports together, each checked against its own run', async () => {
+    const [idA, idB] = await startRuns(2);
+    const claimed = await claim('w1', 2);
+    const a = claimed.find((run) => run.id === idA)!;
+    const b = claimed.find((run) => run.id === idB)!;
+    const task = (expectedRevision: number) => ({ expectedRevision, key: 'step#1', seq: 0, name: 'step', status: 'completed', attempts: 1, output: 7 });
+    const response = await http()
+      .post('/v1/worker/reports')
+      .send({
+        reports: [
+          { type: 'task', runId: a.id, task: task(a.revision) },
+          { type: 'task', runId: b.id, task: task(b.revision - 1) },
+          { type: 'complete', runId: a.id, complete: { expectedRevision: a.revision, output: 'a-done' } },
+          { type: 'complete', runId: '01a22c37-316c-762f-a717-4521456009df', complete: { expectedRevision: 1, output: null } },
+        ],
+      })
+      .expect(200);
+    expect(response.body.outcomes).toEqual([
+      { ok: true, result: expect.objectContaining({ key: 'step#1', output: 7 }) },
+      expect.objectContaining({ ok: false, statusCode: 409, reason: 'revision_conflict' }),
+      { ok: true, result: { revision: a.revision + 1 } },
+      expect.objectContaining({ ok: false, statusCode: 404, reason: 'run_not_found' }),
+    ]);
+    expect((await http().get(`/v1/runs/${a.id}`).expect(200)).body).toMatchObject({ status: 'completed', output: 'a-done', tasks: [expect.objectContaining({ output: 7 })] });
+    expect((await http().get(`/v1/runs/${b.id}`).expect(200)).body).toMatchObject({ status: 'running', revision: b.revision, tasks: [] });
+  });
+
   it('404s a write to an unknown run and 400s a malformed id', async () => {
     await http()
       .post('/v1/worker/runs/01a22c37-316c-762f-a717-4521456009df/complete')

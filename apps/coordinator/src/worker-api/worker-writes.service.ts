@@ -7,23 +7,12 @@ import {
   TaskResultRequest,
   WorkerReport,
 } from '@app/contracts';
-import { RunLeaseRepository } from '@app/locking';
+import { RunLeaseRepository, type RunOutcome } from '@app/locking';
 import { Database, type SqlExecutor } from '@app/persistence';
 import { Injectable, Logger } from '@nestjs/common';
 import { CoordinatorMetrics } from '../metrics/coordinator.metrics';
 
 type Finished = { status: 'completed' | 'failed'; workflow: string } | undefined;
-
-/** Transactions one batch of reports is spread over, and the fewest reports worth a transaction of their own. */
-const REPORT_TRANSACTIONS = 4;
-const MIN_GROUP = 8;
-
-/** A stable group for a run, so all its reports land in the same transaction, in order. */
-function groupOf(runId: string, groups: number): number {
-  let hash = 0;
-  for (let i = 0; i < runId.length; i++) hash = (hash * 31 + runId.charCodeAt(i)) >>> 0;
-  return hash % groups;
-}
 
 /**
  * A worker's writes under its claims (task results, completions, failures), alone or coalesced:
@@ -57,48 +46,57 @@ export class WorkerWritesService {
   }
 
   /**
-   * Applies reports in a few transactions run side by side (the reports of one run always in the
-   * same one, in order): one commit per group instead of per report, without running every
-   * statement of a large batch one after another on a single connection. A report refused by its
-   * revision check (or as not found) gets its error outcome and the others still apply. If the
-   * database rejects a statement (which aborts its transaction), that group's reports are applied
-   * one by one instead, so only the bad one fails.
+   * Applies reports in one transaction and a handful of statements: all task results in one
+   * statement, then all completions and failures in another (a run's task results always come before
+   * its outcome), then each workflow-level retry. Each report is checked against its own run, so a
+   * stale one is refused (409) without affecting the others. If the database rejects a statement
+   * (which aborts the transaction), the reports are applied one by one instead, so only the bad one
+   * fails.
    */
   async apply(reports: WorkerReport[]): Promise<ReportOutcome[]> {
-    const groups = new Map<number, number[]>();
-    reports.forEach((report, index) => {
-      const group = groupOf(report.runId, Math.min(REPORT_TRANSACTIONS, Math.ceil(reports.length / MIN_GROUP)));
-      groups.set(group, [...(groups.get(group) ?? []), index]);
-    });
-    const applied = new Array<{ outcome: ReportOutcome; finished: Finished }>(reports.length);
-    await Promise.all(
-      [...groups.values()].map(async (indexes) => {
-        const results = await this.applyGroup(indexes.map((index) => reports[index]));
-        indexes.forEach((index, i) => (applied[index] = results[i]));
-      }),
-    );
+    let applied: { outcome: ReportOutcome; finished: Finished }[];
+    try {
+      applied = await this.db.transaction((tx) => this.applyTogether(tx, reports));
+    } catch (error) {
+      this.logger.warn('a report batch failed as a whole; applying its reports one by one', { error: (error as Error).message });
+      applied = [];
+      for (const report of reports) applied.push(await this.applyOne(this.db, report));
+    }
     for (const { finished } of applied) this.count(finished);
     return applied.map(({ outcome }) => outcome);
   }
 
-  private async applyGroup(reports: WorkerReport[]): Promise<{ outcome: ReportOutcome; finished: Finished }[]> {
-    // A lone report is one statement: it commits on its own without BEGIN/COMMIT round trips.
-    if (reports.length === 1) return [await this.applyOne(this.db, reports[0], true)];
-    try {
-      return await this.db.transaction(async (tx) => {
-        const results: { outcome: ReportOutcome; finished: Finished }[] = [];
-        for (const report of reports) results.push(await this.applyOne(tx, report, false));
-        return results;
-      });
-    } catch (error) {
-      this.logger.warn('a group of reports failed as a whole; applying them one by one', { error: (error as Error).message });
-      const results: { outcome: ReportOutcome; finished: Finished }[] = [];
-      for (const report of reports) results.push(await this.applyOne(this.db, report, true));
-      return results;
+  private async applyTogether(tx: SqlExecutor, reports: WorkerReport[]): Promise<{ outcome: ReportOutcome; finished: Finished }[]> {
+    const applied = new Array<{ outcome: ReportOutcome; finished: Finished }>(reports.length);
+    const tasks = reports.flatMap((report, index) => (report.type === 'task' ? [{ index, runId: report.runId, task: report.task }] : []));
+    const finals = reports.flatMap((report, index): { index: number; runId: string; expectedRevision: number; outcome: RunOutcome }[] => {
+      if (report.type === 'complete') return [{ index, runId: report.runId, expectedRevision: report.complete.expectedRevision, outcome: { status: 'completed' as const, output: report.complete.output } }];
+      if (report.type === 'fail' && report.fail.retryDelayMs === undefined) {
+        return [{ index, runId: report.runId, expectedRevision: report.fail.expectedRevision, outcome: { status: 'failed' as const, error: report.fail.error } }];
+      }
+      return [];
+    });
+    if (tasks.length > 0) {
+      const results = await this.leases.recordTasks(tasks, tx);
+      tasks.forEach(({ index }, i) => (applied[index] = { outcome: toOutcome(results[i]), finished: undefined }));
     }
+    if (finals.length > 0) {
+      const results = await this.leases.finishMany(finals, tx);
+      finals.forEach(({ index, outcome }, i) => {
+        const result = results[i];
+        applied[index] = result instanceof Error
+          ? { outcome: toOutcome(result), finished: undefined }
+          : { outcome: { ok: true, result: { revision: result.revision } }, finished: { status: outcome.status, workflow: result.workflow } };
+      });
+    }
+    for (const [index, report] of reports.entries()) {
+      if (!applied[index]) applied[index] = await this.applyOne(tx, report);
+    }
+    return applied;
   }
 
-  private async applyOne(on: SqlExecutor, report: WorkerReport, isolate: boolean): Promise<{ outcome: ReportOutcome; finished: Finished }> {
+  /** One report on its own; errors of the request (EngineError) become its outcome. */
+  private async applyOne(on: SqlExecutor, report: WorkerReport): Promise<{ outcome: ReportOutcome; finished: Finished }> {
     try {
       switch (report.type) {
         case 'task':
@@ -113,10 +111,8 @@ export class WorkerWritesService {
         }
       }
     } catch (error) {
-      if (error instanceof EngineError) {
-        return { outcome: { ok: false, statusCode: error.statusCode, reason: error.reason, message: error.message }, finished: undefined };
-      }
-      if (!isolate) throw error;
+      if (error instanceof EngineError) return { outcome: toOutcome(error), finished: undefined };
+      if (on !== this.db) throw error;
       this.logger.error('a report could not be applied', { runId: report.runId, error: (error as Error).message });
       return { outcome: { ok: false, statusCode: 500, reason: 'internal_error', message: 'internal error; see the coordinator log' }, finished: undefined };
     }
@@ -140,4 +136,10 @@ export class WorkerWritesService {
     if (finished?.status === 'completed') this.metrics.runsCompleted.inc({ workflow: finished.workflow });
     if (finished?.status === 'failed') this.metrics.runsFailed.inc({ workflow: finished.workflow });
   }
+}
+
+function toOutcome(result: unknown): ReportOutcome {
+  if (result instanceof EngineError) return { ok: false, statusCode: result.statusCode, reason: result.reason, message: result.message };
+  if (result instanceof Error) throw result;
+  return { ok: true, result };
 }

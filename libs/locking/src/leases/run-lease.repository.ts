@@ -36,6 +36,8 @@ export interface ClaimParams {
 /** A claimed run, with how long it had been ready (null when it was taken over from a dead worker). */
 export type TakenRun = ClaimedRun & { readyForSeconds: number | null };
 
+export type RunOutcome = { status: 'completed'; output: JsonValue } | { status: 'failed'; error: ErrorDetails };
+
 export interface NewChild {
   id: string;
   queue: string;
@@ -171,32 +173,57 @@ export class RunLeaseRepository {
    * counts as a heartbeat.
    */
   async recordTask(runId: string, task: TaskResultRequest, on: SqlExecutor = this.db): Promise<StoredTask> {
-    const [row] = await on.query<{ owned: boolean; task: StoredTask | null }>(
-      `WITH owner AS (
-         UPDATE runs SET heartbeat_at = now(), updated_at = now()
-          WHERE id = $1 AND revision = $2 AND status = 'running'
-         RETURNING id
+    return unwrap((await this.recordTasks([{ runId, task }], on))[0]);
+  }
+
+  /**
+   * recordTask for many runs in one statement (a worker's coalesced reports): each result is
+   * checked against its own run's revision, and comes back as the stored task or the error
+   * (409 stale, 404 unknown) for that one alone.
+   */
+  async recordTasks(items: { runId: string; task: TaskResultRequest }[], on: SqlExecutor = this.db): Promise<(StoredTask | Error)[]> {
+    const rows = await on.query<{ owned: boolean; task: StoredTask | null }>(
+      `WITH input AS (
+         SELECT * FROM unnest($1::uuid[], $2::integer[], $3::text[], $4::integer[], $5::text[], $6::text[],
+                              $7::integer[], $8::jsonb[], $9::jsonb[])
+                  WITH ORDINALITY AS i(run_id, revision, key, seq, name, status, attempts, output, error, n)
+       ), owner AS (
+         UPDATE runs r SET heartbeat_at = now(), updated_at = now()
+           FROM input i
+          WHERE r.id = i.run_id AND r.revision = i.revision AND r.status = 'running'
+         RETURNING r.id, r.revision
        ), inserted AS (
          INSERT INTO tasks (run_id, key, kind, seq, name, status, attempts, output, error)
-         SELECT id, $3, 'task', $4, $5, $6, $7, $8, $9 FROM owner
+         SELECT i.run_id, i.key, 'task', i.seq, i.name, i.status, i.attempts, i.output, i.error
+           FROM input i JOIN owner o ON o.id = i.run_id AND o.revision = i.revision
          ON CONFLICT (run_id, key) DO NOTHING
-         RETURNING ${STEP_COLUMNS}
+         RETURNING run_id, ${STEP_COLUMNS}
        )
-       SELECT EXISTS (SELECT 1 FROM owner) AS owned, (SELECT row_to_json(i) FROM inserted i) AS task`,
+       SELECT o.id IS NOT NULL AS owned,
+              (SELECT row_to_json(s) FROM (SELECT ${STEP_COLUMNS} FROM inserted t
+                                            WHERE t.run_id = i.run_id AND t.key = i.key) s) AS task
+         FROM input i LEFT JOIN owner o ON o.id = i.run_id AND o.revision = i.revision
+        ORDER BY i.n`,
       [
-        runId,
-        task.expectedRevision,
-        task.key,
-        task.seq,
-        task.name,
-        task.status,
-        task.attempts,
-        json(task.output),
-        json(task.error),
+        items.map(({ runId }) => runId),
+        items.map(({ task }) => task.expectedRevision),
+        items.map(({ task }) => task.key),
+        items.map(({ task }) => task.seq),
+        items.map(({ task }) => task.name),
+        items.map(({ task }) => task.status),
+        items.map(({ task }) => task.attempts),
+        items.map(({ task }) => json(task.output)),
+        items.map(({ task }) => json(task.error)),
       ],
     );
-    if (!row.owned) throw await this.conflictFor(runId, task.expectedRevision);
-    return row.task ?? (await this.findStep(on, runId, task.key))!;
+    return Promise.all(
+      rows.map(async (row, index) => {
+        const { runId, task } = items[index];
+        if (!row.owned) return this.conflictFor(runId, task.expectedRevision);
+        // Not inserted: a result for this key was recorded first; adopt it.
+        return row.task ?? (await this.findStep(on, runId, task.key))!;
+      }),
+    );
   }
 
   /**
@@ -204,33 +231,47 @@ export class RunLeaseRepository {
    * resolves the step of a parent waiting on it, and announces both (NOTIFY is delivered at
    * commit, so woken readers see the final rows).
    */
-  async finish(
-    runId: string,
-    expectedRevision: number,
-    outcome: { status: 'completed'; output: JsonValue } | { status: 'failed'; error: ErrorDetails },
+  async finish(runId: string, expectedRevision: number, outcome: RunOutcome, on: SqlExecutor = this.db): Promise<{ revision: number; workflow: string }> {
+    return unwrap((await this.finishMany([{ runId, expectedRevision, outcome }], on))[0]);
+  }
+
+  /** finish for many runs in one statement; each is checked on its own (see recordTasks). */
+  async finishMany(
+    items: { runId: string; expectedRevision: number; outcome: RunOutcome }[],
     on: SqlExecutor = this.db,
-  ): Promise<{ revision: number; workflow: string }> {
-    const [row] = await on.query<{ revision: number; workflow: string }>(
-      `WITH finished AS (
-         UPDATE runs
-            SET status = $3, output = $4, error = $5, revision = revision + 1,
+  ): Promise<({ revision: number; workflow: string } | Error)[]> {
+    const rows = await on.query<{ revision: number | null; workflow: string | null }>(
+      `WITH input AS (
+         SELECT * FROM unnest($1::uuid[], $2::integer[], $3::text[], $4::jsonb[], $5::jsonb[])
+                  WITH ORDINALITY AS i(run_id, revision, status, output, error, n)
+       ), finished AS (
+         UPDATE runs r
+            SET status = i.status, output = i.output, error = i.error, revision = r.revision + 1,
                 heartbeat_at = NULL, finished_at = now(), updated_at = now()
-          WHERE id = $1 AND revision = $2 AND status = 'running'
-         RETURNING id, revision, claimed_by, parent_id, status, output, error, workflow
+           FROM input i
+          WHERE r.id = i.run_id AND r.revision = i.revision AND r.status = 'running'
+         RETURNING r.id, r.revision, r.claimed_by, r.parent_id, r.status, r.output, r.error, r.workflow
        ), history AS (
-         ${appendHistory('finished', `'running'`, '$3', 'claimed_by')}
-       ), ${wakeParents('finished')}
-       SELECT revision, workflow, ${notifyFinished('finished')}, ${notifyReady('woken_parents')} FROM finished`,
+         ${appendHistory('finished', `'running'`, 'status', 'claimed_by')}
+       ), ${wakeParents('finished')}, announced AS (
+         SELECT ${notifyFinished('finished')} AS finished, ${notifyReady('woken_parents')} AS parents
+       )
+       SELECT f.revision, f.workflow
+         FROM input i LEFT JOIN finished f ON f.id = i.run_id CROSS JOIN announced
+        ORDER BY i.n`,
       [
-        runId,
-        expectedRevision,
-        outcome.status,
-        outcome.status === 'completed' ? json(outcome.output) : null,
-        outcome.status === 'failed' ? json(outcome.error) : null,
+        items.map((item) => item.runId),
+        items.map((item) => item.expectedRevision),
+        items.map((item) => item.outcome.status),
+        items.map((item) => (item.outcome.status === 'completed' ? json(item.outcome.output) : null)),
+        items.map((item) => (item.outcome.status === 'failed' ? json(item.outcome.error) : null)),
       ],
     );
-    if (!row) throw await this.conflictFor(runId, expectedRevision);
-    return { revision: row.revision, workflow: row.workflow };
+    return Promise.all(
+      rows.map(async (row, index) =>
+        row.revision === null ? this.conflictFor(items[index].runId, items[index].expectedRevision) : { revision: row.revision, workflow: row.workflow! },
+      ),
+    );
   }
 
   /**
@@ -410,4 +451,9 @@ export class RunLeaseRepository {
   private async conflictFor(runId: string, expectedRevision: number): Promise<Error> {
     return (await this.exists(runId)) ? new RevisionConflictError(runId, expectedRevision) : new RunNotFoundError(runId);
   }
+}
+
+function unwrap<T>(result: T | Error): T {
+  if (result instanceof Error) throw result;
+  return result;
 }
