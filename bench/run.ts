@@ -24,7 +24,7 @@ const W3B_CHAINS = 200;
 const CHAIN_STEPS = 10;
 
 interface Result {
-  mode: Mode;
+  mode: string;
   w1DrainPerSecond: number;
   w1CreateDrainPerSecond: number;
   w2StartP50: number;
@@ -38,8 +38,8 @@ interface Result {
   commitsPerRun: number;
   commitsPerStep: number;
   requestsPerRun: number;
-  coordinatorPeakRssMb: number;
-  workerPeakRssMb: number;
+  coordinatorPeakRssMb: number | null;
+  workerPeakRssMb: number | null;
 }
 
 function log(message: string): void {
@@ -256,12 +256,40 @@ function markdown(results: Result[], when: string): string {
     ['PostgreSQL commits per single-task run (W1)', (r) => r.commitsPerRun],
     ['PostgreSQL commits per step (W3b)', (r) => r.commitsPerStep],
     ['HTTP requests per single-task run (W1)', (r) => r.requestsPerRun],
-    ['peak RSS coordinator / worker (MB)', (r) => `${r.coordinatorPeakRssMb} / ${r.workerPeakRssMb}`],
+    ['peak RSS coordinator / worker (MB)', (r) => `${r.coordinatorPeakRssMb ?? '–'} / ${r.workerPeakRssMb ?? '–'}`],
   ];
   const header = `| measure | ${results.map((r) => r.mode).join(' | ')} |\n|---|${results.map(() => '---').join('|')}|\n`;
-  const body = rows.map(([name, value]) => `| ${name} | ${results.map(value).join(' | ')} |`).join('\n');
+  const body = rows
+    .map(([name, value]) => `| ${name} | ${results.map((r) => String(value(r)).replace(/null/g, '–')).join(' | ')} |`)
+    .join('\n');
   const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'CPU'}, ${round(totalmem() / 2 ** 30, 0)} GiB, Node ${process.version}`;
   return `Run ${when} on ${machine}.\n\n${header}${body}\n`;
+}
+
+/**
+ * The same workloads on BullMQ, graphile-worker and DBOS, from the separate package in bench/peers
+ * (installed from its own lockfile on first use). Its last line of output is the results as JSON.
+ */
+async function peers(): Promise<Result[]> {
+  const dir = join(ROOT, 'bench', 'peers');
+  const run = (command: string, args: string[]) =>
+    new Promise<string>((resolve, reject) => {
+      const child = spawn(command, args, { cwd: dir, stdio: ['ignore', 'pipe', 'inherit'] });
+      let out = '';
+      child.stdout.on('data', (chunk: Buffer) => {
+        out += chunk;
+        process.stdout.write(chunk);
+      });
+      child.on('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`${command} ${args.join(' ')} exited with ${code}`))));
+    });
+  try {
+    readFileSync(join(dir, 'node_modules', '.package-lock.json'));
+  } catch {
+    log('peers: installing bench/peers from its lockfile');
+    await run('npm', ['ci', '--no-audit', '--no-fund']);
+  }
+  const output = await run(process.execPath, ['run-peers.mjs']);
+  return JSON.parse(output.trim().split('\n').at(-1)!) as Result[];
 }
 
 async function main(): Promise<void> {
@@ -273,6 +301,7 @@ async function main(): Promise<void> {
     log(`${mode}: ${JSON.stringify(result)}`);
     results.push(result);
   }
+  if (process.argv.includes('--peers')) results.push(...(await peers()));
   const when = new Date().toISOString();
   const table = markdown(results, when);
   process.stdout.write(`\n${table}\n`);
