@@ -1,17 +1,10 @@
-import { ConfigError, redact } from '@app/config';
+import { loadConfigOrExit, redact } from '@app/config';
 import { Logger } from '@nestjs/common';
 import { createCoordinatorApp } from './bootstrap';
-import { type CoordinatorConfig, loadCoordinatorConfig } from './config/coordinator.config';
+import { loadCoordinatorConfig } from './config/coordinator.config';
 
 async function main(): Promise<void> {
-  let config: CoordinatorConfig;
-  try {
-    config = loadCoordinatorConfig(process.env);
-  } catch (error) {
-    if (!(error instanceof ConfigError)) throw error;
-    console.error(`coordinator: invalid configuration: ${error.message}`);
-    process.exit(78);
-  }
+  const config = loadConfigOrExit('coordinator', () => loadCoordinatorConfig(process.env));
   const app = await createCoordinatorApp(config);
   await app.listen(config.port, config.host);
   new Logger('Coordinator').log(`listening on http://${config.host}:${config.port} (database ${redact(config.databaseUrl)}, dispatch ${config.dispatch})`);

@@ -82,3 +82,33 @@ export class EnvReader {
 export function redact(url: string): string {
   return url.replace(/\/\/([^:/@]+):[^@/]*@/, '//$1:***@');
 }
+
+export const LOG_LEVELS = ['error', 'warn', 'log', 'debug', 'verbose'] as const;
+export type LogLevelName = (typeof LOG_LEVELS)[number];
+
+/** Settings both apps read the same way. */
+export function readLogging(read: EnvReader): { logLevel: LogLevelName; logFormat: 'json' | 'pretty' } {
+  return {
+    logLevel: read.oneOf('LOG_LEVEL', LOG_LEVELS, 'log'),
+    logFormat: read.oneOf('LOG_FORMAT', ['json', 'pretty'] as const, process.stdout.isTTY ? 'pretty' : 'json'),
+  };
+}
+
+export function readRedis(read: EnvReader): { redisUrl: string; redisPrefix: string; streamShards: number } {
+  return {
+    redisUrl: read.url('REDIS_URL', ['redis', 'rediss'], 'redis://127.0.0.1:6379'),
+    redisPrefix: read.pattern('REDIS_PREFIX', /^[A-Za-z0-9._:-]{0,64}$/, 'up to 64 letters, digits or . _ : -', 'wf:'),
+    streamShards: read.integer('STREAM_SHARDS', 4, 1, 1024),
+  };
+}
+
+/** Loads an app's config, or prints the one line that says what is wrong and exits with 78 (EX_CONFIG). */
+export function loadConfigOrExit<T>(app: string, load: () => T): T {
+  try {
+    return load();
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    console.error(`${app}: invalid configuration: ${error.message}`);
+    process.exit(78);
+  }
+}

@@ -8,6 +8,7 @@ import {
   parseKey,
   parseTimestamp,
   rejectUnknownFields,
+  requireArray,
   requireObject,
 } from './validation';
 
@@ -91,10 +92,7 @@ export const BATCH_MAX = 1_000;
 export function parseStartRunsBatch(raw: unknown): StartRunRequest[] {
   const body = requireObject(raw, 'request body');
   rejectUnknownFields(body, ['runs'], 'request body');
-  if (!Array.isArray(body.runs) || body.runs.length === 0 || body.runs.length > BATCH_MAX) {
-    fail('invalid_runs', `runs must be an array of 1-${BATCH_MAX} runs`);
-  }
-  return body.runs.map(parseStartRunRequest);
+  return requireArray(body.runs, 'runs', BATCH_MAX).map(parseStartRunRequest);
 }
 
 export const LIST_LIMIT_MAX = 500;

@@ -31,6 +31,14 @@ export function requireObject(value: unknown, what: string): Record<string, unkn
   return value as Record<string, unknown>;
 }
 
+/** A JSON array of `min`-`max` items; the reason is `invalid_<field>`. */
+export function requireArray(value: unknown, field: string, max: number, min = 1): unknown[] {
+  if (!Array.isArray(value) || value.length < min || value.length > max) {
+    fail(`invalid_${field}`, `${field} must be an array of ${min}-${max} items`);
+  }
+  return value;
+}
+
 /** Rejects fields the endpoint does not know, so a typo is an error rather than silently ignored. */
 export function rejectUnknownFields(body: Record<string, unknown>, allowed: readonly string[], what: string): void {
   const unknown = Object.keys(body).filter((key) => !allowed.includes(key));

@@ -10,6 +10,7 @@ import {
   parseKey,
   parseRunId,
   rejectUnknownFields,
+  requireArray,
   requireObject,
 } from './validation';
 
@@ -152,10 +153,7 @@ function parseRevision(value: unknown): number {
 export function parseClaimRequest(raw: unknown): ClaimRequest {
   const body = requireObject(raw, 'request body');
   rejectUnknownFields(body, ['workerId', 'workflows', 'limit', 'waitMs'], 'request body');
-  if (!Array.isArray(body.workflows) || body.workflows.length === 0 || body.workflows.length > 1000) {
-    fail('invalid_workflows', 'workflows must be a non-empty array of {name, version}');
-  }
-  const workflows = body.workflows.map((item: unknown) => {
+  const workflows = requireArray(body.workflows, 'workflows', 1000).map((item: unknown) => {
     const ref = requireObject(item, 'workflows[]');
     rejectUnknownFields(ref, ['name', 'version', 'shard'], 'workflows[]');
     return {
@@ -175,12 +173,9 @@ export function parseClaimRequest(raw: unknown): ClaimRequest {
 export function parseHeartbeatRequest(raw: unknown): HeartbeatRequest {
   const body = requireObject(raw, 'request body');
   rejectUnknownFields(body, ['workerId', 'runs'], 'request body');
-  if (!Array.isArray(body.runs) || body.runs.length > 10_000) {
-    fail('invalid_runs', 'runs must be an array of {id, expectedRevision}');
-  }
   return {
     workerId: parseKey(body.workerId, 'workerId'),
-    runs: body.runs.map((item: unknown) => {
+    runs: requireArray(body.runs, 'runs', 10_000, 0).map((item: unknown) => {
       const run = requireObject(item, 'runs[]');
       rejectUnknownFields(run, ['id', 'expectedRevision'], 'runs[]');
       return { id: parseRunId(run.id, 'id'), expectedRevision: parseRevision(run.expectedRevision) };
@@ -293,12 +288,9 @@ export interface TakeRunsResponse {
 export function parseTakeRunsRequest(raw: unknown): TakeRunsRequest {
   const body = requireObject(raw, 'request body');
   rejectUnknownFields(body, ['workerId', 'runs'], 'request body');
-  if (!Array.isArray(body.runs) || body.runs.length > CLAIM_LIMIT_MAX) {
-    fail('invalid_runs', `runs must be an array of at most ${CLAIM_LIMIT_MAX} {id, revision}`);
-  }
   return {
     workerId: parseKey(body.workerId, 'workerId'),
-    runs: body.runs.map((item: unknown) => {
+    runs: requireArray(body.runs, 'runs', CLAIM_LIMIT_MAX, 0).map((item: unknown) => {
       const run = requireObject(item, 'runs[]');
       rejectUnknownFields(run, ['id', 'revision'], 'runs[]');
       return { id: parseRunId(run.id, 'id'), revision: parseInteger(run.revision, 'revision', 0, REVISION_MAX) };
@@ -328,10 +320,7 @@ export const REPORTS_MAX = 500;
 export function parseReportsRequest(raw: unknown): WorkerReport[] {
   const body = requireObject(raw, 'request body');
   rejectUnknownFields(body, ['reports'], 'request body');
-  if (!Array.isArray(body.reports) || body.reports.length === 0 || body.reports.length > REPORTS_MAX) {
-    fail('invalid_reports', `reports must be an array of 1-${REPORTS_MAX} reports`);
-  }
-  return body.reports.map((item: unknown): WorkerReport => {
+  return requireArray(body.reports, 'reports', REPORTS_MAX).map((item: unknown): WorkerReport => {
     const report = requireObject(item, 'reports[]');
     const runId = parseRunId(report.runId, 'runId');
     switch (report.type) {

@@ -1,4 +1,4 @@
-import { ConfigError, EnvReader } from '@app/config';
+import { ConfigError, EnvReader, type LogLevelName, readLogging, readRedis } from '@app/config';
 import { DISPATCH_MODES, type DispatchMode } from '@app/streams';
 
 export const COORDINATOR_CONFIG = Symbol('COORDINATOR_CONFIG');
@@ -42,13 +42,6 @@ export interface CoordinatorConfig {
   deadLettersDegraded: number;
 }
 
-export const LOG_LEVELS = ['error', 'warn', 'log', 'debug', 'verbose'] as const;
-export type LogLevelName = (typeof LOG_LEVELS)[number];
-
-/** Nest log levels at or above `level`. */
-export function logLevelsFrom(level: LogLevelName): LogLevelName[] {
-  return LOG_LEVELS.slice(0, LOG_LEVELS.indexOf(level) + 1);
-}
 
 /** Parses and validates the coordinator's environment once, at start. */
 export function loadCoordinatorConfig(env: Record<string, string | undefined>): CoordinatorConfig {
@@ -64,9 +57,7 @@ export function loadCoordinatorConfig(env: Record<string, string | undefined>): 
     listenerProbeIntervalMs: read.integer('LISTENER_PROBE_INTERVAL_MS', 10_000, 100, 600_000),
     bodyLimitBytes: read.integer('BODY_LIMIT_BYTES', 2 * 1024 * 1024, 1024, 64 * 1024 * 1024),
     dispatch: read.oneOf('DISPATCH', DISPATCH_MODES, 'none'),
-    redisUrl: read.url('REDIS_URL', ['redis', 'rediss'], 'redis://127.0.0.1:6379'),
-    redisPrefix: read.pattern('REDIS_PREFIX', /^[A-Za-z0-9._:-]{0,64}$/, 'up to 64 letters, digits or . _ : -', 'wf:'),
-    streamShards: read.integer('STREAM_SHARDS', 4, 1, 1024),
+    ...readRedis(read),
     outboxPollIntervalMs: read.integer('OUTBOX_POLL_INTERVAL_MS', 1_000, 10, 60_000),
     outboxBatchSize: read.integer('OUTBOX_BATCH_SIZE', 100, 1, 10_000),
     outboxMaxRetries: read.integer('OUTBOX_MAX_RETRIES', 10, 1, 1_000),
@@ -78,8 +69,7 @@ export function loadCoordinatorConfig(env: Record<string, string | undefined>): 
     clientToken: read.optionalString('CLIENT_TOKEN'),
     workerToken: read.optionalString('WORKER_TOKEN'),
     authDisabled: read.boolean('AUTH_DISABLED', false),
-    logLevel: read.oneOf('LOG_LEVEL', LOG_LEVELS, 'log'),
-    logFormat: read.oneOf('LOG_FORMAT', ['json', 'pretty'] as const, process.stdout.isTTY ? 'pretty' : 'json'),
+    ...readLogging(read),
     outboxBacklogDegradedSeconds: read.integer('OUTBOX_BACKLOG_DEGRADED_SECONDS', 60, 1, 86_400),
     deadLettersDegraded: read.integer('DEAD_LETTERS_DEGRADED', 1, 1, 1_000_000_000),
   };

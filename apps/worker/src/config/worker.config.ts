@@ -1,4 +1,4 @@
-import { EnvReader } from '@app/config';
+import { EnvReader, type LogLevelName, readLogging, readRedis } from '@app/config';
 import { hostname } from 'node:os';
 
 export const SUBSCRIBERS = ['http', 'redis-zset', 'redis-streams'] as const;
@@ -25,7 +25,7 @@ export interface WorkerConfig {
   workerToken?: string;
   /** Health and metrics are served here (0: a random free port). */
   port: number;
-  logLevel: 'error' | 'warn' | 'log' | 'debug' | 'verbose';
+  logLevel: LogLevelName;
   logFormat: 'json' | 'pretty';
 }
 
@@ -41,15 +41,12 @@ export function loadWorkerConfig(env: Record<string, string | undefined>): Worke
     shutdownGraceMs: read.integer('SHUTDOWN_GRACE_MS', 10_000, 0, 3_600_000),
     shards: read.list('WORKER_SHARDS'),
     subscriber: read.oneOf('SUBSCRIBER', SUBSCRIBERS, 'http'),
-    redisUrl: read.url('REDIS_URL', ['redis', 'rediss'], 'redis://127.0.0.1:6379'),
-    redisPrefix: read.pattern('REDIS_PREFIX', /^[A-Za-z0-9._:-]{0,64}$/, 'up to 64 letters, digits or . _ : -', 'wf:'),
+    ...readRedis(read),
     redisBlockMs: read.integer('REDIS_BLOCK_MS', 5_000, 100, 60_000),
-    streamShards: read.integer('STREAM_SHARDS', 4, 1, 1024),
     claimMinIdleTimeMs: read.integer('CLAIM_MIN_IDLE_TIME_MS', 90_000, 100, 86_400_000),
     maxDeliveries: read.integer('MAX_DELIVERIES', 5, 1, 1_000),
     workerToken: read.optionalString('WORKER_TOKEN'),
     port: read.integer('WORKER_PORT', 3001, 0, 65535),
-    logLevel: read.oneOf('LOG_LEVEL', ['error', 'warn', 'log', 'debug', 'verbose'] as const, 'log'),
-    logFormat: read.oneOf('LOG_FORMAT', ['json', 'pretty'] as const, process.stdout.isTTY ? 'pretty' : 'json'),
+    ...readLogging(read),
   };
 }
