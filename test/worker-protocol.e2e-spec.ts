@@ -216,6 +216,25 @@ describe('worker protocol', () => {
     expect((await http().get(`/v1/runs/${b.id}`).expect(200)).body).toMatchObject({ status: 'running', revision: b.revision, tasks: [] });
   });
 
+  it('refuses a stale outcome even when the current one for the same run is in the same batch', async () => {
+    const [id] = await startRuns(1);
+    const [run] = await claim('w1', 1);
+    const response = await http()
+      .post('/v1/worker/reports')
+      .send({
+        reports: [
+          { type: 'complete', runId: id, complete: { expectedRevision: run.revision - 1, output: 'zombie' } },
+          { type: 'complete', runId: id, complete: { expectedRevision: run.revision, output: 'current' } },
+        ],
+      })
+      .expect(200);
+    expect(response.body.outcomes).toEqual([
+      expect.objectContaining({ ok: false, statusCode: 409 }),
+      { ok: true, result: { revision: run.revision + 1 } },
+    ]);
+    expect((await http().get(`/v1/runs/${id}`).expect(200)).body).toMatchObject({ status: 'completed', output: 'current' });
+  });
+
   it('404s a write to an unknown run and 400s a malformed id', async () => {
     await http()
       .post('/v1/worker/runs/01a22c37-316c-762f-a717-4521456009df/complete')

@@ -89,6 +89,21 @@ describe('example workflows end to end', () => {
     await expect(db.sql('UPDATE run_transitions SET revision = 99 WHERE run_id = $1', [run.id])).rejects.toThrow('append-only');
   });
 
+  it('splits a coalesced batch the coordinator refuses as too large, so every run still completes', async () => {
+    const small = await startCoordinator(db.url, { bodyLimitBytes: 16 * 1024 });
+    const smallWorker = await startWorker(small.url, { concurrency: 10 });
+    try {
+      const smallClient = new WorkflowClient({ url: small.url });
+      // Each completion carries ~6 KB (with multi-byte characters): a few together exceed the 16 KiB limit.
+      const runs = await Promise.all(Array.from({ length: 10 }, (_, i) => smallClient.start(echoWorkflow, { i, text: 'é'.repeat(3_000) })));
+      const done = await Promise.all(runs.map((run) => smallClient.waitForResult(run.id, { timeoutMs: 20_000 })));
+      expect(done.map((run) => run.status)).toEqual(Array.from({ length: 10 }, () => 'completed'));
+    } finally {
+      await smallWorker.close();
+      await small.close();
+    }
+  });
+
   it('runs many runs concurrently, each exactly once', async () => {
     const runs = await Promise.all(Array.from({ length: 60 }, (_, i) => client.start(chainWorkflow, { steps: 3 + (i % 3) })));
     const done = await Promise.all(runs.map((run) => client.waitForResult(run.id, { timeoutMs: 20_000 })));

@@ -219,7 +219,7 @@ export class RunLeaseRepository {
     return Promise.all(
       rows.map(async (row, index) => {
         const { runId, task } = items[index];
-        if (!row.owned) return this.conflictFor(runId, task.expectedRevision);
+        if (!row.owned) return this.conflictFor(runId, task.expectedRevision, on);
         // Not inserted: a result for this key was recorded first; adopt it.
         return row.task ?? (await this.findStep(on, runId, task.key))!;
       }),
@@ -250,14 +250,14 @@ export class RunLeaseRepository {
                 heartbeat_at = NULL, finished_at = now(), updated_at = now()
            FROM input i
           WHERE r.id = i.run_id AND r.revision = i.revision AND r.status = 'running'
-         RETURNING r.id, r.revision, r.claimed_by, r.parent_id, r.status, r.output, r.error, r.workflow
+         RETURNING r.id, r.revision, r.claimed_by, r.parent_id, r.status, r.output, r.error, r.workflow, i.revision AS expected
        ), history AS (
          ${appendHistory('finished', `'running'`, 'status', 'claimed_by')}
        ), ${wakeParents('finished')}, announced AS (
          SELECT ${notifyFinished('finished')} AS finished, ${notifyReady('woken_parents')} AS parents
        )
        SELECT f.revision, f.workflow
-         FROM input i LEFT JOIN finished f ON f.id = i.run_id CROSS JOIN announced
+         FROM input i LEFT JOIN finished f ON f.id = i.run_id AND f.expected = i.revision CROSS JOIN announced
         ORDER BY i.n`,
       [
         items.map((item) => item.runId),
@@ -269,7 +269,9 @@ export class RunLeaseRepository {
     );
     return Promise.all(
       rows.map(async (row, index) =>
-        row.revision === null ? this.conflictFor(items[index].runId, items[index].expectedRevision) : { revision: row.revision, workflow: row.workflow! },
+        row.revision === null
+          ? this.conflictFor(items[index].runId, items[index].expectedRevision, on)
+          : { revision: row.revision, workflow: row.workflow! },
       ),
     );
   }
@@ -442,14 +444,18 @@ export class RunLeaseRepository {
     return step;
   }
 
-  async exists(runId: string): Promise<boolean> {
-    const [row] = await this.db.query(`SELECT 1 FROM runs WHERE id = $1`, [runId]);
+  async exists(runId: string, on: SqlExecutor = this.db): Promise<boolean> {
+    const [row] = await on.query(`SELECT 1 FROM runs WHERE id = $1`, [runId]);
     return row !== undefined;
   }
 
-  /** Tells a missing run (404) from a stale revision (409) after a guarded write matched nothing. */
-  private async conflictFor(runId: string, expectedRevision: number): Promise<Error> {
-    return (await this.exists(runId)) ? new RevisionConflictError(runId, expectedRevision) : new RunNotFoundError(runId);
+  /**
+   * Tells a missing run (404) from a stale revision (409) after a guarded write matched nothing, on
+   * the caller's connection (inside a transaction, taking another pool connection could deadlock the
+   * pool under load).
+   */
+  private async conflictFor(runId: string, expectedRevision: number, on: SqlExecutor = this.db): Promise<Error> {
+    return (await this.exists(runId, on)) ? new RevisionConflictError(runId, expectedRevision) : new RunNotFoundError(runId);
   }
 }
 

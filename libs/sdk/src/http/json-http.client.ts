@@ -52,7 +52,13 @@ export class JsonHttpClient {
         signal: controller.signal,
       });
     } catch (error) {
-      if (signal?.aborted) throw error;
+      if (signal?.aborted) {
+        // A deadline is the coordinator not answering (worth retrying); any other abort is the caller's.
+        if ((signal.reason as Error | undefined)?.name === 'TimeoutError') {
+          throw new CoordinatorUnavailableError(`${method} ${path}: no answer in time`);
+        }
+        throw error;
+      }
       const cause = (error as { cause?: { code?: string; message?: string } }).cause;
       throw new CoordinatorUnavailableError(`${method} ${path}: ${cause?.code ?? cause?.message ?? (error as Error).message}`);
     } finally {

@@ -1,7 +1,7 @@
 import type { ClaimedRun } from '@app/contracts';
 import { Logger } from '@nestjs/common';
 import type { HttpSubscriber } from './http.subscriber';
-import type { NextDelayParams, Subscriber } from './subscriber.interface';
+import { delivery, type NextDelayParams, type Subscriber } from './subscriber.interface';
 
 const FIRST_PROBE_DELAY_MS = 500;
 const MAX_PROBE_DELAY_MS = 30_000;
@@ -17,7 +17,7 @@ export class FailoverSubscriber implements Subscriber {
   private onBackup = false;
   private probeDelayMs = FIRST_PROBE_DELAY_MS;
   private nextProbeAt = 0;
-  /** Which subscriber delivered each running run: heartbeats and acknowledgements go back to it. */
+  /** Which subscriber delivered each run taken (by id and revision): heartbeats and acknowledgements go back to it. */
   private readonly deliveredBy = new Map<string, Subscriber>();
   failovers = 0;
 
@@ -60,14 +60,14 @@ export class FailoverSubscriber implements Subscriber {
     return (this.onBackup ? this.backup : this.primary).getNextDelay(params);
   }
 
-  async heartbeat(runId: string): Promise<void> {
-    await this.deliveredBy.get(runId)?.heartbeat?.(runId);
+  async heartbeat(runId: string, revision: number): Promise<void> {
+    await this.deliveredBy.get(delivery(runId, revision))?.heartbeat?.(runId, revision);
   }
 
-  async acknowledge(runId: string): Promise<void> {
-    const subscriber = this.deliveredBy.get(runId);
-    this.deliveredBy.delete(runId);
-    await subscriber?.acknowledge?.(runId);
+  async acknowledge(runId: string, revision: number): Promise<void> {
+    const subscriber = this.deliveredBy.get(delivery(runId, revision));
+    this.deliveredBy.delete(delivery(runId, revision));
+    await subscriber?.acknowledge?.(runId, revision);
   }
 
   async close(): Promise<void> {
@@ -86,7 +86,7 @@ export class FailoverSubscriber implements Subscriber {
   }
 
   private remember(subscriber: Subscriber, runs: ClaimedRun[]): ClaimedRun[] {
-    for (const run of runs) this.deliveredBy.set(run.id, subscriber);
+    for (const run of runs) this.deliveredBy.set(delivery(run.id, run.revision), subscriber);
     return runs;
   }
 }

@@ -62,7 +62,12 @@ export class RedisSortedSetSubscriber implements Subscriber {
     if (!first) return [];
     const members = [first[1]];
     if (limit > 1) {
-      members.push(...((await this.redis.client.eval(FILL_ROUND_ROBIN, order.length, ...order, limit - 1)) as string[]));
+      try {
+        members.push(...((await this.redis.client.eval(FILL_ROUND_ROBIN, order.length, ...order, limit - 1)) as string[]));
+      } catch (error) {
+        await this.putBack(members.flatMap((member) => this.parse(member)));
+        throw error;
+      }
     }
     const messages = members.flatMap((member) => this.parse(member));
     try {

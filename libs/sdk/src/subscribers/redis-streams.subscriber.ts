@@ -5,7 +5,7 @@ import type { Redis } from 'ioredis';
 import type { CoordinatorApi } from '../worker/coordinator.api';
 import type { WorkflowRegistry } from '../worker/workflow.registry';
 import { type RedisSubscriberOptions, shuffled } from './redis-subscriber.options';
-import type { NextDelayParams, Subscriber } from './subscriber.interface';
+import { delivery, type NextDelayParams, type Subscriber } from './subscriber.interface';
 
 /** All workers of a deployment compete in one consumer group per stream. */
 export const CONSUMER_GROUP = 'workers';
@@ -31,6 +31,7 @@ export class RedisStreamsSubscriber implements Subscriber {
   private readonly logger = new Logger(RedisStreamsSubscriber.name);
   private readonly reader: Redis;
   private readonly queues: string[];
+  /** Messages behind each taken run, by run id and the revision it was taken at. */
   private readonly deliveries = new Map<string, Delivery[]>();
   private streams: string[] = [];
   private groupsReady = false;
@@ -77,17 +78,18 @@ export class RedisStreamsSubscriber implements Subscriber {
   }
 
   /** Keeps the message of a long-running run from looking abandoned (resets its idle time). */
-  async heartbeat(runId: string): Promise<void> {
+  async heartbeat(runId: string, revision: number): Promise<void> {
     const pipeline = this.redis.client.pipeline();
-    for (const delivery of this.deliveries.get(runId) ?? []) {
-      pipeline.xclaim(delivery.stream, CONSUMER_GROUP, this.consumer, 0, delivery.entryId, 'JUSTID');
+    for (const entry of this.deliveries.get(delivery(runId, revision)) ?? []) {
+      pipeline.xclaim(entry.stream, CONSUMER_GROUP, this.consumer, 0, entry.entryId, 'JUSTID');
     }
     await pipeline.exec();
   }
 
-  async acknowledge(runId: string): Promise<void> {
-    const deliveries = this.deliveries.get(runId);
-    this.deliveries.delete(runId);
+  /** Acknowledges the messages behind this taking of the run (not those of a later one). */
+  async acknowledge(runId: string, revision: number): Promise<void> {
+    const deliveries = this.deliveries.get(delivery(runId, revision));
+    this.deliveries.delete(delivery(runId, revision));
     if (deliveries) await this.ack(deliveries);
   }
 
@@ -211,9 +213,7 @@ export class RedisStreamsSubscriber implements Subscriber {
     const taken = await this.api.take([...byRun.values()].map(({ message }) => ({ id: message.runId, revision: message.revision })));
     this.stale += taken.stale.length;
     await this.ack(taken.stale.flatMap((runId) => byRun.get(runId)?.deliveries ?? []));
-    for (const run of taken.runs) {
-      this.deliveries.set(run.id, [...(this.deliveries.get(run.id) ?? []), ...(byRun.get(run.id)?.deliveries ?? [])]);
-    }
+    for (const run of taken.runs) this.deliveries.set(delivery(run.id, run.revision), byRun.get(run.id)?.deliveries ?? []);
     return taken.runs;
   }
 

@@ -18,11 +18,19 @@ export interface Subscriber {
   /** Returns runs this worker now owns, at most `limit`. Should return early when `signal` aborts. */
   getReadyRuns(limit: number, signal: AbortSignal): Promise<ClaimedRun[]>;
   getNextDelay(params: NextDelayParams): number;
-  /** Called beside the coordinator heartbeat for each run this worker executes. */
-  heartbeat?(runId: string): Promise<void>;
+  /**
+   * Called beside the coordinator heartbeat for each run this worker executes; `revision` is the
+   * one the run was taken at (the same run may be taken again later at a higher one).
+   */
+  heartbeat?(runId: string, revision: number): Promise<void>;
   /** Called once a run this subscriber delivered has finished on this worker. */
-  acknowledge?(runId: string): Promise<void>;
+  acknowledge?(runId: string, revision: number): Promise<void>;
   /** Resolves when the subscriber's dependency answers (used to return from the HTTP backup). */
   probe?(): Promise<void>;
   close?(): Promise<void>;
+}
+
+/** A key for one taking of a run: the same run taken again later has a higher revision. */
+export function delivery(runId: string, revision: number): string {
+  return `${runId}@${revision}`;
 }

@@ -18,7 +18,8 @@ import { EngineHttpError, isTransient, JsonHttpClient } from '../http/json-http.
 import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker.constants';
 
 const REPORT_ATTEMPTS = 6;
-/** Well below the coordinator's default body limit (2 MiB). */
+const REPORT_TIMEOUT_MS = 30_000;
+/** Bytes of JSON per batch: well below the coordinator's default body limit (2 MiB). */
 const BATCH_BYTES = 1024 * 1024;
 const REPORT_FIRST_DELAY_MS = 100;
 
@@ -91,7 +92,7 @@ export class CoordinatorApi {
       } catch (error) {
         return reject(error);
       }
-      this.pending.push({ report, bytes: JSON.stringify(report).length, resolve, reject });
+      this.pending.push({ report, bytes: Buffer.byteLength(JSON.stringify(report)), resolve, reject });
       if (!this.sending) void this.sendPending();
     });
   }
@@ -110,19 +111,28 @@ export class CoordinatorApi {
   private async sendPending(): Promise<void> {
     this.sending = true;
     while (this.pending.length > 0) {
-      const batch = this.nextBatch();
-      try {
-        const { outcomes } = await this.report<ReportsResponse>('/v1/worker/reports', { reports: batch.map((entry) => entry.report) });
-        batch.forEach((entry, i) => {
-          const outcome = outcomes[i];
-          if (outcome.ok) entry.resolve(outcome.result);
-          else entry.reject(new EngineHttpError(outcome.statusCode, outcome.reason, outcome.message));
-        });
-      } catch (error) {
-        for (const entry of batch) entry.reject(error);
-      }
+      await this.sendBatch(this.nextBatch());
     }
     this.sending = false;
+  }
+
+  private async sendBatch(batch: typeof this.pending): Promise<void> {
+    try {
+      const { outcomes } = await this.report<ReportsResponse>('/v1/worker/reports', { reports: batch.map((entry) => entry.report) });
+      batch.forEach((entry, i) => {
+        const outcome = outcomes[i];
+        if (outcome.ok) entry.resolve(outcome.result);
+        else entry.reject(new EngineHttpError(outcome.statusCode, outcome.reason, outcome.message));
+      });
+    } catch (error) {
+      // Refused as a whole (too large for the coordinator's body limit, say): one report at a time, so
+      // the refusal reaches only the run whose report caused it.
+      if (batch.length > 1 && error instanceof EngineHttpError && error.statusCode < 500) {
+        for (const entry of batch) await this.sendBatch([entry]);
+        return;
+      }
+      for (const entry of batch) entry.reject(error);
+    }
   }
 
   suspend(runId: string, request: SuspendRequest): Promise<StepResponse> {
@@ -145,7 +155,8 @@ export class CoordinatorApi {
   private async report<T>(path: string, body: unknown): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.http.request<T>('POST', path, body);
+        // A hung connection must not hold every run's reports: each attempt has a deadline.
+        return await this.http.request<T>('POST', path, body, AbortSignal.timeout(REPORT_TIMEOUT_MS));
       } catch (error) {
         if (!isTransient(error) || attempt >= REPORT_ATTEMPTS) throw error;
         const delayMs = REPORT_FIRST_DELAY_MS * 2 ** (attempt - 1);

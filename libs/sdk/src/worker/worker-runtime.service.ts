@@ -117,7 +117,7 @@ export class WorkerRuntime implements OnApplicationBootstrap, BeforeApplicationS
     const done = this.executor
       .execute(run, lease)
       .catch((error: unknown) => this.logger.error('run failed unexpectedly in the worker', { runId: run.id, error: (error as Error).message }))
-      .then(() => (current() ? this.subscriber.acknowledge?.(run.id) : undefined))
+      .then(() => this.subscriber.acknowledge?.(run.id, run.revision))
       .catch((error: unknown) => this.logger.warn('acknowledging a run failed', { runId: run.id, error: (error as Error).message }))
       .finally(() => {
         if (current()) this.active.delete(run.id);
@@ -154,7 +154,7 @@ export class WorkerRuntime implements OnApplicationBootstrap, BeforeApplicationS
         }
       }
       if (this.subscriber.heartbeat) {
-        await Promise.all(leases.filter((lease) => lease.isHeld).map((lease) => this.subscriber.heartbeat!(lease.runId)));
+        await Promise.all(leases.filter((lease) => lease.isHeld).map((lease) => this.subscriber.heartbeat!(lease.runId, lease.revision)));
       }
     } catch (error) {
       this.logger.warn(`heartbeat failed: ${(error as Error).message}`);
