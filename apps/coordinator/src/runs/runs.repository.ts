@@ -2,7 +2,7 @@ import { ListRunsQuery } from '@app/contracts';
 import { RunEntity, TaskEntity } from '@app/persistence';
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { FindOptionsWhere, In, LessThan, Repository } from 'typeorm';
+import { FindOptionsWhere, LessThan, Repository } from 'typeorm';
 
 /** Reads of runs for the client API (every state change goes through libs/locking). */
 @Injectable()
@@ -12,17 +12,10 @@ export class RunsRepository {
     @InjectRepository(TaskEntity) private readonly tasks: Repository<TaskEntity>,
   ) {}
 
-  /** The runs a start just inserted (by id) and the existing ones its idempotency keys matched. */
-  async findForStart(
-    ids: string[],
-    keys: { workflow: string; idempotencyKey: string }[],
-  ): Promise<{ byId: Map<string, RunEntity>; byKey: Map<string, RunEntity> }> {
-    const where = [...(ids.length > 0 ? [{ id: In(ids) }] : []), ...keys];
-    const runs = where.length > 0 ? await this.runs.find({ where }) : [];
-    return {
-      byId: new Map(runs.map((run) => [run.id, run])),
-      byKey: new Map(runs.filter((run) => run.idempotencyKey !== null).map((run) => [`${run.workflow}\u0000${run.idempotencyKey}`, run])),
-    };
+  /** Existing runs by idempotency key (a start that matched them), keyed `${workflow}\u0000${key}`. */
+  async findByIdempotencyKeys(keys: { workflow: string; idempotencyKey: string }[]): Promise<Map<string, RunEntity>> {
+    const runs = keys.length > 0 ? await this.runs.find({ where: keys }) : [];
+    return new Map(runs.map((run) => [`${run.workflow}\u0000${run.idempotencyKey}`, run]));
   }
 
   findById(id: string): Promise<RunEntity | null> {

@@ -53,15 +53,12 @@ export class RunsService {
       parentId: null,
     }));
     const inserted = await this.control.start(runs);
-    for (const run of runs) if (inserted.has(run.id)) this.metrics.runsStarted.inc({ workflow: run.workflow });
-    const stored = await this.repository.findForStart(
-      runs.filter((run) => inserted.has(run.id)).map((run) => run.id),
-      runs.filter((run) => !inserted.has(run.id)).map((run) => ({ workflow: run.workflow, idempotencyKey: run.idempotencyKey! })),
-    );
+    for (const run of inserted.values()) this.metrics.runsStarted.inc({ workflow: run.workflow });
+    const duplicates = runs.filter((run) => !inserted.has(run.id));
+    const existing = duplicates.length > 0 ? await this.repository.findByIdempotencyKeys(duplicates.map((run) => ({ workflow: run.workflow, idempotencyKey: run.idempotencyKey! }))) : new Map();
     return runs.map((run) => {
-      const created = inserted.has(run.id);
-      const found = created ? stored.byId.get(run.id) : stored.byKey.get(`${run.workflow}\u0000${run.idempotencyKey}`);
-      return { run: toRunView(found!), created };
+      const created = inserted.get(run.id);
+      return { run: toRunView(created ?? existing.get(`${run.workflow}\u0000${run.idempotencyKey}`)!), created: created !== undefined };
     });
   }
 

@@ -1,5 +1,5 @@
 import { JsonValue, RunStatus } from '@app/contracts';
-import { Database } from '@app/persistence';
+import { Database, type RunEntity } from '@app/persistence';
 import { Injectable } from '@nestjs/common';
 import {
   appendHistory,
@@ -10,6 +10,7 @@ import {
   NOTIFY_INSERTED_QUEUES,
   notifyFinished,
   notifyReady,
+  RUN_COLUMNS,
   stepsToRerun,
   wakeParents,
 } from './run-sql';
@@ -33,15 +34,15 @@ export class RunControlRepository {
   /**
    * Inserts queued runs and their first transitions in one statement (one transaction), and wakes
    * idle claimers with one NOTIFY per queue that got a run due now (delivered at commit). Returns
-   * the ids inserted: a run whose idempotency key already exists for its workflow is left out.
+   * the runs inserted, by id: a run whose idempotency key already exists for its workflow is left out.
    */
-  async start(runs: NewRun[]): Promise<Set<string>> {
-    const rows = await this.db.query<{ id: string }>(
+  async start(runs: NewRun[]): Promise<Map<string, RunEntity>> {
+    const rows = await this.db.query<RunEntity>(
       `WITH ${INSERT_RUNS}, notified AS (SELECT ${NOTIFY_INSERTED_QUEUES} AS n)
-       SELECT id FROM inserted, notified`,
+       SELECT ${RUN_COLUMNS} FROM inserted, notified`,
       insertRunsParams(runs),
     );
-    return new Set(rows.map((row) => row.id));
+    return new Map(rows.map((row) => [row.id, row]));
   }
 
   /**

@@ -5,6 +5,12 @@ import { RUN_FINISHED_CHANNEL, RUNS_READY_CHANNEL } from '@app/outbox';
  * They are CTE bodies or expressions meant to be embedded in one atomic statement.
  */
 
+/** Columns of `runs` under RunEntity's property names, for statements that return whole runs. */
+export const RUN_COLUMNS = `id, workflow, version, queue, status, revision, attempt, priority, input, output, error,
+  idempotency_key AS "idempotencyKey", parent_id AS "parentId", due_at AS "dueAt", claimed_by AS "claimedBy",
+  heartbeat_at AS "heartbeatAt", created_at AS "createdAt", updated_at AS "updatedAt", started_at AS "startedAt",
+  finished_at AS "finishedAt"`;
+
 /** Columns returned for a stored step (see StoredTask). */
 export const STEP_COLUMNS = `key, kind, seq, status, attempts, output, error`;
 
