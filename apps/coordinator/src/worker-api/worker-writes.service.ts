@@ -55,6 +55,12 @@ export class WorkerWritesService {
    */
   async apply(reports: WorkerReport[]): Promise<ReportOutcome[]> {
     let applied: { outcome: ReportOutcome; finished: Finished }[];
+    // A lone report is one statement that commits on its own, without BEGIN and COMMIT round trips.
+    if (reports.length === 1) {
+      applied = [await this.applyOne(this.db, reports[0])];
+      this.count(applied[0].finished);
+      return [applied[0].outcome];
+    }
     try {
       applied = await this.db.transaction((tx) => this.applyTogether(tx, reports));
     } catch (error) {
