@@ -54,22 +54,23 @@ export class WorkerWritesService {
    * fails.
    */
   async apply(reports: WorkerReport[]): Promise<ReportOutcome[]> {
-    let applied: { outcome: ReportOutcome; finished: Finished }[];
     // A lone report is one statement that commits on its own, without BEGIN and COMMIT round trips.
-    if (reports.length === 1) {
-      applied = [await this.applyOne(this.db, reports[0])];
-      this.count(applied[0].finished);
-      return [applied[0].outcome];
-    }
-    try {
-      applied = await this.db.transaction((tx) => this.applyTogether(tx, reports));
-    } catch (error) {
-      this.logger.warn('a report batch failed as a whole; applying its reports one by one', { error: (error as Error).message });
-      applied = [];
-      for (const report of reports) applied.push(await this.applyOne(this.db, report));
-    }
+    const applied =
+      reports.length === 1
+        ? await this.applyEach(reports)
+        : await this.db.transaction((tx) => this.applyTogether(tx, reports)).catch((error: Error) => {
+            this.logger.warn('a report batch failed as a whole; applying its reports one by one', { error: error.message });
+            return this.applyEach(reports);
+          });
     for (const { finished } of applied) this.count(finished);
     return applied.map(({ outcome }) => outcome);
+  }
+
+  /** Each report in a statement (and commit) of its own. */
+  private async applyEach(reports: WorkerReport[]): Promise<{ outcome: ReportOutcome; finished: Finished }[]> {
+    const applied: { outcome: ReportOutcome; finished: Finished }[] = [];
+    for (const report of reports) applied.push(await this.applyOne(this.db, report));
+    return applied;
   }
 
   private async applyTogether(tx: SqlExecutor, reports: WorkerReport[]): Promise<{ outcome: ReportOutcome; finished: Finished }[]> {

@@ -444,18 +444,14 @@ export class RunLeaseRepository {
     return step;
   }
 
-  async exists(runId: string, on: SqlExecutor = this.db): Promise<boolean> {
-    const [row] = await on.query(`SELECT 1 FROM runs WHERE id = $1`, [runId]);
-    return row !== undefined;
-  }
-
   /**
    * Tells a missing run (404) from a stale revision (409) after a guarded write matched nothing, on
    * the caller's connection (inside a transaction, taking another pool connection could deadlock the
    * pool under load).
    */
   private async conflictFor(runId: string, expectedRevision: number, on: SqlExecutor = this.db): Promise<Error> {
-    return (await this.exists(runId, on)) ? new RevisionConflictError(runId, expectedRevision) : new RunNotFoundError(runId);
+    const [exists] = await on.query(`SELECT 1 FROM runs WHERE id = $1`, [runId]);
+    return exists ? new RevisionConflictError(runId, expectedRevision) : new RunNotFoundError(runId);
   }
 }
 
