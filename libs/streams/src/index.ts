@@ -1,6 +1,6 @@
 export * from './dispatch-message';
-export * from './dispatch.module';
 export * from './publisher.interface';
+export * from './publisher.module';
 export * from './publishers/redis-sorted-set.publisher';
 export * from './publishers/redis-streams.publisher';
 export * from './queue-naming';

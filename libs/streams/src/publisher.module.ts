@@ -6,7 +6,7 @@ import { RedisStreamsPublisher } from './publishers/redis-streams.publisher';
 import { RedisConnection } from './redis/redis.connection';
 import { RedisModule } from './redis/redis.module';
 
-export interface DispatchOptions {
+export interface PublisherOptions {
   mode: DispatchMode;
   redisUrl: string;
   redisPrefix: string;
@@ -18,9 +18,9 @@ export interface DispatchOptions {
  * and no Redis connection: workers find work through the claim API.
  */
 @Module({})
-export class DispatchModule {
-  static forRoot(options: DispatchOptions): DynamicModule {
-    if (options.mode === 'none') return { module: DispatchModule };
+export class PublisherModule {
+  static forRoot(options: PublisherOptions): DynamicModule {
+    if (options.mode === 'none') return { module: PublisherModule };
     const publisher: Provider =
       options.mode === 'redis-zset'
         ? { provide: PUBLISHER, useClass: RedisSortedSetPublisher }
@@ -30,7 +30,7 @@ export class DispatchModule {
             inject: [RedisConnection],
           };
     return {
-      module: DispatchModule,
+      module: PublisherModule,
       global: true,
       imports: [RedisModule.forRoot({ url: options.redisUrl, prefix: options.redisPrefix })],
       providers: [publisher],

@@ -1,6 +1,6 @@
 import { LeaderElectionModule } from '@app/locking';
 import { OutboxModule } from '@app/outbox';
-import { DispatchModule as PublisherModule } from '@app/streams';
+import { PublisherModule } from '@app/streams';
 import { DynamicModule, Module } from '@nestjs/common';
 import type { CoordinatorConfig } from '../config/coordinator.config';
 import { OutboxMetrics } from './outbox.metrics';

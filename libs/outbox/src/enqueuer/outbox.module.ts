@@ -7,7 +7,7 @@ import { OutboxRepository } from './outbox.repository';
 
 /**
  * The outbox enqueuer. Needs PersistenceModule, NotificationsModule (listening on OUTBOX_CHANNEL)
- * and DispatchModule (a PUBLISHER) in the importing app.
+ * and PublisherModule (a PUBLISHER) in the importing app.
  */
 @Module({})
 export class OutboxModule {
