@@ -13,6 +13,8 @@ export interface WorkflowClientOptions {
 export interface StartOptions {
   /** Starting twice with the same key (per workflow) returns the first run. */
   idempotencyKey?: string;
+  /** Routing shard: only workers serving it (WORKER_SHARDS) take the run. */
+  shard?: string;
   /** Higher runs first among due runs; default 0. */
   priority?: number;
   /** Not before this time. */
@@ -48,6 +50,7 @@ export class WorkflowClient {
       version: workflow.version,
       input,
       idempotencyKey: options.idempotencyKey,
+      shard: options.shard,
       priority: options.priority,
       runAt: options.runAt?.toISOString(),
     });
