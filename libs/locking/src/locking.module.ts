@@ -1,10 +1,12 @@
 import { Module } from '@nestjs/common';
-import { RunControlRepository } from './leases/run-control.repository';
-import { RunLeaseRepository } from './leases/run-lease.repository';
+import { ClaimRepository } from './claims/claim.repository';
+import { RunControlRepository } from './control/run-control.repository';
+import { HeartbeatRepository } from './heartbeats/heartbeat.repository';
+import { ReportRepository } from './reports/report.repository';
+import { StepRepository } from './steps/step.repository';
+
+const REPOSITORIES = [ClaimRepository, HeartbeatRepository, ReportRepository, StepRepository, RunControlRepository];
 
 /** Claims and every state change of a run. Needs PersistenceModule (global) in the importing app. */
-@Module({
-  providers: [RunLeaseRepository, RunControlRepository],
-  exports: [RunLeaseRepository, RunControlRepository],
-})
+@Module({ providers: REPOSITORIES, exports: REPOSITORIES })
 export class LockingModule {}

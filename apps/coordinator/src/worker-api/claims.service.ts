@@ -1,5 +1,5 @@
 import { ClaimedRun, ClaimRequest } from '@app/contracts';
-import { RunLeaseRepository } from '@app/locking';
+import { ClaimRepository, ReportRepository } from '@app/locking';
 import { NotificationListener, RUNS_READY_CHANNEL } from '@app/outbox';
 import { queueName } from '@app/streams';
 import { Inject, Injectable } from '@nestjs/common';
@@ -9,7 +9,8 @@ import { CoordinatorMetrics } from '../metrics/coordinator.metrics';
 @Injectable()
 export class ClaimsService {
   constructor(
-    private readonly leases: RunLeaseRepository,
+    private readonly claims: ClaimRepository,
+    private readonly reports: ReportRepository,
     private readonly listener: NotificationListener,
     @Inject(COORDINATOR_CONFIG) private readonly config: CoordinatorConfig,
     private readonly metrics: CoordinatorMetrics,
@@ -36,7 +37,7 @@ export class ClaimsService {
         if (gone()) return [];
         const startedAt = performance.now();
         runs = this.metrics.taken(
-          await this.leases.claim({
+          await this.claims.claim({
           queues,
           limit: request.limit,
           workerId: request.workerId,
@@ -51,7 +52,7 @@ export class ClaimsService {
       if (runs.length > 0 && gone()) {
         // The worker went away while these were being claimed: give them back for others at once.
         wait?.cancel();
-        await Promise.all(runs.map((run) => this.leases.release(run.id, run.revision).catch(() => undefined)));
+        await Promise.all(runs.map((run) => this.reports.release(run.id, run.revision).catch(() => undefined)));
         return [];
       }
       if (runs.length > 0 || !wait || this.listener.isClosed) {

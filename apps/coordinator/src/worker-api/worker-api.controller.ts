@@ -18,7 +18,7 @@ import {
   StepResponse,
   TaskResultResponse,
 } from '@app/contracts';
-import { RunLeaseRepository } from '@app/locking';
+import { ClaimRepository, HeartbeatRepository, ReportRepository, StepRepository } from '@app/locking';
 import { uuidv7 } from '@app/persistence';
 import { queueName } from '@app/streams';
 import { Body, Controller, HttpCode, Inject, Param, Post, Res } from '@nestjs/common';
@@ -37,7 +37,10 @@ import { WorkerWritesService } from './worker-writes.service';
 export class WorkerApiController {
   constructor(
     private readonly claims: ClaimsService,
-    private readonly leases: RunLeaseRepository,
+    private readonly claimRepository: ClaimRepository,
+    private readonly heartbeats: HeartbeatRepository,
+    private readonly reportRepository: ReportRepository,
+    private readonly steps: StepRepository,
     @Inject(COORDINATOR_CONFIG) private readonly config: CoordinatorConfig,
     private readonly metrics: CoordinatorMetrics,
     private readonly writes: WorkerWritesService,
@@ -61,7 +64,7 @@ export class WorkerApiController {
   async take(@Body() body: unknown): Promise<TakeRunsResponse> {
     const request = parseTakeRunsRequest(body);
     const startedAt = performance.now();
-    const runs = this.metrics.taken(await this.leases.take(request.runs, request.workerId, this.config.claimMinIdleTimeMs), startedAt);
+    const runs = this.metrics.taken(await this.claimRepository.take(request.runs, request.workerId, this.config.claimMinIdleTimeMs), startedAt);
     const taken = new Set(runs.map((run) => run.id));
     return { runs, stale: [...new Set(request.runs.map((run) => run.id))].filter((id) => !taken.has(id)) };
   }
@@ -70,7 +73,7 @@ export class WorkerApiController {
   @HttpCode(200)
   async heartbeat(@Body() body: unknown): Promise<HeartbeatResponse> {
     const { runs } = parseHeartbeatRequest(body);
-    const lost = await this.leases.heartbeat(runs);
+    const lost = await this.heartbeats.refresh(runs);
     this.metrics.heartbeats.inc(runs.length - lost.length);
     return { lost };
   }
@@ -105,7 +108,7 @@ export class WorkerApiController {
   @Post('runs/:id/suspend')
   @HttpCode(200)
   suspend(@Param('id') id: string, @Body() body: unknown): Promise<StepResponse> {
-    return this.leases.suspend(parseRunId(id), parseSuspendRequest(body));
+    return this.steps.suspend(parseRunId(id), parseSuspendRequest(body));
   }
 
   /** Starts a child run; with `wait` the parent suspends until the child is terminal. */
@@ -113,13 +116,13 @@ export class WorkerApiController {
   @HttpCode(200)
   startChild(@Param('id') id: string, @Body() body: unknown): Promise<StepResponse> {
     const request = parseStartChildRequest(body);
-    return this.leases.startChild(parseRunId(id), request, { id: uuidv7(), queue: queueName(request.workflow, request.version) });
+    return this.steps.startChild(parseRunId(id), request, { id: uuidv7(), queue: queueName(request.workflow, request.version) });
   }
 
   /** Gives the run back (worker shutting down) so another worker takes it at once. */
   @Post('runs/:id/release')
   @HttpCode(200)
   release(@Param('id') id: string, @Body() body: unknown): Promise<{ revision: number }> {
-    return this.leases.release(parseRunId(id), parseReleaseRunRequest(body).expectedRevision);
+    return this.reportRepository.release(parseRunId(id), parseReleaseRunRequest(body).expectedRevision);
   }
 }

@@ -7,7 +7,7 @@ import {
   TaskResultRequest,
   WorkerReport,
 } from '@app/contracts';
-import { RunLeaseRepository, type RunOutcome } from '@app/locking';
+import { ReportRepository, type RunOutcome } from '@app/locking';
 import { Database, type SqlExecutor } from '@app/persistence';
 import { Injectable, Logger } from '@nestjs/common';
 import { CoordinatorMetrics } from '../metrics/coordinator.metrics';
@@ -24,13 +24,13 @@ export class WorkerWritesService {
   private readonly logger = new Logger(WorkerWritesService.name);
 
   constructor(
-    private readonly leases: RunLeaseRepository,
+    private readonly reports: ReportRepository,
     private readonly db: Database,
     private readonly metrics: CoordinatorMetrics,
   ) {}
 
   recordTask(runId: string, task: TaskResultRequest): Promise<StoredTask> {
-    return this.leases.recordTask(runId, task);
+    return this.reports.recordTask(runId, task);
   }
 
   async complete(runId: string, request: CompleteRunRequest): Promise<{ revision: number }> {
@@ -84,11 +84,11 @@ export class WorkerWritesService {
       return [];
     });
     if (tasks.length > 0) {
-      const results = await this.leases.recordTasks(tasks, tx);
+      const results = await this.reports.recordTasks(tasks, tx);
       tasks.forEach(({ index }, i) => (applied[index] = { outcome: toOutcome(results[i]), finished: undefined }));
     }
     if (finals.length > 0) {
-      const results = await this.leases.finishMany(finals, tx);
+      const results = await this.reports.finishMany(finals, tx);
       finals.forEach(({ index, outcome }, i) => {
         const result = results[i];
         applied[index] = result instanceof Error
@@ -107,7 +107,7 @@ export class WorkerWritesService {
     try {
       switch (report.type) {
         case 'task':
-          return { outcome: { ok: true, result: await this.leases.recordTask(report.runId, report.task, on) }, finished: undefined };
+          return { outcome: { ok: true, result: await this.reports.recordTask(report.runId, report.task, on) }, finished: undefined };
         case 'complete': {
           const { result, finished } = await this.completeOn(on, report.runId, report.complete);
           return { outcome: { ok: true, result }, finished };
@@ -126,16 +126,16 @@ export class WorkerWritesService {
   }
 
   private async completeOn(on: SqlExecutor, runId: string, request: CompleteRunRequest) {
-    const { revision, workflow } = await this.leases.finish(runId, request.expectedRevision, { status: 'completed', output: request.output }, on);
+    const { revision, workflow } = await this.reports.finish(runId, request.expectedRevision, { status: 'completed', output: request.output }, on);
     return { result: { revision }, finished: { status: 'completed' as const, workflow } };
   }
 
   /** Fails the run, or with `retryDelayMs` schedules its next attempt (workflow-level retry). */
   private async failOn(on: SqlExecutor, runId: string, request: FailRunRequest) {
     if (request.retryDelayMs !== undefined) {
-      return { result: await this.leases.retryLater(runId, request.expectedRevision, request.error, request.retryDelayMs, on), finished: undefined };
+      return { result: await this.reports.retryLater(runId, request.expectedRevision, request.error, request.retryDelayMs, on), finished: undefined };
     }
-    const { revision, workflow } = await this.leases.finish(runId, request.expectedRevision, { status: 'failed', error: request.error }, on);
+    const { revision, workflow } = await this.reports.finish(runId, request.expectedRevision, { status: 'failed', error: request.error }, on);
     return { result: { revision }, finished: { status: 'failed' as const, workflow } };
   }
 

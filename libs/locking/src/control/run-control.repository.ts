@@ -13,7 +13,7 @@ import {
   RUN_COLUMNS,
   stepsToRerun,
   wakeParents,
-} from './run-sql';
+} from '../runs/run-sql';
 
 /** Outcome of a client command on an existing run: its status before, and whether it applied. */
 export interface ControlOutcome {

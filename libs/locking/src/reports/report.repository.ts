@@ -1,0 +1,177 @@
+import { ErrorDetails, JsonValue, StoredTask, TaskResultRequest } from '@app/contracts';
+import { Database, type SqlExecutor } from '@app/persistence';
+import { Injectable } from '@nestjs/common';
+import { conflictFor, findStep, unwrap } from '../runs/conflicts';
+import { appendHistory, json, notifyFinished, notifyReady, STEP_COLUMNS, stepsToRerun, wakeParents } from '../runs/run-sql';
+
+export type RunOutcome = { status: 'completed'; output: JsonValue } | { status: 'failed'; error: ErrorDetails };
+
+/**
+ * What a worker reports under its claim: task results and the run's outcome (finish, retry later,
+ * release). Each write is revision-checked in the statement that makes it, so a worker that lost
+ * its claim (taken over after going idle, or the run was cancelled) can change nothing.
+ */
+@Injectable()
+export class ReportRepository {
+  constructor(private readonly db: Database) {}
+
+  /**
+   * Records a task result under the claim. The run row is updated (and so locked) only if it is
+   * still running at the expected revision, and the task row is inserted only through it. The
+   * first result recorded for a key wins (ON CONFLICT DO NOTHING); a later writer gets the stored
+   * one back and adopts it, so each task has exactly one recorded result. Writing a result also
+   * counts as a heartbeat.
+   */
+  async recordTask(runId: string, task: TaskResultRequest, on: SqlExecutor = this.db): Promise<StoredTask> {
+    return unwrap((await this.recordTasks([{ runId, task }], on))[0]);
+  }
+
+  /**
+   * recordTask for many runs in one statement (a worker's coalesced reports): each result is
+   * checked against its own run's revision, and comes back as the stored task or the error
+   * (409 stale, 404 unknown) for that one alone.
+   */
+  async recordTasks(items: { runId: string; task: TaskResultRequest }[], on: SqlExecutor = this.db): Promise<(StoredTask | Error)[]> {
+    const rows = await on.query<{ owned: boolean; task: StoredTask | null }>(
+      `WITH input AS (
+         SELECT * FROM unnest($1::uuid[], $2::integer[], $3::text[], $4::integer[], $5::text[], $6::text[],
+                              $7::integer[], $8::jsonb[], $9::jsonb[])
+                  WITH ORDINALITY AS i(run_id, revision, key, seq, name, status, attempts, output, error, n)
+       ), owner AS (
+         UPDATE runs r SET heartbeat_at = now(), updated_at = now()
+           FROM input i
+          WHERE r.id = i.run_id AND r.revision = i.revision AND r.status = 'running'
+         RETURNING r.id, r.revision
+       ), inserted AS (
+         INSERT INTO tasks (run_id, key, kind, seq, name, status, attempts, output, error)
+         SELECT i.run_id, i.key, 'task', i.seq, i.name, i.status, i.attempts, i.output, i.error
+           FROM input i JOIN owner o ON o.id = i.run_id AND o.revision = i.revision
+         ON CONFLICT (run_id, key) DO NOTHING
+         RETURNING run_id, ${STEP_COLUMNS}
+       )
+       SELECT o.id IS NOT NULL AS owned,
+              (SELECT row_to_json(s) FROM (SELECT ${STEP_COLUMNS} FROM inserted t
+                                            WHERE t.run_id = i.run_id AND t.key = i.key) s) AS task
+         FROM input i LEFT JOIN owner o ON o.id = i.run_id AND o.revision = i.revision
+        ORDER BY i.n`,
+      [
+        items.map(({ runId }) => runId),
+        items.map(({ task }) => task.expectedRevision),
+        items.map(({ task }) => task.key),
+        items.map(({ task }) => task.seq),
+        items.map(({ task }) => task.name),
+        items.map(({ task }) => task.status),
+        items.map(({ task }) => task.attempts),
+        items.map(({ task }) => json(task.output)),
+        items.map(({ task }) => json(task.error)),
+      ],
+    );
+    return Promise.all(
+      rows.map(async (row, index) => {
+        const { runId, task } = items[index];
+        if (!row.owned) return conflictFor(on, runId, task.expectedRevision);
+        // Not inserted: a result for this key was recorded first; adopt it.
+        return row.task ?? (await findStep(on, runId, task.key))!;
+      }),
+    );
+  }
+
+  /**
+   * Moves a running run at the expected revision to a terminal state, appends the transition,
+   * resolves the step of a parent waiting on it, and announces both (NOTIFY is delivered at
+   * commit, so woken readers see the final rows).
+   */
+  async finish(runId: string, expectedRevision: number, outcome: RunOutcome, on: SqlExecutor = this.db): Promise<{ revision: number; workflow: string }> {
+    return unwrap((await this.finishMany([{ runId, expectedRevision, outcome }], on))[0]);
+  }
+
+  /** finish for many runs in one statement; each is checked on its own (see recordTasks). */
+  async finishMany(
+    items: { runId: string; expectedRevision: number; outcome: RunOutcome }[],
+    on: SqlExecutor = this.db,
+  ): Promise<({ revision: number; workflow: string } | Error)[]> {
+    const rows = await on.query<{ revision: number | null; workflow: string | null }>(
+      `WITH input AS (
+         SELECT * FROM unnest($1::uuid[], $2::integer[], $3::text[], $4::jsonb[], $5::jsonb[])
+                  WITH ORDINALITY AS i(run_id, revision, status, output, error, n)
+       ), finished AS (
+         UPDATE runs r
+            SET status = i.status, output = i.output, error = i.error, revision = r.revision + 1,
+                heartbeat_at = NULL, finished_at = now(), updated_at = now()
+           FROM input i
+          WHERE r.id = i.run_id AND r.revision = i.revision AND r.status = 'running'
+         RETURNING r.id, r.revision, r.claimed_by, r.parent_id, r.status, r.output, r.error, r.workflow, i.revision AS expected
+       ), history AS (
+         ${appendHistory('finished', `'running'`, 'status', 'claimed_by')}
+       ), ${wakeParents('finished')}, announced AS (
+         SELECT ${notifyFinished('finished')} AS finished, ${notifyReady('woken_parents')} AS parents
+       )
+       SELECT f.revision, f.workflow
+         FROM input i LEFT JOIN finished f ON f.id = i.run_id AND f.expected = i.revision CROSS JOIN announced
+        ORDER BY i.n`,
+      [
+        items.map((item) => item.runId),
+        items.map((item) => item.expectedRevision),
+        items.map((item) => item.outcome.status),
+        items.map((item) => (item.outcome.status === 'completed' ? json(item.outcome.output) : null)),
+        items.map((item) => (item.outcome.status === 'failed' ? json(item.outcome.error) : null)),
+      ],
+    );
+    return Promise.all(
+      rows.map(async (row, index) =>
+        row.revision === null
+          ? conflictFor(on, items[index].runId, items[index].expectedRevision)
+          : { revision: row.revision, workflow: row.workflow! },
+      ),
+    );
+  }
+
+  /**
+   * Workflow-level retry: instead of failing, the run waits `delayMs` and then runs again as
+   * attempt + 1. Completed steps are kept (it resumes from its checkpoints); failed ones and retry
+   * waits are removed so they run again.
+   */
+  async retryLater(
+    runId: string,
+    expectedRevision: number,
+    error: ErrorDetails,
+    delayMs: number,
+    on: SqlExecutor = this.db,
+  ): Promise<{ revision: number }> {
+    const [row] = await on.query<{ revision: number }>(
+      `WITH retried AS (
+         UPDATE runs
+            SET status = 'waiting', attempt = attempt + 1, error = $3, revision = revision + 1,
+                due_at = now() + $4 * interval '1 millisecond', heartbeat_at = NULL, updated_at = now()
+          WHERE id = $1 AND revision = $2 AND status = 'running'
+         RETURNING id, revision, claimed_by, queue, due_at
+       ), history AS (
+         ${appendHistory('retried', `'running'`, `'waiting'`, 'claimed_by')}
+       ), cleared AS (
+         DELETE FROM tasks t USING retried r WHERE t.run_id = r.id AND ${stepsToRerun('t')}
+       )
+       SELECT revision, CASE WHEN due_at <= now() THEN ${notifyReady('retried')} END FROM retried`,
+      [runId, expectedRevision, json(error), delayMs],
+    );
+    if (!row) throw await conflictFor(this.db, runId, expectedRevision);
+    return { revision: row.revision };
+  }
+
+  /** Gives a running run back (worker shutting down): queued and due now, for any worker to take at once. */
+  async release(runId: string, expectedRevision: number): Promise<{ revision: number }> {
+    const [row] = await this.db.query<{ revision: number }>(
+      `WITH released AS (
+         UPDATE runs
+            SET status = 'queued', due_at = now(), revision = revision + 1, heartbeat_at = NULL, updated_at = now()
+          WHERE id = $1 AND revision = $2 AND status = 'running'
+         RETURNING id, revision, claimed_by, queue
+       ), history AS (
+         ${appendHistory('released', `'running'`, `'queued'`, 'claimed_by')}
+       )
+       SELECT revision, ${notifyReady('released')} FROM released`,
+      [runId, expectedRevision],
+    );
+    if (!row) throw await conflictFor(this.db, runId, expectedRevision);
+    return { revision: row.revision };
+  }
+}

@@ -1,0 +1,133 @@
+import { JsonValue, StartChildRequest, StepResponse, StoredTask, SuspendRequest } from '@app/contracts';
+import { Database, type SqlExecutor } from '@app/persistence';
+import { Injectable } from '@nestjs/common';
+import { conflictFor, findStep } from '../runs/conflicts';
+import { appendHistory, INSERT_RUNS, insertRunsParams, json, notifyReady, NOTIFY_INSERTED_QUEUES, STEP_COLUMNS } from '../runs/run-sql';
+
+export interface NewChild {
+  id: string;
+  queue: string;
+}
+
+/**
+ * Steps where a run suspends (sleeps, event waits, retry waits) and child starts. Each runs in one
+ * transaction under the run's row lock, taken by the revision check.
+ */
+@Injectable()
+export class StepRepository {
+  constructor(private readonly db: Database) {}
+
+  /**
+   * Suspends the run at a step (sleep, event wait, retry wait) unless the step can resolve at once:
+   * a zero sleep, or an event of that name that was sent before the run waited (the oldest one is
+   * consumed). Runs under the run's row lock, taken by the revision check, so an event sent
+   * concurrently is either consumed here or delivered to the waiting step, never lost.
+   */
+  async suspend(runId: string, step: SuspendRequest): Promise<StepResponse> {
+    return this.db.transaction(async (tx) => {
+      await this.lockRunning(tx, runId, step.expectedRevision);
+      const existing = await findStep(tx, runId, step.key);
+      if (existing && existing.status !== 'waiting' && step.kind !== 'retry') return { suspended: false, task: existing };
+
+      let resolvedOutput: JsonValue | undefined;
+      if (step.kind === 'sleep' && step.delayMs === 0) resolvedOutput = null;
+      if (step.kind === 'event') {
+        const [event] = await tx.query<{ data: JsonValue }>(`UPDATE run_events SET consumed_by = $3
+            WHERE id = (SELECT id FROM run_events WHERE run_id = $1 AND name = $2 AND consumed_by IS NULL ORDER BY id LIMIT 1)
+           RETURNING data`,
+          [runId, step.name, step.key],
+        );
+        if (event) resolvedOutput = { timedOut: false, data: event.data };
+      }
+      if (resolvedOutput !== undefined) {
+        const [task] = await tx.query<StoredTask>(`INSERT INTO tasks (run_id, key, kind, seq, name, status, attempts, output)
+           VALUES ($1, $2, $3, $4, $5, 'completed', 1, $6)
+           RETURNING ${STEP_COLUMNS}`,
+          [runId, step.key, step.kind, step.seq, step.name, json(resolvedOutput)],
+        );
+        return { suspended: false, task };
+      }
+
+      const [task] = await tx.query<StoredTask>(`INSERT INTO tasks (run_id, key, kind, seq, name, status, attempts, output, wake_at)
+         VALUES ($1, $2, $3, $4, $5, 'waiting', $6, $7, now() + $8 * interval '1 millisecond')
+         ON CONFLICT (run_id, key) DO UPDATE
+           SET status = 'waiting', attempts = excluded.attempts, output = excluded.output, wake_at = excluded.wake_at
+         RETURNING ${STEP_COLUMNS}`,
+        [runId, step.key, step.kind, step.seq, step.name, step.attempts, json({ attempts: step.attempts }), step.delayMs],
+      );
+      await this.suspendRun(tx, runId, step.delayMs);
+      return { suspended: true, task };
+    });
+  }
+
+  /**
+   * Starts a child run (one transaction: the child, its first transition, the parent's step and,
+   * when waiting, the parent's suspension). The step row makes it idempotent per key: a re-executed
+   * parent gets the child it already started.
+   */
+  async startChild(runId: string, request: StartChildRequest, child: NewChild): Promise<StepResponse> {
+    return this.db.transaction(async (tx) => {
+      await this.lockRunning(tx, runId, request.expectedRevision);
+      const existing = await findStep(tx, runId, request.key);
+      if (existing) return { suspended: false, task: existing };
+
+      await tx.query(
+        `WITH ${INSERT_RUNS} SELECT ${NOTIFY_INSERTED_QUEUES}`,
+        insertRunsParams([
+          {
+            id: child.id,
+            workflow: request.workflow,
+            version: request.version,
+            queue: child.queue,
+            input: request.input,
+            priority: 0,
+            idempotencyKey: null,
+            runAt: null,
+            parentId: runId,
+          },
+        ]),
+      );
+      const [task] = await tx.query<StoredTask>(`INSERT INTO tasks (run_id, key, kind, seq, name, status, attempts, output, child_id, wake_at)
+         VALUES ($1, $2, 'child', $3, $4, $5, 1, $6, $7, now() + $8 * interval '1 millisecond')
+         RETURNING ${STEP_COLUMNS}`,
+        [
+          runId,
+          request.key,
+          request.seq,
+          request.name,
+          request.wait ? 'waiting' : 'completed',
+          request.wait ? null : json({ childId: child.id }),
+          child.id,
+          request.timeoutMs,
+        ],
+      );
+      if (request.wait) await this.suspendRun(tx, runId, request.timeoutMs);
+      return { suspended: request.wait, task };
+    });
+  }
+
+  /** running -> waiting, due after `delayMs` (null: until something wakes it). Caller holds the row lock. */
+  private async suspendRun(tx: SqlExecutor, runId: string, delayMs: number | null): Promise<void> {
+    await tx.query(`WITH suspended AS (
+         UPDATE runs
+            SET status = 'waiting', revision = revision + 1, heartbeat_at = NULL, updated_at = now(),
+                due_at = coalesce(now() + $2 * interval '1 millisecond', 'infinity')
+          WHERE id = $1 AND status = 'running'
+         RETURNING id, revision, claimed_by, queue, due_at
+       ), history AS (
+         ${appendHistory('suspended', `'running'`, `'waiting'`, 'claimed_by')}
+       )
+       SELECT CASE WHEN due_at <= now() THEN ${notifyReady('suspended')} END FROM suspended`,
+      [runId, delayMs],
+    );
+  }
+
+  /** Locks the run if it is running at the expected revision (else 409/404). */
+  private async lockRunning(tx: SqlExecutor, runId: string, expectedRevision: number): Promise<void> {
+    const [row] = await tx.query(`SELECT 1 FROM runs WHERE id = $1 AND revision = $2 AND status = 'running' FOR UPDATE`, [
+      runId,
+      expectedRevision,
+    ]);
+    if (!row) throw await conflictFor(this.db, runId, expectedRevision);
+  }
+}
