@@ -12,10 +12,19 @@ export async function createCoordinatorApp(
   config: CoordinatorConfig,
   logger: LoggerService | LogLevel[] = createAppLogger(config.logFormat, config.logLevel),
 ): Promise<NestExpressApplication> {
-  const app = await NestFactory.create<NestExpressApplication>(CoordinatorModule.register(config), { bodyParser: false, logger });
+  // abortOnError: false: the caller sees why it could not start (main.ts prints it and exits).
+  const app = await NestFactory.create<NestExpressApplication>(CoordinatorModule.register(config), { bodyParser: false, logger, abortOnError: false });
   app.useBodyParser('json', { limit: config.bodyLimitBytes });
   // The API description at /docs (UI) and /docs-json, unauthenticated like health and metrics.
   SwaggerModule.setup('docs', app, OPENAPI_DOCUMENT);
   app.enableShutdownHooks();
+  try {
+    await app.init();
+  } catch (error) {
+    // Refused while initialising (e.g. a stream partition count the deployment disagrees with):
+    // close what was opened, so no connection outlives the refusal.
+    await app.close().catch(() => undefined);
+    throw error;
+  }
   return app;
 }

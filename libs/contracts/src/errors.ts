@@ -82,3 +82,11 @@ export class UnauthorizedError extends EngineError {
     super('unauthorized', `a valid ${audience} bearer token is required (Authorization: Bearer <token>)`);
   }
 }
+
+export class DeadLetterNotFoundError extends EngineError {
+  readonly statusCode = 404;
+
+  constructor(id: string) {
+    super('dead_letter_not_found', `dead letter ${id} does not exist`);
+  }
+}

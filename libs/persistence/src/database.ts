@@ -1,7 +1,8 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import type { Pool } from 'pg';
 import { DataSource } from 'typeorm';
 import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver.js';
+import { SCHEMA_MIGRATED } from './migration.runner';
 
 /** Runs parameterised SQL and returns the rows: the pool, or one transaction's connection. */
 export interface SqlExecutor {
@@ -15,7 +16,10 @@ export interface SqlExecutor {
  */
 @Injectable()
 export class Database implements SqlExecutor {
-  constructor(private readonly dataSource: DataSource) {}
+  constructor(
+    private readonly dataSource: DataSource,
+    @Inject(SCHEMA_MIGRATED) _schemaMigrated: true,
+  ) {}
 
   private get pool(): Pool {
     return (this.dataSource.driver as PostgresDriver).master as Pool;

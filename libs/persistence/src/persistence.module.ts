@@ -1,15 +1,17 @@
 import { DynamicModule, Module, type ModuleMetadata } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
 import { Database } from './database';
 import { RunTransitionEntity } from './entities/run-transition.entity';
 import { RunEntity } from './entities/run.entity';
 import { TaskEntity } from './entities/task.entity';
-import { MigrationRunner } from './migration.runner';
+import { migrateSchema, SCHEMA_MIGRATED } from './migration.runner';
 import { InitialSchema1764500000000 } from './migrations/1764500000000-initial-schema';
 import { Outbox1764600000000 } from './migrations/1764600000000-outbox';
+import { DispatchWakeups1764900000000 } from './migrations/1764900000000-dispatch-wakeups';
 
 export const ENTITIES = [RunEntity, TaskEntity, RunTransitionEntity];
-export const MIGRATIONS = [InitialSchema1764500000000, Outbox1764600000000];
+export const MIGRATIONS = [InitialSchema1764500000000, Outbox1764600000000, DispatchWakeups1764900000000];
 
 export interface PersistenceOptions {
   /** postgres://user:password@host:port/database */
@@ -20,6 +22,8 @@ export interface PersistenceOptions {
    * trigger writes an outbox row whenever a run becomes ready.
    */
   dispatch: string;
+  /** application_name of every session, so the process is recognisable in pg_stat_activity. */
+  applicationName: string;
 }
 
 export interface PersistenceAsyncOptions extends Pick<ModuleMetadata, 'imports'> {
@@ -40,10 +44,11 @@ export class PersistenceModule {
           imports: options.imports,
           inject: options.inject,
           useFactory: async (...args: unknown[]) => {
-            const { url, poolSize, dispatch } = await options.useFactory(...args);
+            const { url, poolSize, dispatch, applicationName } = await options.useFactory(...args);
             return {
               type: 'postgres' as const,
               url,
+              applicationName,
               entities: ENTITIES,
               migrations: MIGRATIONS,
               migrationsRun: false,
@@ -54,7 +59,7 @@ export class PersistenceModule {
         }),
         TypeOrmModule.forFeature(ENTITIES),
       ],
-      providers: [Database, MigrationRunner],
+      providers: [{ provide: SCHEMA_MIGRATED, useFactory: migrateSchema, inject: [DataSource] }, Database],
       exports: [TypeOrmModule, Database],
     };
   }

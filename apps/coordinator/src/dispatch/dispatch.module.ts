@@ -5,6 +5,7 @@ import { DynamicModule, Module } from '@nestjs/common';
 import type { CoordinatorConfig } from '../config/coordinator.config';
 import { OutboxMetrics } from './outbox.metrics';
 import { RepublishDaemon } from './republish.daemon';
+import { StreamPartitions } from './stream-partitions';
 
 /**
  * Reliable dispatch (DISPATCH other than `none`): the publisher, the outbox enqueuer, and the
@@ -21,7 +22,7 @@ export class CoordinatorDispatchModule {
           mode: config.dispatch,
           redisUrl: config.redisUrl,
           redisPrefix: config.redisPrefix,
-          streamPartitions: config.streamShards,
+          partitions: { useClass: StreamPartitions },
         }),
         OutboxModule.forRoot({
           pollIntervalMs: config.outboxPollIntervalMs,
@@ -30,7 +31,11 @@ export class CoordinatorDispatchModule {
           retryBaseMs: config.outboxRetryBaseMs,
           retryMaxMs: config.outboxRetryMaxMs,
         }),
-        LeaderElectionModule.forRoot({ url: config.databaseUrl, checkIntervalMs: config.leaderCheckIntervalMs }),
+        LeaderElectionModule.forRoot({
+          url: config.databaseUrl,
+          applicationName: config.applicationName,
+          checkIntervalMs: config.leaderCheckIntervalMs,
+        }),
       ],
       providers: [RepublishDaemon, OutboxMetrics],
       exports: [OutboxModule],

@@ -7,6 +7,7 @@ import type { OpenAPIObject } from '@nestjs/swagger';
 const json = (schema: object) => ({ content: { 'application/json': { schema } } });
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const id = { name: 'id', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } } as const;
+const deadLetterId = { name: 'id', in: 'path', required: true, schema: { type: 'string', pattern: '^[1-9][0-9]*$' } } as const;
 const errors = {
   '400': { description: 'Invalid request (nothing changed)', ...json(ref('Error')) },
   '401': { description: 'Missing or wrong bearer token', ...json(ref('Error')) },
@@ -154,7 +155,25 @@ export const OPENAPI_DOCUMENT: OpenAPIObject = {
       },
     },
     '/v1/worker/takes': {
-      post: { tags: ['worker protocol'], security: [{ worker: [] }], summary: 'Take runs a transport delivered, at their revisions', responses: { '200': { description: '{runs, stale}' }, ...errors } },
+      post: {
+        tags: ['worker protocol'],
+        security: [{ worker: [] }],
+        summary: 'Take up to `count` runs of each workflow version for wake-ups a transport delivered (chosen as a claim chooses)',
+        requestBody: json({ type: 'object', properties: { workerId: { type: 'string' }, workflows: { type: 'array', items: { type: 'object' } } } }),
+        responses: { '200': { description: '{runs}' }, ...errors },
+      },
+    },
+    '/v1/worker/dead-letters': {
+      post: { tags: ['worker protocol'], security: [{ worker: [] }], summary: 'Hand over a Streams wake-up delivered too often', responses: { '200': { description: '{deadLetterId, runFailed}' }, ...errors } },
+    },
+    '/v1/dead-letters': {
+      get: { tags: ['dead letters'], security: [{ client: [] }], summary: 'What dispatch gave up on, newest first', responses: { '200': { description: '{deadLetters, nextCursor}' }, ...errors } },
+    },
+    '/v1/dead-letters/{id}/redrive': {
+      post: { tags: ['dead letters'], security: [{ client: [] }], summary: 'Put its run back in motion and remove it', parameters: [deadLetterId], responses: { '200': { description: '{action, runStatus}' }, ...errors } },
+    },
+    '/v1/dead-letters/{id}': {
+      delete: { tags: ['dead letters'], security: [{ client: [] }], summary: 'Remove it', parameters: [deadLetterId], responses: { '204': { description: 'Removed' }, ...errors } },
     },
     '/v1/worker/heartbeats': {
       post: { tags: ['worker protocol'], security: [{ worker: [] }], summary: 'Refresh claims; returns the runs no longer held', responses: { '200': { description: '{lost}' }, ...errors } },

@@ -10,6 +10,7 @@ export function toRunView(run: RunEntity, tasks?: TaskEntity[]): RunView {
     revision: run.revision,
     attempt: run.attempt,
     priority: run.priority,
+    stalls: run.stalls,
     input: run.input as JsonValue,
     output: run.output as JsonValue,
     error: run.error,

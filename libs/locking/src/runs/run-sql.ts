@@ -6,7 +6,7 @@ import { RUN_FINISHED_CHANNEL, RUNS_READY_CHANNEL } from '@app/outbox';
  */
 
 /** Columns of `runs` under RunEntity's property names, for statements that return whole runs. */
-export const RUN_COLUMNS = `id, workflow, version, queue, status, revision, attempt, priority, input, output, error,
+export const RUN_COLUMNS = `id, workflow, version, queue, status, revision, attempt, priority, stalls, input, output, error,
   idempotency_key AS "idempotencyKey", parent_id AS "parentId", due_at AS "dueAt", claimed_by AS "claimedBy",
   heartbeat_at AS "heartbeatAt", created_at AS "createdAt", updated_at AS "updatedAt", started_at AS "startedAt",
   finished_at AS "finishedAt"`;
@@ -54,6 +54,14 @@ export function wakeParents(ended: string): string {
           WHERE p.id = s.run_id AND p.status = 'waiting'
          RETURNING p.id, p.queue
        )`;
+}
+
+/**
+ * The error of a run the engine failed because the workers that took it kept stopping without
+ * finishing (reason `stalled`); `message` is a SQL text expression.
+ */
+export function stalledError(message: string): string {
+  return `jsonb_build_object('name', 'RunStalledError', 'reason', 'stalled', 'message', ${message})`;
 }
 
 /** Condition on the steps (table alias `alias`) a failed attempt leaves behind that must run again on the next attempt. */

@@ -29,6 +29,10 @@ export class RunEntity {
   @Column('integer')
   priority: number;
 
+  /** Takeovers after its claim went idle (its worker died or hung); past the stall limit the run fails. */
+  @Column('integer')
+  stalls: number;
+
   @Column('jsonb', { nullable: true })
   /** JSON. Typed loosely: a recursive JSON type defeats TypeORM's query typings. */
   input: unknown;

@@ -66,7 +66,7 @@ const threeSteps = defineWorkflow<{ n: number }, { total: number }>({
 });
 
 function claimed(tasks: StoredTask[] = []): ClaimedRun {
-  return { id: 'run-1', workflow: 'three-steps', version: '1', revision: 3, attempt: 1, input: { n: 2 }, tasks };
+  return { id: 'run-1', workflow: 'three-steps', version: '1', queue: 'three-steps:1', revision: 3, attempt: 1, input: { n: 2 }, tasks };
 }
 
 describe('RunExecutor', () => {

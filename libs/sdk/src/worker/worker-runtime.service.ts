@@ -1,6 +1,6 @@
 import type { ClaimedRun } from '@app/contracts';
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
-import { SUBSCRIBER, type Subscriber } from '../subscribers/subscriber.interface';
+import { delivery, SUBSCRIBER, type Subscriber } from '../subscribers/subscriber.interface';
 import { CoordinatorApi } from './coordinator.api';
 import { RunExecutor } from './run-executor';
 import { RunLease } from './run-lease';
@@ -13,6 +13,10 @@ import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker.constants';
 @Injectable()
 export class WorkerRuntime implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger(WorkerRuntime.name);
+  /**
+   * Executions in progress, by run id and the revision it was taken at: an older execution of a run
+   * taken again (lost, but still unwinding) keeps its slot until it ends.
+   */
   private readonly active = new Map<string, { lease: RunLease; done: Promise<void> }>();
   private readonly stopping = new AbortController();
   private slotFreed: (() => void) | undefined;
@@ -112,20 +116,19 @@ export class WorkerRuntime implements OnApplicationBootstrap, BeforeApplicationS
   private start(run: ClaimedRun): void {
     this.counters.taken.set(run.workflow, (this.counters.taken.get(run.workflow) ?? 0) + 1);
     const lease = new RunLease(run.id, run.revision);
-    // An older execution of the same run (lost, but still unwinding) must not clear this one's entry.
-    const current = () => this.active.get(run.id)?.lease === lease;
+    const key = delivery(run.id, run.revision);
     const done = this.executor
       .execute(run, lease)
       .catch((error: unknown) => this.logger.error('run failed unexpectedly in the worker', { runId: run.id, error: (error as Error).message }))
       .then(() => this.subscriber.acknowledge?.(run.id, run.revision))
       .catch((error: unknown) => this.logger.warn('acknowledging a run failed', { runId: run.id, error: (error as Error).message }))
       .finally(() => {
-        if (current()) this.active.delete(run.id);
+        this.active.delete(key);
         const wake = this.slotFreed;
         this.slotFreed = undefined;
         wake?.();
       });
-    this.active.set(run.id, { lease, done });
+    this.active.set(key, { lease, done });
   }
 
   private async release(lease: RunLease): Promise<void> {
