@@ -46,6 +46,8 @@ export interface RunView {
   output: JsonValue;
   error: ErrorDetails | null;
   idempotencyKey: string | null;
+  /** Routing shard (null: none). */
+  shard: string | null;
   parentId: string | null;
   /** When the run is (or was) due; null while it waits for an event or a child without a timeout. */
   runAt: string | null;

@@ -140,6 +140,8 @@ export interface StartChildRequest {
   input: JsonValue;
   wait: boolean;
   timeoutMs: number | null;
+  /** Routing shard of the child. Absent: the parent's shard; null: no shard. */
+  shard?: string | null;
 }
 
 /** `suspended: false` means the step resolved at once (event already sent, child already done, zero delay). */
@@ -260,7 +262,7 @@ export function parseStartChildRequest(raw: unknown): StartChildRequest {
   const body = requireObject(raw, 'request body');
   rejectUnknownFields(
     body,
-    ['expectedRevision', 'key', 'seq', 'name', 'workflow', 'version', 'input', 'wait', 'timeoutMs'],
+    ['expectedRevision', 'key', 'seq', 'name', 'workflow', 'version', 'input', 'wait', 'timeoutMs', 'shard'],
     'request body',
   );
   if (typeof body.wait !== 'boolean') fail('invalid_wait', 'wait must be a boolean');
@@ -274,6 +276,7 @@ export function parseStartChildRequest(raw: unknown): StartChildRequest {
     input: parseJson(body.input, 'input'),
     wait: body.wait,
     timeoutMs: parseDelay(body.timeoutMs, 'timeoutMs', true),
+    shard: body.shard === undefined ? undefined : body.shard === null ? null : parseIdentifier(body.shard, 'shard'),
   };
 }
 

@@ -31,6 +31,11 @@ export interface CoordinatorConfig {
   /** A failed publish is retried after a random wait below base * 2^(attempt-1), capped. */
   outboxRetryBaseMs: number;
   outboxRetryMaxMs: number;
+  /**
+   * An in_flight outbox row older than this was left by an enqueuer that died mid-batch: it is
+   * published again (and sent rows older than this are deleted). Must exceed the longest batch publish.
+   */
+  outboxStaleInFlightMs: number;
   /** The republish daemon's period, and how long a due run may go undelivered before it is published again. */
   republishIntervalMs: number;
   republishAfterMs: number;
@@ -76,6 +81,7 @@ export function loadCoordinatorConfig(env: Record<string, string | undefined>): 
     outboxMaxRetries: read.integer('OUTBOX_MAX_RETRIES', 10, 1, 1_000),
     outboxRetryBaseMs: read.integer('OUTBOX_RETRY_BASE_MS', 500, 1, 3_600_000),
     outboxRetryMaxMs: read.integer('OUTBOX_RETRY_MAX_MS', 60_000, 1, 86_400_000),
+    outboxStaleInFlightMs: read.integer('OUTBOX_STALE_IN_FLIGHT_MS', 30_000, 1_000, 86_400_000),
     republishIntervalMs: read.integer('REPUBLISH_INTERVAL_MS', 5_000, 100, 3_600_000),
     republishAfterMs: read.integer('REPUBLISH_AFTER_MS', 30_000, 0, 86_400_000),
     leaderCheckIntervalMs: read.integer('LEADER_CHECK_INTERVAL_MS', 2_000, 100, 600_000),

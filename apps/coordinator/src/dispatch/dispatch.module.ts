@@ -1,5 +1,5 @@
 import { LeaderElectionModule } from '@app/locking';
-import { OutboxModule } from '@app/outbox';
+import { DEFAULT_OUTBOX_OPTIONS, OutboxModule } from '@app/outbox';
 import { PublisherModule } from '@app/streams';
 import { DynamicModule, Module } from '@nestjs/common';
 import type { CoordinatorConfig } from '../config/coordinator.config';
@@ -30,6 +30,9 @@ export class CoordinatorDispatchModule {
           maxRetries: config.outboxMaxRetries,
           retryBaseMs: config.outboxRetryBaseMs,
           retryMaxMs: config.outboxRetryMaxMs,
+          staleInFlightMs: config.outboxStaleInFlightMs,
+          // Recovery lags the stale age by at most a quarter of it (and never more than the default period).
+          maintenanceIntervalMs: Math.min(DEFAULT_OUTBOX_OPTIONS.maintenanceIntervalMs, config.outboxStaleInFlightMs / 4),
         }),
         LeaderElectionModule.forRoot({
           url: config.databaseUrl,

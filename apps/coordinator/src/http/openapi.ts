@@ -74,6 +74,7 @@ export const OPENAPI_DOCUMENT: OpenAPIObject = {
           output: {},
           error: { type: 'object', nullable: true },
           idempotencyKey: { type: 'string', nullable: true },
+          shard: { type: 'string', nullable: true },
           parentId: { type: 'string', nullable: true },
           runAt: { type: 'string', format: 'date-time', nullable: true },
           createdAt: { type: 'string', format: 'date-time' },
@@ -191,7 +192,7 @@ export const OPENAPI_DOCUMENT: OpenAPIObject = {
       post: { tags: ['worker protocol'], security: [{ worker: [] }], summary: 'Suspend at a sleep, event or retry step', parameters: [id], requestBody: revisioned(), responses: { '200': { description: '{suspended, task}' }, ...errors } },
     },
     '/v1/worker/runs/{id}/children': {
-      post: { tags: ['worker protocol'], security: [{ worker: [] }], summary: 'Start a child run (optionally wait for it)', parameters: [id], requestBody: revisioned(), responses: { '200': { description: '{suspended, task}' }, ...errors } },
+      post: { tags: ['worker protocol'], security: [{ worker: [] }], summary: 'Start a child run (optionally wait for it), in the parent\'s shard unless `shard` names one (null: none)', parameters: [id], requestBody: revisioned(), responses: { '200': { description: '{suspended, task}' }, ...errors } },
     },
     '/v1/worker/runs/{id}/release': {
       post: { tags: ['worker protocol'], security: [{ worker: [] }], summary: 'Give the run back to other workers', parameters: [id], requestBody: revisioned(), responses: { '200': { description: '{revision}' }, ...errors } },

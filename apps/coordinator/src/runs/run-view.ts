@@ -15,6 +15,7 @@ export function toRunView(run: RunEntity, tasks?: TaskEntity[]): RunView {
     output: run.output as JsonValue,
     error: run.error,
     idempotencyKey: run.idempotencyKey,
+    shard: run.shard,
     parentId: run.parentId,
     runAt: isoOrNull(run.dueAt),
     createdAt: run.createdAt.toISOString(),

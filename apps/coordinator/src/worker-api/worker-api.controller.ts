@@ -117,12 +117,11 @@ export class WorkerApiController {
     return this.steps.suspend(parseRunId(id), parseSuspendRequest(body));
   }
 
-  /** Starts a child run; with `wait` the parent suspends until the child is terminal. */
+  /** Starts a child run (in the parent's shard unless it names one); with `wait` the parent suspends until the child is terminal. */
   @Post('runs/:id/children')
   @HttpCode(200)
   startChild(@Param('id') id: string, @Body() body: unknown): Promise<StepResponse> {
-    const request = parseStartChildRequest(body);
-    return this.steps.startChild(parseRunId(id), request, { id: uuidv7(), queue: queueName(request.workflow, request.version) });
+    return this.steps.startChild(parseRunId(id), parseStartChildRequest(body), uuidv7());
   }
 
   /** Gives the run back (worker shutting down) so another worker takes it at once. */

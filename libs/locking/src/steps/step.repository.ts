@@ -4,11 +4,6 @@ import { Injectable } from '@nestjs/common';
 import { conflictFor, findStep } from '../runs/conflicts';
 import { appendHistory, INSERT_RUNS, insertRunsParams, json, notifyReady, NOTIFY_INSERTED_QUEUES, STEP_COLUMNS } from '../runs/run-sql';
 
-export interface NewChild {
-  id: string;
-  queue: string;
-}
-
 /**
  * Steps where a run suspends (sleeps, event waits, retry waits) and child starts. Each runs in one
  * transaction under the run's row lock, taken by the revision check.
@@ -63,11 +58,12 @@ export class StepRepository {
   /**
    * Starts a child run (one transaction: the child, its first transition, the parent's step and,
    * when waiting, the parent's suspension). The step row makes it idempotent per key: a re-executed
-   * parent gets the child it already started.
+   * parent gets the child it already started. The child runs in the shard the request names, or
+   * (none named) in its parent's, read under the parent's row lock.
    */
-  async startChild(runId: string, request: StartChildRequest, child: NewChild): Promise<StepResponse> {
+  async startChild(runId: string, request: StartChildRequest, childId: string): Promise<StepResponse> {
     return this.db.transaction(async (tx) => {
-      await this.lockRunning(tx, runId, request.expectedRevision);
+      const parent = await this.lockRunning(tx, runId, request.expectedRevision);
       const existing = await findStep(tx, runId, request.key);
       if (existing) return { suspended: false, task: existing };
 
@@ -75,10 +71,10 @@ export class StepRepository {
         `WITH ${INSERT_RUNS} SELECT ${NOTIFY_INSERTED_QUEUES}`,
         insertRunsParams([
           {
-            id: child.id,
+            id: childId,
             workflow: request.workflow,
             version: request.version,
-            queue: child.queue,
+            shard: request.shard === undefined ? parent.shard : request.shard,
             input: request.input,
             priority: 0,
             idempotencyKey: null,
@@ -96,8 +92,8 @@ export class StepRepository {
           request.seq,
           request.name,
           request.wait ? 'waiting' : 'completed',
-          request.wait ? null : json({ childId: child.id }),
-          child.id,
+          request.wait ? null : json({ childId }),
+          childId,
           request.timeoutMs,
         ],
       );
@@ -122,12 +118,13 @@ export class StepRepository {
     );
   }
 
-  /** Locks the run if it is running at the expected revision (else 409/404). */
-  private async lockRunning(tx: SqlExecutor, runId: string, expectedRevision: number): Promise<void> {
-    const [row] = await tx.query(`SELECT 1 FROM runs WHERE id = $1 AND revision = $2 AND status = 'running' FOR UPDATE`, [
-      runId,
-      expectedRevision,
-    ]);
+  /** Locks the run if it is running at the expected revision (else 409/404), and returns its shard. */
+  private async lockRunning(tx: SqlExecutor, runId: string, expectedRevision: number): Promise<{ shard: string | null }> {
+    const [row] = await tx.query<{ shard: string | null }>(
+      `SELECT shard FROM runs WHERE id = $1 AND revision = $2 AND status = 'running' FOR UPDATE`,
+      [runId, expectedRevision],
+    );
     if (!row) throw await conflictFor(this.db, runId, expectedRevision);
+    return row;
   }
 }

@@ -17,6 +17,10 @@ export class RunEntity {
   @Column('text')
   queue: string;
 
+  /** Routing shard the run was started with (a child inherits its parent's unless it names one); null: none. */
+  @Column('text', { nullable: true })
+  shard: string | null;
+
   @Column('text')
   status: RunStatus;
 

@@ -12,6 +12,7 @@ import {
   toErrorDetails,
 } from '../workflow/errors';
 import {
+  type ChildOptions,
   type EventResult,
   retryDelayMs,
   type TaskContext,
@@ -154,21 +155,29 @@ class RunContext implements WorkflowContext {
     return resolved.output as unknown as EventResult<T>;
   }
 
-  async startChild<I>(name: string, workflow: WorkflowRef, input: I): Promise<string> {
-    const step = await this.childStep(name, workflow, input, false, null);
+  async startChild<I>(name: string, workflow: WorkflowRef, input: I, options: ChildOptions = {}): Promise<string> {
+    const step = await this.childStep(name, workflow, input, options, false, null);
     return (step.output as { childId: string }).childId;
   }
 
-  async child<I, O>(name: string, workflow: WorkflowRef, input: I, options: { timeoutMs?: number } = {}): Promise<O> {
+  async child<I, O>(name: string, workflow: WorkflowRef, input: I, options: ChildOptions & { timeoutMs?: number } = {}): Promise<O> {
     const timeoutMs = options.timeoutMs === undefined ? null : checkDelay(options.timeoutMs, 'child timeout');
-    const step = await this.childStep(name, workflow, input, true, timeoutMs);
+    const step = await this.childStep(name, workflow, input, options, true, timeoutMs);
     const outcome = step.output as { timedOut: boolean; childId: string; status: string; output: O; error: ErrorDetails | null };
     if (outcome.timedOut) throw new ChildRunTimeoutError(step.key);
     if (outcome.status !== 'completed') throw new ChildRunFailedError(outcome.childId, outcome.status, outcome.error);
     return outcome.output;
   }
 
-  private async childStep(name: string, workflow: WorkflowRef, input: unknown, wait: boolean, timeoutMs: number | null): Promise<StoredTask> {
+  private async childStep(
+    name: string,
+    workflow: WorkflowRef,
+    input: unknown,
+    { shard }: ChildOptions,
+    wait: boolean,
+    timeoutMs: number | null,
+  ): Promise<StoredTask> {
+    if (shard !== undefined && shard !== null) parseIdentifier(shard, 'shard');
     const step = this.begin('child', name);
     if (step.recorded) return step.recorded;
     return this.suspendAt(step.key, () =>
@@ -182,6 +191,7 @@ class RunContext implements WorkflowContext {
         input: toJson(input),
         wait,
         timeoutMs,
+        shard,
       }),
     );
   }
