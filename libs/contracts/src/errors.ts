@@ -82,3 +82,16 @@ export class UnauthorizedError extends EngineError {
     super('unauthorized', `a valid ${audience} bearer token is required (Authorization: Bearer <token>)`);
   }
 }
+
+/**
+ * PostgreSQL could not be reached, or the connection carrying the request died (503). Nothing was
+ * applied unless the request was a commit whose answer was lost; worker writes are revision-fenced,
+ * so a retry is safe either way.
+ */
+export class DatabaseUnavailableError extends EngineError {
+  readonly statusCode = 503;
+
+  constructor(cause: string) {
+    super('database_unavailable', `the database is unavailable (${cause}); retry later`);
+  }
+}
