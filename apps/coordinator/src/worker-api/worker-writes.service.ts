@@ -48,7 +48,8 @@ export class WorkerWritesService {
   /**
    * Applies reports in one transaction and a handful of statements: all task results in one
    * statement, then all completions and failures in another (a run's task results always come before
-   * its outcome), then each workflow-level retry. Each report is checked against its own run, so a
+   * its outcome), then each workflow-level retry. With more than one statement, the batch's runs are
+   * locked first, in id order, the one lock order of every writer. Each report is checked against its own run, so a
    * stale one is refused (409) without affecting the others. If the database rejects a statement
    * (which aborts the transaction), the reports are applied one by one instead, so only the bad one
    * fails.
@@ -83,6 +84,11 @@ export class WorkerWritesService {
       }
       return [];
     });
+    const retries = reports.length - tasks.length - finals.length;
+    if (Number(tasks.length > 0) + Number(finals.length > 0) + retries > 1) {
+      // Several statements, each locking its own subset of the runs: lock them all first, in id order.
+      await this.reports.lockInOrder([...new Set(reports.map((report) => report.runId))], tx);
+    }
     if (tasks.length > 0) {
       const results = await this.reports.recordTasks(tasks, tx);
       tasks.forEach(({ index }, i) => (applied[index] = { outcome: toOutcome(results[i]), finished: undefined }));

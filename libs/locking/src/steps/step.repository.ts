@@ -128,6 +128,6 @@ export class StepRepository {
       runId,
       expectedRevision,
     ]);
-    if (!row) throw await conflictFor(this.db, runId, expectedRevision);
+    if (!row) throw await conflictFor(tx, runId, expectedRevision);
   }
 }
