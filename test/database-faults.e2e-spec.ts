@@ -4,6 +4,12 @@ import { Pool, type PoolClient } from 'pg';
 import { eventually } from './support/poll';
 import { PostgresServer } from './support/postgres-server';
 import { AppProcess, freePort, stopAllProcesses } from './support/processes';
+import { TEST_REDIS_URL, testPrefix } from './support/redis';
+
+const MODES = [
+  { dispatch: 'none', subscriber: 'http' },
+  { dispatch: 'redis-streams', subscriber: 'redis-streams' },
+] as const;
 
 /**
  * A lost PostgreSQL connection fails the request or batch that held it and nothing else: the
@@ -12,10 +18,11 @@ import { AppProcess, freePort, stopAllProcesses } from './support/processes';
  * while a worker process runs a steady load and one coordinator transaction waits on a row lock (so a
  * connection is certainly checked out, mid-transaction, when it dies).
  */
-describe('a lost PostgreSQL connection (real processes, a private PostgreSQL)', () => {
+describe.each(MODES)('a lost PostgreSQL connection (real processes, a private PostgreSQL; dispatch $dispatch)', ({ dispatch, subscriber }) => {
   let postgres: PostgresServer;
   let sql: Pool;
   let coordinator: AppProcess;
+  let worker: AppProcess;
   let coordinatorUrl: string;
   let client: WorkflowClient;
 
@@ -27,18 +34,29 @@ describe('a lost PostgreSQL connection (real processes, a private PostgreSQL)', 
     sql.on('error', () => undefined);
     const port = await freePort();
     coordinatorUrl = `http://127.0.0.1:${port}`;
+    const redis = { REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: testPrefix(`db-faults-${dispatch}`) };
     coordinator = new AppProcess('coordinator', 'apps/coordinator/src/main.ts', {
+      ...redis,
+      DISPATCH: dispatch,
+      // A message lost with the database's connections is published again soon.
+      REPUBLISH_INTERVAL_MS: '500',
+      REPUBLISH_AFTER_MS: '2000',
       DATABASE_URL: postgres.url,
       PORT: String(port),
       HOST: '127.0.0.1',
       AUTH_DISABLED: 'true',
       HEARTBEAT_INTERVAL_MS: '300',
-      CLAIM_MIN_IDLE_TIME_MS: '2000',
+      // Well above an outage here (about a second): a run is never taken over because of it.
+      CLAIM_MIN_IDLE_TIME_MS: '10000',
       CLAIM_POLL_INTERVAL_MS: '200',
       LISTENER_PROBE_INTERVAL_MS: '500',
     });
     await coordinator.waitForOutput('listening on');
-    const worker = new AppProcess('worker', 'apps/worker/src/main.ts', {
+    worker = new AppProcess('worker', 'apps/worker/src/main.ts', {
+      ...redis,
+      SUBSCRIBER: subscriber,
+      REDIS_BLOCK_MS: '1000',
+      CLAIM_MIN_IDLE_TIME_MS: '10000',
       COORDINATOR_URL: coordinatorUrl,
       WORKER_ID: 'w-db-faults',
       WORKER_PORT: '0',
@@ -78,6 +96,7 @@ describe('a lost PostgreSQL connection (real processes, a private PostgreSQL)', 
    */
   async function survives(fault: () => Promise<void>): Promise<void> {
     const pid = coordinator.pid;
+    const outputBefore = { coordinator: coordinator.output.length, worker: worker.output.length };
     const completedBefore = await count(`status = 'completed'`);
     const load = startLoad();
     let blocked: Awaited<ReturnType<typeof blockedEvent>> | undefined;
@@ -103,7 +122,9 @@ describe('a lost PostgreSQL connection (real processes, a private PostgreSQL)', 
     expect(load.started.length).toBeGreaterThan(30);
     expect(coordinator.alive).toBe(true);
     expect(coordinator.pid).toBe(pid);
-    expect(coordinator.output).not.toMatch(/uncaught|unhandled/i);
+    expect(coordinator.output.slice(outputBefore.coordinator)).not.toMatch(/uncaught|unhandled/i);
+    // The worker's writes that failed with the connections were sent again: it gave up no run.
+    expect(worker.output.slice(outputBefore.worker)).not.toMatch(/is no longer ours|could not report/);
   }
 
   /** Starts short runs (tasks, durable sleeps, in-process retries) continuously until stopped. */

@@ -1,5 +1,6 @@
 import {
   CompleteRunRequest,
+  DatabaseUnavailableError,
   EngineError,
   FailRunRequest,
   ReportOutcome,
@@ -52,7 +53,8 @@ export class WorkerWritesService {
    * locked first, in id order, the one lock order of every writer. Each report is checked against its own run, so a
    * stale one is refused (409) without affecting the others. If the database rejects a statement
    * (which aborts the transaction), the reports are applied one by one instead, so only the bad one
-   * fails.
+   * fails. If the database cannot be reached, the request fails as a whole (503), and the worker
+   * sends it again.
    */
   async apply(reports: WorkerReport[]): Promise<ReportOutcome[]> {
     // A lone report is one statement that commits on its own, without BEGIN and COMMIT round trips.
@@ -60,6 +62,7 @@ export class WorkerWritesService {
       reports.length === 1
         ? await this.applyEach(reports)
         : await this.db.transaction((tx) => this.applyTogether(tx, reports)).catch((error: Error) => {
+            if (error instanceof DatabaseUnavailableError) throw error;
             this.logger.warn('a report batch failed as a whole; applying its reports one by one', { error: error.message });
             return this.applyEach(reports);
           });
@@ -108,7 +111,10 @@ export class WorkerWritesService {
     return applied;
   }
 
-  /** One report on its own; errors of the request (EngineError) become its outcome. */
+  /**
+   * One report on its own; errors of the report (EngineError) become its outcome. An unavailable
+   * database is no answer about this report: it fails the request, which the worker retries.
+   */
   private async applyOne(on: SqlExecutor, report: WorkerReport): Promise<{ outcome: ReportOutcome; finished: Finished }> {
     try {
       switch (report.type) {
@@ -124,6 +130,7 @@ export class WorkerWritesService {
         }
       }
     } catch (error) {
+      if (error instanceof DatabaseUnavailableError) throw error;
       if (error instanceof EngineError) return { outcome: toOutcome(error), finished: undefined };
       if (on !== this.db) throw error;
       this.logger.error('a report could not be applied', { runId: report.runId, error: (error as Error).message });
