@@ -84,9 +84,9 @@ export class UnauthorizedError extends EngineError {
 }
 
 /**
- * PostgreSQL could not be reached, or the connection carrying the request died (503). Nothing was
- * applied unless the request was a commit whose answer was lost; worker writes are revision-fenced,
- * so a retry is safe either way.
+ * PostgreSQL could not be reached, or the connection carrying the request died (503). Its changes
+ * were rolled back, unless the connection died between their commit and its answer; worker writes
+ * are revision-fenced, so retrying one is safe either way.
  */
 export class DatabaseUnavailableError extends EngineError {
   readonly statusCode = 503;

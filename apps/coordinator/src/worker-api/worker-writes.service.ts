@@ -50,8 +50,8 @@ export class WorkerWritesService {
    * Applies reports in one transaction and a handful of statements: all task results in one
    * statement, then all completions and failures in another (a run's task results always come before
    * its outcome), then each workflow-level retry. With more than one statement, the batch's runs are
-   * locked first, in id order, the one lock order of every writer. Each report is checked against its own run, so a
-   * stale one is refused (409) without affecting the others. If the database rejects a statement
+   * locked first, in id order, the one lock order of every writer. Each report is checked against
+   * its own run, so a stale one is refused (409) without affecting the others. If the database rejects a statement
    * (which aborts the transaction), the reports are applied one by one instead, so only the bad one
    * fails. If the database cannot be reached, the request fails as a whole (503), and the worker
    * sends it again.
