@@ -235,6 +235,30 @@ describe('worker protocol', () => {
     expect((await http().get(`/v1/runs/${id}`).expect(200)).body).toMatchObject({ status: 'completed', output: 'current' });
   });
 
+  it.each([
+    ['complete, then fail', 'complete', 'fail'],
+    ['fail, then complete', 'fail', 'complete'],
+  ] as const)('applies only the first of two outcomes for one run at one revision in a batch (%s); the second gets a 409', async (_, first, second) => {
+    const [id] = await startRuns(1);
+    const [run] = await claim('w1', 1);
+    const outcome = (type: 'complete' | 'fail') =>
+      type === 'complete'
+        ? { type, runId: id, complete: { expectedRevision: run.revision, output: 'done' } }
+        : { type, runId: id, fail: { expectedRevision: run.revision, error: { name: 'Error', message: 'broke' } } };
+    const response = await http()
+      .post('/v1/worker/reports')
+      .send({ reports: [outcome(first), outcome(second)] })
+      .expect(200);
+    expect(response.body.outcomes).toEqual([
+      { ok: true, result: { revision: run.revision + 1 } },
+      expect.objectContaining({ ok: false, statusCode: 409, reason: 'revision_conflict' }),
+    ]);
+    const finished = first === 'complete' ? { status: 'completed', output: 'done' } : { status: 'failed', error: expect.objectContaining({ message: 'broke' }) };
+    expect((await http().get(`/v1/runs/${id}`).expect(200)).body).toMatchObject({ ...finished, revision: run.revision + 1 });
+    const ends = await db.sql(`SELECT to_status FROM run_transitions WHERE run_id = $1 AND from_status = 'running'`, [id]);
+    expect(ends).toEqual([{ to_status: finished.status }]);
+  });
+
   it('404s a write to an unknown run and 400s a malformed id', async () => {
     await http()
       .post('/v1/worker/runs/01a22c37-316c-762f-a717-4521456009df/complete')

@@ -90,3 +90,16 @@ export class DeadLetterNotFoundError extends EngineError {
     super('dead_letter_not_found', `dead letter ${id} does not exist`);
   }
 }
+
+/**
+ * PostgreSQL could not be reached, or the connection carrying the request died (503). Its changes
+ * were rolled back, unless the connection died between their commit and its answer; worker writes
+ * are revision-fenced, so retrying one is safe either way.
+ */
+export class DatabaseUnavailableError extends EngineError {
+  readonly statusCode = 503;
+
+  constructor(cause: string) {
+    super('database_unavailable', `the database is unavailable (${cause}); retry later`);
+  }
+}

@@ -1,4 +1,4 @@
-import { DynamicModule, Module, type ModuleMetadata } from '@nestjs/common';
+import { DynamicModule, Logger, Module, type ModuleMetadata } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { Database } from './database';
@@ -33,6 +33,8 @@ export interface PersistenceAsyncOptions extends Pick<ModuleMetadata, 'imports'>
   inject?: (string | symbol | Function)[];
 }
 
+const poolLogger = new Logger('DatabasePool');
+
 /** The coordinator's PostgreSQL: TypeORM entities, migrations applied at start, and plain SQL access. */
 @Module({})
 export class PersistenceModule {
@@ -55,6 +57,8 @@ export class PersistenceModule {
               migrationsRun: false,
               synchronize: false,
               extra: { max: poolSize, connectionTimeoutMillis: 10_000, options: `-c wf.dispatch=${dispatch}` },
+              // An idle pooled connection that dies is dropped by the pool and replaced on demand.
+              poolErrorHandler: (error: Error) => poolLogger.warn(`an idle PostgreSQL connection was lost (${error.message}); the pool opens a new one when needed`),
             };
           },
         }),

@@ -1,4 +1,5 @@
 import { EngineError, ErrorBody, RevisionConflictError } from '@app/contracts';
+import { asDatabaseError } from '@app/persistence';
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { Response } from 'express';
 import { STATUS_CODES } from 'node:http';
@@ -30,7 +31,9 @@ export class EngineExceptionFilter implements ExceptionFilter {
     response.status(body.statusCode).json(body);
   }
 
-  private toBody(exception: unknown): ErrorBody {
+  private toBody(thrown: unknown): ErrorBody {
+    // A read through the ORM reports a lost connection as its own error: 503 like every other.
+    const exception = asDatabaseError(thrown);
     if (exception instanceof RevisionConflictError) this.metrics.revisionConflicts.inc();
     if (exception instanceof EngineError) {
       return errorBody(exception.statusCode, exception.reason, exception.message);

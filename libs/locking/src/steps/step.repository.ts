@@ -124,7 +124,7 @@ export class StepRepository {
       `SELECT shard FROM runs WHERE id = $1 AND revision = $2 AND status = 'running' FOR UPDATE`,
       [runId, expectedRevision],
     );
-    if (!row) throw await conflictFor(this.db, runId, expectedRevision);
+    if (!row) throw await conflictFor(tx, runId, expectedRevision);
     return row;
   }
 }

@@ -65,11 +65,8 @@ export class CoordinatorApi {
     return this.report<StreamDeadLetterResponse>('/v1/worker/dead-letters', { workerId: this.options.workerId, ...report });
   }
 
-  async heartbeat(runs: { id: string; expectedRevision: number }[]): Promise<string[]> {
-    const response = await this.http.request<HeartbeatResponse>('POST', '/v1/worker/heartbeats', {
-      workerId: this.options.workerId,
-      runs,
-    });
+  async heartbeat(runs: { id: string; expectedRevision: number }[], signal?: AbortSignal): Promise<string[]> {
+    const response = await this.http.request<HeartbeatResponse>('POST', '/v1/worker/heartbeats', { workerId: this.options.workerId, runs }, signal);
     return response.lost;
   }
 

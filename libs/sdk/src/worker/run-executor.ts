@@ -59,13 +59,16 @@ export class RunExecutor {
     // a failure of the run. The run stays claimed and is taken over once its claim goes idle.
     try {
       if (outcome.ok) {
-        await this.api.complete(run.id, { expectedRevision: lease.revision, output: outcome.output });
+        const { output } = outcome;
+        await lease.whileEnding(() => this.api.complete(run.id, { expectedRevision: lease.revision, output }));
       } else {
         const policy = workflow?.retry;
         const retry = policy && !(outcome.error instanceof NonDeterminismError) && run.attempt < policy.maxAttempts;
         const error = outcome.error instanceof TaskFailedError ? outcome.error.details : toErrorDetails(outcome.error);
-        await this.api.fail(run.id, { expectedRevision: lease.revision, error, retryDelayMs: retry ? retryDelayMs(policy, run.attempt) : undefined });
+        const retryDelay = retry ? retryDelayMs(policy, run.attempt) : undefined;
+        await lease.whileEnding(() => this.api.fail(run.id, { expectedRevision: lease.revision, error, retryDelayMs: retryDelay }));
       }
+      lease.finish();
     } catch (reportError) {
       if (isRevisionConflict(reportError)) {
         lease.lose('the coordinator refused a write (revision conflict)');
@@ -222,7 +225,7 @@ class RunContext implements WorkflowContext {
 
   /** Sends a suspending step; if the run did suspend, this execution ends here. */
   private async suspendAt(key: string, send: () => Promise<{ suspended: boolean; task: StoredTask }>): Promise<StoredTask> {
-    const response = await this.call(send);
+    const response = await this.call(() => this.lease.whileEnding(send));
     if (!response.suspended) return response.task;
     this.lease.suspend();
     throw new RunSuspendedError(this.runId, key);

@@ -6,6 +6,9 @@ import { RunExecutor } from './run-executor';
 import { RunLease } from './run-lease';
 import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker.constants';
 
+/** A heartbeat gets at least this long (or three intervals) to answer before it counts as failed. */
+const HEARTBEAT_MIN_DEADLINE_MS = 10_000;
+
 /**
  * The worker's main loop: asks the subscriber for as many runs as it has free slots, executes
  * them concurrently, and keeps their claims alive with heartbeats (one request for all runs).
@@ -22,6 +25,8 @@ export class WorkerRuntime implements OnApplicationBootstrap, BeforeApplicationS
   private slotFreed: (() => void) | undefined;
   private loop: Promise<void> | undefined;
   private heartbeatTimer: NodeJS.Timeout | undefined;
+  /** The heartbeat request in flight, if any: there is at most one per worker. */
+  private heartbeating: Promise<void> | undefined;
   /** When the current read from the subscriber began (undefined between reads). */
   private readingSince: number | undefined;
   private loopEnded = false;
@@ -37,7 +42,7 @@ export class WorkerRuntime implements OnApplicationBootstrap, BeforeApplicationS
 
   onApplicationBootstrap(): void {
     this.loop = this.consume().finally(() => (this.loopEnded = true));
-    this.heartbeatTimer = setInterval(() => void this.heartbeat(), this.options.heartbeatIntervalMs);
+    this.heartbeatTimer = setInterval(() => this.heartbeatTick(), this.options.heartbeatIntervalMs);
     this.logger.log(`worker ${this.options.workerId} started (concurrency ${this.options.concurrency})`);
   }
 
@@ -63,6 +68,7 @@ export class WorkerRuntime implements OnApplicationBootstrap, BeforeApplicationS
     for (const lease of unfinished) lease.lose('the worker is shutting down');
     await Promise.all(unfinished.map((lease) => this.release(lease)));
     clearInterval(this.heartbeatTimer);
+    await this.heartbeating;
     await this.subscriber.close?.();
   }
 
@@ -144,14 +150,25 @@ export class WorkerRuntime implements OnApplicationBootstrap, BeforeApplicationS
     }
   }
 
+  /**
+   * A heartbeat still in flight when the next is due is not joined by another: the two would carry
+   * the same runs, and the later one adds load just when the coordinator is slow.
+   */
+  private heartbeatTick(): void {
+    if (this.heartbeating) return;
+    this.heartbeating = this.heartbeat().finally(() => (this.heartbeating = undefined));
+  }
+
   private async heartbeat(): Promise<void> {
-    const leases = [...this.active.values()].map((entry) => entry.lease).filter((lease) => lease.isHeld);
+    const leases = [...this.active.values()].map((entry) => entry.lease).filter((lease) => lease.needsHeartbeat);
     if (leases.length === 0) return;
     try {
-      const lost = new Set(await this.api.heartbeat(leases.map((lease) => ({ id: lease.runId, expectedRevision: lease.revision }))));
+      const deadline = AbortSignal.timeout(Math.max(HEARTBEAT_MIN_DEADLINE_MS, 3 * this.options.heartbeatIntervalMs));
+      const lost = new Set(await this.api.heartbeat(leases.map((lease) => ({ id: lease.runId, expectedRevision: lease.revision })), deadline));
       this.counters.heartbeats += leases.length - lost.size;
       for (const lease of leases) {
-        if (lost.has(lease.runId)) {
+        // A run this worker began to finish or suspend meanwhile is lost to that write, not to another owner.
+        if (lost.has(lease.runId) && lease.needsHeartbeat) {
           this.logger.warn('claim lost (taken over or cancelled); stopping the run', { runId: lease.runId, workerId: this.options.workerId });
           lease.lose('heartbeat refused: the run was taken over or cancelled');
         }
