@@ -42,6 +42,18 @@ export class RevisionConflictError extends EngineError {
   }
 }
 
+/**
+ * A worker's step names a key the run already recorded as another kind of step (409): a recorded
+ * step is never replaced, whatever a worker sends. Nothing was changed.
+ */
+export class StepConflictError extends EngineError {
+  readonly statusCode = 409;
+
+  constructor(runId: string, key: string, recordedKind: string, kind: string) {
+    super('step_conflict', `run ${runId} recorded step ${key} as a ${recordedKind} step; a ${kind} step cannot replace it`);
+  }
+}
+
 export class RunAlreadyTerminalError extends EngineError {
   readonly statusCode = 409;
 
