@@ -19,6 +19,15 @@ export class InvalidRequestError extends EngineError {
   readonly statusCode = 400;
 }
 
+/** The body is not JSON (415): nothing was read or changed. */
+export class UnsupportedMediaTypeError extends EngineError {
+  readonly statusCode = 415;
+
+  constructor(contentType: string | undefined) {
+    super('unsupported_media_type', `send the body as application/json (it was ${contentType ? `sent as ${contentType}` : 'sent without a content type'})`);
+  }
+}
+
 export class RunNotFoundError extends EngineError {
   readonly statusCode = 404;
 
