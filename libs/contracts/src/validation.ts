@@ -116,13 +116,22 @@ export function parseTimestamp(value: unknown, field: string): Date {
  * rather than recursing, since recursing is what a deep body must not be able to break.
  */
 export function assertJsonDepth(body: unknown): void {
-  const pending: { value: unknown; depth: number }[] = [{ value: body, depth: 1 }];
-  for (let next = pending.pop(); next; next = pending.pop()) {
-    const { value, depth } = next;
-    if (value === null || typeof value !== 'object') continue;
+  // Containers still to visit and their depths, side by side (no object per entry: bodies can hold many).
+  const containers: object[] = [];
+  const depths: number[] = [];
+  if (body !== null && typeof body === 'object') {
+    containers.push(body);
+    depths.push(1);
+  }
+  while (containers.length > 0) {
+    const container = containers.pop()!;
+    const depth = depths.pop()!;
     if (depth > JSON_MAX_DEPTH) fail('json_too_deep', `the request body nests arrays and objects deeper than ${JSON_MAX_DEPTH} levels`);
-    for (const item of Array.isArray(value) ? value : Object.values(value)) {
-      if (item !== null && typeof item === 'object') pending.push({ value: item, depth: depth + 1 });
+    for (const item of Array.isArray(container) ? container : Object.values(container)) {
+      if (item !== null && typeof item === 'object') {
+        containers.push(item);
+        depths.push(depth + 1);
+      }
     }
   }
 }
