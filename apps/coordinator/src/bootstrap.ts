@@ -5,6 +5,7 @@ import type { NestExpressApplication } from '@nestjs/platform-express';
 import { SwaggerModule } from '@nestjs/swagger';
 import type { CoordinatorConfig } from './config/coordinator.config';
 import { CoordinatorModule } from './coordinator.module';
+import { useJsonBodies } from './http/json-body';
 import { OPENAPI_DOCUMENT } from './http/openapi';
 
 /** Builds the coordinator app (used by main.ts and by the end-to-end tests). Does not listen. */
@@ -14,7 +15,7 @@ export async function createCoordinatorApp(
 ): Promise<NestExpressApplication> {
   // abortOnError: false: the caller sees why it could not start (main.ts prints it and exits).
   const app = await NestFactory.create<NestExpressApplication>(CoordinatorModule.register(config), { bodyParser: false, logger, abortOnError: false });
-  app.useBodyParser('json', { limit: config.bodyLimitBytes });
+  useJsonBodies(app, config.bodyLimitBytes);
   // The API description at /docs (UI) and /docs-json, unauthenticated like health and metrics.
   SwaggerModule.setup('docs', app, OPENAPI_DOCUMENT);
   app.enableShutdownHooks();

@@ -40,8 +40,10 @@ export class EngineExceptionFilter implements ExceptionFilter {
     }
     if (exception instanceof HttpException) {
       const status = exception.getStatus();
-      // The express adapter wraps body-parser's errors; its JSON syntax error becomes a 400 with that cause.
-      const reason = exception.cause instanceof SyntaxError ? 'invalid_json' : HTTP_REASONS[status];
+      // The express adapter wraps body-parser's JSON syntax error, and the URIError of a path that is
+      // not percent-encoded UTF-8, as a 400 with that cause.
+      const reason =
+        exception.cause instanceof SyntaxError ? 'invalid_json' : exception.cause instanceof URIError ? 'invalid_url_encoding' : HTTP_REASONS[status];
       return errorBody(status, reason ?? `http_${status}`, exception.message);
     }
     this.logger.error(exception instanceof Error ? (exception.stack ?? exception.message) : String(exception));

@@ -13,6 +13,7 @@ const errors = {
   '401': { description: 'Missing or wrong bearer token', ...json(ref('Error')) },
   '404': { description: 'Run not found', ...json(ref('Error')) },
   '409': { description: 'Conflict with the run\'s state (nothing changed)', ...json(ref('Error')) },
+  '415': { description: 'A body that is not JSON (nothing changed)', ...json(ref('Error')) },
 };
 const revisioned = (extra: Record<string, object> = {}, required: string[] = []) =>
   json({ type: 'object', required: ['expectedRevision', ...required], properties: { expectedRevision: { type: 'integer' }, ...extra } });

@@ -1,4 +1,4 @@
-import { JsonValue, StartChildRequest, StepResponse, StoredTask, SuspendRequest } from '@app/contracts';
+import { JsonValue, StartChildRequest, StepConflictError, type StepKind, StepResponse, StoredTask, SuspendRequest } from '@app/contracts';
 import { Database, type SqlExecutor } from '@app/persistence';
 import { Injectable } from '@nestjs/common';
 import { conflictFor, findStep } from '../runs/conflicts';
@@ -17,11 +17,15 @@ export class StepRepository {
    * a zero sleep, or an event of that name that was sent before the run waited (the oldest one is
    * consumed). Runs under the run's row lock, taken by the revision check, so an event sent
    * concurrently is either consumed here or delivered to the waiting step, never lost.
+   *
+   * A recorded step keeps its kind and result: a suspend naming the key of a step of another kind (a
+   * task result, say) is refused. A resolved sleep or event step is returned as it is; a retry wait is
+   * the one step re-armed, each time its task fails again with a long backoff.
    */
   async suspend(runId: string, step: SuspendRequest): Promise<StepResponse> {
     return this.db.transaction(async (tx) => {
       await this.lockRunning(tx, runId, step.expectedRevision);
-      const existing = await findStep(tx, runId, step.key);
+      const existing = await this.findStepOfKind(tx, runId, step.key, step.kind);
       if (existing && existing.status !== 'waiting' && step.kind !== 'retry') return { suspended: false, task: existing };
 
       let resolvedOutput: JsonValue | undefined;
@@ -64,7 +68,7 @@ export class StepRepository {
   async startChild(runId: string, request: StartChildRequest, childId: string): Promise<StepResponse> {
     return this.db.transaction(async (tx) => {
       const parent = await this.lockRunning(tx, runId, request.expectedRevision);
-      const existing = await findStep(tx, runId, request.key);
+      const existing = await this.findStepOfKind(tx, runId, request.key, 'child');
       if (existing) return { suspended: false, task: existing };
 
       await tx.query(
@@ -116,6 +120,17 @@ export class StepRepository {
        SELECT CASE WHEN due_at <= now() THEN ${notifyReady('suspended')} END FROM suspended`,
       [runId, delayMs],
     );
+  }
+
+  /**
+   * The step recorded at `key`, if any, when it is of this kind; a step of another kind is never
+   * replaced or handed back as this one (409). No statement changes a step's kind, and a running run's
+   * steps are not deleted (only a new attempt drops failed ones), so the check holds until commit.
+   */
+  private async findStepOfKind(tx: SqlExecutor, runId: string, key: string, kind: StepKind): Promise<StoredTask | undefined> {
+    const existing = await findStep(tx, runId, key);
+    if (existing && existing.kind !== kind) throw new StepConflictError(runId, key, existing.kind, kind);
+    return existing;
   }
 
   /** Locks the run if it is running at the expected revision (else 409/404), and returns its shard. */
