@@ -90,12 +90,13 @@ describe('dead letters', () => {
       republishIntervalMs: 3_600_000,
     });
     const run = await start();
-    const [claimed] = (await http().post('/v1/worker/claims').send({ workerId: 'ghost', workflows: [{ name: 'echo', version: '1' }], limit: 1 }).expect(200))
-      .body.runs as ClaimedRun[];
-    expect(claimed.id).toBe(run.id);
-    const report = { workerId: 'w', runId: run.id, workflow: { name: 'echo', version: '1' }, stream: 'wf:workflow.tasks.echo:1.0', entryId: '1-0', deliveries: 6 };
+    const [claimed] = (
+      await http().post('/v1/worker/takes').send({ workerId: 'ghost', workflows: [{ name: 'echo', version: '1', wakeups: ['0/1-0'] }] }).expect(200)
+    ).body.runs as ClaimedRun[];
+    expect(claimed).toMatchObject({ id: run.id, wakeup: '0/1-0' });
+    const report = { workerId: 'w', workflow: { name: 'echo', version: '1' }, wakeup: '0/1-0', deliveries: 6 };
 
-    // While the ghost still heartbeats (fresh claim), the run is left alone; the letter is recorded once however often it is reported.
+    // While the ghost's claim is fresh, the run is left alone; the letter is recorded once however often it is reported.
     expect((await http().post('/v1/worker/dead-letters').send(report).expect(200)).body).toMatchObject({ runFailed: false });
     await eventually('the ghost claim to go idle', async () =>
       (await db.sql(`SELECT 1 FROM runs WHERE id = $1 AND heartbeat_at < now() - interval '300 milliseconds'`, [run.id])).length > 0,
@@ -111,7 +112,7 @@ describe('dead letters', () => {
       origin: 'stream',
       runId: run.id,
       reason: 'delivered_too_often',
-      detail: { stream: report.stream, entryId: '1-0', deliveries: 6 },
+      detail: { wakeup: '0/1-0', deliveries: 6 },
     });
 
     expect((await http().post(`/v1/dead-letters/${letter.id}/redrive`).expect(200)).body).toEqual({ action: 'retried', runStatus: 'queued' });

@@ -112,14 +112,15 @@ describe('dispatch promises', () => {
       const [high] = await startBatch(coordinator.url, [{ workflow: 'chain', version: '1', input: { steps: 1, stepMs: 1 }, priority: 10 }]);
       const client = new WorkflowClient({ url: coordinator.url });
       expect(await client.waitForResult(high.id, { timeoutMs: 20_000 })).toMatchObject({ status: 'completed' });
-      // The claims made after the high-priority run existed: it is the first of them.
+      // The claims recorded after the high-priority run existed: it is the first of them, or the second
+      // when the one before it was already being made as it committed (it could not see it yet).
       const claims = await db.sql<{ run_id: string }>(
         `SELECT run_id FROM run_transitions
           WHERE to_status = 'running' AND id > (SELECT id FROM run_transitions WHERE run_id = $1 AND to_status = 'queued')
-          ORDER BY id`,
+          ORDER BY id LIMIT 2`,
         [high.id],
       );
-      expect(claims[0].run_id).toBe(high.id);
+      expect(claims.map((claim) => claim.run_id)).toContain(high.id);
       expect(await countWhere(`status = 'queued' AND id = ANY($1)`, [low.map((run) => run.id)])).toBeGreaterThan(0);
     }, 60_000);
   });
@@ -131,12 +132,13 @@ describe('dispatch promises', () => {
       const url = `http://127.0.0.1:${port}`;
       const worker = await workerFor('redis-streams', url, prefix, { STREAM_SHARDS: '1' });
       const primary = worker.app.get<FailoverSubscriber>(SUBSCRIBER).primary as RedisStreamsSubscriber;
-      const coordinator = await coordinatorFor('redis-streams', prefix, { port, streamShards: 4 });
+      await coordinatorFor('redis-streams', prefix, { port, streamShards: 4 });
       expect(await redis.get(partitionCountKey(prefix))).toBe('4');
       const runs = await startBatch(url, Array.from({ length: 100 }, () => ({ workflow: 'echo', version: '1', input: 1 })));
       await eventually('every run completed', async () => (await countWhere(`status = 'completed'`)) === runs.length, 15_000);
       expect(primary.readStreams).toEqual(expect.arrayContaining(queueStreams(prefix, ['echo:1'], 4)));
-      expect(coordinator.url).toBe(url);
+      // Through its partition streams, not its HTTP backup.
+      expect(worker.app.get<FailoverSubscriber>(SUBSCRIBER).failovers).toBe(0);
     }, 30_000);
 
     it('refuses a coordinator whose count differs from the running deployment, and lets a lone one change it', async () => {
@@ -149,11 +151,10 @@ describe('dispatch promises', () => {
       await same.close();
       await first.close();
       running.splice(0);
-      const changed = await coordinatorFor('redis-streams', prefix, { streamShards: 8 });
+      await coordinatorFor('redis-streams', prefix, { streamShards: 8 });
       expect(await redis.get(partitionCountKey(prefix))).toBe('8');
       const [{ value }] = await db.sql<{ value: number }>(`SELECT value FROM engine_settings WHERE name = 'stream_partitions'`);
       expect(value).toBe(8);
-      expect(changed.url).toMatch(/^http/);
     });
   });
 

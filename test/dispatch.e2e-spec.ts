@@ -206,8 +206,9 @@ describe('reliable dispatch', () => {
     const key = sortedSetKey(prefix, 'echo:1');
     const run = await start(c);
     await eventually('its wake-up', async () => (await redis.zpopmin(key)).length > 0);
+    // (the wake-up names below are the consumer's own: each worker names the wake-ups it holds)
     const take = (workerId: string) =>
-      request(c.url).post('/v1/worker/takes').send({ workerId, workflows: [{ name: 'echo', version: '1', count: 1 }] }).expect(200);
+      request(c.url).post('/v1/worker/takes').send({ workerId, workflows: [{ name: 'echo', version: '1', wakeups: [workerId] }] }).expect(200);
     expect((await take('ghost')).body.runs).toMatchObject([{ id: run.id }]);
 
     // The ghost never heartbeats: once its claim is idle, a wake-up reappears for the queue.
@@ -239,9 +240,10 @@ describe('reliable dispatch', () => {
         await new Promise((resolve) => setTimeout(resolve, 50));
         continue;
       }
+      const members = popped.filter((_, i) => i % 2 === 0);
       const taken = await request(c.url)
         .post('/v1/worker/takes')
-        .send({ workerId: 'redis-consumer', workflows: [{ name: 'echo', version: '1', count: popped.length / 2 }] })
+        .send({ workerId: 'redis-consumer', workflows: [{ name: 'echo', version: '1', wakeups: members }] })
         .expect(200);
       for (const run of taken.body.runs as ClaimedRun[]) {
         await request(c.url).post(`/v1/worker/runs/${run.id}/complete`).send({ expectedRevision: run.revision, output: run.input }).expect(200);

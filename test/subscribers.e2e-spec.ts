@@ -12,11 +12,12 @@ import {
   WORKER_OPTIONS,
   type ResolvedWorkerOptions,
 } from '@app/sdk';
-import { streamKey } from '@app/streams';
+import { RedisConnection, streamKey } from '@app/streams';
 import { Inject, Injectable } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import request from 'supertest';
 import { loadWorkerConfig } from '../apps/worker/src/config/worker.config';
+import { StreamEntries } from '../libs/sdk/src/subscribers/stream-entries';
 import { workerModuleOptions } from '../apps/worker/src/worker-app.module';
 import { EXAMPLE_WORKFLOWS } from '../apps/worker/src/workflows';
 import { type RunningCoordinator, type RunningWorker, startCoordinator, startCustomWorker } from './support/apps';
@@ -164,7 +165,7 @@ describe('subscribers', () => {
       },
       20_000,
     );
-    expect(dead).toEqual({ origin: 'stream', run_id: later.id, queue: 'echo:1', reason: 'delivered_too_often', detail: { stream, entryId, deliveries: 3 } });
+    expect(dead).toEqual({ origin: 'stream', run_id: later.id, queue: 'echo:1', reason: 'delivered_too_often', detail: { wakeup: `0/${entryId}`, deliveries: 3 } });
     expect((subscriber.primary as RedisStreamsSubscriber).deadLettered).toBe(1);
     const pending = (await redis.xpending(stream, 'workers')) as [number, ...unknown[]];
     expect(pending[0]).toBe(0);
@@ -188,6 +189,35 @@ describe('subscribers', () => {
     const pending = (await redis.xpending(stream, 'workers')) as [number, ...unknown[]];
     expect(pending[0]).toBe(0);
   }, 30_000);
+
+  it('reclaims a dead consumer\'s entry behind many live ones, resuming its scan where it stopped', async () => {
+    const prefix = testPrefix('cursor');
+    const connection = new RedisConnection({ url: TEST_REDIS_URL, prefix });
+    try {
+      const entries = new StreamEntries(connection, 'rescuer', 500);
+      await entries.whenReady();
+      const stream = `${prefix}cursor`;
+      await redis.xgroup('CREATE', stream, 'workers', '0', 'MKSTREAM');
+      for (let i = 0; i < 25; i++) await redis.xadd(stream, '*', 'run', `live-${i}`);
+      const deadId = await redis.xadd(stream, '*', 'run', 'dead');
+      await redis.xreadgroup('GROUP', 'workers', 'dead', 'COUNT', 26, 'STREAMS', stream, '>');
+      await eventually('the entries idle', async () => {
+        const [[, , idle]] = (await redis.xpending(stream, 'workers', '-', '+', 1)) as [string, string, number][];
+        return idle >= 200;
+      });
+      // 25 of them are live again (their consumer touched them), ahead of the dead one in the pending list.
+      const live = ((await redis.xrange(stream, '-', '+')) as [string, string[]][]).slice(0, 25).map(([id]) => id);
+      await redis.xclaim(stream, 'workers', 'live', 0, ...live, 'JUSTID');
+      // One free slot: XAUTOCLAIM looks at 10 entries a call, so only resuming reaches the dead one.
+      const found: string[] = [];
+      for (let call = 0; call < 5 && found.length === 0; call++) {
+        found.push(...(await entries.reclaim([stream], 200, 1)).entries.map((entry) => entry.id));
+      }
+      expect(found).toEqual([deadId]);
+    } finally {
+      await connection.onApplicationShutdown();
+    }
+  });
 
   it('uses a custom subscriber registered by a module, with the HTTP subscriber as its backup', async () => {
     @Injectable()

@@ -3,6 +3,7 @@ import type { ClaimedRun } from '@app/contracts';
 import request from 'supertest';
 import { type RunningCoordinator, startCoordinator } from './support/apps';
 import { createTestDatabase, type TestDatabase } from './support/database';
+import { eventually } from './support/poll';
 
 /**
  * The worker protocol, driven over HTTP by the test acting as workers, against the real
@@ -298,6 +299,72 @@ describe('worker protocol', () => {
     expect((await http().get(`/v1/runs/${id}`).expect(200)).body).toMatchObject({ ...finished, revision: run.revision + 1 });
     const ends = await db.sql(`SELECT to_status FROM run_transitions WHERE run_id = $1 AND from_status = 'running'`, [id]);
     expect(ends).toEqual([{ to_status: finished.status }]);
+  });
+
+  describe('takes (wake-ups from a transport)', () => {
+    const take = async (workerId: string, wakeups: string[]) =>
+      (await http().post('/v1/worker/takes').send({ workerId, workflows: [{ ...ECHO[0], wakeups }] }).expect(200)).body as {
+        runs: ClaimedRun[];
+        requeue: { queue: string; wakeup: string }[];
+      };
+
+    it('takes the queue\'s best runs, one per wake-up, each attributed to one; wake-ups for work already taken are done with', async () => {
+      await startRuns(2);
+      const taken = await take('w1', ['a', 'b', 'c']);
+      expect(taken.runs.map((run) => run.wakeup)).toEqual(['a', 'b']);
+      expect(taken.requeue).toEqual([]);
+      const attributed = await db.sql<{ claimed_via: string }>(`SELECT claimed_via FROM runs ORDER BY claimed_via`);
+      expect(attributed.map((row) => row.claimed_via)).toEqual(['a', 'b']);
+    });
+
+    it('hands back a wake-up that took nothing while its queue still has a run waiting (its row locked elsewhere)', async () => {
+      const [id] = await startRuns(1);
+      const { Client } = await import('pg');
+      const locker = new Client({ connectionString: db.url });
+      await locker.connect();
+      try {
+        await locker.query('BEGIN');
+        await locker.query('SELECT 1 FROM runs WHERE id = $1 FOR UPDATE', [id]); // as an event or a cancel would
+        const blocked = await take('w1', ['a']);
+        expect(blocked).toEqual({ runs: [], requeue: [{ queue: 'echo:1', wakeup: 'a' }] });
+        await locker.query('COMMIT');
+      } finally {
+        await locker.end();
+      }
+      expect((await take('w1', ['a'])).runs.map((run) => run.id)).toEqual([id]);
+    });
+  });
+
+  it('claims a parent whose child wait timed out in the statement that fails its stalled child, resolving the step once', async () => {
+    const strict = await startCoordinator(db.url, { claimMinIdleTimeMs: 200, heartbeatIntervalMs: 100, maxStalls: 0 });
+    try {
+      const api = () => request(strict.url);
+      const PARENT = [{ name: 'parent', version: '1' }];
+      const CHAIN = [{ name: 'chain', version: '1' }];
+      await api().post('/v1/runs').send({ workflow: 'parent', version: '1', input: {} }).expect(201);
+      const [parent] = (await api().post('/v1/worker/claims').send({ workerId: 'w', workflows: PARENT, limit: 1 }).expect(200)).body.runs as ClaimedRun[];
+      await api()
+        .post(`/v1/worker/runs/${parent.id}/children`)
+        .send({ expectedRevision: parent.revision, key: 'child:sub#1', seq: 0, name: 'sub', workflow: 'chain', version: '1', input: { steps: 1 }, wait: true, timeoutMs: 300 })
+        .expect(200);
+      const [{ id: childId }] = await db.sql<{ id: string }>(`SELECT id FROM runs WHERE parent_id = $1`, [parent.id]);
+      await api().post('/v1/worker/claims').send({ workerId: 'doomed', workflows: CHAIN, limit: 1 }).expect(200);
+      // Once the child's claim is idle and the parent's timeout has passed, one claim over both queues sees both.
+      await eventually('the child idle and the parent due', async () =>
+        (await db.sql(
+          `SELECT 1 FROM runs c JOIN runs p ON p.id = c.parent_id
+            WHERE c.id = $1 AND c.heartbeat_at < now() - interval '200 milliseconds' AND p.due_at <= now()`,
+          [childId],
+        )).length > 0,
+      );
+      const claimed = (await api().post('/v1/worker/claims').send({ workerId: 'w2', workflows: [...PARENT, ...CHAIN], limit: 5 }).expect(200)).body
+        .runs as ClaimedRun[];
+      expect(claimed.map((run) => run.id)).toEqual([parent.id]);
+      expect(claimed[0].tasks).toEqual([expect.objectContaining({ key: 'child:sub#1', status: 'completed', output: { timedOut: true } })]);
+      expect((await api().get(`/v1/runs/${childId}`).expect(200)).body).toMatchObject({ status: 'failed', error: { reason: 'stalled' } });
+    } finally {
+      await strict.close();
+    }
   });
 
   it('404s a write to an unknown run and 400s a malformed id', async () => {

@@ -236,7 +236,7 @@ export const workerWrites = fc.oneof(
     path('/v1/worker/takes'),
     body({
       workerId: field('fuzz-worker', 'w\ud800'),
-      workflows: fc.oneof(fc.array(body({ name: field('echo'), version: field('1'), count: field(1, 0, 501) }), { maxLength: 2 }), value),
+      workflows: fc.oneof(fc.array(body({ name: field('echo'), version: field('1'), wakeups: fc.oneof(fc.array(field('w1', 'w2', ''), { maxLength: 3 }), value) }), { maxLength: 2 }), value),
     }),
   ),
 );

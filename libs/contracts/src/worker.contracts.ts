@@ -58,6 +58,8 @@ export interface ClaimedRun {
   version: string;
   /** Where it waited: `<workflow>:<version>[:<shard>]` (see queueName in libs/streams). */
   queue: string;
+  /** For a take: the wake-up (as the worker named it) this run was taken with. */
+  wakeup?: string;
   revision: number;
   attempt: number;
   input: JsonValue;
@@ -281,20 +283,25 @@ export function parseStartChildRequest(raw: unknown): StartChildRequest {
 }
 
 /**
- * Wake-ups a transport (Redis) delivered, counted per queue: the worker holds `count` of them for
- * that workflow version (and shard) and has a free slot for each. The coordinator takes the queue's
- * best runs for them, as a claim would (work stealing first, then priority, then due time), so every
- * limit is decided in PostgreSQL whatever the transport. A wake-up may take nothing (the work it
- * announced was taken another way): drop it.
+ * Wake-ups a transport (Redis) delivered, per queue: the worker holds these for that workflow version
+ * (and shard) and has a free slot for each. Each is named by the worker (a stream entry, a set member;
+ * unique within its queue, and stable: a dead letter names it the same way). The coordinator takes the queue's best runs for them, as a claim would (work
+ * stealing first, then priority, then due time), so every limit is decided in PostgreSQL whatever the
+ * transport.
  */
 export interface TakeRunsRequest {
   workerId: string;
-  workflows: (WorkflowRef & { count: number })[];
+  workflows: (WorkflowRef & { wakeups: string[] })[];
 }
 
 export interface TakeRunsResponse {
-  /** At most `count` runs of each requested queue (see ClaimedRun.queue). */
+  /** At most one run per wake-up of each queue, each with the wake-up it was taken with. */
   runs: ClaimedRun[];
+  /**
+   * Wake-ups that took nothing although their queue still has runs waiting (taken elsewhere at that
+   * very moment, or locked): give them back to the transport. Every other unused wake-up is done with.
+   */
+  requeue: { queue: string; wakeup: string }[];
 }
 
 export function parseTakeRunsRequest(raw: unknown): TakeRunsRequest {
@@ -302,11 +309,15 @@ export function parseTakeRunsRequest(raw: unknown): TakeRunsRequest {
   rejectUnknownFields(body, ['workerId', 'workflows'], 'request body');
   const workflows = requireArray(body.workflows, 'workflows', 1000).map((item: unknown) => {
     const ref = requireObject(item, 'workflows[]');
-    rejectUnknownFields(ref, ['name', 'version', 'shard', 'count'], 'workflows[]');
-    return { ...parseWorkflowRef(ref), count: parseInteger(ref.count, 'count', 1, CLAIM_LIMIT_MAX) };
+    rejectUnknownFields(ref, ['name', 'version', 'shard', 'wakeups'], 'workflows[]');
+    const wakeups = requireArray(ref.wakeups, 'wakeups', CLAIM_LIMIT_MAX).map((wakeup) => parseKey(wakeup, 'wakeups'));
+    return { ...parseWorkflowRef(ref), wakeups };
   });
-  const total = workflows.reduce((sum, ref) => sum + ref.count, 0);
-  if (total > CLAIM_LIMIT_MAX) fail('invalid_count', `the counts add up to ${total}; at most ${CLAIM_LIMIT_MAX} runs are taken at once`);
+  const total = workflows.reduce((sum, ref) => sum + ref.wakeups.length, 0);
+  if (total > CLAIM_LIMIT_MAX) fail('invalid_wakeups', `${total} wake-ups; at most ${CLAIM_LIMIT_MAX} runs are taken at once`);
+  for (const ref of workflows) {
+    if (new Set(ref.wakeups).size !== ref.wakeups.length) fail('invalid_wakeups', 'each wake-up of a workflow may be named once');
+  }
   return { workerId: parseKey(body.workerId, 'workerId'), workflows };
 }
 
@@ -317,12 +328,12 @@ export function parseTakeRunsRequest(raw: unknown): TakeRunsRequest {
  */
 export interface StreamDeadLetterReport {
   workerId: string;
-  /** The run whose becoming ready published it (a wake-up that names none has none). */
-  runId?: string;
   /** The queue it woke. */
   workflow: WorkflowRef;
-  stream: string;
-  entryId: string;
+  /** How the worker names it in takes (its partition and entry id). */
+  wakeup: string;
+  /** The run whose becoming ready published it, if it names one. */
+  runId?: string;
   deliveries: number;
 }
 
@@ -332,19 +343,15 @@ export interface StreamDeadLetterResponse {
   runFailed: boolean;
 }
 
-const STREAM_ENTRY_ID = /^\d{1,20}-\d{1,20}$/;
-
 export function parseStreamDeadLetterReport(raw: unknown): StreamDeadLetterReport {
   const body = requireObject(raw, 'request body');
-  rejectUnknownFields(body, ['workerId', 'runId', 'workflow', 'stream', 'entryId', 'deliveries'], 'request body');
-  if (typeof body.entryId !== 'string' || !STREAM_ENTRY_ID.test(body.entryId)) fail('invalid_entryId', 'entryId must be a stream entry id (<ms>-<seq>)');
+  rejectUnknownFields(body, ['workerId', 'workflow', 'wakeup', 'runId', 'deliveries'], 'request body');
   const workflow = requireObject(body.workflow, 'workflow');
   rejectUnknownFields(workflow, ['name', 'version', 'shard'], 'workflow');
   const report: StreamDeadLetterReport = {
     workerId: parseKey(body.workerId, 'workerId'),
     workflow: parseWorkflowRef(workflow),
-    stream: parseKey(body.stream, 'stream'),
-    entryId: body.entryId,
+    wakeup: parseKey(body.wakeup, 'wakeup'),
     deliveries: parseInteger(body.deliveries, 'deliveries', 1, 1_000_000_000),
   };
   if (body.runId !== undefined) report.runId = parseRunId(body.runId, 'runId');

@@ -1,5 +1,5 @@
 import { LockingModule } from '@app/locking';
-import { DeadLetterRepository } from '@app/outbox';
+import { DeadLetterRepository } from './dead-letter.repository';
 import { Module } from '@nestjs/common';
 import { DeadLettersController } from './dead-letters.controller';
 import { DeadLettersService } from './dead-letters.service';

@@ -10,7 +10,7 @@ import {
   type StreamDeadLetterResponse,
 } from '@app/contracts';
 import { RunControlRepository } from '@app/locking';
-import { DeadLetterRepository, type DeadLetterRow } from '@app/outbox';
+import { DeadLetterRepository, type DeadLetterRow } from './dead-letter.repository';
 import { Database } from '@app/persistence';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config/coordinator.config';
@@ -69,24 +69,23 @@ export class DeadLettersService {
   }
 
   /**
-   * A Streams wake-up delivered more than MAX_DELIVERIES times: recorded, and its run failed as
-   * `stalled` if the claim holding it went idle (the workers that took it keep dying), so republish
+   * A Streams wake-up delivered more than MAX_DELIVERIES times: recorded, and the run it last took
+   * failed as `stalled` if that claim went idle (the workers that took it keep dying), so republish
    * cannot bring it back. One transaction: both or neither.
    */
   async recordStreamDeadLetter(report: StreamDeadLetterReport & { queue: string }): Promise<StreamDeadLetterResponse> {
     const outcome = await this.db.transaction(async (tx) => {
-      const deadLetterId = await this.deadLetters.recordStream(tx, report);
-      const runFailed =
-        report.runId !== undefined &&
-        (await this.control.failStalled(
-          report.runId,
-          this.config.claimMinIdleTimeMs,
-          `its wake-up was delivered ${report.deliveries} times and the workers that took it stopped without finishing`,
-          tx,
-        ));
-      return { deadLetterId, runFailed };
+      const failedRun = await this.control.failStalledTakenWith(
+        report.queue,
+        report.wakeup,
+        this.config.claimMinIdleTimeMs,
+        `the wake-up it was taken with was delivered ${report.deliveries} times and the workers that took it stopped without finishing`,
+        tx,
+      );
+      const deadLetterId = await this.deadLetters.recordStream(tx, { ...report, runId: failedRun ?? report.runId });
+      return { deadLetterId, runFailed: failedRun !== undefined };
     });
-    this.logger.warn('a Streams wake-up was delivered too often; dead-lettered', { runId: report.runId, ...outcome, stream: report.stream });
+    this.logger.warn('a Streams wake-up was delivered too often; dead-lettered', { queue: report.queue, wakeup: report.wakeup, ...outcome });
     return outcome;
   }
 }

@@ -1,14 +1,16 @@
-import { ClaimedRun, ClaimRequest, TakeRunsRequest } from '@app/contracts';
+import { ClaimedRun, ClaimRequest, TakeRunsRequest, TakeRunsResponse } from '@app/contracts';
 import { ClaimRepository, type ClaimParams, ReportRepository } from '@app/locking';
 import { NotificationListener, RUNS_READY_CHANNEL } from '@app/outbox';
 import { queueName } from '@app/streams';
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config/coordinator.config';
 import { CoordinatorMetrics } from '../metrics/coordinator.metrics';
 
 /** How workers come to own runs: claims (the HTTP subscriber) and takes (a transport's wake-ups), one statement for both. */
 @Injectable()
 export class ClaimsService {
+  private readonly logger = new Logger(ClaimsService.name);
+
   constructor(
     private readonly claims: ClaimRepository,
     private readonly reports: ReportRepository,
@@ -36,7 +38,7 @@ export class ClaimsService {
       let runs: ClaimedRun[];
       try {
         if (gone()) return [];
-        runs = await this.run({ queues: queues.map((queue) => ({ queue, limit: request.limit })), limit: request.limit, workerId: request.workerId });
+        ({ runs } = await this.run({ queues: queues.map((queue) => ({ queue, limit: request.limit })), limit: request.limit, workerId: request.workerId }));
       } catch (error) {
         wait?.cancel();
         throw error;
@@ -44,7 +46,7 @@ export class ClaimsService {
       if (runs.length > 0 && gone()) {
         // The worker went away while these were being claimed: give them back for others at once.
         wait?.cancel();
-        await Promise.all(runs.map((run) => this.reports.release(run.id, run.revision).catch(() => undefined)));
+        await this.releaseAll(runs);
         return [];
       }
       if (runs.length > 0 || !wait || this.listener.isClosed) {
@@ -55,25 +57,41 @@ export class ClaimsService {
     }
   }
 
-  /** Takes, for wake-ups a transport delivered, up to `count` runs of each queue, at once (no waiting). */
-  take(request: TakeRunsRequest): Promise<ClaimedRun[]> {
-    const counts = new Map<string, number>();
+  /**
+   * Takes, for wake-ups a transport delivered, up to one run per wake-up of each queue, at once (no
+   * waiting). `gone()` as for claims: runs taken for a worker that went away meanwhile are given back.
+   */
+  async take(request: TakeRunsRequest, gone: () => boolean): Promise<TakeRunsResponse> {
+    const queues = new Map<string, string[]>();
     for (const ref of request.workflows) {
       const queue = queueName(ref.name, ref.version, ref.shard);
-      counts.set(queue, (counts.get(queue) ?? 0) + ref.count);
+      queues.set(queue, [...(queues.get(queue) ?? []), ...ref.wakeups]);
     }
-    const queues = [...counts].map(([queue, limit]) => ({ queue, limit }));
-    return this.run({ queues, limit: queues.reduce((sum, q) => sum + q.limit, 0), workerId: request.workerId });
+    const wanted = [...queues].map(([queue, wakeups]) => ({ queue, limit: wakeups.length, wakeups }));
+    const { runs, requeue } = await this.run({ queues: wanted, limit: wanted.reduce((sum, q) => sum + q.limit, 0), workerId: request.workerId });
+    if (runs.length > 0 && gone()) {
+      await this.releaseAll(runs);
+      return { runs: [], requeue: [] };
+    }
+    return { runs, requeue };
   }
 
-  private async run(params: Pick<ClaimParams, 'queues' | 'limit' | 'workerId'>): Promise<ClaimedRun[]> {
+  private async run(params: Pick<ClaimParams, 'queues' | 'limit' | 'workerId'>): Promise<TakeRunsResponse> {
     const startedAt = performance.now();
-    const { runs, stalled } = await this.claims.claim({
+    const { runs, stalled, requeue } = await this.claims.claim({
       ...params,
       claimMinIdleTimeMs: this.config.claimMinIdleTimeMs,
       maxStalls: this.config.maxStalls,
     });
-    for (const run of stalled) this.metrics.runsFailed.inc({ workflow: run.workflow });
-    return this.metrics.taken(runs, startedAt);
+    for (const run of stalled) {
+      this.metrics.runsFailed.inc({ workflow: run.workflow });
+      this.logger.warn('run failed: it stalled more than MAX_STALLS times', { runId: run.id, workflow: run.workflow, maxStalls: this.config.maxStalls });
+    }
+    return { runs: this.metrics.taken(runs, startedAt), requeue };
+  }
+
+  /** Gives runs back for others at once (their worker went away while they were being taken for it). */
+  private async releaseAll(runs: ClaimedRun[]): Promise<void> {
+    await Promise.all(runs.map((run) => this.reports.release(run.id, run.revision).catch(() => undefined)));
   }
 }

@@ -50,20 +50,18 @@ export class WorkerApiController {
   @Post('claims')
   @HttpCode(200)
   async claim(@Body() body: unknown, @Res({ passthrough: true }) response: Response): Promise<ClaimResponse> {
-    const request = parseClaimRequest(body);
-    let gone = false;
-    response.once('close', () => (gone = !response.writableFinished));
-    return { runs: await this.claims.claim(request, () => gone) };
+    return { runs: await this.claims.claim(parseClaimRequest(body), disconnected(response)) };
   }
 
   /**
-   * Takes runs for wake-ups a transport (Redis) delivered: up to `count` of each queue, chosen as a
-   * claim chooses them. Wake-ups beyond what was taken took nothing: drop them.
+   * Takes runs for wake-ups a transport (Redis) delivered: up to one per wake-up of each queue, chosen
+   * as a claim chooses them. Of the wake-ups that took nothing, those in `requeue` go back to the
+   * transport (their queue still has runs waiting); the others are done with.
    */
   @Post('takes')
   @HttpCode(200)
-  async take(@Body() body: unknown): Promise<TakeRunsResponse> {
-    return { runs: await this.claims.take(parseTakeRunsRequest(body)) };
+  take(@Body() body: unknown, @Res({ passthrough: true }) response: Response): Promise<TakeRunsResponse> {
+    return this.claims.take(parseTakeRunsRequest(body), disconnected(response));
   }
 
   /** A Streams wake-up delivered more than MAX_DELIVERIES times: recorded, and its run failed if its claim went idle. */
@@ -130,4 +128,11 @@ export class WorkerApiController {
   release(@Param('id') id: string, @Body() body: unknown): Promise<{ revision: number }> {
     return this.reportRepository.release(parseRunId(id), parseReleaseRunRequest(body).expectedRevision);
   }
+}
+
+/** Whether the caller went away before the response was written (what is taken for it then goes back). */
+function disconnected(response: Response): () => boolean {
+  let gone = false;
+  response.once('close', () => (gone = !response.writableFinished));
+  return () => gone;
 }

@@ -4,8 +4,11 @@ import { Injectable } from '@nestjs/common';
 import { appendHistory, notifyFinished, notifyReady, stalledError, STEP_COLUMNS, wakeParents } from '../runs/run-sql';
 
 export interface ClaimParams {
-  /** Queues to take from, each with the most runs to take from it. */
-  queues: { queue: string; limit: number }[];
+  /**
+   * Queues to take from, each with the most runs to take from it and, for a take, the wake-ups the
+   * worker holds for it (one per run wanted; each run taken is attributed to one of them).
+   */
+  queues: { queue: string; limit: number; wakeups?: string[] }[];
   /** The most runs to take in all. */
   limit: number;
   workerId: string;
@@ -22,10 +25,17 @@ export interface ClaimResult {
   runs: TakenRun[];
   /** Runs found idle past the stall limit, failed instead of taken. */
   stalled: { id: string; workflow: string }[];
+  /**
+   * Wake-ups that took no run although their queue still has runs waiting (rows other transactions
+   * held locked at that moment): the worker gives them back instead of dropping them.
+   */
+  requeue: { queue: string; wakeup: string }[];
 }
 
+type Row = TakenRun & { kind: 'run' | 'stalled' | 'requeue'; wakeup: string | null };
+
 /**
- * Claims: how a worker comes to own runs, through the claim API or a transport's wake-up. One
+ * Claims: how a worker comes to own runs, through the claim API or a transport's wake-ups. One
  * statement for both, so priority, work stealing and the stall limit mean the same in every mode.
  */
 @Injectable()
@@ -39,21 +49,28 @@ export class ClaimRepository {
    * owner), appends their transitions, resolves suspension steps still waiting (a sleep that ended, an
    * event or child wait that timed out) and returns them with their recorded steps, so a re-executed
    * run replays them in the same round trip. An idle run already taken over `maxStalls` times is
-   * failed with reason `stalled` instead (a run that keeps killing its workers ends).
+   * failed with reason `stalled` instead (a run that keeps killing its workers ends); it does not use
+   * up a slot.
    *
    * Safe under concurrency: candidates are locked with FOR UPDATE SKIP LOCKED, so concurrent
    * claimers take disjoint rows without waiting on each other, and a locked row's WHERE clause is
    * re-checked against its latest version (a run completed or heartbeated just before is not taken).
-   * Each queue is scanned on its own, in index order (runs_ready_idx, runs_running_heartbeat_idx): a
-   * single scan over all the queues would have to sort every ready run first. Candidates locked but
-   * not picked are released when the statement commits.
+   * Each queue is scanned on its own, in index order (runs_ready_idx, runs_idle_claims_idx): a single
+   * scan over all the queues would have to sort every ready run first. Candidates locked but not
+   * picked are released when the statement commits. Because skipped rows look absent, a queue's
+   * wake-ups left unused while it still has runs waiting are handed back (`requeue`), counted in the
+   * same snapshot, so no wake-up is dropped while its work remains.
    */
   async claim(params: ClaimParams): Promise<ClaimResult> {
-    const rows = await this.db.query<TakenRun & { stalledOut: boolean; queue: string }>(
+    const wakeups = params.queues.flatMap(({ queue, wakeups: refs = [] }) => refs.map((ref) => ({ queue, ref })));
+    const rows = await this.db.query<Row>(
       `WITH wanted AS (
          SELECT * FROM unnest($1::text[], $2::integer[]) AS w(queue, n)
-       ), stale AS (
-         SELECT s.id, 'running' AS status, s.stalls, w.queue, true AS stale, 0 AS priority, s.heartbeat_at AS since
+       ), wakeups AS (
+         SELECT u.queue, u.ref, row_number() OVER (PARTITION BY u.queue ORDER BY u.i) AS k
+           FROM unnest($7::text[], $8::text[]) WITH ORDINALITY AS u(queue, ref, i)
+       ), idle AS (
+         SELECT s.id, 'running' AS status, s.stalls, w.queue, true AS idle, 0 AS priority, s.heartbeat_at AS since
            FROM wanted w CROSS JOIN LATERAL (
                 SELECT id, stalls, heartbeat_at FROM runs
                  WHERE status = 'running' AND queue = w.queue AND heartbeat_at < now() - $3 * interval '1 millisecond'
@@ -61,38 +78,40 @@ export class ClaimRepository {
                  LIMIT w.n
                  FOR UPDATE SKIP LOCKED) s
        ), ready AS (
-         SELECT r.id, r.status, r.stalls, w.queue, false AS stale, r.priority, r.due_at AS since
+         SELECT r.id, r.status, r.stalls, w.queue, false AS idle, r.priority, r.due_at AS since
            FROM wanted w CROSS JOIN LATERAL (
                 SELECT id, status, stalls, priority, due_at FROM runs
                  WHERE status IN ('queued', 'waiting') AND queue = w.queue AND due_at <= now()
                  ORDER BY priority DESC, due_at
                  LIMIT w.n
                  FOR UPDATE SKIP LOCKED) r
+       ), candidates AS (
+         SELECT *, idle AND stalls >= $5 AS stalled FROM (SELECT * FROM idle UNION ALL SELECT * FROM ready) c
        ), ranked AS (
-         SELECT c.*, row_number() OVER (PARTITION BY c.queue ORDER BY c.stale DESC, c.priority DESC, c.since) AS k
-           FROM (SELECT * FROM stale UNION ALL SELECT * FROM ready) c
+         SELECT c.*, row_number() OVER (PARTITION BY c.queue ORDER BY c.idle DESC, c.priority DESC, c.since) AS k
+           FROM candidates c WHERE NOT c.stalled
        ), picked AS (
-         SELECT r.id, r.status, r.stale, r.stale AND r.stalls >= $5 AS stalled_out
-           FROM ranked r JOIN wanted w ON w.queue = r.queue
+         SELECT r.id, r.status, r.queue, r.k, r.idle FROM ranked r JOIN wanted w USING (queue)
           WHERE r.k <= w.n
-          ORDER BY r.stale DESC, r.priority DESC, r.since
+          ORDER BY r.idle DESC, r.priority DESC, r.since
           LIMIT $6
        ), stalled_out AS (
          UPDATE runs r
             SET status = 'failed', revision = r.revision + 1, heartbeat_at = NULL, finished_at = now(), updated_at = now(),
                 error = ${stalledError(`format('the run was taken over %s times after its worker stopped heartbeating, and it stopped again (MAX_STALLS is %s)', r.stalls, $5::integer)`)}
-           FROM picked p
-          WHERE r.id = p.id AND p.stalled_out
+           FROM candidates c
+          WHERE r.id = c.id AND c.stalled
          RETURNING r.id, r.workflow, r.version, r.queue, r.revision, r.attempt, r.claimed_by, r.parent_id, r.status, r.output, r.error
        ), stalled_history AS (
          ${appendHistory('stalled_out', `'running'`, `'failed'`, 'claimed_by')}
-       ), ${wakeParents('stalled_out')}, claimed AS (
+       ), ${wakeParents('stalled_out', 'picked')}, claimed AS (
          UPDATE runs r
-            SET status = 'running', revision = r.revision + 1, claimed_by = $4, stalls = r.stalls + p.stale::integer,
+            SET status = 'running', revision = r.revision + 1, claimed_by = $4, stalls = r.stalls + p.idle::integer,
+                claimed_via = (SELECT u.ref FROM wakeups u WHERE u.queue = p.queue AND u.k = p.k),
                 heartbeat_at = now(), updated_at = now(), started_at = coalesce(r.started_at, now())
            FROM picked p
-          WHERE r.id = p.id AND NOT p.stalled_out
-         RETURNING r.id, r.workflow, r.version, r.queue, r.revision, r.attempt, r.input, r.priority, r.due_at,
+          WHERE r.id = p.id
+         RETURNING r.id, r.workflow, r.version, r.queue, r.revision, r.attempt, r.input, r.due_at, r.claimed_via,
                    p.status AS from_status
        ), history AS (
          ${appendHistory('claimed', 'from_status', `'running'`, '$4')}
@@ -104,10 +123,24 @@ export class ClaimRepository {
            FROM claimed c
           WHERE t.run_id = c.id AND t.status = 'waiting'
          RETURNING t.run_id, ${STEP_COLUMNS.split(', ').map((column) => `t.${column}`).join(', ')}
+       ), unused AS (
+         SELECT u.queue, u.ref, u.k - (SELECT count(*) FROM picked p WHERE p.queue = u.queue) AS rank
+           FROM wakeups u
+          WHERE u.k > (SELECT count(*) FROM picked p WHERE p.queue = u.queue)
+       ), still_waiting AS (
+         -- Per queue, the runs still needing a wake-up that this statement did not take, counted up
+         -- to the wake-ups left over (their rows were locked by others, or beyond what was scanned).
+         SELECT w.queue, (SELECT count(*) FROM (
+                  SELECT 1 FROM runs x
+                   WHERE x.queue = w.queue AND x.id NOT IN (SELECT id FROM candidates WHERE stalled UNION ALL SELECT id FROM picked)
+                     AND ((x.status IN ('queued', 'waiting') AND x.due_at <= now())
+                          OR (x.status = 'running' AND x.heartbeat_at < now() - $3 * interval '1 millisecond'))
+                   LIMIT (SELECT count(*) FROM unused n WHERE n.queue = w.queue)) s) AS runs
+           FROM wanted w
        ), announced AS (
          SELECT ${notifyFinished('stalled_out')} AS finished, ${notifyReady('woken_parents')} AS parents
        )
-       SELECT c.id, c.workflow, c.version, c.queue, c.revision, c.attempt, c.input, false AS "stalledOut",
+       SELECT 'run' AS kind, c.id, c.workflow, c.version, c.queue, c.revision, c.attempt, c.input, c.claimed_via AS wakeup,
               CASE WHEN c.from_status <> 'running' THEN extract(epoch FROM now() - c.due_at)::float8 END AS "readyForSeconds",
               coalesce((SELECT json_agg(s ORDER BY s.seq, s.key) FROM (
                           SELECT ${STEP_COLUMNS} FROM tasks t WHERE t.run_id = c.id AND t.status <> 'waiting'
@@ -115,8 +148,12 @@ export class ClaimRepository {
                           SELECT ${STEP_COLUMNS} FROM resolved WHERE resolved.run_id = c.id) s), '[]'::json) AS tasks
          FROM claimed c CROSS JOIN announced
        UNION ALL
-       SELECT f.id, f.workflow, f.version, f.queue, f.revision, f.attempt, NULL, true, NULL, '[]'::json
-         FROM stalled_out f CROSS JOIN announced`,
+       SELECT 'stalled', f.id, f.workflow, f.version, f.queue, f.revision, f.attempt, NULL, NULL, NULL, '[]'::json
+         FROM stalled_out f CROSS JOIN announced
+       UNION ALL
+       SELECT 'requeue', NULL, NULL, NULL, n.queue, NULL, NULL, NULL, n.ref, NULL, '[]'::json
+         FROM unused n JOIN still_waiting s USING (queue)
+        WHERE n.rank <= s.runs`,
       [
         params.queues.map((q) => q.queue),
         params.queues.map((q) => q.limit),
@@ -124,9 +161,16 @@ export class ClaimRepository {
         params.workerId,
         params.maxStalls,
         params.limit,
+        wakeups.map((w) => w.queue),
+        wakeups.map((w) => w.ref),
       ],
     );
-    const runs = rows.filter((row) => !row.stalledOut).map(({ stalledOut: _, ...run }) => run);
-    return { runs, stalled: rows.filter((row) => row.stalledOut).map(({ id, workflow }) => ({ id, workflow })) };
+    return {
+      runs: rows
+        .filter((row) => row.kind === 'run')
+        .map(({ kind: _, wakeup, ...run }) => (wakeup === null ? run : { ...run, wakeup })),
+      stalled: rows.filter((row) => row.kind === 'stalled').map(({ id, workflow }) => ({ id, workflow })),
+      requeue: rows.filter((row) => row.kind === 'requeue').map((row) => ({ queue: row.queue, wakeup: row.wakeup! })),
+    };
   }
 }

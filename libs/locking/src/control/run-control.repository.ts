@@ -170,24 +170,31 @@ export class RunControlRepository {
   }
 
   /**
-   * Fails a run as `stalled` if it is still held by a claim that went idle (its worker is gone):
-   * used when dispatch gives up on it. A run held by a live worker, or already finished, is left
-   * alone. Returns whether it was failed.
+   * Fails as `stalled` the run last taken with this wake-up (see runs.claimed_via) if that claim went
+   * idle (its worker is gone): used when dispatch gives up on the wake-up because it was delivered too
+   * often. A run a live worker holds, or one taken with another wake-up since, is left alone. Returns
+   * the id of the run failed, if any. Finds it among the queue's running runs (runs_idle_claims_idx).
    */
-  async failStalled(id: string, claimMinIdleTimeMs: number, message: string, on: SqlExecutor = this.db): Promise<boolean> {
-    const [row] = await on.query<{ failed: number }>(
+  async failStalledTakenWith(
+    queue: string,
+    wakeup: string,
+    claimMinIdleTimeMs: number,
+    message: string,
+    on: SqlExecutor = this.db,
+  ): Promise<string | undefined> {
+    const [row] = await on.query<{ id: string | null }>(
       `WITH failed AS (
          UPDATE runs
-            SET status = 'failed', error = ${stalledError('$3::text')}, revision = revision + 1,
+            SET status = 'failed', error = ${stalledError('$4::text')}, revision = revision + 1,
                 heartbeat_at = NULL, finished_at = now(), updated_at = now()
-          WHERE id = $1 AND status = 'running' AND heartbeat_at < now() - $2 * interval '1 millisecond'
+          WHERE queue = $1 AND claimed_via = $2 AND status = 'running' AND heartbeat_at < now() - $3 * interval '1 millisecond'
          RETURNING id, revision, claimed_by, parent_id, status, output, error
        ), history AS (
          ${appendHistory('failed', `'running'`, `'failed'`, 'claimed_by')}
        ), ${wakeParents('failed')}
-       SELECT count(*)::int AS failed, ${notifyFinished('failed')}, ${notifyReady('woken_parents')} FROM failed`,
-      [id, claimMinIdleTimeMs, message],
+       SELECT (SELECT id FROM failed LIMIT 1) AS id, ${notifyFinished('failed')}, ${notifyReady('woken_parents')}`,
+      [queue, wakeup, claimMinIdleTimeMs, message],
     );
-    return row.failed > 0;
+    return row.id ?? undefined;
   }
 }

@@ -37,9 +37,12 @@ export function notifyFinished(source: string): string {
 /**
  * Two CTEs (`parent_steps`, `woken_parents`) that hand the outcome of ended child runs to parents
  * waiting on them: the parent's child step resolves with the child's status and output, and the
- * parent becomes due now. `ended` must have id, parent_id, status, output, error.
+ * parent becomes due now. `ended` must have id, parent_id, status, output, error. Parents listed in
+ * `except` (a CTE with `id`) are left alone: the same statement changes them otherwise (a claim that
+ * takes a parent whose child wait timed out resolves that step itself), and one statement must not
+ * update a row twice.
  */
-export function wakeParents(ended: string): string {
+export function wakeParents(ended: string, except?: string): string {
   return `parent_steps AS (
          UPDATE tasks t
             SET status = 'completed',
@@ -47,7 +50,8 @@ export function wakeParents(ended: string): string {
                                             'output', e.output, 'error', e.error)
            FROM ${ended} e
           WHERE e.parent_id IS NOT NULL AND t.run_id = e.parent_id AND t.child_id = e.id
-            AND t.kind = 'child' AND t.status = 'waiting'
+            AND t.kind = 'child' AND t.status = 'waiting'${except ? `
+            AND e.parent_id NOT IN (SELECT id FROM ${except})` : ''}
          RETURNING t.run_id
        ), woken_parents AS (
          UPDATE runs p SET due_at = now(), updated_at = now()

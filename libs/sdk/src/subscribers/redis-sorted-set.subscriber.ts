@@ -30,23 +30,19 @@ while wanted > 0 and #active > 0 do
 end
 return out`;
 
-interface Popped {
-  key: string;
-  member: string;
-}
-
 /**
  * Redis sorted-set subscriber (one set of wake-ups per workflow version and shard). Blocks on its
  * queues with BZPOPMIN over a shuffled key order on a connection of its own, so work arrives the
- * moment it is published; popping removes a wake-up, so each reaches one worker. It pops at most
- * as many as it has free slots, and takes that many runs of those queues at the coordinator, which
- * picks them as a claim would (priority, work stealing). Wake-ups that took nothing are counted.
+ * moment it is published; popping removes a wake-up, so each reaches one worker. It pops at most as
+ * many as it has free slots and takes that many runs of those queues at the coordinator, which picks
+ * them as a claim would (priority, work stealing); wake-ups the coordinator hands back (their queue
+ * still has runs waiting) go back into their sets, the others are done with.
  */
 export class RedisSortedSetSubscriber implements Subscriber {
   readonly name = 'redis-zset';
   private readonly reader: Redis;
   private readonly refs = new Map<string, WorkflowRef>();
-  /** Wake-ups that took nothing (the work they announced was taken another way). */
+  /** Wake-ups that took no run (the work they announced was taken another way). */
   stale = 0;
 
   constructor(
@@ -66,17 +62,19 @@ export class RedisSortedSetSubscriber implements Subscriber {
     const order = shuffled([...this.refs.keys()]);
     const first = await this.reader.bzpopmin(...order, this.options.blockMs / 1000);
     if (!first) return [];
-    const popped: Popped[] = [{ key: first[0], member: first[1] }];
+    // Members are unique wake-up names (`<runId>:<outbox id>`), so they name themselves in the take.
+    const keyOf = new Map<string, string>([[first[1], first[0]]]);
     try {
       if (limit > 1) {
         const more = (await this.redis.client.eval(FILL_ROUND_ROBIN, order.length, ...order, limit - 1)) as string[];
-        for (let i = 0; i < more.length; i += 2) popped.push({ key: more[i], member: more[i + 1] });
+        for (let i = 0; i < more.length; i += 2) keyOf.set(more[i + 1], more[i]);
       }
-      const runs = await this.api.take(this.counts(popped));
-      this.stale += popped.length - runs.length;
+      const { runs, requeue } = await this.api.take(this.byQueue(keyOf));
+      this.stale += keyOf.size - runs.length - requeue.length;
+      await this.putBack(requeue.map(({ wakeup }) => [keyOf.get(wakeup)!, wakeup]));
       return runs;
     } catch (error) {
-      await this.putBack(popped);
+      await this.putBack([...keyOf].map(([member, key]) => [key, member]));
       throw error;
     }
   }
@@ -90,17 +88,18 @@ export class RedisSortedSetSubscriber implements Subscriber {
     await this.redis.client.ping();
   }
 
-  private counts(popped: Popped[]): (WorkflowRef & { count: number })[] {
-    const counts = new Map<string, number>();
-    for (const { key } of popped) counts.set(key, (counts.get(key) ?? 0) + 1);
-    return [...counts].map(([key, count]) => ({ ...this.refs.get(key)!, count }));
+  private byQueue(keyOf: Map<string, string>): (WorkflowRef & { wakeups: string[] })[] {
+    const wakeups = new Map<string, string[]>();
+    for (const [member, key] of keyOf) wakeups.set(key, [...(wakeups.get(key) ?? []), member]);
+    return [...wakeups].map(([key, members]) => ({ ...this.refs.get(key)!, wakeups: members }));
   }
 
-  /** The coordinator could not take runs for them: back into their sets (else the republish daemon restores them). */
-  private async putBack(popped: Popped[]): Promise<void> {
+  /** Wake-ups whose work is still waiting go back into their sets (else the republish daemon restores them). */
+  private async putBack(members: [key: string, member: string][]): Promise<void> {
+    if (members.length === 0) return;
     const pipeline = this.redis.client.pipeline();
     const now = Date.now();
-    for (const { key, member } of popped) pipeline.zadd(key, now, member);
+    for (const [key, member] of members) pipeline.zadd(key, now, member);
     await pipeline.exec().catch(() => undefined);
   }
 }

@@ -2,9 +2,9 @@
 export interface RedisSubscriberOptions {
   /** How long one blocking read waits (BZPOPMIN / XREADGROUP BLOCK). */
   blockMs: number;
-  /** Streams: a pending message idle this long (its worker died) is claimed by another worker. */
+  /** Streams: a pending entry idle this long (its worker died) is claimed by another worker. */
   claimMinIdleTimeMs: number;
-  /** Streams: a message delivered more often than this is moved to the dead-letter stream. */
+  /** Streams: an entry delivered more often than this is handed to the coordinator as a dead letter. */
   maxDeliveries: number;
   /** Streams: partitions per queue when the coordinator has not published its count. */
   partitionsFallback: number;

@@ -53,11 +53,13 @@ export class CoordinatorApi {
     await this.http.request('GET', '/health/live', undefined, AbortSignal.timeout(2_000));
   }
 
-  /** Takes runs for wake-ups a transport delivered: up to `count` runs of each workflow version (and shard). */
-  async take(workflows: (WorkflowRef & { count: number })[]): Promise<ClaimedRun[]> {
-    if (workflows.length === 0) return [];
-    const response = await this.http.request<TakeRunsResponse>('POST', '/v1/worker/takes', { workerId: this.options.workerId, workflows });
-    return response.runs;
+  /**
+   * Takes runs for wake-ups a transport delivered: up to one per wake-up of each workflow version (and
+   * shard). Returns the runs (each with the wake-up it was taken with) and the wake-ups to give back.
+   */
+  async take(workflows: (WorkflowRef & { wakeups: string[] })[]): Promise<TakeRunsResponse> {
+    if (workflows.length === 0) return { runs: [], requeue: [] };
+    return this.http.request<TakeRunsResponse>('POST', '/v1/worker/takes', { workerId: this.options.workerId, workflows });
   }
 
   /** Hands the coordinator a Streams wake-up that was delivered too often (see StreamDeadLetterReport). */

@@ -1,4 +1,4 @@
-import type { ClaimedRun } from '@app/contracts';
+import { CLAIM_LIMIT_MAX, type ClaimedRun } from '@app/contracts';
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { delivery, SUBSCRIBER, type Subscriber } from '../subscribers/subscriber.interface';
 import { CoordinatorApi } from './coordinator.api';
@@ -94,7 +94,8 @@ export class WorkerRuntime implements OnApplicationBootstrap, BeforeApplicationS
     let failures = 0;
     const signal = this.stopping.signal;
     while (!signal.aborted) {
-      const free = this.options.concurrency - this.active.size;
+      // A claim or take hands out at most CLAIM_LIMIT_MAX runs: ask for no more, whatever the concurrency.
+      const free = Math.min(this.options.concurrency - this.active.size, CLAIM_LIMIT_MAX);
       if (free <= 0) {
         await new Promise<void>((resolve) => (this.slotFreed = resolve));
         continue;
@@ -173,11 +174,17 @@ export class WorkerRuntime implements OnApplicationBootstrap, BeforeApplicationS
           lease.lose('heartbeat refused: the run was taken over or cancelled');
         }
       }
+    } catch (error) {
+      this.logger.warn(`heartbeat failed: ${(error as Error).message}`);
+    }
+    // Beside the coordinator's, whether or not that one got through: while the coordinator is out of
+    // reach, the transport must not take this worker for dead as well.
+    try {
       if (this.subscriber.heartbeat) {
         await Promise.all(leases.filter((lease) => lease.isHeld).map((lease) => this.subscriber.heartbeat!(lease.runId, lease.revision)));
       }
     } catch (error) {
-      this.logger.warn(`heartbeat failed: ${(error as Error).message}`);
+      this.logger.warn(`subscriber heartbeat failed: ${(error as Error).message}`);
     }
   }
 }

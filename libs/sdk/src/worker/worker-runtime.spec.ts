@@ -1,4 +1,4 @@
-import type { ClaimedRun } from '@app/contracts';
+import { CLAIM_LIMIT_MAX, type ClaimedRun } from '@app/contracts';
 import { afterEach, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { Logger } from '@nestjs/common';
 import type { Subscriber } from '../subscribers/subscriber.interface';
@@ -68,5 +68,25 @@ describe('WorkerRuntime heartbeats', () => {
     expect(lease.isLost).toBe(false);
     finishReported();
     await reporting;
+  });
+});
+
+describe('WorkerRuntime capacity', () => {
+  it('never asks its subscriber for more runs than a claim can hand out, however high its concurrency', async () => {
+    Logger.overrideLogger(false);
+    const asked: number[] = [];
+    const subscriber: Subscriber = {
+      name: 'fake',
+      getReadyRuns: (limit, signal) => {
+        asked.push(limit);
+        return new Promise((resolve) => signal.addEventListener('abort', () => resolve([]), { once: true }));
+      },
+      getNextDelay: () => 0,
+    };
+    const options = resolveWorkerOptions({ workflows: [], coordinatorUrl: 'http://unused', concurrency: 2_000 });
+    const runtime = new WorkerRuntime(subscriber, {} as RunExecutor, {} as CoordinatorApi, options);
+    runtime.onApplicationBootstrap();
+    await runtime.beforeApplicationShutdown();
+    expect(asked).toEqual([CLAIM_LIMIT_MAX]);
   });
 });

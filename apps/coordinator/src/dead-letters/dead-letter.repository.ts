@@ -9,12 +9,15 @@ export type DeadLetterRow = Omit<DeadLetterView, 'createdAt'> & { createdAt: Dat
 export interface StreamDeadLetter {
   runId?: string;
   queue: string;
-  stream: string;
-  entryId: string;
+  /** How the worker names the wake-up: its partition and entry id. */
+  wakeup: string;
   deliveries: number;
 }
 
-/** Dead letters of every origin, in one table (outbox rows are moved here by OutboxRepository.deadLetter). */
+/**
+ * Dead letters of every origin, in one table: outbox rows are moved here by the enqueuer
+ * (OutboxRepository.deadLetter), Streams wake-ups delivered too often are reported by workers.
+ */
 @Injectable()
 export class DeadLetterRepository {
   constructor(private readonly db: Database) {}
@@ -41,12 +44,12 @@ export class DeadLetterRepository {
   async recordStream(tx: SqlExecutor, letter: StreamDeadLetter): Promise<string> {
     const [row] = await tx.query<{ id: string }>(
       `INSERT INTO dead_letters (origin, ref, run_id, queue, reason, message, detail)
-       VALUES ('stream', $1 || '/' || $2, $3, $4, 'delivered_too_often',
-               format('the wake-up was delivered %s times: the workers that took it stopped without finishing', $5::integer),
-               jsonb_build_object('stream', $1::text, 'entryId', $2::text, 'deliveries', $5::integer))
-       ON CONFLICT (origin, ref) DO UPDATE SET detail = excluded.detail
+       VALUES ('stream', $1 || '/' || $2, $3, $1, 'delivered_too_often',
+               format('the wake-up was delivered %s times: the workers that took it stopped without finishing', $4::integer),
+               jsonb_build_object('wakeup', $2::text, 'deliveries', $4::integer))
+       ON CONFLICT (origin, ref) DO UPDATE SET detail = excluded.detail, run_id = coalesce(excluded.run_id, dead_letters.run_id)
        RETURNING id::text`,
-      [letter.stream, letter.entryId, letter.runId ?? null, letter.queue, letter.deliveries],
+      [letter.queue, letter.wakeup, letter.runId ?? null, letter.deliveries],
     );
     return row.id;
   }
