@@ -7,9 +7,10 @@ import { TaskEntity } from './entities/task.entity';
 import { MigrationRunner } from './migration.runner';
 import { InitialSchema1764500000000 } from './migrations/1764500000000-initial-schema';
 import { Outbox1764600000000 } from './migrations/1764600000000-outbox';
+import { DueTimers1764800000000 } from './migrations/1764800000000-due-timers';
 
 export const ENTITIES = [RunEntity, TaskEntity, RunTransitionEntity];
-export const MIGRATIONS = [InitialSchema1764500000000, Outbox1764600000000];
+export const MIGRATIONS = [InitialSchema1764500000000, Outbox1764600000000, DueTimers1764800000000];
 
 export interface PersistenceOptions {
   /** postgres://user:password@host:port/database */
