@@ -151,7 +151,8 @@ export class DueTimers implements OnApplicationBootstrap, BeforeApplicationShutd
       for (const [queue, runs] of perQueue) this.listener.wake(RUNS_READY_CHANNEL, queue, runs);
       for (const handler of this.handlers) handler(due.length);
       // Capacity cut the last load short: read the next due times before firing reaches the cut.
-      if (this.schedule.completeBefore !== Infinity && this.schedule.size < this.schedule.capacity / 2) this.reload();
+      const cut = this.schedule.completeBefore !== Infinity && this.schedule.size < this.schedule.capacity / 2;
+      if (cut && !this.reloading) this.reload();
     }
     this.arm();
   }
