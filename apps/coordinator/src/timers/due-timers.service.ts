@@ -8,7 +8,7 @@ import { DueTimesRepository } from './due-times.repository';
 /** This process's clock, epoch ms with a fraction. */
 const localNow = () => performance.timeOrigin + performance.now();
 
-const CLOCK_SAMPLES = 3;
+const CLOCK_SAMPLES = 5;
 
 /** How to turn a database time into a moment on this process's clock. */
 interface ClockFit {
@@ -137,7 +137,8 @@ export class DueTimers implements OnApplicationBootstrap, BeforeApplicationShutd
     if (fireAt === this.armedFor) return;
     clearTimeout(this.timer);
     this.armedFor = fireAt;
-    if (fireAt !== undefined) this.timer = setTimeout(() => this.fire(), Math.max(0, fireAt - localNow()));
+    // Node truncates a delay to whole milliseconds: round up, or the timer runs early and again 1 ms later.
+    if (fireAt !== undefined) this.timer = setTimeout(() => this.fire(), Math.max(0, Math.ceil(fireAt - localNow())));
   }
 
   private fire(): void {
