@@ -9,7 +9,7 @@ import { type RunningCoordinator, startCoordinator } from './support/apps';
 import { createTestDatabase, type TestDatabase } from './support/database';
 import { eventually } from './support/poll';
 import { PostgresServer } from './support/postgres-server';
-import { freePort } from './support/processes';
+import { AppProcess, freePort } from './support/processes';
 import { RedisServer, testPrefix } from './support/redis';
 
 const CLIENT_TOKEN = 'client-token-for-tests-0001';
@@ -173,6 +173,26 @@ describe('operability', () => {
       await coordinator.close().catch(() => undefined);
     }
   });
+
+  it('the worker process serves its health on WORKER_HOST only', async () => {
+    const coordinator = await startCoordinator(db.url);
+    const port = await freePort();
+    // Another loopback address: a server bound to it is not reachable on 127.0.0.1, one on 0.0.0.0 is.
+    const worker = new AppProcess('worker', 'apps/worker/src/main.ts', {
+      COORDINATOR_URL: coordinator.url,
+      WORKER_HOST: '127.0.0.2',
+      WORKER_PORT: String(port),
+      LOG_FORMAT: 'json',
+    });
+    try {
+      await worker.waitForOutput('health on');
+      await request(`http://127.0.0.2:${port}`).get('/health/live').expect(200);
+      await expect(request(`http://127.0.0.1:${port}`).get('/health/live')).rejects.toThrow('ECONNREFUSED');
+    } finally {
+      await worker.stop();
+      await coordinator.close();
+    }
+  }, 60_000);
 
   it('on shutdown, the coordinator ends claim long-polls at once and leaves no outbox batch in flight', async () => {
     const coordinator = await startCoordinator(db.url, { dispatch: 'redis-zset', redisPrefix: testPrefix('shutdown') });

@@ -1,7 +1,15 @@
+import { JSON_MAX_DEPTH } from '@app/contracts';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { STATUS_CODES } from 'node:http';
 import request from 'supertest';
 import { type RunningCoordinator, startCoordinator } from './support/apps';
 import { createTestDatabase, type TestDatabase } from './support/database';
+import { snapshotTables } from './support/snapshot';
+
+/** JSON text of arrays nested `depth` levels deep (built as text: a value that deep is what we refuse to recurse into). */
+function nested(depth: number): string {
+  return '['.repeat(depth) + ']'.repeat(depth);
+}
 
 /** The client API of the coordinator against real PostgreSQL (no worker: runs stay where the test puts them). */
 describe('runs API', () => {
@@ -20,7 +28,6 @@ describe('runs API', () => {
 
   const http = () => request(coordinator.url);
   const start = (body: object) => http().post('/v1/runs').send(body);
-  const countRuns = async () => Number((await db.sql<{ count: string }>('SELECT count(*) FROM runs'))[0].count);
 
   it('dedupes by idempotency key per workflow: 201 first, then 200 with the same run', async () => {
     const body = { workflow: 'echo', version: '1', input: { n: 1 }, idempotencyKey: 'order-42' };
@@ -146,8 +153,51 @@ describe('runs API', () => {
     expect(result.body.status).toBe('queued');
   });
 
-  describe('refuses bad input with a clear 400 and changes nothing', () => {
-    const cases: [string, () => request.Test, string][] = [
+  it('takes a request without a body where none is needed, and JSON with a charset or a +json type', async () => {
+    const created = await start({ workflow: 'echo', version: '1' }).expect(201);
+    // fetch sends `content-length: 0` and no content type for a POST without a body.
+    const event = await fetch(`${coordinator.url}/v1/runs/${created.body.id}/events/ping`, { method: 'POST' });
+    expect(event.status).toBe(202);
+    expect(await event.json()).toEqual({ delivered: false });
+    await http().post(`/v1/runs/${created.body.id}/events/ping`).set('content-type', 'application/json; charset=utf-8').send('{"data":1}').expect(202);
+    await http().post(`/v1/runs/${created.body.id}/events/ping`).set('content-type', 'application/merge-patch+json').send('{"data":2}').expect(202);
+    const events = await db.sql<{ data: unknown }>('SELECT data FROM run_events WHERE run_id = $1 ORDER BY id', [created.body.id]);
+    expect(events.map((row) => row.data)).toEqual([null, 1, 2]);
+    const cancelled = await fetch(`${coordinator.url}/v1/runs/${created.body.id}/cancel`, { method: 'POST' });
+    expect(cancelled.status).toBe(200);
+  });
+
+  it(`accepts JSON nested to the depth limit (${JSON_MAX_DEPTH} levels, the body's own object included)`, async () => {
+    const input = nested(JSON_MAX_DEPTH - 1);
+    const created = await http().post('/v1/runs').set('content-type', 'application/json').send(`{"workflow":"echo","version":"1","input":${input}}`).expect(201);
+    expect(JSON.stringify(created.body.input)).toBe(input);
+  });
+
+  describe('refuses bad input with a clear error (400 unless said) and changes nothing', () => {
+    const RUN = '01a22c37-316c-762f-a717-4521456009df';
+    const task = (fields: object) => http().post(`/v1/worker/runs/${RUN}/tasks`).send({ expectedRevision: 1, key: 'a#1', seq: 0, name: 'a', status: 'completed', attempts: 1, ...fields });
+    const suspend = (fields: object) => http().post(`/v1/worker/runs/${RUN}/suspend`).send({ expectedRevision: 1, key: 'k', seq: 0, kind: 'sleep', name: 'n', delayMs: 1, ...fields });
+    const child = (fields: object) => http().post(`/v1/worker/runs/${RUN}/children`).send({ expectedRevision: 1, key: 'c', seq: 0, name: 'c', workflow: 'echo', version: '1', wait: true, ...fields });
+    const raw = (path: string, body: string, type = 'application/json') => http().post(path).set('content-type', type).send(body);
+    // Every JSON endpoint, with a body that is valid but for one deep value: the 8 that read a JSON document
+    // (input, output, data, error) recursed into it; the depth check comes before anything reads the body.
+    const deep = nested(5_000);
+    const deepBodies: [string, string][] = [
+      ['/v1/runs', `{"workflow":"echo","version":"1","input":${deep}}`],
+      ['/v1/runs/batch', `{"runs":[{"workflow":"echo","version":"1","input":${deep}}]}`],
+      [`/v1/runs/${RUN}/events/e`, `{"data":${deep}}`],
+      [`/v1/worker/runs/${RUN}/tasks`, `{"expectedRevision":1,"key":"a#1","seq":0,"name":"a","status":"completed","attempts":1,"output":${deep}}`],
+      ['/v1/worker/reports', `{"reports":[{"type":"complete","runId":"${RUN}","complete":{"expectedRevision":1,"output":${deep}}}]}`],
+      [`/v1/worker/runs/${RUN}/complete`, `{"expectedRevision":1,"output":${deep}}`],
+      [`/v1/worker/runs/${RUN}/fail`, `{"expectedRevision":1,"error":{"message":"m","stack":${deep}}}`],
+      [`/v1/worker/runs/${RUN}/children`, `{"expectedRevision":1,"key":"c","seq":0,"name":"c","workflow":"echo","version":"1","wait":true,"input":${deep}}`],
+      ['/v1/worker/claims', `{"workerId":"w","workflows":${deep},"limit":1}`],
+      ['/v1/worker/takes', `{"workerId":"w","workflows":${deep}}`],
+      ['/v1/worker/heartbeats', `{"workerId":"w","runs":${deep}}`],
+      [`/v1/worker/runs/${RUN}/suspend`, `{"expectedRevision":1,"key":"k","seq":0,"kind":"sleep","name":"n","delayMs":${deep}}`],
+      [`/v1/worker/runs/${RUN}/release`, `{"expectedRevision":${deep}}`],
+    ];
+    const cases: [string, () => request.Test, string, number?][] = [
       ['missing workflow', () => start({ version: '1' }), 'invalid_workflow'],
       ['empty workflow', () => start({ workflow: '', version: '1' }), 'invalid_workflow'],
       ['workflow with a colon', () => start({ workflow: 'a:b', version: '1' }), 'invalid_workflow'],
@@ -181,29 +231,53 @@ describe('runs API', () => {
       ['claim limit 0', () => http().post('/v1/worker/claims').send({ workerId: 'w', workflows: [{ name: 'e', version: '1' }], limit: 0 }), 'invalid_limit'],
       ['claim without workerId', () => http().post('/v1/worker/claims').send({ workflows: [{ name: 'e', version: '1' }], limit: 1 }), 'invalid_workerId'],
       ['control character in workerId', () => http().post('/v1/worker/claims').send({ workerId: 'w\u0007', workflows: [{ name: 'e', version: '1' }], limit: 1 }), 'invalid_workerId'],
-      ['take with a malformed id', () => http().post('/v1/worker/takes').send({ workerId: 'w', runs: [{ id: 'x', revision: 1 }] }), 'invalid_id'],
+      ['take with a zero count', () => http().post('/v1/worker/takes').send({ workerId: 'w', workflows: [{ name: 'echo', version: '1', count: 0 }] }), 'invalid_count'],
       ['heartbeat with a negative revision', () => http().post('/v1/worker/heartbeats').send({ workerId: 'w', runs: [{ id: '01a22c37-316c-762f-a717-4521456009df', expectedRevision: -1 }] }), 'invalid_expectedRevision'],
       ['task without seq', () => http().post('/v1/worker/runs/01a22c37-316c-762f-a717-4521456009df/tasks').send({ expectedRevision: 1, key: 'a#1', name: 'a', status: 'completed', attempts: 1 }), 'invalid_seq'],
       ['task output with NUL', () => http().post('/v1/worker/runs/01a22c37-316c-762f-a717-4521456009df/tasks').send({ expectedRevision: 1, key: 'a#1', seq: 0, name: 'a', status: 'completed', attempts: 1, output: '\u0000' }), 'json_nul_character'],
       ['suspend of an unknown kind', () => http().post('/v1/worker/runs/01a22c37-316c-762f-a717-4521456009df/suspend').send({ expectedRevision: 1, key: 'k', seq: 0, kind: 'nap', name: 'n', delayMs: 1 }), 'invalid_kind'],
       ['event with a bad name', () => http().post('/v1/runs/01a22c37-316c-762f-a717-4521456009df/events/a%20b').send({}), 'invalid_event_name'],
+      ...deepBodies.map(([path, body]): [string, () => request.Test, string] => [`JSON nested 5,000 deep to ${path}`, () => raw(path, body), 'json_too_deep']),
+      ['run input one level past the depth limit', () => raw('/v1/runs', `{"workflow":"echo","version":"1","input":${nested(JSON_MAX_DEPTH)}}`), 'json_too_deep'],
+      ['task output nested too deep in a report', () => raw('/v1/worker/reports', `{"reports":[{"type":"task","runId":"${RUN}","task":{"output":${nested(JSON_MAX_DEPTH)}}}]}`), 'json_too_deep'],
+      ['lone high surrogate in idempotency key', () => start({ workflow: 'echo', version: '1', idempotencyKey: 'k-\ud800' }), 'invalid_idempotencyKey'],
+      ['lone low surrogate in idempotency key', () => start({ workflow: 'echo', version: '1', idempotencyKey: 'k-\udfff' }), 'invalid_idempotencyKey'],
+      ['lone surrogate in an idempotency key of a batch', () => http().post('/v1/runs/batch').send({ runs: [{ workflow: 'echo', version: '1', idempotencyKey: '\udc00' }] }), 'invalid_idempotencyKey'],
+      ['lone surrogate in workerId', () => http().post('/v1/worker/claims').send({ workerId: 'w\ud800', workflows: [{ name: 'e', version: '1' }], limit: 1 }), 'invalid_workerId'],
+      ['lone surrogate in a heartbeat workerId', () => http().post('/v1/worker/heartbeats').send({ workerId: '\udfff', runs: [] }), 'invalid_workerId'],
+      ['lone surrogate in a take workerId', () => http().post('/v1/worker/takes').send({ workerId: '\udfff', workflows: [{ name: 'echo', version: '1', count: 1 }] }), 'invalid_workerId'],
+      ['lone surrogate in a task key', () => task({ key: 'tx-\udfff' }), 'invalid_key'],
+      ['lone surrogate in a task name', () => task({ name: 'a\ud800' }), 'invalid_name'],
+      ['lone surrogate in a reported task key', () => http().post('/v1/worker/reports').send({ reports: [{ type: 'task', runId: RUN, task: { expectedRevision: 1, key: 'tx-\udfff', seq: 0, name: 'tx', status: 'completed', attempts: 1 } }] }), 'invalid_key'],
+      ['lone surrogate in a suspend key', () => suspend({ key: 'sleep:n#1\ud800' }), 'invalid_key'],
+      ['lone surrogate in a retry step name', () => suspend({ kind: 'retry', name: '\udbff' }), 'invalid_name'],
+      ['lone surrogate in an event step name', () => suspend({ kind: 'event', name: 'e\udc00' }), 'invalid_name'],
+      ['lone surrogate in a child key', () => child({ key: '\ud800' }), 'invalid_key'],
+      ['lone surrogate in a child step name', () => child({ name: '\udfff' }), 'invalid_name'],
+      ['event name that is not UTF-8', () => http().post(`/v1/runs/${RUN}/events/%ED%A0%80`).send({}), 'invalid_url_encoding'],
+      ['event sent as text/plain', () => raw(`/v1/runs/${RUN}/events/e`, 'approved', 'text/plain'), 'unsupported_media_type', 415],
+      ['event sent as a form', () => raw(`/v1/runs/${RUN}/events/e`, 'data=1', 'application/x-www-form-urlencoded'), 'unsupported_media_type', 415],
+      ['run start sent as text/plain', () => raw('/v1/runs', '{"workflow":"echo","version":"1"}', 'text/plain'), 'unsupported_media_type', 415],
+      ['body without a content type', () => http().post('/v1/runs').send(Buffer.from('{"workflow":"echo","version":"1"}')), 'unsupported_media_type', 415],
+      ['worker report sent as a form', () => raw('/v1/worker/reports', 'reports=1', 'application/x-www-form-urlencoded'), 'unsupported_media_type', 415],
+      ['JSON in a charset other than UTF-8', () => raw('/v1/runs', '{"workflow":"echo","version":"1"}', 'application/json; charset=latin1'), 'unsupported_media_type', 415],
     ];
 
     it('refuses a body over the size limit with 413', async () => {
-      const before = await countRuns();
+      const before = await snapshotTables(db);
       const response = await start({ workflow: 'echo', version: '1', input: 'x'.repeat(3 * 1024 * 1024) });
       expect(response.status).toBe(413);
       expect(response.body).toMatchObject({ statusCode: 413, reason: 'payload_too_large' });
-      expect(await countRuns()).toBe(before);
+      expect(await snapshotTables(db)).toEqual(before);
     });
 
-    it.each(cases)('%s', async (_name, send, reason) => {
-      const before = await countRuns();
+    it.each(cases)('%s', async (_name, send, reason, status = 400) => {
+      const before = await snapshotTables(db);
       const response = await send();
-      expect(response.status).toBe(400);
-      expect(response.body).toMatchObject({ statusCode: 400, error: 'Bad Request', reason });
+      expect(response.status).toBe(status);
+      expect(response.body).toMatchObject({ statusCode: status, error: STATUS_CODES[status], reason });
       expect(typeof response.body.message).toBe('string');
-      expect(await countRuns()).toBe(before);
+      expect(await snapshotTables(db)).toEqual(before);
     });
   });
 });

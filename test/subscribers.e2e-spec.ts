@@ -135,22 +135,41 @@ describe('subscribers', () => {
     }, 60_000);
   });
 
-  it('moves a poison message to the dead-letter stream after MAX_DELIVERIES while other runs keep flowing', async () => {
+  it('hands a wake-up delivered more than MAX_DELIVERIES times to the coordinator as a dead letter, while other runs keep flowing', async () => {
     const { client, subscriber, prefix } = await stack('redis-streams', {
       worker: { CLAIM_MIN_IDLE_TIME_MS: '300', MAX_DELIVERIES: '2', HEARTBEAT_INTERVAL_MS: '100' },
     });
-    await redis.xgroup('CREATE', streamKey(prefix, 'echo:1', 0), 'workers', '0', 'MKSTREAM').catch(() => undefined);
-    await redis.xadd(streamKey(prefix, 'echo:1', 0), '*', 'message', '{not json');
+    const later = await client.start({ name: 'echo', version: '1' }, 'later', { runAt: new Date(Date.now() + 3_600_000) });
+    // A consumer that took a wake-up and died, after earlier deliveries died too: added and read in one
+    // transaction, so the live worker cannot read it first.
+    const stream = streamKey(prefix, 'echo:1', 0);
+    const [[, entryId]] = (await redis
+      .multi()
+      .xadd(stream, '*', 'run', later.id)
+      .xreadgroup('GROUP', 'workers', 'ghost', 'COUNT', 1, 'STREAMS', stream, '>')
+      .exec()) as [unknown, string][];
+    await redis.xclaim(stream, 'workers', 'ghost', 0, entryId, 'RETRYCOUNT', 2);
+
     const runs = await Promise.all(Array.from({ length: 20 }, (_, i) => client.start({ name: 'echo', version: '1' }, i)));
     const done = await Promise.all(runs.map((run) => finish(client, run)));
     expect(done.every((run) => run.status === 'completed')).toBe(true);
 
-    const primary = subscriber.primary as RedisStreamsSubscriber;
-    await eventually('the poison message dead-lettered', async () => (await redis.xlen(primary.deadLetterStream)) === 1, 20_000);
-    const [[, fields]] = await redis.xrange(primary.deadLetterStream, '-', '+');
-    expect(fields).toEqual(expect.arrayContaining(['stream', streamKey(prefix, 'echo:1', 0), 'deliveries', '3', 'message', '{not json']));
-    const pending = (await redis.xpending(streamKey(prefix, 'echo:1', 0), 'workers')) as [number, ...unknown[]];
+    const [dead] = await eventually(
+      'the wake-up dead-lettered',
+      async () => {
+        const rows = await db.sql<{ origin: string; run_id: string; queue: string; reason: string; detail: Record<string, unknown> }>(
+          'SELECT origin, run_id, queue, reason, detail FROM dead_letters',
+        );
+        return rows.length > 0 ? rows : undefined;
+      },
+      20_000,
+    );
+    expect(dead).toEqual({ origin: 'stream', run_id: later.id, queue: 'echo:1', reason: 'delivered_too_often', detail: { stream, entryId, deliveries: 3 } });
+    expect((subscriber.primary as RedisStreamsSubscriber).deadLettered).toBe(1);
+    const pending = (await redis.xpending(stream, 'workers')) as [number, ...unknown[]];
     expect(pending[0]).toBe(0);
+    // Its run was waiting for its time, not held by a dead worker: left as it was.
+    expect((await client.get(later.id)).status).toBe('queued');
   }, 60_000);
 
   it('uses a custom subscriber registered by a module, with the HTTP subscriber as its backup', async () => {

@@ -152,6 +152,47 @@ describe('worker protocol', () => {
     expect(count.count).toBe('1');
   });
 
+  it('never changes a recorded step: a retry wait is re-armed, but no step replaces one of another kind', async () => {
+    const [id] = await startRuns(1);
+    const [run] = await claim('w1', 1);
+    await http()
+      .post(`/v1/worker/runs/${id}/tasks`)
+      .send({ expectedRevision: run.revision, key: 'charge#1', seq: 0, name: 'charge', status: 'completed', attempts: 1, output: { charged: 42 } })
+      .expect(200);
+    const suspend = (revision: number, fields: object) =>
+      http().post(`/v1/worker/runs/${id}/suspend`).send({ expectedRevision: revision, seq: 0, delayMs: 0, attempts: 1, ...fields });
+    const steps = () => db.sql('SELECT key, kind, status, attempts, output FROM tasks WHERE run_id = $1 ORDER BY key', [id]);
+    const recorded = await steps();
+
+    // A hostile (or broken) worker names the recorded task's key in a retry wait, or in a sleep.
+    for (const kind of ['retry', 'sleep']) {
+      const refused = await suspend(run.revision, { key: 'charge#1', kind, name: 'charge' }).expect(409);
+      expect(refused.body).toMatchObject({ statusCode: 409, reason: 'step_conflict' });
+    }
+    const child = await http()
+      .post(`/v1/worker/runs/${id}/children`)
+      .send({ expectedRevision: run.revision, key: 'charge#1', seq: 0, name: 'charge', workflow: 'echo', version: '1', wait: false })
+      .expect(409);
+    expect(child.body.reason).toBe('step_conflict');
+    expect(await steps()).toEqual(recorded);
+    expect(await db.sql('SELECT id FROM runs')).toEqual([{ id }]);
+    expect((await http().get(`/v1/runs/${id}`).expect(200)).body).toMatchObject({ status: 'running', revision: run.revision });
+
+    // The retry wait of a task is one step, re-armed each time the task waits again.
+    const wait = async (revision: number, attempts: number) => {
+      const response = await suspend(revision, { key: 'retry:ship#1', seq: 1, kind: 'retry', name: 'ship', attempts }).expect(200);
+      expect(response.body).toMatchObject({ suspended: true, task: { key: 'retry:ship#1', kind: 'retry', attempts } });
+      const [again] = await claim('w1', 1);
+      return again;
+    };
+    const second = await wait(run.revision, 1);
+    const third = await wait(second.revision, 2);
+    expect(third.tasks).toEqual([
+      expect.objectContaining({ key: 'charge#1', kind: 'task', status: 'completed', output: { charged: 42 } }),
+      expect.objectContaining({ key: 'retry:ship#1', kind: 'retry', status: 'completed', attempts: 2, output: { attempts: 2 } }),
+    ]);
+  });
+
   it('hands a run whose claim went idle to another worker, which replays its recorded tasks; the old owner is fenced off', async () => {
     const [id] = await startRuns(1);
     const [first] = await claim('w-old', 1);
@@ -233,6 +274,30 @@ describe('worker protocol', () => {
       { ok: true, result: { revision: run.revision + 1 } },
     ]);
     expect((await http().get(`/v1/runs/${id}`).expect(200)).body).toMatchObject({ status: 'completed', output: 'current' });
+  });
+
+  it.each([
+    ['complete, then fail', 'complete', 'fail'],
+    ['fail, then complete', 'fail', 'complete'],
+  ] as const)('applies only the first of two outcomes for one run at one revision in a batch (%s); the second gets a 409', async (_, first, second) => {
+    const [id] = await startRuns(1);
+    const [run] = await claim('w1', 1);
+    const outcome = (type: 'complete' | 'fail') =>
+      type === 'complete'
+        ? { type, runId: id, complete: { expectedRevision: run.revision, output: 'done' } }
+        : { type, runId: id, fail: { expectedRevision: run.revision, error: { name: 'Error', message: 'broke' } } };
+    const response = await http()
+      .post('/v1/worker/reports')
+      .send({ reports: [outcome(first), outcome(second)] })
+      .expect(200);
+    expect(response.body.outcomes).toEqual([
+      { ok: true, result: { revision: run.revision + 1 } },
+      expect.objectContaining({ ok: false, statusCode: 409, reason: 'revision_conflict' }),
+    ]);
+    const finished = first === 'complete' ? { status: 'completed', output: 'done' } : { status: 'failed', error: expect.objectContaining({ message: 'broke' }) };
+    expect((await http().get(`/v1/runs/${id}`).expect(200)).body).toMatchObject({ ...finished, revision: run.revision + 1 });
+    const ends = await db.sql(`SELECT to_status FROM run_transitions WHERE run_id = $1 AND from_status = 'running'`, [id]);
+    expect(ends).toEqual([{ to_status: finished.status }]);
   });
 
   it('404s a write to an unknown run and 400s a malformed id', async () => {

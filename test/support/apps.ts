@@ -14,11 +14,11 @@ export interface RunningCoordinator {
   close(): Promise<void>;
 }
 
-/** Boots the real coordinator app in this process on a random port. */
+/** Boots the real coordinator app in this process, on a random port unless `port` is given. */
 export async function startCoordinator(databaseUrl: string, overrides: Partial<CoordinatorConfig> = {}): Promise<RunningCoordinator> {
   const config = { ...loadCoordinatorConfig({ DATABASE_URL: databaseUrl, AUTH_DISABLED: 'true' }), port: 0, host: '127.0.0.1', ...overrides };
   const app = await createCoordinatorApp(config, ['error', 'warn']);
-  await app.listen(0, '127.0.0.1');
+  await app.listen(config.port, '127.0.0.1');
   const { port } = app.getHttpServer().address() as AddressInfo;
   return { app, url: `http://127.0.0.1:${port}`, close: () => app.close() };
 }

@@ -5,6 +5,7 @@ import type { NestExpressApplication } from '@nestjs/platform-express';
 import { SwaggerModule } from '@nestjs/swagger';
 import type { CoordinatorConfig } from './config/coordinator.config';
 import { CoordinatorModule } from './coordinator.module';
+import { useJsonBodies } from './http/json-body';
 import { OPENAPI_DOCUMENT } from './http/openapi';
 
 /** Builds the coordinator app (used by main.ts and by the end-to-end tests). Does not listen. */
@@ -12,10 +13,19 @@ export async function createCoordinatorApp(
   config: CoordinatorConfig,
   logger: LoggerService | LogLevel[] = createAppLogger(config.logFormat, config.logLevel),
 ): Promise<NestExpressApplication> {
-  const app = await NestFactory.create<NestExpressApplication>(CoordinatorModule.register(config), { bodyParser: false, logger });
-  app.useBodyParser('json', { limit: config.bodyLimitBytes });
+  // abortOnError: false: the caller sees why it could not start (main.ts prints it and exits).
+  const app = await NestFactory.create<NestExpressApplication>(CoordinatorModule.register(config), { bodyParser: false, logger, abortOnError: false });
+  useJsonBodies(app, config.bodyLimitBytes);
   // The API description at /docs (UI) and /docs-json, unauthenticated like health and metrics.
   SwaggerModule.setup('docs', app, OPENAPI_DOCUMENT);
   app.enableShutdownHooks();
+  try {
+    await app.init();
+  } catch (error) {
+    // Refused while initialising (e.g. a stream partition count the deployment disagrees with):
+    // close what was opened, so no connection outlives the refusal.
+    await app.close().catch(() => undefined);
+    throw error;
+  }
   return app;
 }

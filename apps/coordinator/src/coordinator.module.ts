@@ -4,6 +4,7 @@ import { DynamicModule, MiddlewareConsumer, Module, NestModule } from '@nestjs/c
 import { APP_FILTER, APP_GUARD } from '@nestjs/core';
 import { BearerTokenGuard } from './auth/bearer-token.guard';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from './config/coordinator.config';
+import { DeadLettersModule } from './dead-letters/dead-letters.module';
 import { CoordinatorDispatchModule } from './dispatch/dispatch.module';
 import { HealthModule } from './health/health.module';
 import { EngineExceptionFilter } from './http/engine-exception.filter';
@@ -34,12 +35,18 @@ export class CoordinatorModule implements NestModule {
         CoordinatorMetricsModule,
         PersistenceModule.forRootAsync({
           inject: [COORDINATOR_CONFIG],
-          useFactory: (c: CoordinatorConfig) => ({ url: c.databaseUrl, poolSize: c.databasePoolSize, dispatch: c.dispatch }),
+          useFactory: (c: CoordinatorConfig) => ({
+            url: c.databaseUrl,
+            poolSize: c.databasePoolSize,
+            dispatch: c.dispatch,
+            applicationName: c.applicationName,
+          }),
         }),
         NotificationsModule.forRootAsync({
           inject: [COORDINATOR_CONFIG],
           useFactory: (c: CoordinatorConfig) => ({
             url: c.databaseUrl,
+            applicationName: c.applicationName,
             channels: [RUNS_READY_CHANNEL, RUN_FINISHED_CHANNEL, RUNS_DUE_CHANNEL, ...(c.dispatch === 'none' ? [] : [OUTBOX_CHANNEL])],
             probeIntervalMs: c.listenerProbeIntervalMs,
           }),
@@ -48,6 +55,7 @@ export class CoordinatorModule implements NestModule {
         CoordinatorDispatchModule.register(config),
         RunsModule,
         WorkerApiModule,
+        DeadLettersModule,
         HealthModule,
       ],
       providers: [

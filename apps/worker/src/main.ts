@@ -8,8 +8,8 @@ async function main(): Promise<void> {
   const config = loadConfigOrExit('worker', () => loadWorkerConfig(process.env));
   const app = await NestFactory.create(WorkerAppModule.register(config), { logger: createAppLogger(config.logFormat, config.logLevel) });
   app.enableShutdownHooks();
-  await app.listen(config.port, '0.0.0.0');
-  new Logger('Worker').log(`taking work from ${config.coordinatorUrl} with the ${config.subscriber} subscriber; health on :${config.port}`);
+  await app.listen(config.port, config.host);
+  new Logger('Worker').log(`taking work from ${config.coordinatorUrl} with the ${config.subscriber} subscriber; health on http://${config.host}:${config.port}`);
 }
 
 void main();

@@ -19,6 +19,15 @@ export class InvalidRequestError extends EngineError {
   readonly statusCode = 400;
 }
 
+/** The body is not JSON (415): nothing was read or changed. */
+export class UnsupportedMediaTypeError extends EngineError {
+  readonly statusCode = 415;
+
+  constructor(contentType: string | undefined) {
+    super('unsupported_media_type', `send the body as application/json (it was ${contentType ? `sent as ${contentType}` : 'sent without a content type'})`);
+  }
+}
+
 export class RunNotFoundError extends EngineError {
   readonly statusCode = 404;
 
@@ -39,6 +48,18 @@ export class RevisionConflictError extends EngineError {
     readonly expectedRevision: number,
   ) {
     super('revision_conflict', `run ${runId} is no longer at revision ${expectedRevision} in a running state`);
+  }
+}
+
+/**
+ * A worker's step names a key the run already recorded as another kind of step (409): a recorded
+ * step is never replaced, whatever a worker sends. Nothing was changed.
+ */
+export class StepConflictError extends EngineError {
+  readonly statusCode = 409;
+
+  constructor(runId: string, key: string, recordedKind: string, kind: string) {
+    super('step_conflict', `run ${runId} recorded step ${key} as a ${recordedKind} step; a ${kind} step cannot replace it`);
   }
 }
 
@@ -80,5 +101,26 @@ export class UnauthorizedError extends EngineError {
 
   constructor(audience: string) {
     super('unauthorized', `a valid ${audience} bearer token is required (Authorization: Bearer <token>)`);
+  }
+}
+
+export class DeadLetterNotFoundError extends EngineError {
+  readonly statusCode = 404;
+
+  constructor(id: string) {
+    super('dead_letter_not_found', `dead letter ${id} does not exist`);
+  }
+}
+
+/**
+ * PostgreSQL could not be reached, or the connection carrying the request died (503). Its changes
+ * were rolled back, unless the connection died between their commit and its answer; worker writes
+ * are revision-fenced, so retrying one is safe either way.
+ */
+export class DatabaseUnavailableError extends EngineError {
+  readonly statusCode = 503;
+
+  constructor(cause: string) {
+    super('database_unavailable', `the database is unavailable (${cause}); retry later`);
   }
 }

@@ -1,3 +1,4 @@
+export * from './dead-letter.contracts';
 export * from './errors';
 export * from './run-status';
 export * from './run.contracts';

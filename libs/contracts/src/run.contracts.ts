@@ -17,6 +17,8 @@ export interface ErrorDetails {
   name: string;
   message: string;
   stack?: string;
+  /** Set when the engine itself failed the run, e.g. `stalled` (see RUN_FAILURE_REASONS). */
+  reason?: string;
 }
 
 export interface TaskView {
@@ -38,10 +40,14 @@ export interface RunView {
   revision: number;
   attempt: number;
   priority: number;
+  /** Times the run was taken over after its worker stopped heartbeating. */
+  stalls: number;
   input: JsonValue;
   output: JsonValue;
   error: ErrorDetails | null;
   idempotencyKey: string | null;
+  /** Routing shard (null: none). */
+  shard: string | null;
   parentId: string | null;
   /** When the run is (or was) due; null while it waits for an event or a child without a timeout. */
   runAt: string | null;

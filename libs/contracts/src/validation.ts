@@ -8,7 +8,11 @@ import { InvalidRequestError } from './errors';
 export const IDENTIFIER_MAX_LENGTH = 128;
 const IDENTIFIER_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 
-/** Idempotency keys and worker ids are chosen by users: any printable text, bounded. */
+/**
+ * Idempotency keys, worker ids, step keys and names are chosen by users: any printable text, bounded.
+ * Not lone UTF-16 surrogates: UTF-8 cannot carry one, so it would be stored as U+FFFD and two keys
+ * would become one.
+ */
 export const KEY_MAX_LENGTH = 255;
 // eslint-disable-next-line no-control-regex
 const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f]/;
@@ -17,6 +21,14 @@ const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{
 
 /** JSON documents (run input, task output, run output) are bounded in size. */
 export const JSON_MAX_BYTES = 1024 * 1024;
+
+/**
+ * Deepest nesting of arrays and objects in a request body, the body itself being level 1. Validation,
+ * JSON.stringify and the driver all recurse into documents: bounded here, none of them can run out of
+ * stack (they did at ~3,500 levels). A document inside the deepest envelope (a worker report) still
+ * gets 124 levels.
+ */
+export const JSON_MAX_DEPTH = 128;
 
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
 
@@ -61,8 +73,14 @@ export function parseIdentifier(value: unknown, field: string): string {
 }
 
 export function parseKey(value: unknown, field: string): string {
-  if (typeof value !== 'string' || value.length === 0 || value.length > KEY_MAX_LENGTH || CONTROL_CHARACTERS.test(value)) {
-    fail(`invalid_${field}`, `${field} must be 1-${KEY_MAX_LENGTH} characters with no control characters`);
+  if (
+    typeof value !== 'string' ||
+    value.length === 0 ||
+    value.length > KEY_MAX_LENGTH ||
+    CONTROL_CHARACTERS.test(value) ||
+    !value.isWellFormed()
+  ) {
+    fail(`invalid_${field}`, `${field} must be 1-${KEY_MAX_LENGTH} characters with no control characters or lone UTF-16 surrogates`);
   }
   return value;
 }
@@ -91,6 +109,31 @@ export function parseTimestamp(value: unknown, field: string): Date {
     fail(`invalid_${field}`, `${field} must be an ISO 8601 timestamp between the years 1970 and 9999`);
   }
   return date;
+}
+
+/**
+ * Refuses a parsed JSON body nested deeper than JSON_MAX_DEPTH. Walks it with a stack of its own
+ * rather than recursing, since recursing is what a deep body must not be able to break.
+ */
+export function assertJsonDepth(body: unknown): void {
+  // Containers still to visit and their depths, side by side (no object per entry: bodies can hold many).
+  const containers: object[] = [];
+  const depths: number[] = [];
+  if (body !== null && typeof body === 'object') {
+    containers.push(body);
+    depths.push(1);
+  }
+  while (containers.length > 0) {
+    const container = containers.pop()!;
+    const depth = depths.pop()!;
+    if (depth > JSON_MAX_DEPTH) fail('json_too_deep', `the request body nests arrays and objects deeper than ${JSON_MAX_DEPTH} levels`);
+    for (const item of Array.isArray(container) ? container : Object.values(container)) {
+      if (item !== null && typeof item === 'object') {
+        containers.push(item);
+        depths.push(depth + 1);
+      }
+    }
+  }
 }
 
 /**

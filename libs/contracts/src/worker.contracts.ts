@@ -56,6 +56,8 @@ export interface ClaimedRun {
   id: string;
   workflow: string;
   version: string;
+  /** Where it waited: `<workflow>:<version>[:<shard>]` (see queueName in libs/streams). */
+  queue: string;
   revision: number;
   attempt: number;
   input: JsonValue;
@@ -138,12 +140,20 @@ export interface StartChildRequest {
   input: JsonValue;
   wait: boolean;
   timeoutMs: number | null;
+  /** Routing shard of the child. Absent: the parent's shard; null: no shard. */
+  shard?: string | null;
 }
 
 /** `suspended: false` means the step resolved at once (event already sent, child already done, zero delay). */
 export interface StepResponse {
   suspended: boolean;
   task: StoredTask;
+}
+
+function parseWorkflowRef(ref: Record<string, unknown>): WorkflowRef {
+  const parsed: WorkflowRef = { name: parseIdentifier(ref.name, 'workflow'), version: parseIdentifier(ref.version, 'version') };
+  if (ref.shard !== undefined) parsed.shard = parseIdentifier(ref.shard, 'shard');
+  return parsed;
 }
 
 function parseRevision(value: unknown): number {
@@ -156,11 +166,7 @@ export function parseClaimRequest(raw: unknown): ClaimRequest {
   const workflows = requireArray(body.workflows, 'workflows', 1000).map((item: unknown) => {
     const ref = requireObject(item, 'workflows[]');
     rejectUnknownFields(ref, ['name', 'version', 'shard'], 'workflows[]');
-    return {
-      name: parseIdentifier(ref.name, 'workflow'),
-      version: parseIdentifier(ref.version, 'version'),
-      shard: ref.shard === undefined ? undefined : parseIdentifier(ref.shard, 'shard'),
-    };
+    return parseWorkflowRef(ref);
   });
   return {
     workerId: parseKey(body.workerId, 'workerId'),
@@ -256,7 +262,7 @@ export function parseStartChildRequest(raw: unknown): StartChildRequest {
   const body = requireObject(raw, 'request body');
   rejectUnknownFields(
     body,
-    ['expectedRevision', 'key', 'seq', 'name', 'workflow', 'version', 'input', 'wait', 'timeoutMs'],
+    ['expectedRevision', 'key', 'seq', 'name', 'workflow', 'version', 'input', 'wait', 'timeoutMs', 'shard'],
     'request body',
   );
   if (typeof body.wait !== 'boolean') fail('invalid_wait', 'wait must be a boolean');
@@ -270,32 +276,79 @@ export function parseStartChildRequest(raw: unknown): StartChildRequest {
     input: parseJson(body.input, 'input'),
     wait: body.wait,
     timeoutMs: parseDelay(body.timeoutMs, 'timeoutMs', true),
+    shard: body.shard === undefined ? undefined : body.shard === null ? null : parseIdentifier(body.shard, 'shard'),
   };
 }
 
-/** Runs a transport (Redis) delivered, each with the revision its message carries. */
+/**
+ * Wake-ups a transport (Redis) delivered, counted per queue: the worker holds `count` of them for
+ * that workflow version (and shard) and has a free slot for each. The coordinator takes the queue's
+ * best runs for them, as a claim would (work stealing first, then priority, then due time), so every
+ * limit is decided in PostgreSQL whatever the transport. A wake-up may take nothing (the work it
+ * announced was taken another way): drop it.
+ */
 export interface TakeRunsRequest {
   workerId: string;
-  runs: { id: string; revision: number }[];
+  workflows: (WorkflowRef & { count: number })[];
 }
 
 export interface TakeRunsResponse {
+  /** At most `count` runs of each requested queue (see ClaimedRun.queue). */
   runs: ClaimedRun[];
-  /** Deliveries that were stale (the run moved on or another worker has it): drop those messages. */
-  stale: string[];
 }
 
 export function parseTakeRunsRequest(raw: unknown): TakeRunsRequest {
   const body = requireObject(raw, 'request body');
-  rejectUnknownFields(body, ['workerId', 'runs'], 'request body');
-  return {
+  rejectUnknownFields(body, ['workerId', 'workflows'], 'request body');
+  const workflows = requireArray(body.workflows, 'workflows', 1000).map((item: unknown) => {
+    const ref = requireObject(item, 'workflows[]');
+    rejectUnknownFields(ref, ['name', 'version', 'shard', 'count'], 'workflows[]');
+    return { ...parseWorkflowRef(ref), count: parseInteger(ref.count, 'count', 1, CLAIM_LIMIT_MAX) };
+  });
+  const total = workflows.reduce((sum, ref) => sum + ref.count, 0);
+  if (total > CLAIM_LIMIT_MAX) fail('invalid_count', `the counts add up to ${total}; at most ${CLAIM_LIMIT_MAX} runs are taken at once`);
+  return { workerId: parseKey(body.workerId, 'workerId'), workflows };
+}
+
+/**
+ * A Streams message delivered more than MAX_DELIVERIES times (its workers kept dying or hanging):
+ * the worker hands it to the coordinator, which records it as a dead letter and fails its run as
+ * `stalled` if that run is still held by a claim that went idle.
+ */
+export interface StreamDeadLetterReport {
+  workerId: string;
+  /** The run whose becoming ready published it (a wake-up that names none has none). */
+  runId?: string;
+  /** The queue it woke. */
+  workflow: WorkflowRef;
+  stream: string;
+  entryId: string;
+  deliveries: number;
+}
+
+export interface StreamDeadLetterResponse {
+  deadLetterId: string;
+  /** True when the run was failed (`stalled`) because of it. */
+  runFailed: boolean;
+}
+
+const STREAM_ENTRY_ID = /^\d{1,20}-\d{1,20}$/;
+
+export function parseStreamDeadLetterReport(raw: unknown): StreamDeadLetterReport {
+  const body = requireObject(raw, 'request body');
+  rejectUnknownFields(body, ['workerId', 'runId', 'workflow', 'stream', 'entryId', 'deliveries'], 'request body');
+  if (typeof body.entryId !== 'string' || !STREAM_ENTRY_ID.test(body.entryId)) fail('invalid_entryId', 'entryId must be a stream entry id (<ms>-<seq>)');
+  const workflow = requireObject(body.workflow, 'workflow');
+  rejectUnknownFields(workflow, ['name', 'version', 'shard'], 'workflow');
+  const report: StreamDeadLetterReport = {
     workerId: parseKey(body.workerId, 'workerId'),
-    runs: requireArray(body.runs, 'runs', CLAIM_LIMIT_MAX, 0).map((item: unknown) => {
-      const run = requireObject(item, 'runs[]');
-      rejectUnknownFields(run, ['id', 'revision'], 'runs[]');
-      return { id: parseRunId(run.id, 'id'), revision: parseInteger(run.revision, 'revision', 0, REVISION_MAX) };
-    }),
+    workflow: parseWorkflowRef(workflow),
+    stream: parseKey(body.stream, 'stream'),
+    entryId: body.entryId,
+    deliveries: parseInteger(body.deliveries, 'deliveries', 1, 1_000_000_000),
   };
+  if (body.runId !== undefined) report.runId = parseRunId(body.runId, 'runId');
+  return report;
 }
 
 /**

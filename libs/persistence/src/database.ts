@@ -1,7 +1,9 @@
-import { Injectable } from '@nestjs/common';
-import type { Pool } from 'pg';
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import type { Pool, PoolClient } from 'pg';
 import { DataSource } from 'typeorm';
 import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver.js';
+import { asDatabaseError } from './connection-loss';
+import { SCHEMA_MIGRATED } from './migration.runner';
 
 /** Runs parameterised SQL and returns the rows: the pool, or one transaction's connection. */
 export interface SqlExecutor {
@@ -12,40 +14,95 @@ export interface SqlExecutor {
  * Plain parameterised SQL on the pool TypeORM opened. The statements that matter for
  * correctness and speed (claim, revision-checked writes) go through here so each is one
  * visible round trip; the ORM serves everything else.
+ *
+ * A connection that dies (database restarted, backend terminated, network cut) fails only the
+ * statement or transaction it carried, with DatabaseUnavailableError (503). Nothing is retried on
+ * another connection: a statement whose answer was lost may have committed, and only the caller
+ * knows whether running it again is safe (worker writes are revision-fenced; workers retry them).
  */
 @Injectable()
 export class Database implements SqlExecutor {
-  constructor(private readonly dataSource: DataSource) {}
+  private readonly logger = new Logger(Database.name);
+
+  constructor(
+    private readonly dataSource: DataSource,
+    @Inject(SCHEMA_MIGRATED) _schemaMigrated: true,
+  ) {}
 
   private get pool(): Pool {
     return (this.dataSource.driver as PostgresDriver).master as Pool;
   }
 
   async query<T>(text: string, values: unknown[] = []): Promise<T[]> {
-    return retryOnConflict(async () => (await this.pool.query(text, values)).rows as T[]);
+    // pool.query listens for its client's 'error' while the statement runs, and discards that client.
+    return retryOnConflict(async () => (await this.pool.query(text, values)).rows as T[]).catch((error: unknown) => {
+      throw asDatabaseError(error);
+    });
   }
 
-  /** Runs `work` in one transaction on one connection; rolls back if it throws (and retries it after a deadlock). */
+  /**
+   * Runs `work` in one transaction on one connection; rolls back if it throws (and retries it
+   * after a deadlock). Its statements run one after another on that connection, in the order
+   * they were issued, even if `work` issues several at once.
+   */
   async transaction<T>(work: (tx: SqlExecutor) => Promise<T>): Promise<T> {
-    return retryOnConflict(() => this.transactionOnce(work));
+    return retryOnConflict(() => this.transactionOnce(work)).catch((error: unknown) => {
+      throw asDatabaseError(error);
+    });
   }
 
   private async transactionOnce<T>(work: (tx: SqlExecutor) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
-    const tx: SqlExecutor = {
-      query: async <R>(text: string, values: unknown[] = []) => (await client.query(text, values)).rows as R[],
+    let broken: Error | undefined;
+    // A checked-out client reports the death of its connection as an 'error' event, even while a
+    // statement is running (which fails too). Unheard, that event would end the process.
+    const onError = (error: Error) => {
+      if (!broken) this.logger.warn(`a PostgreSQL connection died during a transaction (${error.message}); that transaction fails`);
+      broken = error;
     };
+    client.on('error', onError);
+    const tx = new TransactionStatements(client);
     try {
-      await client.query('BEGIN');
+      await tx.query('BEGIN');
       const result = await work(tx);
-      await client.query('COMMIT');
+      await tx.query('COMMIT');
       return result;
     } catch (error) {
-      await client.query('ROLLBACK').catch(() => undefined);
+      // A client whose ROLLBACK fails is in an unknown state: it must not go back to the pool.
+      if (!broken) await tx.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError));
       throw error;
     } finally {
-      client.release();
+      tx.end();
+      client.off('error', onError);
+      // Released with an error, the pool closes the client instead of handing it out again.
+      client.release(broken);
     }
+  }
+}
+
+/**
+ * One transaction's statements on its client, strictly one after another: each is sent only once
+ * the previous one has answered (node-postgres deprecates queueing on a client, and pg 9 refuses
+ * it), and none after the transaction ended.
+ */
+class TransactionStatements implements SqlExecutor {
+  private last: Promise<unknown> = Promise.resolve();
+  private ended = false;
+
+  constructor(private readonly client: PoolClient) {}
+
+  query<T>(text: string, values: unknown[] = []): Promise<T[]> {
+    if (this.ended) return Promise.reject(new Error('a statement was issued after its transaction ended'));
+    const result = this.last.then(async () => {
+      if (this.ended) throw new Error('a statement was issued after its transaction ended');
+      return (await this.client.query(text, values)).rows as T[];
+    });
+    this.last = result.catch(() => undefined);
+    return result;
+  }
+
+  end(): void {
+    this.ended = true;
   }
 }
 
@@ -55,8 +112,9 @@ const RETRYABLE = new Set(['40P01', '40001']);
 /**
  * Runs `attempt` again (a few times) when PostgreSQL aborted it as a deadlock victim or a
  * serialization failure. Statements here are atomic (one statement, or one transaction), so nothing
- * of the aborted attempt remains. Lock orders differ between some statements (a child finishing
- * locks child then parent, a cancel locks parent then children), so rare deadlocks are expected.
+ * of the aborted attempt remains. Rows are locked in id order (see docs/architecture.md), but a
+ * child finishing locks child then parent while a cancel locks parent then children, so rare
+ * deadlocks remain possible there.
  */
 async function retryOnConflict<T>(attempt: () => Promise<T>): Promise<T> {
   for (let tries = 1; ; tries++) {

@@ -1,16 +1,25 @@
-import { DynamicModule, Module, type ModuleMetadata } from '@nestjs/common';
+import { DynamicModule, Logger, Module, type ModuleMetadata } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
 import { Database } from './database';
 import { RunTransitionEntity } from './entities/run-transition.entity';
 import { RunEntity } from './entities/run.entity';
 import { TaskEntity } from './entities/task.entity';
-import { MigrationRunner } from './migration.runner';
+import { migrateSchema, SCHEMA_MIGRATED } from './migration.runner';
 import { InitialSchema1764500000000 } from './migrations/1764500000000-initial-schema';
 import { Outbox1764600000000 } from './migrations/1764600000000-outbox';
+import { RunShardAndHistoryGuard1764700000000 } from './migrations/1764700000000-run-shard-and-history-guard';
 import { DueTimers1764800000000 } from './migrations/1764800000000-due-timers';
+import { DispatchWakeups1764900000000 } from './migrations/1764900000000-dispatch-wakeups';
 
 export const ENTITIES = [RunEntity, TaskEntity, RunTransitionEntity];
-export const MIGRATIONS = [InitialSchema1764500000000, Outbox1764600000000, DueTimers1764800000000];
+export const MIGRATIONS = [
+  InitialSchema1764500000000,
+  Outbox1764600000000,
+  RunShardAndHistoryGuard1764700000000,
+  DueTimers1764800000000,
+  DispatchWakeups1764900000000,
+];
 
 export interface PersistenceOptions {
   /** postgres://user:password@host:port/database */
@@ -21,6 +30,8 @@ export interface PersistenceOptions {
    * trigger writes an outbox row whenever a run becomes ready.
    */
   dispatch: string;
+  /** application_name of every session, so the process is recognisable in pg_stat_activity. */
+  applicationName: string;
 }
 
 export interface PersistenceAsyncOptions extends Pick<ModuleMetadata, 'imports'> {
@@ -28,6 +39,8 @@ export interface PersistenceAsyncOptions extends Pick<ModuleMetadata, 'imports'>
   useFactory: (...args: any[]) => PersistenceOptions | Promise<PersistenceOptions>;
   inject?: (string | symbol | Function)[];
 }
+
+const poolLogger = new Logger('DatabasePool');
 
 /** The coordinator's PostgreSQL: TypeORM entities, migrations applied at start, and plain SQL access. */
 @Module({})
@@ -41,21 +54,24 @@ export class PersistenceModule {
           imports: options.imports,
           inject: options.inject,
           useFactory: async (...args: unknown[]) => {
-            const { url, poolSize, dispatch } = await options.useFactory(...args);
+            const { url, poolSize, dispatch, applicationName } = await options.useFactory(...args);
             return {
               type: 'postgres' as const,
               url,
+              applicationName,
               entities: ENTITIES,
               migrations: MIGRATIONS,
               migrationsRun: false,
               synchronize: false,
               extra: { max: poolSize, connectionTimeoutMillis: 10_000, options: `-c wf.dispatch=${dispatch}` },
+              // An idle pooled connection that dies is dropped by the pool and replaced on demand.
+              poolErrorHandler: (error: Error) => poolLogger.warn(`an idle PostgreSQL connection was lost (${error.message}); the pool opens a new one when needed`),
             };
           },
         }),
         TypeOrmModule.forFeature(ENTITIES),
       ],
-      providers: [Database, MigrationRunner],
+      providers: [{ provide: SCHEMA_MIGRATED, useFactory: migrateSchema, inject: [DataSource] }, Database],
       exports: [TypeOrmModule, Database],
     };
   }

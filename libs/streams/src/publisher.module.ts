@@ -1,6 +1,6 @@
-import { DynamicModule, Module, Provider } from '@nestjs/common';
+import { ClassProvider, DynamicModule, Module, Provider } from '@nestjs/common';
 import type { DispatchMode } from './dispatch-message';
-import { PUBLISHER } from './publisher.interface';
+import { PUBLISHER, STREAM_PARTITIONS, type StreamPartitionCount } from './publisher.interface';
 import { RedisSortedSetPublisher } from './publishers/redis-sorted-set.publisher';
 import { RedisStreamsPublisher } from './publishers/redis-streams.publisher';
 import { RedisConnection } from './redis/redis.connection';
@@ -10,7 +10,8 @@ export interface PublisherOptions {
   mode: DispatchMode;
   redisUrl: string;
   redisPrefix: string;
-  streamPartitions: number;
+  /** redis-streams: the class providing the partition count (e.g. what the deployment agreed on). */
+  partitions?: Omit<ClassProvider<StreamPartitionCount>, 'provide'>;
 }
 
 /**
@@ -21,19 +22,18 @@ export interface PublisherOptions {
 export class PublisherModule {
   static forRoot(options: PublisherOptions): DynamicModule {
     if (options.mode === 'none') return { module: PublisherModule };
-    const publisher: Provider =
+    const providers: Provider[] =
       options.mode === 'redis-zset'
-        ? { provide: PUBLISHER, useClass: RedisSortedSetPublisher }
-        : {
-            provide: PUBLISHER,
-            useFactory: (redis: RedisConnection) => new RedisStreamsPublisher(redis, options.streamPartitions),
-            inject: [RedisConnection],
-          };
+        ? [{ provide: PUBLISHER, useClass: RedisSortedSetPublisher }]
+        : [
+            { provide: STREAM_PARTITIONS, ...(options.partitions ?? { useValue: { count: 1 } }) } as Provider,
+            { provide: PUBLISHER, useClass: RedisStreamsPublisher },
+          ];
     return {
       module: PublisherModule,
       global: true,
       imports: [RedisModule.forRoot({ url: options.redisUrl, prefix: options.redisPrefix })],
-      providers: [publisher],
+      providers,
       exports: [PUBLISHER],
     };
   }

@@ -10,6 +10,9 @@ export function queueName(workflow: string, version: string, shard?: string): st
   return shard === undefined ? base : `${base}:${parseIdentifier(shard, 'shard')}`;
 }
 
+/** All workers of a deployment compete in one consumer group per stream. */
+export const CONSUMER_GROUP = 'workers';
+
 /** Redis sorted set of one queue (Queue Per Workflow): `<prefix>workflow:<queue>`. */
 export function sortedSetKey(prefix: string, queue: string): string {
   return `${prefix}workflow:${queue}`;

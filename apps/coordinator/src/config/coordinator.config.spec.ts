@@ -11,6 +11,7 @@ describe('loadCoordinatorConfig', () => {
       databaseUrl: DATABASE_URL,
       claimMinIdleTimeMs: 90_000,
       heartbeatIntervalMs: 30_000,
+      outboxStaleInFlightMs: 30_000,
     });
   });
 

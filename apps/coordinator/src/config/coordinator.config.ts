@@ -1,5 +1,7 @@
 import { ConfigError, EnvReader, type LogLevelName, readLogging, readRedis } from '@app/config';
 import { DISPATCH_MODES, type DispatchMode } from '@app/streams';
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
 
 export const COORDINATOR_CONFIG = Symbol('COORDINATOR_CONFIG');
 
@@ -10,6 +12,8 @@ export interface CoordinatorConfig {
   databasePoolSize: number;
   /** A running run whose claim has been idle this long is handed to the next claimer. */
   claimMinIdleTimeMs: number;
+  /** A run whose claim went idle after this many takeovers fails (`stalled`) instead of being taken over again. */
+  maxStalls: number;
   /** The heartbeat interval workers are configured with; must be well below the idle time. */
   heartbeatIntervalMs: number;
   /**
@@ -34,6 +38,11 @@ export interface CoordinatorConfig {
   /** A failed publish is retried after a random wait below base * 2^(attempt-1), capped. */
   outboxRetryBaseMs: number;
   outboxRetryMaxMs: number;
+  /**
+   * An in_flight outbox row older than this was left by an enqueuer that died mid-batch: it is
+   * published again (and sent rows older than this are deleted). Must exceed the longest batch publish.
+   */
+  outboxStaleInFlightMs: number;
   /** The republish daemon's period, and how long a due run may go undelivered before it is published again. */
   republishIntervalMs: number;
   republishAfterMs: number;
@@ -47,8 +56,16 @@ export interface CoordinatorConfig {
   /** Readiness reports `degraded` when the oldest due outbox row waited longer, or dead letters exceed this. */
   outboxBacklogDegradedSeconds: number;
   deadLettersDegraded: number;
+  /**
+   * This coordinator process, as PostgreSQL sees it: the application_name of all its sessions, so
+   * coordinators can tell whether others are connected (not read from the environment).
+   */
+  applicationName: string;
 }
 
+
+/** Every coordinator session's application_name starts with this. */
+export const COORDINATOR_APPLICATION_NAME = 'wf-coordinator';
 
 /** Parses and validates the coordinator's environment once, at start. */
 export function loadCoordinatorConfig(env: Record<string, string | undefined>): CoordinatorConfig {
@@ -59,6 +76,7 @@ export function loadCoordinatorConfig(env: Record<string, string | undefined>): 
     databaseUrl: read.url('DATABASE_URL', ['postgres', 'postgresql']),
     databasePoolSize: read.integer('DATABASE_POOL_SIZE', 10, 2, 1000),
     claimMinIdleTimeMs: read.integer('CLAIM_MIN_IDLE_TIME_MS', 90_000, 100, 86_400_000),
+    maxStalls: read.integer('MAX_STALLS', 3, 0, 1_000),
     heartbeatIntervalMs: read.integer('HEARTBEAT_INTERVAL_MS', 30_000, 50, 86_400_000),
     claimPollIntervalMs: read.integer('CLAIM_POLL_INTERVAL_MS', 1_000, 10, 60_000),
     timerHorizonMs: read.integer('TIMER_HORIZON_MS', 60_000, 1_000, 86_400_000),
@@ -72,6 +90,7 @@ export function loadCoordinatorConfig(env: Record<string, string | undefined>): 
     outboxMaxRetries: read.integer('OUTBOX_MAX_RETRIES', 10, 1, 1_000),
     outboxRetryBaseMs: read.integer('OUTBOX_RETRY_BASE_MS', 500, 1, 3_600_000),
     outboxRetryMaxMs: read.integer('OUTBOX_RETRY_MAX_MS', 60_000, 1, 86_400_000),
+    outboxStaleInFlightMs: read.integer('OUTBOX_STALE_IN_FLIGHT_MS', 30_000, 1_000, 86_400_000),
     republishIntervalMs: read.integer('REPUBLISH_INTERVAL_MS', 5_000, 100, 3_600_000),
     republishAfterMs: read.integer('REPUBLISH_AFTER_MS', 30_000, 0, 86_400_000),
     leaderCheckIntervalMs: read.integer('LEADER_CHECK_INTERVAL_MS', 2_000, 100, 600_000),
@@ -81,6 +100,7 @@ export function loadCoordinatorConfig(env: Record<string, string | undefined>): 
     ...readLogging(read),
     outboxBacklogDegradedSeconds: read.integer('OUTBOX_BACKLOG_DEGRADED_SECONDS', 60, 1, 86_400),
     deadLettersDegraded: read.integer('DEAD_LETTERS_DEGRADED', 1, 1, 1_000_000_000),
+    applicationName: `${COORDINATOR_APPLICATION_NAME} ${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`,
   };
   if (!config.authDisabled) {
     for (const [name, token] of [['CLIENT_TOKEN', config.clientToken], ['WORKER_TOKEN', config.workerToken]] as const) {

@@ -1,5 +1,5 @@
 import { LeaderElectionModule } from '@app/locking';
-import { OutboxModule } from '@app/outbox';
+import { DEFAULT_OUTBOX_OPTIONS, OutboxModule } from '@app/outbox';
 import { PublisherModule } from '@app/streams';
 import { DynamicModule, Module } from '@nestjs/common';
 import type { CoordinatorConfig } from '../config/coordinator.config';
@@ -7,6 +7,7 @@ import { TimersModule } from '../timers/timers.module';
 import { OutboxDueDaemon } from './outbox-due.daemon';
 import { OutboxMetrics } from './outbox.metrics';
 import { RepublishDaemon } from './republish.daemon';
+import { StreamPartitions } from './stream-partitions';
 
 /**
  * Reliable dispatch (DISPATCH other than `none`): the publisher, the outbox enqueuer, and under
@@ -23,7 +24,7 @@ export class CoordinatorDispatchModule {
           mode: config.dispatch,
           redisUrl: config.redisUrl,
           redisPrefix: config.redisPrefix,
-          streamPartitions: config.streamShards,
+          partitions: { useClass: StreamPartitions },
         }),
         OutboxModule.forRoot({
           pollIntervalMs: config.outboxPollIntervalMs,
@@ -31,8 +32,15 @@ export class CoordinatorDispatchModule {
           maxRetries: config.outboxMaxRetries,
           retryBaseMs: config.outboxRetryBaseMs,
           retryMaxMs: config.outboxRetryMaxMs,
+          staleInFlightMs: config.outboxStaleInFlightMs,
+          // Recovery lags the stale age by at most a quarter of it (and never more than the default period).
+          maintenanceIntervalMs: Math.min(DEFAULT_OUTBOX_OPTIONS.maintenanceIntervalMs, config.outboxStaleInFlightMs / 4),
         }),
-        LeaderElectionModule.forRoot({ url: config.databaseUrl, checkIntervalMs: config.leaderCheckIntervalMs }),
+        LeaderElectionModule.forRoot({
+          url: config.databaseUrl,
+          applicationName: config.applicationName,
+          checkIntervalMs: config.leaderCheckIntervalMs,
+        }),
         TimersModule,
       ],
       providers: [RepublishDaemon, OutboxDueDaemon, OutboxMetrics],

@@ -19,6 +19,6 @@ export class OutboxMetrics {
     };
     metrics.gauge('outbox_backlog', 'Outbox rows due for publishing', async () => (await stats()).backlog);
     metrics.gauge('outbox_backlog_age_seconds', 'How long the oldest due outbox row has waited', async () => (await stats()).backlogAgeSeconds);
-    metrics.gauge('outbox_dead_letters', 'Rows in the outbox dead-letter table', async () => (await stats()).deadLetters);
+    metrics.gauge('outbox_dead_letters', 'Dead letters (of every origin: see GET /v1/dead-letters)', async () => (await stats()).deadLetters);
   }
 }

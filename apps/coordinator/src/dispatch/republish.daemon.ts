@@ -1,16 +1,27 @@
 import { LeaderElection, SingletonDaemon } from '@app/locking';
 import { Database } from '@app/persistence';
+import { type Publisher, PUBLISHER } from '@app/streams';
 import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config/coordinator.config';
 
 const BATCH = 1_000;
 
+interface QueueNeed {
+  queue: string;
+  /** Runs that need a wake-up: due and not taken, or held by a claim that went idle. */
+  needed: number;
+  /** Wake-ups for the queue still in the outbox (to publish now, or being retried). */
+  coming: number;
+}
+
 /**
- * Redis contents are disposable; the database is the truth. Periodically puts back on their
- * queues the runs that are deliverable but have no outbox row in progress: due runs nobody took for
- * REPUBLISH_AFTER_MS (Redis lost them: FLUSHALL, failover, a restart without persistence) and runs
- * whose claim went stale (their worker died). A duplicate delivery is harmless: a worker takes a run
- * only at the revision its message carries. One coordinator runs it at a time.
+ * Redis contents are disposable; the database is the truth. Periodically tops up the wake-ups of
+ * every queue that has runs waiting too long (due and untaken for REPUBLISH_AFTER_MS, or held by a
+ * claim that went idle): to as many as it has such runs, counting the wake-ups still in the outbox
+ * and those Redis holds undelivered, never beyond. So a Redis that lost its contents (FLUSHALL, a
+ * failover, a restart without persistence) gets them back, and a queue nobody reads holds at most
+ * one wake-up per waiting run however often this runs. Wake-ups are interchangeable within a queue,
+ * so counting is enough. One coordinator runs it at a time.
  */
 @Injectable()
 export class RepublishDaemon implements SingletonDaemon, OnModuleInit {
@@ -18,16 +29,11 @@ export class RepublishDaemon implements SingletonDaemon, OnModuleInit {
   private readonly logger = new Logger(RepublishDaemon.name);
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
-  /**
-   * Runs this leader republished, and when: each gets at most one republish per REPUBLISH_AFTER_MS
-   * (a saturated deployment would otherwise get its whole backlog re-sent every pass, growing the
-   * streams exactly when workers are behind). A new leader starts empty: at most one extra round.
-   */
-  private readonly recent = new Map<string, number>();
 
   constructor(
     private readonly db: Database,
     private readonly election: LeaderElection,
+    @Inject(PUBLISHER) private readonly publisher: Publisher,
     @Inject(COORDINATOR_CONFIG) private readonly config: CoordinatorConfig,
   ) {}
 
@@ -46,31 +52,65 @@ export class RepublishDaemon implements SingletonDaemon, OnModuleInit {
   async stop(): Promise<void> {
     clearInterval(this.timer);
     await this.running;
-    this.recent.clear();
+  }
+
+  /** Writes outbox rows for the wake-ups missing; returns how many. */
+  async republish(): Promise<number> {
+    const needs = await this.queuesNeedingWakeups();
+    if (needs.length === 0) return 0;
+    const undelivered = await this.publisher.undelivered(needs.map((need) => need.queue));
+    let budget = BATCH;
+    const missing = needs.flatMap(({ queue, needed, coming }) => {
+      const count = Math.min(budget, needed - coming - (undelivered.get(queue) ?? 0));
+      if (count <= 0) return [];
+      budget -= count;
+      return [{ queue, count }];
+    });
+    if (missing.length === 0) return 0;
+    const rows = await this.db.query<{ queue: string }>(
+      `INSERT INTO outbox (run_id, queue)
+       SELECT c.id, m.queue FROM unnest($1::text[], $2::integer[]) AS m(queue, n)
+        CROSS JOIN LATERAL (
+              (SELECT id FROM runs
+                WHERE status = 'running' AND queue = m.queue AND heartbeat_at < now() - $3 * interval '1 millisecond'
+                ORDER BY heartbeat_at LIMIT m.n)
+              UNION ALL
+              (SELECT id FROM runs
+                WHERE status IN ('queued', 'waiting') AND queue = m.queue AND due_at <= now()
+                ORDER BY due_at LIMIT m.n)
+              LIMIT m.n) c
+       RETURNING queue`,
+      [missing.map((m) => m.queue), missing.map((m) => m.count), this.config.claimMinIdleTimeMs],
+    );
+    if (rows.length > 0) this.logger.log(`republished ${rows.length} wake-up(s) for ${missing.length} queue(s)`);
+    return rows.length;
   }
 
   /**
-   * Writes outbox rows for undelivered runs; returns how many. A run counts as covered only by an
-   * outbox row that is being published or due now: a row waiting for a far-off time (an event wait's
-   * timeout, say) says nothing about the run's current state.
+   * Queues with a run due and untaken for REPUBLISH_AFTER_MS or held by an idle claim, with how many
+   * runs need a wake-up and how many wake-ups the outbox still holds for them. Outbox rows waiting
+   * for a far-off time (an event wait's timeout, say) are not counted: they are not for now.
    */
-  async republish(): Promise<number> {
-    const now = Date.now();
-    for (const [runId, at] of this.recent) if (now - at >= this.config.republishAfterMs) this.recent.delete(runId);
-    const rows = await this.db.query<{ run_id: string }>(
-      `INSERT INTO outbox (run_id, queue, payload)
-       SELECT r.id, r.queue, outbox_message(r) FROM runs r
-        WHERE ((r.status IN ('queued', 'waiting') AND r.due_at <= now() - $1 * interval '1 millisecond')
-               OR (r.status = 'running' AND r.heartbeat_at < now() - $2 * interval '1 millisecond'))
-          AND NOT EXISTS (SELECT 1 FROM outbox o
-                           WHERE o.run_id = r.id AND (o.status = 'in_flight' OR (o.status <> 'sent' AND o.next_attempt_at <= now())))
-          AND r.id <> ALL($4::uuid[])
-        LIMIT $3
-       RETURNING run_id`,
-      [this.config.republishAfterMs, this.config.claimMinIdleTimeMs, BATCH, [...this.recent.keys()]],
+  private queuesNeedingWakeups(): Promise<QueueNeed[]> {
+    return this.db.query<QueueNeed>(
+      `WITH due AS (
+         SELECT queue, count(*)::int AS runs, min(due_at) AS oldest FROM runs
+          WHERE status IN ('queued', 'waiting') AND due_at <= now()
+          GROUP BY queue
+       ), stale AS (
+         SELECT queue, count(*)::int AS runs FROM runs
+          WHERE status = 'running' AND heartbeat_at < now() - $2 * interval '1 millisecond'
+          GROUP BY queue
+       ), coming AS (
+         SELECT queue, count(*)::int AS rows FROM outbox
+          WHERE status IN ('pending', 'retry', 'in_flight') AND (next_attempt_at <= now() OR attempt_count > 0)
+          GROUP BY queue
+       )
+       SELECT q.queue, coalesce(d.runs, 0) + coalesce(s.runs, 0) AS needed, coalesce(c.rows, 0) AS coming
+         FROM (SELECT queue FROM due WHERE oldest <= now() - $1 * interval '1 millisecond' UNION SELECT queue FROM stale) q
+         LEFT JOIN due d USING (queue) LEFT JOIN stale s USING (queue) LEFT JOIN coming c USING (queue)
+        ORDER BY q.queue`,
+      [this.config.republishAfterMs, this.config.claimMinIdleTimeMs],
     );
-    for (const row of rows) this.recent.set(row.run_id, now);
-    if (rows.length > 0) this.logger.log(`republished ${rows.length} undelivered run(s)`);
-    return rows.length;
   }
 }

@@ -1,4 +1,5 @@
 import { EngineError, ErrorBody, RevisionConflictError } from '@app/contracts';
+import { asDatabaseError } from '@app/persistence';
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { Response } from 'express';
 import { STATUS_CODES } from 'node:http';
@@ -30,15 +31,19 @@ export class EngineExceptionFilter implements ExceptionFilter {
     response.status(body.statusCode).json(body);
   }
 
-  private toBody(exception: unknown): ErrorBody {
+  private toBody(thrown: unknown): ErrorBody {
+    // A read through the ORM reports a lost connection as its own error: 503 like every other.
+    const exception = asDatabaseError(thrown);
     if (exception instanceof RevisionConflictError) this.metrics.revisionConflicts.inc();
     if (exception instanceof EngineError) {
       return errorBody(exception.statusCode, exception.reason, exception.message);
     }
     if (exception instanceof HttpException) {
       const status = exception.getStatus();
-      // The express adapter wraps body-parser's errors; its JSON syntax error becomes a 400 with that cause.
-      const reason = exception.cause instanceof SyntaxError ? 'invalid_json' : HTTP_REASONS[status];
+      // The express adapter wraps body-parser's JSON syntax error, and the URIError of a path that is
+      // not percent-encoded UTF-8, as a 400 with that cause.
+      const reason =
+        exception.cause instanceof SyntaxError ? 'invalid_json' : exception.cause instanceof URIError ? 'invalid_url_encoding' : HTTP_REASONS[status];
       return errorBody(status, reason ?? `http_${status}`, exception.message);
     }
     this.logger.error(exception instanceof Error ? (exception.stack ?? exception.message) : String(exception));

@@ -7,11 +7,13 @@ import type { OpenAPIObject } from '@nestjs/swagger';
 const json = (schema: object) => ({ content: { 'application/json': { schema } } });
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const id = { name: 'id', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } } as const;
+const deadLetterId = { name: 'id', in: 'path', required: true, schema: { type: 'string', pattern: '^[1-9][0-9]*$' } } as const;
 const errors = {
   '400': { description: 'Invalid request (nothing changed)', ...json(ref('Error')) },
   '401': { description: 'Missing or wrong bearer token', ...json(ref('Error')) },
   '404': { description: 'Run not found', ...json(ref('Error')) },
   '409': { description: 'Conflict with the run\'s state (nothing changed)', ...json(ref('Error')) },
+  '415': { description: 'A body that is not JSON (nothing changed)', ...json(ref('Error')) },
 };
 const revisioned = (extra: Record<string, object> = {}, required: string[] = []) =>
   json({ type: 'object', required: ['expectedRevision', ...required], properties: { expectedRevision: { type: 'integer' }, ...extra } });
@@ -73,6 +75,7 @@ export const OPENAPI_DOCUMENT: OpenAPIObject = {
           output: {},
           error: { type: 'object', nullable: true },
           idempotencyKey: { type: 'string', nullable: true },
+          shard: { type: 'string', nullable: true },
           parentId: { type: 'string', nullable: true },
           runAt: { type: 'string', format: 'date-time', nullable: true },
           createdAt: { type: 'string', format: 'date-time' },
@@ -154,7 +157,25 @@ export const OPENAPI_DOCUMENT: OpenAPIObject = {
       },
     },
     '/v1/worker/takes': {
-      post: { tags: ['worker protocol'], security: [{ worker: [] }], summary: 'Take runs a transport delivered, at their revisions', responses: { '200': { description: '{runs, stale}' }, ...errors } },
+      post: {
+        tags: ['worker protocol'],
+        security: [{ worker: [] }],
+        summary: 'Take up to `count` runs of each workflow version for wake-ups a transport delivered (chosen as a claim chooses)',
+        requestBody: json({ type: 'object', properties: { workerId: { type: 'string' }, workflows: { type: 'array', items: { type: 'object' } } } }),
+        responses: { '200': { description: '{runs}' }, ...errors },
+      },
+    },
+    '/v1/worker/dead-letters': {
+      post: { tags: ['worker protocol'], security: [{ worker: [] }], summary: 'Hand over a Streams wake-up delivered too often', responses: { '200': { description: '{deadLetterId, runFailed}' }, ...errors } },
+    },
+    '/v1/dead-letters': {
+      get: { tags: ['dead letters'], security: [{ client: [] }], summary: 'What dispatch gave up on, newest first', responses: { '200': { description: '{deadLetters, nextCursor}' }, ...errors } },
+    },
+    '/v1/dead-letters/{id}/redrive': {
+      post: { tags: ['dead letters'], security: [{ client: [] }], summary: 'Put its run back in motion and remove it', parameters: [deadLetterId], responses: { '200': { description: '{action, runStatus}' }, ...errors } },
+    },
+    '/v1/dead-letters/{id}': {
+      delete: { tags: ['dead letters'], security: [{ client: [] }], summary: 'Remove it', parameters: [deadLetterId], responses: { '204': { description: 'Removed' }, ...errors } },
     },
     '/v1/worker/heartbeats': {
       post: { tags: ['worker protocol'], security: [{ worker: [] }], summary: 'Refresh claims; returns the runs no longer held', responses: { '200': { description: '{lost}' }, ...errors } },
@@ -172,7 +193,7 @@ export const OPENAPI_DOCUMENT: OpenAPIObject = {
       post: { tags: ['worker protocol'], security: [{ worker: [] }], summary: 'Suspend at a sleep, event or retry step', parameters: [id], requestBody: revisioned(), responses: { '200': { description: '{suspended, task}' }, ...errors } },
     },
     '/v1/worker/runs/{id}/children': {
-      post: { tags: ['worker protocol'], security: [{ worker: [] }], summary: 'Start a child run (optionally wait for it)', parameters: [id], requestBody: revisioned(), responses: { '200': { description: '{suspended, task}' }, ...errors } },
+      post: { tags: ['worker protocol'], security: [{ worker: [] }], summary: 'Start a child run (optionally wait for it), in the parent\'s shard unless `shard` names one (null: none)', parameters: [id], requestBody: revisioned(), responses: { '200': { description: '{suspended, task}' }, ...errors } },
     },
     '/v1/worker/runs/{id}/release': {
       post: { tags: ['worker protocol'], security: [{ worker: [] }], summary: 'Give the run back to other workers', parameters: [id], requestBody: revisioned(), responses: { '200': { description: '{revision}' }, ...errors } },

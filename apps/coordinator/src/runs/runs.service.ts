@@ -15,7 +15,6 @@ import {
 import { ControlOutcome, RunControlRepository } from '@app/locking';
 import { NotificationListener, RUN_FINISHED_CHANNEL } from '@app/outbox';
 import { RunEntity, uuidv7 } from '@app/persistence';
-import { queueName } from '@app/streams';
 import { Injectable } from '@nestjs/common';
 import { CoordinatorMetrics } from '../metrics/coordinator.metrics';
 import { RunsRepository } from './runs.repository';
@@ -45,7 +44,7 @@ export class RunsService {
       id: uuidv7(),
       workflow: request.workflow,
       version: request.version,
-      queue: queueName(request.workflow, request.version, request.shard),
+      shard: request.shard ?? null,
       input: request.input,
       priority: request.priority,
       idempotencyKey: request.idempotencyKey ?? null,

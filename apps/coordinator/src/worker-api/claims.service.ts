@@ -1,11 +1,12 @@
-import { ClaimedRun, ClaimRequest } from '@app/contracts';
-import { ClaimRepository, ReportRepository } from '@app/locking';
+import { ClaimedRun, ClaimRequest, TakeRunsRequest } from '@app/contracts';
+import { ClaimRepository, type ClaimParams, ReportRepository } from '@app/locking';
 import { NotificationListener, RUNS_READY_CHANNEL } from '@app/outbox';
 import { queueName } from '@app/streams';
 import { Inject, Injectable } from '@nestjs/common';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config/coordinator.config';
 import { CoordinatorMetrics } from '../metrics/coordinator.metrics';
 
+/** How workers come to own runs: claims (the HTTP subscriber) and takes (a transport's wake-ups), one statement for both. */
 @Injectable()
 export class ClaimsService {
   constructor(
@@ -36,16 +37,7 @@ export class ClaimsService {
       let runs: ClaimedRun[];
       try {
         if (gone()) return [];
-        const startedAt = performance.now();
-        runs = this.metrics.taken(
-          await this.claims.claim({
-          queues,
-          limit: request.limit,
-          workerId: request.workerId,
-            claimMinIdleTimeMs: this.config.claimMinIdleTimeMs,
-          }),
-          startedAt,
-        );
+        runs = await this.run({ queues: queues.map((queue) => ({ queue, limit: request.limit })), limit: request.limit, workerId: request.workerId });
       } catch (error) {
         wait?.cancel();
         throw error;
@@ -62,5 +54,27 @@ export class ClaimsService {
       }
       await wait.notified;
     }
+  }
+
+  /** Takes, for wake-ups a transport delivered, up to `count` runs of each queue, at once (no waiting). */
+  take(request: TakeRunsRequest): Promise<ClaimedRun[]> {
+    const counts = new Map<string, number>();
+    for (const ref of request.workflows) {
+      const queue = queueName(ref.name, ref.version, ref.shard);
+      counts.set(queue, (counts.get(queue) ?? 0) + ref.count);
+    }
+    const queues = [...counts].map(([queue, limit]) => ({ queue, limit }));
+    return this.run({ queues, limit: queues.reduce((sum, q) => sum + q.limit, 0), workerId: request.workerId });
+  }
+
+  private async run(params: Pick<ClaimParams, 'queues' | 'limit' | 'workerId'>): Promise<ClaimedRun[]> {
+    const startedAt = performance.now();
+    const { runs, stalled } = await this.claims.claim({
+      ...params,
+      claimMinIdleTimeMs: this.config.claimMinIdleTimeMs,
+      maxStalls: this.config.maxStalls,
+    });
+    for (const run of stalled) this.metrics.runsFailed.inc({ workflow: run.workflow });
+    return this.metrics.taken(runs, startedAt);
   }
 }

@@ -11,19 +11,21 @@ import {
   parseReportsRequest,
   parseRunId,
   parseStartChildRequest,
+  parseStreamDeadLetterReport,
   parseSuspendRequest,
   parseTakeRunsRequest,
   parseTaskResultRequest,
+  StreamDeadLetterResponse,
   TakeRunsResponse,
   StepResponse,
   TaskResultResponse,
 } from '@app/contracts';
-import { ClaimRepository, HeartbeatRepository, ReportRepository, StepRepository } from '@app/locking';
+import { HeartbeatRepository, ReportRepository, StepRepository } from '@app/locking';
 import { uuidv7 } from '@app/persistence';
 import { queueName } from '@app/streams';
-import { Body, Controller, HttpCode, Inject, Param, Post, Res } from '@nestjs/common';
+import { Body, Controller, HttpCode, Param, Post, Res } from '@nestjs/common';
 import type { Response } from 'express';
-import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config/coordinator.config';
+import { DeadLettersService } from '../dead-letters/dead-letters.service';
 import { CoordinatorMetrics } from '../metrics/coordinator.metrics';
 import { ClaimsService } from './claims.service';
 import { WorkerWritesService } from './worker-writes.service';
@@ -37,13 +39,12 @@ import { WorkerWritesService } from './worker-writes.service';
 export class WorkerApiController {
   constructor(
     private readonly claims: ClaimsService,
-    private readonly claimRepository: ClaimRepository,
     private readonly heartbeats: HeartbeatRepository,
     private readonly reportRepository: ReportRepository,
     private readonly steps: StepRepository,
-    @Inject(COORDINATOR_CONFIG) private readonly config: CoordinatorConfig,
     private readonly metrics: CoordinatorMetrics,
     private readonly writes: WorkerWritesService,
+    private readonly deadLetters: DeadLettersService,
   ) {}
 
   @Post('claims')
@@ -56,17 +57,22 @@ export class WorkerApiController {
   }
 
   /**
-   * Takes runs a transport (Redis) delivered, at the revisions their messages carry. Deliveries
-   * listed in `stale` took nothing (the run moved on or another worker has it): drop those messages.
+   * Takes runs for wake-ups a transport (Redis) delivered: up to `count` of each queue, chosen as a
+   * claim chooses them. Wake-ups beyond what was taken took nothing: drop them.
    */
   @Post('takes')
   @HttpCode(200)
   async take(@Body() body: unknown): Promise<TakeRunsResponse> {
-    const request = parseTakeRunsRequest(body);
-    const startedAt = performance.now();
-    const runs = this.metrics.taken(await this.claimRepository.take(request.runs, request.workerId, this.config.claimMinIdleTimeMs), startedAt);
-    const taken = new Set(runs.map((run) => run.id));
-    return { runs, stale: [...new Set(request.runs.map((run) => run.id))].filter((id) => !taken.has(id)) };
+    return { runs: await this.claims.take(parseTakeRunsRequest(body)) };
+  }
+
+  /** A Streams wake-up delivered more than MAX_DELIVERIES times: recorded, and its run failed if its claim went idle. */
+  @Post('dead-letters')
+  @HttpCode(200)
+  recordDeadLetter(@Body() body: unknown): Promise<StreamDeadLetterResponse> {
+    const report = parseStreamDeadLetterReport(body);
+    const { name, version, shard } = report.workflow;
+    return this.deadLetters.recordStreamDeadLetter({ ...report, queue: queueName(name, version, shard) });
   }
 
   @Post('heartbeats')
@@ -111,12 +117,11 @@ export class WorkerApiController {
     return this.steps.suspend(parseRunId(id), parseSuspendRequest(body));
   }
 
-  /** Starts a child run; with `wait` the parent suspends until the child is terminal. */
+  /** Starts a child run (in the parent's shard unless it names one); with `wait` the parent suspends until the child is terminal. */
   @Post('runs/:id/children')
   @HttpCode(200)
   startChild(@Param('id') id: string, @Body() body: unknown): Promise<StepResponse> {
-    const request = parseStartChildRequest(body);
-    return this.steps.startChild(parseRunId(id), request, { id: uuidv7(), queue: queueName(request.workflow, request.version) });
+    return this.steps.startChild(parseRunId(id), parseStartChildRequest(body), uuidv7());
   }
 
   /** Gives the run back (worker shutting down) so another worker takes it at once. */

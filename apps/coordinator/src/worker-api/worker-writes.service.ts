@@ -1,5 +1,6 @@
 import {
   CompleteRunRequest,
+  DatabaseUnavailableError,
   EngineError,
   FailRunRequest,
   ReportOutcome,
@@ -48,10 +49,12 @@ export class WorkerWritesService {
   /**
    * Applies reports in one transaction and a handful of statements: all task results in one
    * statement, then all completions and failures in another (a run's task results always come before
-   * its outcome), then each workflow-level retry. Each report is checked against its own run, so a
-   * stale one is refused (409) without affecting the others. If the database rejects a statement
+   * its outcome), then each workflow-level retry. With more than one statement, the batch's runs are
+   * locked first, in id order, the one lock order of every writer. Each report is checked against
+   * its own run, so a stale one is refused (409) without affecting the others. If the database rejects a statement
    * (which aborts the transaction), the reports are applied one by one instead, so only the bad one
-   * fails.
+   * fails. If the database cannot be reached, the request fails as a whole (503), and the worker
+   * sends it again.
    */
   async apply(reports: WorkerReport[]): Promise<ReportOutcome[]> {
     // A lone report is one statement that commits on its own, without BEGIN and COMMIT round trips.
@@ -59,6 +62,7 @@ export class WorkerWritesService {
       reports.length === 1
         ? await this.applyEach(reports)
         : await this.db.transaction((tx) => this.applyTogether(tx, reports)).catch((error: Error) => {
+            if (error instanceof DatabaseUnavailableError) throw error;
             this.logger.warn('a report batch failed as a whole; applying its reports one by one', { error: error.message });
             return this.applyEach(reports);
           });
@@ -83,6 +87,11 @@ export class WorkerWritesService {
       }
       return [];
     });
+    const retries = reports.length - tasks.length - finals.length;
+    if (Number(tasks.length > 0) + Number(finals.length > 0) + retries > 1) {
+      // Several statements, each locking its own subset of the runs: lock them all first, in id order.
+      await this.reports.lockInOrder([...new Set(reports.map((report) => report.runId))], tx);
+    }
     if (tasks.length > 0) {
       const results = await this.reports.recordTasks(tasks, tx);
       tasks.forEach(({ index }, i) => (applied[index] = { outcome: toOutcome(results[i]), finished: undefined }));
@@ -102,7 +111,10 @@ export class WorkerWritesService {
     return applied;
   }
 
-  /** One report on its own; errors of the request (EngineError) become its outcome. */
+  /**
+   * One report on its own; errors of the report (EngineError) become its outcome. An unavailable
+   * database is no answer about this report: it fails the request, which the worker retries.
+   */
   private async applyOne(on: SqlExecutor, report: WorkerReport): Promise<{ outcome: ReportOutcome; finished: Finished }> {
     try {
       switch (report.type) {
@@ -118,6 +130,7 @@ export class WorkerWritesService {
         }
       }
     } catch (error) {
+      if (error instanceof DatabaseUnavailableError) throw error;
       if (error instanceof EngineError) return { outcome: toOutcome(error), finished: undefined };
       if (on !== this.db) throw error;
       this.logger.error('a report could not be applied', { runId: report.runId, error: (error as Error).message });

@@ -8,7 +8,10 @@ describe('loadWorkerConfig', () => {
       concurrency: 10,
       heartbeatIntervalMs: 30_000,
       claimWaitMs: 20_000,
+      port: 3001,
+      host: '0.0.0.0',
     });
+    expect(loadWorkerConfig({ WORKER_HOST: '127.0.0.1' }).host).toBe('127.0.0.1');
   });
 
   it('names a malformed variable', () => {

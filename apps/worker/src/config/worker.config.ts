@@ -23,8 +23,9 @@ export interface WorkerConfig {
   maxDeliveries: number;
   /** Sent as `Authorization: Bearer` to the coordinator's worker API. */
   workerToken?: string;
-  /** Health and metrics are served here (0: a random free port). */
+  /** Health and metrics are served here (0: a random free port), on this address. */
   port: number;
+  host: string;
   logLevel: LogLevelName;
   logFormat: 'json' | 'pretty';
 }
@@ -47,6 +48,7 @@ export function loadWorkerConfig(env: Record<string, string | undefined>): Worke
     maxDeliveries: read.integer('MAX_DELIVERIES', 5, 1, 1_000),
     workerToken: read.optionalString('WORKER_TOKEN'),
     port: read.integer('WORKER_PORT', 3001, 0, 65535),
+    host: read.string('WORKER_HOST', '0.0.0.0'),
     ...readLogging(read),
   };
 }

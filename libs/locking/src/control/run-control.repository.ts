@@ -1,5 +1,5 @@
 import { JsonValue, RunStatus } from '@app/contracts';
-import { Database, type RunEntity } from '@app/persistence';
+import { Database, type RunEntity, type SqlExecutor } from '@app/persistence';
 import { Injectable } from '@nestjs/common';
 import {
   appendHistory,
@@ -11,6 +11,7 @@ import {
   notifyFinished,
   notifyReady,
   RUN_COLUMNS,
+  stalledError,
   stepsToRerun,
   wakeParents,
 } from '../runs/run-sql';
@@ -143,16 +144,16 @@ export class RunControlRepository {
   }
 
   /**
-   * Runs a failed run again as attempt + 1, due now. Completed steps are kept, so it resumes from
-   * its checkpoints; failed steps run again.
+   * Runs a failed run again as attempt + 1, due now, with its stall count reset. Completed steps are
+   * kept, so it resumes from its checkpoints; failed steps run again.
    */
-  async retry(id: string): Promise<ControlOutcome> {
-    const [row] = await this.db.query<{ previous: RunStatus; applied: boolean }>(
+  async retry(id: string, on: SqlExecutor = this.db): Promise<ControlOutcome> {
+    const [row] = await on.query<{ previous: RunStatus; applied: boolean }>(
       `WITH target AS (
          SELECT id, status FROM runs WHERE id = $1 FOR UPDATE
        ), retried AS (
          UPDATE runs r
-            SET status = 'queued', attempt = r.attempt + 1, revision = r.revision + 1, due_at = now(),
+            SET status = 'queued', attempt = r.attempt + 1, revision = r.revision + 1, due_at = now(), stalls = 0,
                 finished_at = NULL, updated_at = now()
            FROM target t
           WHERE r.id = t.id AND t.status = 'failed'
@@ -166,5 +167,27 @@ export class RunControlRepository {
       [id],
     );
     return row ?? { applied: false };
+  }
+
+  /**
+   * Fails a run as `stalled` if it is still held by a claim that went idle (its worker is gone):
+   * used when dispatch gives up on it. A run held by a live worker, or already finished, is left
+   * alone. Returns whether it was failed.
+   */
+  async failStalled(id: string, claimMinIdleTimeMs: number, message: string, on: SqlExecutor = this.db): Promise<boolean> {
+    const [row] = await on.query<{ failed: number }>(
+      `WITH failed AS (
+         UPDATE runs
+            SET status = 'failed', error = ${stalledError('$3::text')}, revision = revision + 1,
+                heartbeat_at = NULL, finished_at = now(), updated_at = now()
+          WHERE id = $1 AND status = 'running' AND heartbeat_at < now() - $2 * interval '1 millisecond'
+         RETURNING id, revision, claimed_by, parent_id, status, output, error
+       ), history AS (
+         ${appendHistory('failed', `'running'`, `'failed'`, 'claimed_by')}
+       ), ${wakeParents('failed')}
+       SELECT count(*)::int AS failed, ${notifyFinished('failed')}, ${notifyReady('woken_parents')} FROM failed`,
+      [id, claimMinIdleTimeMs, message],
+    );
+    return row.failed > 0;
   }
 }

@@ -5,6 +5,8 @@ export const LEADER_ELECTION_OPTIONS = Symbol('LEADER_ELECTION_OPTIONS');
 
 export interface LeaderElectionOptions {
   url: string;
+  /** application_name of the election session. */
+  applicationName: string;
   /** How often a follower tries to take a lock, and a leader checks its session is alive. */
   checkIntervalMs: number;
 }
@@ -90,7 +92,12 @@ export class LeaderElection implements OnApplicationBootstrap, OnApplicationShut
 
   private async session(): Promise<Client> {
     if (this.client) return this.client;
-    const client = new Client({ connectionString: this.options.url, keepAlive: true, connectionTimeoutMillis: 5_000 });
+    const client = new Client({
+      connectionString: this.options.url,
+      application_name: this.options.applicationName,
+      keepAlive: true,
+      connectionTimeoutMillis: 5_000,
+    });
     client.on('error', () => undefined); // surfaced by the next probe
     await client.connect();
     this.client = client;

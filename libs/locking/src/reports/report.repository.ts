@@ -1,7 +1,7 @@
 import { ErrorDetails, JsonValue, StoredTask, TaskResultRequest } from '@app/contracts';
 import { Database, type SqlExecutor } from '@app/persistence';
 import { Injectable } from '@nestjs/common';
-import { conflictFor, findStep, unwrap } from '../runs/conflicts';
+import { conflictFor, conflictsFor, findSteps, unwrap } from '../runs/conflicts';
 import { appendHistory, json, notifyFinished, notifyReady, STEP_COLUMNS, stepsToRerun, wakeParents } from '../runs/run-sql';
 
 export type RunOutcome = { status: 'completed'; output: JsonValue } | { status: 'failed'; error: ErrorDetails };
@@ -29,7 +29,7 @@ export class ReportRepository {
   /**
    * recordTask for many runs in one statement (a worker's coalesced reports): each result is
    * checked against its own run's revision, and comes back as the stored task or the error
-   * (409 stale, 404 unknown) for that one alone.
+   * (409 stale, 404 unknown) for that one alone. The runs are locked in id order (see lockInOrder).
    */
   async recordTasks(items: { runId: string; task: TaskResultRequest }[], on: SqlExecutor = this.db): Promise<(StoredTask | Error)[]> {
     const rows = await on.query<{ owned: boolean; task: StoredTask | null }>(
@@ -37,10 +37,15 @@ export class ReportRepository {
          SELECT * FROM unnest($1::uuid[], $2::integer[], $3::text[], $4::integer[], $5::text[], $6::text[],
                               $7::integer[], $8::jsonb[], $9::jsonb[])
                   WITH ORDINALITY AS i(run_id, revision, key, seq, name, status, attempts, output, error, n)
+       ), held AS MATERIALIZED (
+         SELECT r.id FROM runs r JOIN (SELECT DISTINCT run_id, revision FROM input) i ON r.id = i.run_id AND r.revision = i.revision
+          WHERE r.status = 'running'
+          ORDER BY r.id
+          FOR UPDATE OF r
        ), owner AS (
          UPDATE runs r SET heartbeat_at = now(), updated_at = now()
-           FROM input i
-          WHERE r.id = i.run_id AND r.revision = i.revision AND r.status = 'running'
+           FROM held h
+          WHERE r.id = h.id
          RETURNING r.id, r.revision
        ), inserted AS (
          INSERT INTO tasks (run_id, key, kind, seq, name, status, attempts, output, error)
@@ -66,14 +71,15 @@ export class ReportRepository {
         items.map(({ task }) => json(task.error)),
       ],
     );
-    return Promise.all(
-      rows.map(async (row, index) => {
-        const { runId, task } = items[index];
-        if (!row.owned) return conflictFor(on, runId, task.expectedRevision);
-        // Not inserted: a result for this key was recorded first; adopt it.
-        return row.task ?? (await findStep(on, runId, task.key))!;
-      }),
-    );
+    const refused = indexesWhere(rows, (row) => !row.owned);
+    // Owned but not inserted: a result for this key was recorded first; adopt it.
+    const adopted = indexesWhere(rows, (row) => row.owned && row.task === null);
+    const conflicts = await conflictsFor(on, refused.map((i) => ({ runId: items[i].runId, expectedRevision: items[i].task.expectedRevision })));
+    const recorded = await findSteps(on, adopted.map((i) => ({ runId: items[i].runId, key: items[i].task.key })));
+    const results: (StoredTask | Error)[] = rows.map((row) => row.task!);
+    refused.forEach((i, k) => (results[i] = conflicts[k]));
+    adopted.forEach((i, k) => (results[i] = recorded[k]!));
+    return results;
   }
 
   /**
@@ -85,7 +91,11 @@ export class ReportRepository {
     return unwrap((await this.finishMany([{ runId, expectedRevision, outcome }], on))[0]);
   }
 
-  /** finish for many runs in one statement; each is checked on its own (see recordTasks). */
+  /**
+   * finish for many runs in one statement; each is checked on its own (see recordTasks). Of several
+   * outcomes for one run at one revision only the first in `items` applies: it moves the revision
+   * on, so the others are stale (409), as they would be if sent one after another.
+   */
   async finishMany(
     items: { runId: string; expectedRevision: number; outcome: RunOutcome }[],
     on: SqlExecutor = this.db,
@@ -94,20 +104,27 @@ export class ReportRepository {
       `WITH input AS (
          SELECT * FROM unnest($1::uuid[], $2::integer[], $3::text[], $4::jsonb[], $5::jsonb[])
                   WITH ORDINALITY AS i(run_id, revision, status, output, error, n)
+       ), first_outcomes AS (
+         SELECT DISTINCT ON (run_id, revision) * FROM input ORDER BY run_id, revision, n
+       ), held AS MATERIALIZED (
+         SELECT r.id FROM runs r JOIN first_outcomes i ON r.id = i.run_id AND r.revision = i.revision
+          WHERE r.status = 'running'
+          ORDER BY r.id
+          FOR UPDATE OF r
        ), finished AS (
          UPDATE runs r
             SET status = i.status, output = i.output, error = i.error, revision = r.revision + 1,
                 heartbeat_at = NULL, finished_at = now(), updated_at = now()
-           FROM input i
+           FROM first_outcomes i JOIN held h ON h.id = i.run_id
           WHERE r.id = i.run_id AND r.revision = i.revision AND r.status = 'running'
-         RETURNING r.id, r.revision, r.claimed_by, r.parent_id, r.status, r.output, r.error, r.workflow, i.revision AS expected
+         RETURNING r.id, r.revision, r.claimed_by, r.parent_id, r.status, r.output, r.error, r.workflow, i.n
        ), history AS (
          ${appendHistory('finished', `'running'`, 'status', 'claimed_by')}
        ), ${wakeParents('finished')}, announced AS (
          SELECT ${notifyFinished('finished')} AS finished, ${notifyReady('woken_parents')} AS parents
        )
        SELECT f.revision, f.workflow
-         FROM input i LEFT JOIN finished f ON f.id = i.run_id AND f.expected = i.revision CROSS JOIN announced
+         FROM input i LEFT JOIN finished f ON f.n = i.n CROSS JOIN announced
         ORDER BY i.n`,
       [
         items.map((item) => item.runId),
@@ -117,13 +134,11 @@ export class ReportRepository {
         items.map((item) => (item.outcome.status === 'failed' ? json(item.outcome.error) : null)),
       ],
     );
-    return Promise.all(
-      rows.map(async (row, index) =>
-        row.revision === null
-          ? conflictFor(on, items[index].runId, items[index].expectedRevision)
-          : { revision: row.revision, workflow: row.workflow! },
-      ),
-    );
+    const refused = indexesWhere(rows, (row) => row.revision === null);
+    const conflicts = await conflictsFor(on, refused.map((i) => items[i]));
+    const results: ({ revision: number; workflow: string } | Error)[] = rows.map((row) => ({ revision: row.revision!, workflow: row.workflow! }));
+    refused.forEach((i, k) => (results[i] = conflicts[k]));
+    return results;
   }
 
   /**
@@ -153,13 +168,13 @@ export class ReportRepository {
        SELECT revision, CASE WHEN due_at <= now() THEN ${notifyReady('retried')} END FROM retried`,
       [runId, expectedRevision, json(error), delayMs],
     );
-    if (!row) throw await conflictFor(this.db, runId, expectedRevision);
+    if (!row) throw await conflictFor(on, runId, expectedRevision);
     return { revision: row.revision };
   }
 
   /** Gives a running run back (worker shutting down): queued and due now, for any worker to take at once. */
-  async release(runId: string, expectedRevision: number): Promise<{ revision: number }> {
-    const [row] = await this.db.query<{ revision: number }>(
+  async release(runId: string, expectedRevision: number, on: SqlExecutor = this.db): Promise<{ revision: number }> {
+    const [row] = await on.query<{ revision: number }>(
       `WITH released AS (
          UPDATE runs
             SET status = 'queued', due_at = now(), revision = revision + 1, heartbeat_at = NULL, updated_at = now()
@@ -171,7 +186,22 @@ export class ReportRepository {
        SELECT revision, ${notifyReady('released')} FROM released`,
       [runId, expectedRevision],
     );
-    if (!row) throw await conflictFor(this.db, runId, expectedRevision);
+    if (!row) throw await conflictFor(on, runId, expectedRevision);
     return { revision: row.revision };
   }
+
+  /**
+   * Locks the given runs in id order, for a transaction about to change them in several
+   * statements. Every statement that changes several runs locks them in id order; a transaction
+   * whose statements each lock a different subset would otherwise take its locks out of that order
+   * (this statement's subset, then that one's) and could deadlock with one taking them in order.
+   */
+  async lockInOrder(runIds: string[], on: SqlExecutor): Promise<void> {
+    await on.query(`SELECT 1 FROM runs WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE`, [runIds]);
+  }
+}
+
+/** Positions of the rows matching `test`. */
+function indexesWhere<T>(rows: T[], test: (row: T) => boolean): number[] {
+  return rows.flatMap((row, index) => (test(row) ? [index] : []));
 }

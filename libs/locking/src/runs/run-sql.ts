@@ -1,4 +1,5 @@
 import { RUN_FINISHED_CHANNEL, RUNS_READY_CHANNEL } from '@app/outbox';
+import { queueName } from '@app/streams';
 
 /**
  * SQL fragments shared by the statements that change a run's state, so each rule is written once.
@@ -6,7 +7,7 @@ import { RUN_FINISHED_CHANNEL, RUNS_READY_CHANNEL } from '@app/outbox';
  */
 
 /** Columns of `runs` under RunEntity's property names, for statements that return whole runs. */
-export const RUN_COLUMNS = `id, workflow, version, queue, status, revision, attempt, priority, input, output, error,
+export const RUN_COLUMNS = `id, workflow, version, queue, shard, status, revision, attempt, priority, stalls, input, output, error,
   idempotency_key AS "idempotencyKey", parent_id AS "parentId", due_at AS "dueAt", claimed_by AS "claimedBy",
   heartbeat_at AS "heartbeatAt", created_at AS "createdAt", updated_at AS "updatedAt", started_at AS "startedAt",
   finished_at AS "finishedAt"`;
@@ -56,6 +57,14 @@ export function wakeParents(ended: string): string {
        )`;
 }
 
+/**
+ * The error of a run the engine failed because the workers that took it kept stopping without
+ * finishing (reason `stalled`); `message` is a SQL text expression.
+ */
+export function stalledError(message: string): string {
+  return `jsonb_build_object('name', 'RunStalledError', 'reason', 'stalled', 'message', ${message})`;
+}
+
 /** Condition on the steps (table alias `alias`) a failed attempt leaves behind that must run again on the next attempt. */
 export function stepsToRerun(alias: string): string {
   return `(${alias}.status = 'failed' OR ${alias}.kind = 'retry')`;
@@ -66,7 +75,8 @@ export interface NewRun {
   id: string;
   workflow: string;
   version: string;
-  queue: string;
+  /** Routing shard (null: none); the run's queue is built from it. */
+  shard: string | null;
   input: unknown;
   priority: number;
   idempotencyKey: string | null;
@@ -76,17 +86,17 @@ export interface NewRun {
 
 /**
  * Inserts queued runs given as parallel arrays ($1 ids, $2 workflows, $3 versions, $4 queues,
- * $5 inputs, $6 priorities, $7 idempotency keys, $8 runAt, $9 parent ids; see insertRunsParams)
+ * $5 inputs, $6 priorities, $7 idempotency keys, $8 runAt, $9 parent ids, $10 shards; see insertRunsParams)
  * as the CTE `inserted`, with their first history rows. A run whose idempotency key already exists
  * for its workflow is not inserted; a concurrent insert of the same key waits for the other to
  * commit, so exactly one run exists.
  */
 export const INSERT_RUNS = `inserted AS (
-         INSERT INTO runs (id, workflow, version, queue, status, input, priority, idempotency_key, due_at, parent_id)
-         SELECT id, workflow, version, queue, 'queued', input, priority, idempotency_key, coalesce(run_at, now()), parent_id
+         INSERT INTO runs (id, workflow, version, queue, shard, status, input, priority, idempotency_key, due_at, parent_id)
+         SELECT id, workflow, version, queue, shard, 'queued', input, priority, idempotency_key, coalesce(run_at, now()), parent_id
            FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::jsonb[], $6::integer[], $7::text[],
-                       $8::timestamptz[], $9::uuid[])
-                AS n(id, workflow, version, queue, input, priority, idempotency_key, run_at, parent_id)
+                       $8::timestamptz[], $9::uuid[], $10::text[])
+                AS n(id, workflow, version, queue, input, priority, idempotency_key, run_at, parent_id, shard)
          ON CONFLICT (workflow, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
          RETURNING *
        ), inserted_history AS (
@@ -102,12 +112,13 @@ export function insertRunsParams(runs: NewRun[]): unknown[] {
     runs.map((run) => run.id),
     runs.map((run) => run.workflow),
     runs.map((run) => run.version),
-    runs.map((run) => run.queue),
+    runs.map((run) => queueName(run.workflow, run.version, run.shard ?? undefined)),
     runs.map((run) => json(run.input)),
     runs.map((run) => run.priority),
     runs.map((run) => run.idempotencyKey),
     runs.map((run) => run.runAt),
     runs.map((run) => run.parentId),
+    runs.map((run) => run.shard),
   ];
 }
 

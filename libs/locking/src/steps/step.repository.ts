@@ -1,13 +1,8 @@
-import { JsonValue, StartChildRequest, StepResponse, StoredTask, SuspendRequest } from '@app/contracts';
+import { JsonValue, StartChildRequest, StepConflictError, type StepKind, StepResponse, StoredTask, SuspendRequest } from '@app/contracts';
 import { Database, type SqlExecutor } from '@app/persistence';
 import { Injectable } from '@nestjs/common';
 import { conflictFor, findStep } from '../runs/conflicts';
 import { appendHistory, INSERT_RUNS, insertRunsParams, json, notifyReady, NOTIFY_INSERTED_QUEUES, STEP_COLUMNS } from '../runs/run-sql';
-
-export interface NewChild {
-  id: string;
-  queue: string;
-}
 
 /**
  * Steps where a run suspends (sleeps, event waits, retry waits) and child starts. Each runs in one
@@ -22,11 +17,15 @@ export class StepRepository {
    * a zero sleep, or an event of that name that was sent before the run waited (the oldest one is
    * consumed). Runs under the run's row lock, taken by the revision check, so an event sent
    * concurrently is either consumed here or delivered to the waiting step, never lost.
+   *
+   * A recorded step keeps its kind and result: a suspend naming the key of a step of another kind (a
+   * task result, say) is refused. A resolved sleep or event step is returned as it is; a retry wait is
+   * the one step re-armed, each time its task fails again with a long backoff.
    */
   async suspend(runId: string, step: SuspendRequest): Promise<StepResponse> {
     return this.db.transaction(async (tx) => {
       await this.lockRunning(tx, runId, step.expectedRevision);
-      const existing = await findStep(tx, runId, step.key);
+      const existing = await this.findStepOfKind(tx, runId, step.key, step.kind);
       if (existing && existing.status !== 'waiting' && step.kind !== 'retry') return { suspended: false, task: existing };
 
       let resolvedOutput: JsonValue | undefined;
@@ -63,22 +62,23 @@ export class StepRepository {
   /**
    * Starts a child run (one transaction: the child, its first transition, the parent's step and,
    * when waiting, the parent's suspension). The step row makes it idempotent per key: a re-executed
-   * parent gets the child it already started.
+   * parent gets the child it already started. The child runs in the shard the request names, or
+   * (none named) in its parent's, read under the parent's row lock.
    */
-  async startChild(runId: string, request: StartChildRequest, child: NewChild): Promise<StepResponse> {
+  async startChild(runId: string, request: StartChildRequest, childId: string): Promise<StepResponse> {
     return this.db.transaction(async (tx) => {
-      await this.lockRunning(tx, runId, request.expectedRevision);
-      const existing = await findStep(tx, runId, request.key);
+      const parent = await this.lockRunning(tx, runId, request.expectedRevision);
+      const existing = await this.findStepOfKind(tx, runId, request.key, 'child');
       if (existing) return { suspended: false, task: existing };
 
       await tx.query(
         `WITH ${INSERT_RUNS} SELECT ${NOTIFY_INSERTED_QUEUES}`,
         insertRunsParams([
           {
-            id: child.id,
+            id: childId,
             workflow: request.workflow,
             version: request.version,
-            queue: child.queue,
+            shard: request.shard === undefined ? parent.shard : request.shard,
             input: request.input,
             priority: 0,
             idempotencyKey: null,
@@ -96,8 +96,8 @@ export class StepRepository {
           request.seq,
           request.name,
           request.wait ? 'waiting' : 'completed',
-          request.wait ? null : json({ childId: child.id }),
-          child.id,
+          request.wait ? null : json({ childId }),
+          childId,
           request.timeoutMs,
         ],
       );
@@ -122,12 +122,24 @@ export class StepRepository {
     );
   }
 
-  /** Locks the run if it is running at the expected revision (else 409/404). */
-  private async lockRunning(tx: SqlExecutor, runId: string, expectedRevision: number): Promise<void> {
-    const [row] = await tx.query(`SELECT 1 FROM runs WHERE id = $1 AND revision = $2 AND status = 'running' FOR UPDATE`, [
-      runId,
-      expectedRevision,
-    ]);
-    if (!row) throw await conflictFor(this.db, runId, expectedRevision);
+  /**
+   * The step recorded at `key`, if any, when it is of this kind; a step of another kind is never
+   * replaced or handed back as this one (409). No statement changes a step's kind, and a running run's
+   * steps are not deleted (only a new attempt drops failed ones), so the check holds until commit.
+   */
+  private async findStepOfKind(tx: SqlExecutor, runId: string, key: string, kind: StepKind): Promise<StoredTask | undefined> {
+    const existing = await findStep(tx, runId, key);
+    if (existing && existing.kind !== kind) throw new StepConflictError(runId, key, existing.kind, kind);
+    return existing;
+  }
+
+  /** Locks the run if it is running at the expected revision (else 409/404), and returns its shard. */
+  private async lockRunning(tx: SqlExecutor, runId: string, expectedRevision: number): Promise<{ shard: string | null }> {
+    const [row] = await tx.query<{ shard: string | null }>(
+      `SELECT shard FROM runs WHERE id = $1 AND revision = $2 AND status = 'running' FOR UPDATE`,
+      [runId, expectedRevision],
+    );
+    if (!row) throw await conflictFor(tx, runId, expectedRevision);
+    return row;
   }
 }

@@ -79,7 +79,7 @@ export class OutboxEnqueuer implements OnApplicationBootstrap, BeforeApplication
     if (rows.length === 0) return 0;
     this.counters.inFlight += rows.length;
     try {
-      const results = await this.publisher.publish(rows.map((row) => row.payload));
+      const results = await this.publisher.publish(rows.map(({ id, runId, queue }) => ({ id, runId, queue })));
       const sent: string[] = [];
       const retries: { id: string; delayMs: number; error: string }[] = [];
       const dead: { id: string; error: string }[] = [];

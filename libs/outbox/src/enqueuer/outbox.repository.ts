@@ -1,12 +1,11 @@
 import { Database } from '@app/persistence';
-import type { DispatchMessage } from '@app/streams';
 import { Injectable } from '@nestjs/common';
 
+/** A wake-up to publish: for queue `queue`, written when run `runId` became ready. */
 export interface OutboxRow {
   id: string;
   runId: string;
   queue: string;
-  payload: DispatchMessage;
   attemptCount: number;
 }
 
@@ -45,7 +44,7 @@ export class OutboxRepository {
                               ORDER BY next_attempt_at
                               LIMIT $1
                               FOR UPDATE SKIP LOCKED))
-       RETURNING id, run_id AS "runId", queue, payload, attempt_count AS "attemptCount"`,
+       RETURNING id, run_id AS "runId", queue, attempt_count AS "attemptCount"`,
       [limit],
     );
   }
@@ -73,17 +72,18 @@ export class OutboxRepository {
     );
   }
 
-  /** Rows out of retries move to the dead-letter table (one statement: they cannot be in both). */
+  /** Rows out of retries become dead letters (one statement: a row cannot be in both). */
   async deadLetter(failures: { id: string; error: string }[]): Promise<void> {
     if (failures.length === 0) return;
     await this.db.query(
       `WITH dead AS (
          DELETE FROM outbox o USING unnest($1::bigint[], $2::text[]) AS f(id, error)
           WHERE o.id = f.id
-         RETURNING o.id, o.run_id, o.queue, o.payload, o.attempt_count, f.error, o.created_at
+         RETURNING o.id, o.run_id, o.queue, o.attempt_count, f.error
        )
-       INSERT INTO outbox_dead_letters (id, run_id, queue, payload, attempt_count, last_error, created_at)
-       SELECT * FROM dead`,
+       INSERT INTO dead_letters (origin, ref, run_id, queue, reason, message, detail)
+       SELECT 'outbox', id::text, run_id, queue, 'publish_failed', error, jsonb_build_object('attempts', attempt_count) FROM dead
+       ON CONFLICT (origin, ref) DO NOTHING`,
       [failures.map((f) => f.id), failures.map((f) => f.error)],
     );
   }
@@ -109,7 +109,7 @@ export class OutboxRepository {
               coalesce(extract(epoch FROM now() - min(next_attempt_at)
                          FILTER (WHERE status IN ('pending', 'retry') AND next_attempt_at <= now())), 0)::float8 AS "backlogAgeSeconds",
               count(*) FILTER (WHERE status = 'in_flight')::int AS "inFlight",
-              (SELECT count(*) FROM outbox_dead_letters)::int AS "deadLetters"
+              (SELECT count(*) FROM dead_letters)::int AS "deadLetters"
          FROM outbox`,
     );
     return row;

@@ -153,7 +153,12 @@ export class NotificationListener implements OnModuleInit, BeforeApplicationShut
   }
 
   private async connect(): Promise<void> {
-    const client = new Client({ connectionString: this.options.url, keepAlive: true, connectionTimeoutMillis: 5_000 });
+    const client = new Client({
+      connectionString: this.options.url,
+      application_name: this.options.applicationName,
+      keepAlive: true,
+      connectionTimeoutMillis: 5_000,
+    });
     client.on('notification', (message) => this.dispatch(message.channel, message.payload ?? ''));
     client.on('error', (error) => this.lost(client, error));
     client.on('end', () => this.lost(client, new Error('connection ended')));

@@ -17,6 +17,8 @@ export const NOTIFICATION_LISTENER_OPTIONS = Symbol('NOTIFICATION_LISTENER_OPTIO
 export interface NotificationListenerOptions {
   /** Connection string of the database to LISTEN on. */
   url: string;
+  /** application_name of the LISTEN session. */
+  applicationName: string;
   channels: string[];
   /** How often the LISTEN session is probed with a round trip to catch a half-open socket. */
   probeIntervalMs: number;

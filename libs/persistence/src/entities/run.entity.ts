@@ -17,6 +17,10 @@ export class RunEntity {
   @Column('text')
   queue: string;
 
+  /** Routing shard the run was started with (a child inherits its parent's unless it names one); null: none. */
+  @Column('text', { nullable: true })
+  shard: string | null;
+
   @Column('text')
   status: RunStatus;
 
@@ -28,6 +32,10 @@ export class RunEntity {
 
   @Column('integer')
   priority: number;
+
+  /** Takeovers after its claim went idle (its worker died or hung); past the stall limit the run fails. */
+  @Column('integer')
+  stalls: number;
 
   @Column('jsonb', { nullable: true })
   /** JSON. Typed loosely: a recursive JSON type defeats TypeORM's query typings. */

@@ -1,6 +1,5 @@
-import type { ClaimedRun } from '@app/contracts';
-import { type DispatchMessage, queueName, RedisConnection, sortedSetKey, sortedSetScore } from '@app/streams';
-import { Logger } from '@nestjs/common';
+import type { ClaimedRun, WorkflowRef } from '@app/contracts';
+import { queueName, RedisConnection, sortedSetKey } from '@app/streams';
 import type { Redis } from 'ioredis';
 import type { CoordinatorApi } from '../worker/coordinator.api';
 import type { WorkflowRegistry } from '../worker/workflow.registry';
@@ -9,7 +8,7 @@ import type { NextDelayParams, Subscriber } from './subscriber.interface';
 
 /**
  * After the first pop, fills the remaining capacity round-robin across the queues in one round
- * trip, so a busy queue cannot starve a quiet one.
+ * trip, so a busy queue cannot starve a quiet one. Returns key, member pairs.
  */
 const FILL_ROUND_ROBIN = `
 local wanted = tonumber(ARGV[1])
@@ -21,6 +20,7 @@ while wanted > 0 and #active > 0 do
     if wanted == 0 then break end
     local popped = redis.call('ZPOPMIN', key)
     if #popped > 0 then
+      out[#out + 1] = key
       out[#out + 1] = popped[1]
       wanted = wanted - 1
       still[#still + 1] = key
@@ -30,18 +30,23 @@ while wanted > 0 and #active > 0 do
 end
 return out`;
 
+interface Popped {
+  key: string;
+  member: string;
+}
+
 /**
- * Redis sorted-set subscriber (one set per workflow version and shard). Blocks on its queues with
- * BZPOPMIN over a shuffled key order on a connection of its own, so work arrives the moment it is
- * published; popping removes a message, so each goes to one worker. The runs are then taken at the
- * coordinator at their messages' revisions; stale messages are dropped and counted.
+ * Redis sorted-set subscriber (one set of wake-ups per workflow version and shard). Blocks on its
+ * queues with BZPOPMIN over a shuffled key order on a connection of its own, so work arrives the
+ * moment it is published; popping removes a wake-up, so each reaches one worker. It pops at most
+ * as many as it has free slots, and takes that many runs of those queues at the coordinator, which
+ * picks them as a claim would (priority, work stealing). Wake-ups that took nothing are counted.
  */
 export class RedisSortedSetSubscriber implements Subscriber {
   readonly name = 'redis-zset';
-  private readonly logger = new Logger(RedisSortedSetSubscriber.name);
   private readonly reader: Redis;
-  private readonly keys: string[];
-  /** Messages dropped because the run had moved on. */
+  private readonly refs = new Map<string, WorkflowRef>();
+  /** Wake-ups that took nothing (the work they announced was taken another way). */
   stale = 0;
 
   constructor(
@@ -52,30 +57,25 @@ export class RedisSortedSetSubscriber implements Subscriber {
   ) {
     // A client-side guard longer than the BLOCK: a read that never returns (across a reconnect) ends.
     this.reader = redis.open('sorted-set reader', { blockingTimeout: options.blockMs, blockingTimeoutGrace: 2_000 });
-    this.keys = registry.refs().map((ref) => sortedSetKey(redis.prefix, queueName(ref.name, ref.version, ref.shard)));
+    for (const ref of registry.refs()) this.refs.set(sortedSetKey(redis.prefix, queueName(ref.name, ref.version, ref.shard)), ref);
   }
 
   async getReadyRuns(limit: number): Promise<ClaimedRun[]> {
     await Promise.all([this.redis.whenReady(this.reader), this.redis.whenReady(this.redis.client)]);
-    const order = shuffled(this.keys);
-    const first = await this.reader.bzpopmin(...order, Math.max(1, Math.ceil(this.options.blockMs / 1000)));
+    const order = shuffled([...this.refs.keys()]);
+    const first = await this.reader.bzpopmin(...order, this.options.blockMs / 1000);
     if (!first) return [];
-    const members = [first[1]];
-    if (limit > 1) {
-      try {
-        members.push(...((await this.redis.client.eval(FILL_ROUND_ROBIN, order.length, ...order, limit - 1)) as string[]));
-      } catch (error) {
-        await this.putBack(members.flatMap((member) => this.parse(member)));
-        throw error;
-      }
-    }
-    const messages = members.flatMap((member) => this.parse(member));
+    const popped: Popped[] = [{ key: first[0], member: first[1] }];
     try {
-      const taken = await this.api.take(messages.map((m) => ({ id: m.runId, revision: m.revision })));
-      this.stale += taken.stale.length;
-      return taken.runs;
+      if (limit > 1) {
+        const more = (await this.redis.client.eval(FILL_ROUND_ROBIN, order.length, ...order, limit - 1)) as string[];
+        for (let i = 0; i < more.length; i += 2) popped.push({ key: more[i], member: more[i + 1] });
+      }
+      const runs = await this.api.take(this.counts(popped));
+      this.stale += popped.length - runs.length;
+      return runs;
     } catch (error) {
-      await this.putBack(messages);
+      await this.putBack(popped);
       throw error;
     }
   }
@@ -89,22 +89,17 @@ export class RedisSortedSetSubscriber implements Subscriber {
     await this.redis.client.ping();
   }
 
-  /** The coordinator could not take them: back into their sets (else the republish daemon restores them). */
-  private async putBack(messages: DispatchMessage[]): Promise<void> {
-    if (messages.length === 0) return;
-    const pipeline = this.redis.client.pipeline();
-    for (const message of messages) {
-      pipeline.zadd(sortedSetKey(this.redis.prefix, message.queue), sortedSetScore(message), JSON.stringify(message));
-    }
-    await pipeline.exec().catch(() => undefined);
+  private counts(popped: Popped[]): (WorkflowRef & { count: number })[] {
+    const counts = new Map<string, number>();
+    for (const { key } of popped) counts.set(key, (counts.get(key) ?? 0) + 1);
+    return [...counts].map(([key, count]) => ({ ...this.refs.get(key)!, count }));
   }
 
-  private parse(member: string): DispatchMessage[] {
-    try {
-      return [JSON.parse(member) as DispatchMessage];
-    } catch {
-      this.logger.warn(`dropped a malformed message: ${member.slice(0, 200)}`);
-      return [];
-    }
+  /** The coordinator could not take runs for them: back into their sets (else the republish daemon restores them). */
+  private async putBack(popped: Popped[]): Promise<void> {
+    const pipeline = this.redis.client.pipeline();
+    const now = Date.now();
+    for (const { key, member } of popped) pipeline.zadd(key, now, member);
+    await pipeline.exec().catch(() => undefined);
   }
 }

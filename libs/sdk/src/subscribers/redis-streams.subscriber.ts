@@ -1,5 +1,5 @@
-import type { ClaimedRun } from '@app/contracts';
-import { type DispatchMessage, partitionCountKey, queueName, queueStreams, RedisConnection } from '@app/streams';
+import { type ClaimedRun, parseRunId, type WorkflowRef } from '@app/contracts';
+import { CONSUMER_GROUP, partitionCountKey, queueName, RedisConnection, streamKey } from '@app/streams';
 import { Logger } from '@nestjs/common';
 import type { Redis } from 'ioredis';
 import type { CoordinatorApi } from '../worker/coordinator.api';
@@ -7,36 +7,78 @@ import type { WorkflowRegistry } from '../worker/workflow.registry';
 import { type RedisSubscriberOptions, shuffled } from './redis-subscriber.options';
 import { delivery, type NextDelayParams, type Subscriber } from './subscriber.interface';
 
-/** All workers of a deployment compete in one consumer group per stream. */
-export const CONSUMER_GROUP = 'workers';
-
 type StreamEntry = [id: string, fields: string[]];
 interface Delivery {
   stream: string;
   entryId: string;
 }
+interface Read {
+  stream: string;
+  entry: StreamEntry;
+}
+
+/**
+ * Reads at most ARGV[3] new entries in all, stream after stream (KEYS, in order), without blocking:
+ * XREADGROUP's COUNT bounds each stream, not the total, so a plain multi-stream read would hand a
+ * worker up to COUNT entries per stream. Returns {stream, entries} pairs.
+ */
+const READ_BOUNDED = `
+local want = tonumber(ARGV[3])
+local out = {}
+for _, key in ipairs(KEYS) do
+  if want <= 0 then break end
+  local reply = redis.call('XREADGROUP', 'GROUP', ARGV[1], ARGV[2], 'COUNT', want, 'STREAMS', key, '>')
+  if reply then
+    local entries = reply[1][2]
+    if #entries > 0 then
+      out[#out + 1] = { key, entries }
+      want = want - #entries
+    end
+  end
+end
+return out`;
+
+/**
+ * Gives an entry back to the group, for another consumer: a copy at the end of its stream, and the
+ * original acknowledged and deleted, atomically (one key, so one slot).
+ */
+const GIVE_BACK = `
+redis.call('XADD', KEYS[1], '*', unpack(ARGV, 3))
+redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
+redis.call('XDEL', KEYS[1], ARGV[2])
+return 1`;
 
 /** Consumers idle and empty for this long are deleted (consumer names must not pile up). */
 const STALE_CONSUMER_MS = 3_600_000;
+/** How often a busy worker re-reads the published partition count (an idle one re-reads after each empty read). */
+const LAYOUT_REFRESH_MS = 2_000;
 
 /**
  * Redis Streams subscriber. Reads its queues' partition streams (as many as the coordinator
- * published, else `partitionsFallback`) in one consumer group, blocking on a connection of its own.
- * Messages of workers that died are claimed after `claimMinIdleTimeMs` (XAUTOCLAIM), and one
- * delivered more than `maxDeliveries` times goes to the dead-letter stream. A message is acknowledged
- * (XACK + XDEL) once its run is done on this worker, or at once when it was stale.
+ * published, else `partitionsFallback`, re-read as it changes) in one consumer group, never more
+ * entries than it has free slots: first without blocking, bounded in total, then one blocking read
+ * on a connection of its own (entries beyond the free slots go back to the group). Each entry is a
+ * wake-up for its queue; the worker takes as many runs of each queue at the coordinator, which picks
+ * them as a claim would (priority, work stealing). Entries of workers that died are claimed after
+ * `claimMinIdleTimeMs` (XAUTOCLAIM); one delivered more than `maxDeliveries` times is handed to the
+ * coordinator as a dead letter. An entry is acknowledged (XACK + XDEL) once the run it took is done
+ * here, or at once when it took nothing.
  */
 export class RedisStreamsSubscriber implements Subscriber {
   readonly name = 'redis-streams';
   private readonly logger = new Logger(RedisStreamsSubscriber.name);
   private readonly reader: Redis;
-  private readonly queues: string[];
-  /** Messages behind each taken run, by run id and the revision it was taken at. */
+  private readonly refs = new Map<string, WorkflowRef>();
+  /** Entries behind each taken run, by run id and the revision it was taken at. */
   private readonly deliveries = new Map<string, Delivery[]>();
+  private partitions = 0;
   private streams: string[] = [];
+  private readonly queueOf = new Map<string, string>();
   private groupsReady = false;
+  private layoutReadAt = 0;
   private lastReclaim = 0;
   private lastConsumerCleanup = 0;
+  /** Wake-ups that took nothing. */
   stale = 0;
   deadLettered = 0;
 
@@ -48,21 +90,29 @@ export class RedisStreamsSubscriber implements Subscriber {
     private readonly consumer: string,
   ) {
     this.reader = redis.open('stream reader', { blockingTimeout: options.blockMs, blockingTimeoutGrace: 2_000 });
-    this.queues = registry.refs().map((ref) => queueName(ref.name, ref.version, ref.shard));
+    for (const ref of registry.refs()) this.refs.set(queueName(ref.name, ref.version, ref.shard), ref);
   }
 
-  /** Where messages delivered too often go (with where they came from). */
-  get deadLetterStream(): string {
-    return `${this.redis.prefix}workflow.dead-letters`;
+  /** The partition streams read now (for tests and health). */
+  get readStreams(): readonly string[] {
+    return this.streams;
   }
 
   async getReadyRuns(limit: number): Promise<ClaimedRun[]> {
     await Promise.all([this.redis.whenReady(this.reader), this.redis.whenReady(this.redis.client)]);
     try {
-      await this.prepare();
-      const entries = await this.reclaim(limit);
-      if (entries.length === 0) entries.push(...(await this.readNew(limit)));
-      return await this.take(entries);
+      await this.followLayout();
+      const reads = await this.reclaim(limit);
+      if (reads.length < limit) reads.push(...(await this.readAvailable(limit - reads.length)));
+      if (reads.length === 0) {
+        reads.push(...(await this.readBlocking(limit)));
+        if (reads.length === 0) {
+          this.layoutReadAt = 0; // nothing came: look for partitions this worker does not read yet
+          return [];
+        }
+        if (reads.length < limit) reads.push(...(await this.readAvailable(limit - reads.length)));
+      }
+      return await this.take(reads);
     } catch (error) {
       if (String((error as Error).message).includes('NOGROUP')) {
         // The streams or groups vanished (FLUSHALL, a new Redis): recreate them next time.
@@ -77,7 +127,7 @@ export class RedisStreamsSubscriber implements Subscriber {
     return params.type === 'no_work' ? 0 : Math.min(5_000, 100 * 2 ** params.attempt);
   }
 
-  /** Keeps the message of a long-running run from looking abandoned (resets its idle time). */
+  /** Keeps the entry of a long-running run from looking abandoned (resets its idle time). */
   async heartbeat(runId: string, revision: number): Promise<void> {
     const pipeline = this.redis.client.pipeline();
     for (const entry of this.deliveries.get(delivery(runId, revision)) ?? []) {
@@ -86,7 +136,7 @@ export class RedisStreamsSubscriber implements Subscriber {
     await pipeline.exec();
   }
 
-  /** Acknowledges the messages behind this taking of the run (not those of a later one). */
+  /** Acknowledges the entries behind this taking of the run (not those of a later one). */
   async acknowledge(runId: string, revision: number): Promise<void> {
     const deliveries = this.deliveries.get(delivery(runId, revision));
     this.deliveries.delete(delivery(runId, revision));
@@ -98,50 +148,88 @@ export class RedisStreamsSubscriber implements Subscriber {
     await this.redis.client.ping();
   }
 
-  /** Reads the published partition count, creates the consumer groups (idempotently), cleans up consumers. */
-  private async prepare(): Promise<void> {
-    if (this.groupsReady) return;
+  /**
+   * Reads the published partition count (every LAYOUT_REFRESH_MS, and after an empty read) and,
+   * when it changed or the groups vanished, creates the consumer groups of every partition stream
+   * (idempotently). A worker started before any coordinator, or with another STREAM_SHARDS, thus
+   * comes to read exactly the streams the deployment writes.
+   */
+  private async followLayout(): Promise<void> {
+    if (this.groupsReady && Date.now() - this.layoutReadAt < LAYOUT_REFRESH_MS) return;
     const published = Number(await this.redis.client.get(partitionCountKey(this.redis.prefix)));
+    this.layoutReadAt = Date.now();
     const partitions = Number.isInteger(published) && published > 0 ? published : this.options.partitionsFallback;
-    this.streams = queueStreams(this.redis.prefix, this.queues, partitions);
-    for (const stream of this.streams) {
-      // From the start of the stream ('0'): messages published before the group existed are not skipped.
+    if (this.groupsReady && partitions === this.partitions) return;
+    if (this.partitions > 0 && partitions !== this.partitions) {
+      this.logger.log(`reading ${partitions} partition(s) per queue (was ${this.partitions})`);
+    }
+    const streams: string[] = [];
+    this.queueOf.clear();
+    for (const queue of this.refs.keys()) {
+      for (let n = 0; n < partitions; n++) {
+        const stream = streamKey(this.redis.prefix, queue, n);
+        streams.push(stream);
+        this.queueOf.set(stream, queue);
+      }
+    }
+    for (const stream of streams) {
+      // From the start of the stream ('0'): entries published before the group existed are not skipped.
       await this.redis.client.xgroup('CREATE', stream, CONSUMER_GROUP, '0', 'MKSTREAM').catch((error: Error) => {
         if (!error.message.includes('BUSYGROUP')) throw error;
       });
     }
+    this.streams = streams;
+    this.partitions = partitions;
     this.groupsReady = true;
     await this.deleteIdleConsumers();
   }
 
-  private async readNew(limit: number): Promise<{ stream: string; entry: StreamEntry }[]> {
+  /** Up to `limit` new entries in all, without blocking, from the streams in a fresh random order. */
+  private async readAvailable(limit: number): Promise<Read[]> {
+    const order = shuffled(this.streams);
+    const reply = (await this.redis.client.eval(READ_BOUNDED, order.length, ...order, CONSUMER_GROUP, this.consumer, limit)) as [
+      string,
+      StreamEntry[],
+    ][];
+    return reply.flatMap(([stream, entries]) => entries.map((entry) => ({ stream, entry })));
+  }
+
+  /**
+   * Blocks until an entry arrives on any stream. The reply holds at most one entry per stream
+   * (COUNT 1); entries beyond the free slots go back to the group at once.
+   */
+  private async readBlocking(limit: number): Promise<Read[]> {
     const order = shuffled(this.streams);
     const reply = (await this.reader.xreadgroup(
       'GROUP',
       CONSUMER_GROUP,
       this.consumer,
       'COUNT',
-      limit,
+      1,
       'BLOCK',
       this.options.blockMs,
       'STREAMS',
       ...order,
       ...order.map(() => '>'),
     )) as [string, StreamEntry[]][] | null;
-    return (reply ?? []).flatMap(([stream, entries]) => entries.map((entry) => ({ stream, entry })));
+    const reads = (reply ?? []).flatMap(([stream, entries]) => entries.map((entry) => ({ stream, entry })));
+    for (const extra of reads.splice(limit)) {
+      await this.redis.client.eval(GIVE_BACK, 1, extra.stream, CONSUMER_GROUP, extra.entry[0], ...extra.entry[1]);
+    }
+    return reads;
   }
 
   /**
-   * Claims messages whose consumer has been idle past claimMinIdleTimeMs (it died or hung). Since
-   * Redis 7, XAUTOCLAIM also returns ids that were deleted from the stream while pending (third
-   * element); Redis drops them from the PEL, and their runs are restored from PostgreSQL by the
-   * coordinator's republish daemon, so they are only counted here.
+   * Claims up to `limit` entries whose consumer has been idle past claimMinIdleTimeMs (it died or
+   * hung). Since Redis 7, XAUTOCLAIM also returns ids that were deleted from the stream while pending
+   * (third element); Redis drops them from the PEL, and their runs are restored from PostgreSQL by
+   * the coordinator's republish daemon, so they are only counted here.
    */
-  private async reclaim(limit: number): Promise<{ stream: string; entry: StreamEntry }[]> {
+  private async reclaim(limit: number): Promise<Read[]> {
     const now = Date.now();
     if (now - this.lastReclaim < Math.min(this.options.claimMinIdleTimeMs / 2, 5_000)) return [];
     this.lastReclaim = now;
-    const claimed: { stream: string; entry: StreamEntry }[] = [];
+    const claimed: Read[] = [];
     for (const stream of this.streams) {
       if (claimed.length >= limit) break;
       const [, entries, deleted] = (await this.redis.client.xautoclaim(
@@ -153,68 +241,73 @@ export class RedisStreamsSubscriber implements Subscriber {
         'COUNT',
         limit - claimed.length,
       )) as [string, (StreamEntry | null)[], string[]?];
-      if (deleted && deleted.length > 0) this.logger.warn(`${deleted.length} pending message(s) of ${stream} were deleted from the stream`);
+      if (deleted && deleted.length > 0) this.logger.warn(`${deleted.length} pending entries of ${stream} were deleted from the stream`);
       for (const entry of entries) if (entry) claimed.push({ stream, entry });
     }
     if (claimed.length === 0) return [];
-    return this.dropPoison(claimed);
+    return this.deadLetterOverDelivered(claimed);
   }
 
-  /** Reclaimed messages delivered too often are moved to the dead-letter stream and acknowledged. */
-  private async dropPoison(claimed: { stream: string; entry: StreamEntry }[]): Promise<{ stream: string; entry: StreamEntry }[]> {
+  /**
+   * Reclaimed entries delivered more than maxDeliveries times (the workers that took them kept
+   * stopping) go to the coordinator as dead letters, which fails their runs as `stalled` if those
+   * are still held by an idle claim; then they are acknowledged. One the coordinator could not take
+   * stays pending, to be handed over on a later reclaim.
+   */
+  private async deadLetterOverDelivered(claimed: Read[]): Promise<Read[]> {
     const pipeline = this.redis.client.pipeline();
     for (const { stream, entry } of claimed) pipeline.xpending(stream, CONSUMER_GROUP, entry[0], entry[0], 1);
     const pending = (await pipeline.exec()) ?? [];
-    const keep: { stream: string; entry: StreamEntry }[] = [];
-    for (const [i, item] of claimed.entries()) {
+    const keep: Read[] = [];
+    for (const [i, read] of claimed.entries()) {
       const info = (pending[i]?.[1] as [string, string, number, number][] | undefined)?.[0];
       const deliveries = info ? Number(info[3]) : 0;
       if (deliveries <= this.options.maxDeliveries) {
-        keep.push(item);
+        keep.push(read);
         continue;
       }
-      await this.redis.client.xadd(
-        this.deadLetterStream,
-        '*',
-        'stream',
-        item.stream,
-        'id',
-        item.entry[0],
-        'deliveries',
-        String(deliveries),
-        ...item.entry[1],
-      );
-      await this.ack([{ stream: item.stream, entryId: item.entry[0] }]);
+      const runId = runIdOf(read.entry[1]);
+      try {
+        await this.api.reportDeadLetter({
+          ...(runId ? { runId } : {}),
+          workflow: this.refs.get(this.queueOf.get(read.stream)!)!,
+          stream: read.stream,
+          entryId: read.entry[0],
+          deliveries,
+        });
+      } catch (error) {
+        this.logger.warn(`could not hand entry ${read.entry[0]} of ${read.stream} to the coordinator as a dead letter: ${(error as Error).message}`);
+        continue;
+      }
+      await this.ack([{ stream: read.stream, entryId: read.entry[0] }]);
       this.deadLettered++;
-      this.logger.warn(`message ${item.entry[0]} of ${item.stream} was delivered ${deliveries} times; moved to ${this.deadLetterStream}`);
+      this.logger.warn(`entry ${read.entry[0]} of ${read.stream} was delivered ${deliveries} times; dead-lettered`, { runId });
     }
     return keep;
   }
 
-  private async take(entries: { stream: string; entry: StreamEntry }[]): Promise<ClaimedRun[]> {
-    if (entries.length === 0) return [];
-    const byRun = new Map<string, { message: DispatchMessage; deliveries: Delivery[] }>();
-    const malformed: Delivery[] = [];
-    for (const { stream, entry } of entries) {
-      const delivery = { stream, entryId: entry[0] };
-      const message = parseMessage(entry[1]);
-      if (!message) {
-        // Left pending: redelivered until it is dead-lettered, so it stays visible.
-        this.logger.warn(`malformed message ${entry[0]} in ${stream}`);
-        malformed.push(delivery);
-        continue;
-      }
-      const known = byRun.get(message.runId);
-      if (known) {
-        known.deliveries.push(delivery);
-        if (message.revision > known.message.revision) known.message = message;
-      } else byRun.set(message.runId, { message, deliveries: [delivery] });
+  /**
+   * Takes, per queue, as many runs as it read entries for; each taken run keeps one entry (its
+   * acknowledgement waits for the run to end here), the entries left over took nothing and are
+   * acknowledged now. An entry without a run id is still a wake-up for its queue.
+   */
+  private async take(reads: Read[]): Promise<ClaimedRun[]> {
+    const byQueue = new Map<string, Delivery[]>();
+    for (const { stream, entry } of reads) {
+      const queue = this.queueOf.get(stream)!;
+      const list = byQueue.get(queue) ?? [];
+      list.push({ stream, entryId: entry[0] });
+      byQueue.set(queue, list);
     }
-    const taken = await this.api.take([...byRun.values()].map(({ message }) => ({ id: message.runId, revision: message.revision })));
-    this.stale += taken.stale.length;
-    await this.ack(taken.stale.flatMap((runId) => byRun.get(runId)?.deliveries ?? []));
-    for (const run of taken.runs) this.deliveries.set(delivery(run.id, run.revision), byRun.get(run.id)?.deliveries ?? []);
-    return taken.runs;
+    const runs = await this.api.take([...byQueue].map(([queue, list]) => ({ ...this.refs.get(queue)!, count: list.length })));
+    for (const run of runs) {
+      const entry = byQueue.get(run.queue)?.shift();
+      if (entry) this.deliveries.set(delivery(run.id, run.revision), [entry]);
+    }
+    const unused = [...byQueue.values()].flat();
+    this.stale += unused.length;
+    await this.ack(unused);
+    return runs;
   }
 
   private async ack(deliveries: Delivery[]): Promise<void> {
@@ -243,14 +336,15 @@ export class RedisStreamsSubscriber implements Subscriber {
   }
 }
 
-function parseMessage(fields: string[]): DispatchMessage | undefined {
-  const at = fields.indexOf('message');
-  if (at < 0) return undefined;
-  const raw = fields[at + 1];
-  try {
-    const message = JSON.parse(raw) as DispatchMessage;
-    return typeof message.runId === 'string' && Number.isInteger(message.revision) ? message : undefined;
-  } catch {
-    return undefined;
+/** The run an entry was published for, if it names a valid one. */
+function runIdOf(fields: string[]): string | undefined {
+  for (let i = 0; i < fields.length - 1; i += 2) {
+    if (fields[i] !== 'run') continue;
+    try {
+      return parseRunId(fields[i + 1]);
+    } catch {
+      return undefined;
+    }
   }
+  return undefined;
 }

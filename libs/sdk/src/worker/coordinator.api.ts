@@ -8,6 +8,8 @@ import type {
   StartChildRequest,
   StepResponse,
   StoredTask,
+  StreamDeadLetterReport,
+  StreamDeadLetterResponse,
   SuspendRequest,
   TakeRunsResponse,
   TaskResultRequest,
@@ -51,17 +53,20 @@ export class CoordinatorApi {
     await this.http.request('GET', '/health/live', undefined, AbortSignal.timeout(2_000));
   }
 
-  /** Takes runs a transport delivered, at their messages' revisions. */
-  take(runs: { id: string; revision: number }[]): Promise<TakeRunsResponse> {
-    if (runs.length === 0) return Promise.resolve({ runs: [], stale: [] });
-    return this.http.request<TakeRunsResponse>('POST', '/v1/worker/takes', { workerId: this.options.workerId, runs });
+  /** Takes runs for wake-ups a transport delivered: up to `count` runs of each workflow version (and shard). */
+  async take(workflows: (WorkflowRef & { count: number })[]): Promise<ClaimedRun[]> {
+    if (workflows.length === 0) return [];
+    const response = await this.http.request<TakeRunsResponse>('POST', '/v1/worker/takes', { workerId: this.options.workerId, workflows });
+    return response.runs;
   }
 
-  async heartbeat(runs: { id: string; expectedRevision: number }[]): Promise<string[]> {
-    const response = await this.http.request<HeartbeatResponse>('POST', '/v1/worker/heartbeats', {
-      workerId: this.options.workerId,
-      runs,
-    });
+  /** Hands the coordinator a Streams wake-up that was delivered too often (see StreamDeadLetterReport). */
+  reportDeadLetter(report: Omit<StreamDeadLetterReport, 'workerId'>): Promise<StreamDeadLetterResponse> {
+    return this.report<StreamDeadLetterResponse>('/v1/worker/dead-letters', { workerId: this.options.workerId, ...report });
+  }
+
+  async heartbeat(runs: { id: string; expectedRevision: number }[], signal?: AbortSignal): Promise<string[]> {
+    const response = await this.http.request<HeartbeatResponse>('POST', '/v1/worker/heartbeats', { workerId: this.options.workerId, runs }, signal);
     return response.lost;
   }
 

@@ -15,6 +15,8 @@ class FakeCoordinator {
   failed: unknown[] = [];
   conflictOnTask: string | undefined;
   unreachable = false;
+  /** Called as a completion arrives, before it is recorded. */
+  onComplete: (() => void) | undefined;
 
   async recordTask(_runId: string, task: TaskResultRequest): Promise<StoredTask> {
     if (task.key === this.conflictOnTask) throw new EngineHttpError(409, 'revision_conflict', 'stale');
@@ -22,6 +24,7 @@ class FakeCoordinator {
     return { key: task.key, kind: 'task', seq: task.seq, status: task.status, attempts: task.attempts, output: task.output, error: task.error };
   }
   async complete(_runId: string, request: { output: unknown }): Promise<void> {
+    this.onComplete?.();
     if (this.unreachable) throw new CoordinatorUnavailableError('POST /complete: ECONNREFUSED');
     this.completed.push(request.output);
   }
@@ -66,7 +69,7 @@ const threeSteps = defineWorkflow<{ n: number }, { total: number }>({
 });
 
 function claimed(tasks: StoredTask[] = []): ClaimedRun {
-  return { id: 'run-1', workflow: 'three-steps', version: '1', revision: 3, attempt: 1, input: { n: 2 }, tasks };
+  return { id: 'run-1', workflow: 'three-steps', version: '1', queue: 'three-steps:1', revision: 3, attempt: 1, input: { n: 2 }, tasks };
 }
 
 describe('RunExecutor', () => {
@@ -88,6 +91,16 @@ describe('RunExecutor', () => {
       ['a#2', 2, 3],
     ]);
     expect(coordinator.completed).toEqual([{ total: 6 }]);
+  });
+
+  it('stops heartbeating a run while its outcome is reported, and ends the claim once it is recorded', async () => {
+    const lease = new RunLease('run-1', 3);
+    const heartbeatedDuringReport: boolean[] = [];
+    coordinator.onComplete = () => heartbeatedDuringReport.push(lease.needsHeartbeat);
+    expect(lease.needsHeartbeat).toBe(true);
+    await executor.execute(claimed(), lease);
+    expect(heartbeatedDuringReport).toEqual([false]);
+    expect([lease.isHeld, lease.needsHeartbeat, lease.isLost]).toEqual([false, false, false]);
   });
 
   it('replays recorded tasks without running them again', async () => {

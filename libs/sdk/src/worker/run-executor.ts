@@ -12,6 +12,7 @@ import {
   toErrorDetails,
 } from '../workflow/errors';
 import {
+  type ChildOptions,
   type EventResult,
   retryDelayMs,
   type TaskContext,
@@ -58,13 +59,16 @@ export class RunExecutor {
     // a failure of the run. The run stays claimed and is taken over once its claim goes idle.
     try {
       if (outcome.ok) {
-        await this.api.complete(run.id, { expectedRevision: lease.revision, output: outcome.output });
+        const { output } = outcome;
+        await lease.whileEnding(() => this.api.complete(run.id, { expectedRevision: lease.revision, output }));
       } else {
         const policy = workflow?.retry;
         const retry = policy && !(outcome.error instanceof NonDeterminismError) && run.attempt < policy.maxAttempts;
         const error = outcome.error instanceof TaskFailedError ? outcome.error.details : toErrorDetails(outcome.error);
-        await this.api.fail(run.id, { expectedRevision: lease.revision, error, retryDelayMs: retry ? retryDelayMs(policy, run.attempt) : undefined });
+        const retryDelay = retry ? retryDelayMs(policy, run.attempt) : undefined;
+        await lease.whileEnding(() => this.api.fail(run.id, { expectedRevision: lease.revision, error, retryDelayMs: retryDelay }));
       }
+      lease.finish();
     } catch (reportError) {
       if (isRevisionConflict(reportError)) {
         lease.lose('the coordinator refused a write (revision conflict)');
@@ -154,21 +158,29 @@ class RunContext implements WorkflowContext {
     return resolved.output as unknown as EventResult<T>;
   }
 
-  async startChild<I>(name: string, workflow: WorkflowRef, input: I): Promise<string> {
-    const step = await this.childStep(name, workflow, input, false, null);
+  async startChild<I>(name: string, workflow: WorkflowRef, input: I, options: ChildOptions = {}): Promise<string> {
+    const step = await this.childStep(name, workflow, input, options, false, null);
     return (step.output as { childId: string }).childId;
   }
 
-  async child<I, O>(name: string, workflow: WorkflowRef, input: I, options: { timeoutMs?: number } = {}): Promise<O> {
+  async child<I, O>(name: string, workflow: WorkflowRef, input: I, options: ChildOptions & { timeoutMs?: number } = {}): Promise<O> {
     const timeoutMs = options.timeoutMs === undefined ? null : checkDelay(options.timeoutMs, 'child timeout');
-    const step = await this.childStep(name, workflow, input, true, timeoutMs);
+    const step = await this.childStep(name, workflow, input, options, true, timeoutMs);
     const outcome = step.output as { timedOut: boolean; childId: string; status: string; output: O; error: ErrorDetails | null };
     if (outcome.timedOut) throw new ChildRunTimeoutError(step.key);
     if (outcome.status !== 'completed') throw new ChildRunFailedError(outcome.childId, outcome.status, outcome.error);
     return outcome.output;
   }
 
-  private async childStep(name: string, workflow: WorkflowRef, input: unknown, wait: boolean, timeoutMs: number | null): Promise<StoredTask> {
+  private async childStep(
+    name: string,
+    workflow: WorkflowRef,
+    input: unknown,
+    { shard }: ChildOptions,
+    wait: boolean,
+    timeoutMs: number | null,
+  ): Promise<StoredTask> {
+    if (shard !== undefined && shard !== null) parseIdentifier(shard, 'shard');
     const step = this.begin('child', name);
     if (step.recorded) return step.recorded;
     return this.suspendAt(step.key, () =>
@@ -182,6 +194,7 @@ class RunContext implements WorkflowContext {
         input: toJson(input),
         wait,
         timeoutMs,
+        shard,
       }),
     );
   }
@@ -212,7 +225,7 @@ class RunContext implements WorkflowContext {
 
   /** Sends a suspending step; if the run did suspend, this execution ends here. */
   private async suspendAt(key: string, send: () => Promise<{ suspended: boolean; task: StoredTask }>): Promise<StoredTask> {
-    const response = await this.call(send);
+    const response = await this.call(() => this.lease.whileEnding(send));
     if (!response.suspended) return response.task;
     this.lease.suspend();
     throw new RunSuspendedError(this.runId, key);

@@ -1,10 +1,13 @@
 import type { ClaimedRun } from '@app/contracts';
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
-import { SUBSCRIBER, type Subscriber } from '../subscribers/subscriber.interface';
+import { delivery, SUBSCRIBER, type Subscriber } from '../subscribers/subscriber.interface';
 import { CoordinatorApi } from './coordinator.api';
 import { RunExecutor } from './run-executor';
 import { RunLease } from './run-lease';
 import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker.constants';
+
+/** A heartbeat gets at least this long (or three intervals) to answer before it counts as failed. */
+const HEARTBEAT_MIN_DEADLINE_MS = 10_000;
 
 /**
  * The worker's main loop: asks the subscriber for as many runs as it has free slots, executes
@@ -13,11 +16,17 @@ import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker.constants';
 @Injectable()
 export class WorkerRuntime implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger(WorkerRuntime.name);
+  /**
+   * Executions in progress, by run id and the revision it was taken at: an older execution of a run
+   * taken again (lost, but still unwinding) keeps its slot until it ends.
+   */
   private readonly active = new Map<string, { lease: RunLease; done: Promise<void> }>();
   private readonly stopping = new AbortController();
   private slotFreed: (() => void) | undefined;
   private loop: Promise<void> | undefined;
   private heartbeatTimer: NodeJS.Timeout | undefined;
+  /** The heartbeat request in flight, if any: there is at most one per worker. */
+  private heartbeating: Promise<void> | undefined;
   /** When the current read from the subscriber began (undefined between reads). */
   private readingSince: number | undefined;
   private loopEnded = false;
@@ -33,7 +42,7 @@ export class WorkerRuntime implements OnApplicationBootstrap, BeforeApplicationS
 
   onApplicationBootstrap(): void {
     this.loop = this.consume().finally(() => (this.loopEnded = true));
-    this.heartbeatTimer = setInterval(() => void this.heartbeat(), this.options.heartbeatIntervalMs);
+    this.heartbeatTimer = setInterval(() => this.heartbeatTick(), this.options.heartbeatIntervalMs);
     this.logger.log(`worker ${this.options.workerId} started (concurrency ${this.options.concurrency})`);
   }
 
@@ -59,6 +68,7 @@ export class WorkerRuntime implements OnApplicationBootstrap, BeforeApplicationS
     for (const lease of unfinished) lease.lose('the worker is shutting down');
     await Promise.all(unfinished.map((lease) => this.release(lease)));
     clearInterval(this.heartbeatTimer);
+    await this.heartbeating;
     await this.subscriber.close?.();
   }
 
@@ -112,20 +122,19 @@ export class WorkerRuntime implements OnApplicationBootstrap, BeforeApplicationS
   private start(run: ClaimedRun): void {
     this.counters.taken.set(run.workflow, (this.counters.taken.get(run.workflow) ?? 0) + 1);
     const lease = new RunLease(run.id, run.revision);
-    // An older execution of the same run (lost, but still unwinding) must not clear this one's entry.
-    const current = () => this.active.get(run.id)?.lease === lease;
+    const key = delivery(run.id, run.revision);
     const done = this.executor
       .execute(run, lease)
       .catch((error: unknown) => this.logger.error('run failed unexpectedly in the worker', { runId: run.id, error: (error as Error).message }))
       .then(() => this.subscriber.acknowledge?.(run.id, run.revision))
       .catch((error: unknown) => this.logger.warn('acknowledging a run failed', { runId: run.id, error: (error as Error).message }))
       .finally(() => {
-        if (current()) this.active.delete(run.id);
+        this.active.delete(key);
         const wake = this.slotFreed;
         this.slotFreed = undefined;
         wake?.();
       });
-    this.active.set(run.id, { lease, done });
+    this.active.set(key, { lease, done });
   }
 
   private async release(lease: RunLease): Promise<void> {
@@ -141,14 +150,25 @@ export class WorkerRuntime implements OnApplicationBootstrap, BeforeApplicationS
     }
   }
 
+  /**
+   * A heartbeat still in flight when the next is due is not joined by another: the two would carry
+   * the same runs, and the later one adds load just when the coordinator is slow.
+   */
+  private heartbeatTick(): void {
+    if (this.heartbeating) return;
+    this.heartbeating = this.heartbeat().finally(() => (this.heartbeating = undefined));
+  }
+
   private async heartbeat(): Promise<void> {
-    const leases = [...this.active.values()].map((entry) => entry.lease).filter((lease) => lease.isHeld);
+    const leases = [...this.active.values()].map((entry) => entry.lease).filter((lease) => lease.needsHeartbeat);
     if (leases.length === 0) return;
     try {
-      const lost = new Set(await this.api.heartbeat(leases.map((lease) => ({ id: lease.runId, expectedRevision: lease.revision }))));
+      const deadline = AbortSignal.timeout(Math.max(HEARTBEAT_MIN_DEADLINE_MS, 3 * this.options.heartbeatIntervalMs));
+      const lost = new Set(await this.api.heartbeat(leases.map((lease) => ({ id: lease.runId, expectedRevision: lease.revision })), deadline));
       this.counters.heartbeats += leases.length - lost.size;
       for (const lease of leases) {
-        if (lost.has(lease.runId)) {
+        // A run this worker began to finish or suspend meanwhile is lost to that write, not to another owner.
+        if (lost.has(lease.runId) && lease.needsHeartbeat) {
           this.logger.warn('claim lost (taken over or cancelled); stopping the run', { runId: lease.runId, workerId: this.options.workerId });
           lease.lose('heartbeat refused: the run was taken over or cancelled');
         }

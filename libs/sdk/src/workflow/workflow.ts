@@ -38,6 +38,14 @@ export interface WorkflowRef {
   readonly version: string;
 }
 
+export interface ChildOptions {
+  /**
+   * Routing shard of the child run: only workers serving it take the child. Default: the parent's
+   * shard (so a tree of runs stays where its root was routed); null: no shard.
+   */
+  shard?: string | null;
+}
+
 export interface WorkflowContext {
   readonly runId: string;
   readonly workflow: string;
@@ -58,12 +66,17 @@ export interface WorkflowContext {
    */
   waitForEvent<T = JsonValue>(name: string, options?: { timeoutMs?: number }): Promise<EventResult<T>>;
   /** Starts a child run and resolves with its id without waiting for it. */
-  startChild<I>(name: string, workflow: WorkflowRef & { handler?: (ctx: WorkflowContext, input: I) => unknown }, input: I): Promise<string>;
+  startChild<I>(
+    name: string,
+    workflow: WorkflowRef & { handler?: (ctx: WorkflowContext, input: I) => unknown },
+    input: I,
+    options?: ChildOptions,
+  ): Promise<string>;
   /**
    * Starts a child run and suspends until it finishes; resolves with its output, or throws
    * ChildRunFailedError (failed or cancelled) or ChildRunTimeoutError (`timeoutMs` passed).
    */
-  child<I, O>(name: string, workflow: WorkflowDefinition<I, O> | WorkflowRef, input: I, options?: { timeoutMs?: number }): Promise<O>;
+  child<I, O>(name: string, workflow: WorkflowDefinition<I, O> | WorkflowRef, input: I, options?: ChildOptions & { timeoutMs?: number }): Promise<O>;
 }
 
 export interface WorkflowDefinition<I = JsonValue, O = JsonValue> {

@@ -5,9 +5,9 @@ import { sortedSetKey } from '../queue-naming';
 import { RedisConnection } from '../redis/redis.connection';
 
 /**
- * Queue Per Workflow: one sorted set per workflow version (and shard), scored by due time, with
- * priority breaking ties (a higher priority scores a fraction of a millisecond lower). The outbox
- * publishes a run only once it is due, so everything in a set may be taken.
+ * Queue Per Workflow: one sorted set of wake-ups per workflow version (and shard), oldest first. The
+ * outbox publishes a wake-up only once its run is due, so every member may be acted on at once;
+ * which run a worker then gets is decided by the take in PostgreSQL.
  */
 @Injectable()
 export class RedisSortedSetPublisher implements Publisher {
@@ -17,15 +17,22 @@ export class RedisSortedSetPublisher implements Publisher {
 
   async publish(messages: DispatchMessage[]): Promise<(Error | undefined)[]> {
     const pipeline = this.redis.client.pipeline();
-    for (const message of messages) {
-      pipeline.zadd(sortedSetKey(this.redis.prefix, message.queue), sortedSetScore(message), JSON.stringify(message));
-    }
+    const now = Date.now();
+    for (const message of messages) pipeline.zadd(sortedSetKey(this.redis.prefix, message.queue), now, sortedSetMember(message));
     return settle(await pipeline.exec().catch((error: Error) => messages.map(() => [error, null] as [Error, null])), messages.length);
+  }
+
+  async undelivered(queues: string[]): Promise<Map<string, number>> {
+    const pipeline = this.redis.client.pipeline();
+    for (const queue of queues) pipeline.zcard(sortedSetKey(this.redis.prefix, queue));
+    const results = (await pipeline.exec()) ?? [];
+    return new Map(queues.map((queue, i) => [queue, Number(results[i]?.[1] ?? 0)]));
   }
 }
 
-export function sortedSetScore(message: Pick<DispatchMessage, 'dueAt' | 'priority'>): number {
-  return message.dueAt - message.priority / 10_000;
+/** A wake-up in its set: unique per outbox row, and it names its run (`<runId>:<outbox id>`). */
+export function sortedSetMember(message: Pick<DispatchMessage, 'id' | 'runId'>): string {
+  return `${message.runId}:${message.id}`;
 }
 
 /** One error (or undefined) per command of an executed pipeline. */

@@ -1,0 +1,96 @@
+import {
+  DeadLetterNotFoundError,
+  type DeadLetterPage,
+  type DeadLetterView,
+  isTerminalStatus,
+  type ListDeadLettersQuery,
+  type RedriveResult,
+  type RunStatus,
+  type StreamDeadLetterReport,
+  type StreamDeadLetterResponse,
+} from '@app/contracts';
+import { RunControlRepository } from '@app/locking';
+import { DeadLetterRepository, type DeadLetterRow } from '@app/outbox';
+import { Database } from '@app/persistence';
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config/coordinator.config';
+
+/** Seeing, redriving and deleting what dispatch gave up on; and taking in the Streams workers' reports of it. */
+@Injectable()
+export class DeadLettersService {
+  private readonly logger = new Logger(DeadLettersService.name);
+
+  constructor(
+    private readonly db: Database,
+    private readonly deadLetters: DeadLetterRepository,
+    private readonly control: RunControlRepository,
+    @Inject(COORDINATOR_CONFIG) private readonly config: CoordinatorConfig,
+  ) {}
+
+  async list(query: ListDeadLettersQuery): Promise<DeadLetterPage> {
+    const rows = await this.deadLetters.list(query.limit + 1, query.cursor);
+    const page = rows.slice(0, query.limit);
+    return { deadLetters: page.map(toView), nextCursor: rows.length > query.limit ? page[page.length - 1].id : null };
+  }
+
+  /**
+   * Puts the dead letter's run back in motion, then deletes the dead letter, in one transaction: a
+   * run the engine failed as `stalled` runs again as a new attempt (stall count reset); a run still
+   * waiting for dispatch gets a new wake-up; a run that has finished otherwise needs nothing.
+   */
+  async redrive(id: string): Promise<RedriveResult> {
+    return this.db.transaction(async (tx) => {
+      const letter = await this.deadLetters.lock(tx, id);
+      if (!letter) throw new DeadLetterNotFoundError(id);
+      let result: RedriveResult = { action: 'none', runStatus: 'unknown' };
+      if (letter.runId) {
+        const [run] = await tx.query<{ status: RunStatus; reason: string | null }>(
+          `SELECT status, error->>'reason' AS reason FROM runs WHERE id = $1 FOR UPDATE`,
+          [letter.runId],
+        );
+        if (run?.status === 'failed' && run.reason === 'stalled') {
+          await this.control.retry(letter.runId, tx);
+          result = { action: 'retried', runStatus: 'queued' };
+        } else if (run && !isTerminalStatus(run.status) && this.config.dispatch !== 'none') {
+          await this.deadLetters.republish(tx, letter.runId);
+          result = { action: 'republished', runStatus: run.status };
+        } else if (run) {
+          result = { action: 'none', runStatus: run.status };
+        }
+      }
+      await this.deadLetters.delete(id, tx);
+      this.logger.log('dead letter redriven', { deadLetterId: id, runId: letter.runId, action: result.action });
+      return result;
+    });
+  }
+
+  async delete(id: string): Promise<void> {
+    if (!(await this.deadLetters.delete(id))) throw new DeadLetterNotFoundError(id);
+  }
+
+  /**
+   * A Streams wake-up delivered more than MAX_DELIVERIES times: recorded, and its run failed as
+   * `stalled` if the claim holding it went idle (the workers that took it keep dying), so republish
+   * cannot bring it back. One transaction: both or neither.
+   */
+  async recordStreamDeadLetter(report: StreamDeadLetterReport & { queue: string }): Promise<StreamDeadLetterResponse> {
+    const outcome = await this.db.transaction(async (tx) => {
+      const deadLetterId = await this.deadLetters.recordStream(tx, report);
+      const runFailed =
+        report.runId !== undefined &&
+        (await this.control.failStalled(
+          report.runId,
+          this.config.claimMinIdleTimeMs,
+          `its wake-up was delivered ${report.deliveries} times and the workers that took it stopped without finishing`,
+          tx,
+        ));
+      return { deadLetterId, runFailed };
+    });
+    this.logger.warn('a Streams wake-up was delivered too often; dead-lettered', { runId: report.runId, ...outcome, stream: report.stream });
+    return outcome;
+  }
+}
+
+function toView(row: DeadLetterRow): DeadLetterView {
+  return { ...row, createdAt: row.createdAt.toISOString() };
+}

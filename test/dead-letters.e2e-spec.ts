@@ -1,0 +1,129 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import type { ClaimedRun, DeadLetterPage, RunView } from '@app/contracts';
+import { sortedSetKey } from '@app/streams';
+import { Redis } from 'ioredis';
+import request from 'supertest';
+import { type RunningCoordinator, startCoordinator } from './support/apps';
+import { createTestDatabase, type TestDatabase } from './support/database';
+import { eventually } from './support/poll';
+import { freePort } from './support/processes';
+import { RedisServer, testPrefix } from './support/redis';
+
+/** Dead letters can be seen, redriven and deleted; readiness follows them. */
+describe('dead letters', () => {
+  let db: TestDatabase;
+  let coordinator: RunningCoordinator | undefined;
+  let server: RedisServer;
+
+  beforeAll(async () => {
+    db = await createTestDatabase('dead_letters');
+    server = new RedisServer(await freePort());
+  });
+
+  afterEach(async () => {
+    await coordinator?.close();
+    coordinator = undefined;
+    await server.stop();
+    await db.sql('TRUNCATE runs, outbox, dead_letters CASCADE');
+  });
+
+  afterAll(async () => {
+    await db?.drop();
+  });
+
+  const http = () => request(coordinator!.url);
+  const list = async () => (await http().get('/v1/dead-letters').expect(200)).body as DeadLetterPage;
+  const readiness = async () => (await http().get('/health/ready').expect(200)).body as { status: string };
+  const start = async () => (await http().post('/v1/runs').send({ workflow: 'echo', version: '1', input: 1 }).expect(201)).body as RunView;
+
+  it('lists an outbox row out of publish attempts, republishes it on redrive, and readiness recovers', async () => {
+    const prefix = testPrefix('dead-outbox');
+    coordinator = await startCoordinator(db.url, {
+      dispatch: 'redis-zset',
+      redisUrl: server.url, // not started yet: every publish fails
+      redisPrefix: prefix,
+      outboxMaxRetries: 2,
+      outboxRetryBaseMs: 10,
+      outboxRetryMaxMs: 20,
+      outboxPollIntervalMs: 50,
+      republishIntervalMs: 3_600_000,
+    });
+    const [doomed, deleted] = [await start(), await start()];
+    const page = await eventually('both rows dead-lettered', async () => {
+      const found = await list();
+      return found.deadLetters.length === 2 ? found : undefined;
+    });
+    expect(page.deadLetters.map((letter) => letter.runId).sort()).toEqual([doomed.id, deleted.id].sort());
+    expect(page.deadLetters[0]).toMatchObject({ origin: 'outbox', queue: 'echo:1', reason: 'publish_failed', detail: { attempts: 2 } });
+    expect(page.deadLetters[0].message.length).toBeGreaterThan(0);
+
+    await server.start();
+    const redis = new Redis(server.url);
+    try {
+      // Redis answers again, but the dead letters are still there.
+      await eventually('readiness degraded, not down', async () => (await http().get('/health/ready')).body.status === 'degraded');
+      const byRun = new Map(page.deadLetters.map((letter) => [letter.runId, letter.id]));
+      expect((await http().post(`/v1/dead-letters/${byRun.get(doomed.id)}/redrive`).expect(200)).body).toEqual({
+        action: 'republished',
+        runStatus: 'queued',
+      });
+      await eventually('the redriven run published again', async () =>
+        (await redis.zrange(sortedSetKey(prefix, 'echo:1'), '0', '-1')).some((member) => member.startsWith(doomed.id)),
+      );
+      await http().delete(`/v1/dead-letters/${byRun.get(deleted.id)}`).expect(204);
+      expect((await list()).deadLetters).toEqual([]);
+      await eventually('readiness up again', async () => (await readiness()).status === 'ok');
+      await http().delete(`/v1/dead-letters/${byRun.get(deleted.id)}`).expect(404);
+    } finally {
+      redis.disconnect();
+    }
+  });
+
+  it('records a Streams wake-up delivered too often, fails its stalled run, and redrives it as a new attempt', async () => {
+    await server.start();
+    coordinator = await startCoordinator(db.url, {
+      dispatch: 'redis-streams',
+      redisUrl: server.url,
+      redisPrefix: testPrefix('dead-stream'),
+      claimMinIdleTimeMs: 300,
+      heartbeatIntervalMs: 100,
+      republishIntervalMs: 3_600_000,
+    });
+    const run = await start();
+    const [claimed] = (await http().post('/v1/worker/claims').send({ workerId: 'ghost', workflows: [{ name: 'echo', version: '1' }], limit: 1 }).expect(200))
+      .body.runs as ClaimedRun[];
+    expect(claimed.id).toBe(run.id);
+    const report = { workerId: 'w', runId: run.id, workflow: { name: 'echo', version: '1' }, stream: 'wf:workflow.tasks.echo:1.0', entryId: '1-0', deliveries: 6 };
+
+    // While the ghost still heartbeats (fresh claim), the run is left alone; the letter is recorded once however often it is reported.
+    expect((await http().post('/v1/worker/dead-letters').send(report).expect(200)).body).toMatchObject({ runFailed: false });
+    await eventually('the ghost claim to go idle', async () =>
+      (await db.sql(`SELECT 1 FROM runs WHERE id = $1 AND heartbeat_at < now() - interval '300 milliseconds'`, [run.id])).length > 0,
+    );
+    const second = (await http().post('/v1/worker/dead-letters').send(report).expect(200)).body as { deadLetterId: string; runFailed: boolean };
+    expect(second.runFailed).toBe(true);
+    expect(await http().get(`/v1/runs/${run.id}`).expect(200)).toMatchObject({
+      body: { status: 'failed', error: { name: 'RunStalledError', reason: 'stalled' } },
+    });
+    const [letter] = (await list()).deadLetters;
+    expect(letter).toMatchObject({
+      id: second.deadLetterId,
+      origin: 'stream',
+      runId: run.id,
+      reason: 'delivered_too_often',
+      detail: { stream: report.stream, entryId: '1-0', deliveries: 6 },
+    });
+
+    expect((await http().post(`/v1/dead-letters/${letter.id}/redrive`).expect(200)).body).toEqual({ action: 'retried', runStatus: 'queued' });
+    expect((await http().get(`/v1/runs/${run.id}`).expect(200)).body).toMatchObject({ status: 'queued', attempt: 2, stalls: 0 });
+    expect((await list()).deadLetters).toEqual([]);
+  });
+
+  it('refuses bad ids and unknown dead letters with a reason', async () => {
+    coordinator = await startCoordinator(db.url);
+    expect((await http().post('/v1/dead-letters/abc/redrive').expect(400)).body).toMatchObject({ reason: 'invalid_dead_letter_id' });
+    expect((await http().post('/v1/dead-letters/42/redrive').expect(404)).body).toMatchObject({ reason: 'dead_letter_not_found' });
+    expect((await http().get('/v1/dead-letters?limit=0').expect(400)).body).toMatchObject({ reason: 'invalid_limit' });
+    expect((await http().get('/v1/dead-letters?cursor=x').expect(400)).body).toMatchObject({ reason: 'invalid_cursor' });
+  });
+});

@@ -1,0 +1,104 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import type { ClaimedRun } from '@app/contracts';
+import request from 'supertest';
+import { type RunningCoordinator, startCoordinator } from './support/apps';
+import { createTestDatabase, type TestDatabase } from './support/database';
+
+/**
+ * The transition history is append-only: no statement changes or removes a row of it, except the
+ * removal of whole finished runs through the schema's delete_runs().
+ */
+describe('run history', () => {
+  let db: TestDatabase;
+  let coordinator: RunningCoordinator;
+
+  beforeAll(async () => {
+    db = await createTestDatabase('history');
+    coordinator = await startCoordinator(db.url);
+  });
+
+  afterEach(async () => {
+    await db.sql('ROLLBACK').catch(() => undefined);
+    // TRUNCATE fires no DELETE trigger: tests may still empty their tables.
+    await db.sql('TRUNCATE runs CASCADE');
+  });
+
+  afterAll(async () => {
+    await coordinator?.close();
+    await db?.drop();
+  });
+
+  const http = () => request(coordinator.url);
+  const start = async () => (await http().post('/v1/runs').send({ workflow: 'echo', version: '1', input: null }).expect(201)).body.id as string;
+  /** A run taken by a worker (the test) and left running. */
+  const running = async () => {
+    const id = await start();
+    const claimed = await http()
+      .post('/v1/worker/claims')
+      .send({ workerId: 'history-test', workflows: [{ name: 'echo', version: '1' }], limit: 1, waitMs: 0 })
+      .expect(200);
+    const [run] = claimed.body.runs as ClaimedRun[];
+    expect(run.id).toBe(id);
+    return run;
+  };
+  const recordTask = (run: ClaimedRun) =>
+    http()
+      .post(`/v1/worker/runs/${run.id}/tasks`)
+      .send({ expectedRevision: run.revision, key: 'a#1', seq: 0, name: 'a', status: 'completed', attempts: 1, output: 1, error: null })
+      .expect(200);
+  /** A run that completed after recording a task, with an event nobody consumed. */
+  const completed = async () => {
+    const run = await running();
+    await recordTask(run);
+    await http().post(`/v1/runs/${run.id}/events/ignored`).send({ data: 1 }).expect(202);
+    await http().post(`/v1/worker/runs/${run.id}/complete`).send({ expectedRevision: run.revision, output: 'done' }).expect(200);
+    return run.id;
+  };
+  const historyOf = async (runId: string) =>
+    (await db.sql<{ to_status: string }>('SELECT to_status FROM run_transitions WHERE run_id = $1 ORDER BY id', [runId])).map((row) => row.to_status);
+  const exists = async (runId: string) => (await db.sql('SELECT 1 FROM runs WHERE id = $1', [runId])).length === 1;
+
+  it('refuses to update or delete history rows, even with the deletion setting on', async () => {
+    const id = await completed();
+    await expect(db.sql('UPDATE run_transitions SET revision = 99 WHERE run_id = $1', [id])).rejects.toThrow('append-only');
+    await expect(db.sql('DELETE FROM run_transitions WHERE run_id = $1', [id])).rejects.toThrow('append-only');
+    await db.sql('BEGIN');
+    await db.sql(`SELECT set_config('wf.deleting_runs', 'on', true)`);
+    await expect(db.sql('DELETE FROM run_transitions WHERE run_id = $1', [id])).rejects.toThrow('append-only');
+    await db.sql('ROLLBACK');
+    expect(await historyOf(id)).toEqual(['queued', 'running', 'completed']);
+  });
+
+  it('refuses to delete a run (and so its history) other than through delete_runs()', async () => {
+    const id = await completed();
+    await expect(db.sql('DELETE FROM runs WHERE id = $1', [id])).rejects.toThrow('delete_runs');
+    expect(await exists(id)).toBe(true);
+    expect(await historyOf(id)).toEqual(['queued', 'running', 'completed']);
+  });
+
+  it('delete_runs() removes finished runs with their history, steps and events, and leaves unfinished runs alone', async () => {
+    const finished = await completed();
+    const busy = await running();
+    await recordTask(busy);
+    const queued = await start();
+
+    const deleted = await db.sql<{ delete_runs: string }>('SELECT delete_runs($1::uuid[])', [[finished, queued, busy.id]]);
+    expect(deleted.map((row) => row.delete_runs)).toEqual([finished]);
+    expect(await exists(finished)).toBe(false);
+    expect(await historyOf(finished)).toEqual([]);
+    expect(await db.sql('SELECT 1 FROM tasks WHERE run_id = $1 UNION ALL SELECT 1 FROM run_events WHERE run_id = $1', [finished])).toEqual([]);
+    expect(await exists(queued)).toBe(true);
+    expect(await historyOf(busy.id)).toEqual(['queued', 'running']);
+    expect(await db.sql('SELECT 1 FROM tasks WHERE run_id = $1', [busy.id])).toHaveLength(1);
+  });
+
+  it('leaves the deletion allowed only inside delete_runs(), not for the rest of its transaction', async () => {
+    const [first, second] = [await completed(), await completed()];
+    await db.sql('BEGIN');
+    await db.sql('SELECT delete_runs($1::uuid[])', [[first]]);
+    await expect(db.sql('DELETE FROM runs WHERE id = $1', [second])).rejects.toThrow('delete_runs');
+    await db.sql('ROLLBACK');
+    expect(await exists(first)).toBe(true);
+    expect(await exists(second)).toBe(true);
+  });
+});
