@@ -4,6 +4,9 @@ import { defineWorkflow, WorkflowClient } from '@app/sdk';
 import { streamKey } from '@app/streams';
 import { Redis } from 'ioredis';
 import request from 'supertest';
+import { DataSource } from 'typeorm';
+import { MIGRATIONS } from '@app/persistence';
+import { DueTimers1764800000000 } from '../libs/persistence/src/migrations/1764800000000-due-timers';
 import { loadWorkerConfig } from '../apps/worker/src/config/worker.config';
 import { workerModuleOptions } from '../apps/worker/src/worker-app.module';
 import { EXAMPLE_WORKFLOWS } from '../apps/worker/src/workflows';
@@ -172,5 +175,23 @@ describe('due timers', () => {
       expect(c.app.get(DueTimers).held).toBeLessThanOrEqual(10);
       await startedOnTime(client, runs);
     });
+  });
+
+  it('migrates a database that already has the later migrations (an upgrade from a release without the timers)', async () => {
+    const upgraded = await createTestDatabase('timers_upgrade');
+    try {
+      const previous = new DataSource({ type: 'postgres', url: upgraded.url, migrations: MIGRATIONS.filter((m) => m !== DueTimers1764800000000) });
+      await previous.initialize();
+      await previous.runMigrations().finally(() => previous.destroy());
+      running.push(await startCoordinator(upgraded.url));
+      const objects = await upgraded.sql<{ name: string }>(
+        `SELECT tgname::text AS name FROM pg_trigger WHERE tgname LIKE 'runs_notify_due%'
+          UNION ALL SELECT indexname::text FROM pg_indexes WHERE indexname = 'runs_due_idx' ORDER BY 1`,
+      );
+      expect(objects.map((o) => o.name)).toEqual(['runs_due_idx', 'runs_notify_due_on_insert', 'runs_notify_due_on_update']);
+    } finally {
+      for (const app of running.splice(0).reverse()) await app.close();
+      await upgraded.drop();
+    }
   });
 });
