@@ -86,7 +86,15 @@ describe('dispatch promises', () => {
           return (await countWhere(`status = 'completed'`)) === 300;
         },
         60_000,
-      );
+      ).catch(async (error: Error) => {
+        const statuses = await db.sql(`SELECT status, count(*) FROM runs GROUP BY status`);
+        const outbox = await db.sql(`SELECT status, count(*) FROM outbox GROUP BY status`);
+        const subscriber = worker.app.get<FailoverSubscriber>(SUBSCRIBER);
+        const streams = await Promise.all(
+          queueStreams(prefix, ['chain:1', 'echo:1'], 4).map(async (stream) => [stream, await redis.xlen(stream), await redis.xpending(stream, 'workers').catch(() => null)]),
+        );
+        throw new Error(`${error.message}\n${JSON.stringify({ statuses, outbox, streams, subscriber: subscriber.name, failovers: subscriber.failovers })}`);
+      });
       expect(most).toBe(3);
       const subscriber = worker.app.get<FailoverSubscriber>(SUBSCRIBER);
       if (mode !== 'http') expect(subscriber.failovers).toBe(0);

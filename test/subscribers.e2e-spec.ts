@@ -172,6 +172,23 @@ describe('subscribers', () => {
     expect((await client.get(later.id)).status).toBe('queued');
   }, 60_000);
 
+  it('takes back entries Redis delivered to this worker by a read it never saw the answer to', async () => {
+    const { client, prefix } = await stack('redis-streams', { worker: { WORKER_ID: 'forgetful', CLAIM_MIN_IDLE_TIME_MS: '60000' } });
+    const run = await client.start({ name: 'echo', version: '1' }, 'adopted', { runAt: new Date(Date.now() + 3_600_000) });
+    await db.sql(`UPDATE runs SET due_at = now() WHERE id = $1`, [run.id]); // due, but no wake-up sent for it
+    // What a blocking read given up by the client leaves behind: an entry delivered to this very consumer.
+    const stream = streamKey(prefix, 'echo:1', 0);
+    await redis
+      .multi()
+      .xadd(stream, '*', 'run', run.id)
+      .xreadgroup('GROUP', 'workers', 'forgetful', 'COUNT', 1, 'STREAMS', stream, '>')
+      .exec();
+    // Long before another worker could claim it (60 s idle), this one takes it back and runs it.
+    expect(await client.waitForResult(run.id, { timeoutMs: 15_000 })).toMatchObject({ status: 'completed', output: 'adopted' });
+    const pending = (await redis.xpending(stream, 'workers')) as [number, ...unknown[]];
+    expect(pending[0]).toBe(0);
+  }, 30_000);
+
   it('uses a custom subscriber registered by a module, with the HTTP subscriber as its backup', async () => {
     @Injectable()
     class RecordingSubscriber implements Subscriber {

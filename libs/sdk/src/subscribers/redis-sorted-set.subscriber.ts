@@ -3,7 +3,7 @@ import { queueName, RedisConnection, sortedSetKey } from '@app/streams';
 import type { Redis } from 'ioredis';
 import type { CoordinatorApi } from '../worker/coordinator.api';
 import type { WorkflowRegistry } from '../worker/workflow.registry';
-import { type RedisSubscriberOptions, shuffled } from './redis-subscriber.options';
+import { BLOCKING_GRACE_MS, type RedisSubscriberOptions, shuffled } from './redis-subscriber.options';
 import type { NextDelayParams, Subscriber } from './subscriber.interface';
 
 /**
@@ -55,8 +55,9 @@ export class RedisSortedSetSubscriber implements Subscriber {
     registry: WorkflowRegistry,
     private readonly options: RedisSubscriberOptions,
   ) {
-    // A client-side guard longer than the BLOCK: a read that never returns (across a reconnect) ends.
-    this.reader = redis.open('sorted-set reader', { blockingTimeout: options.blockMs, blockingTimeoutGrace: 2_000 });
+    // A client-side guard longer than the BLOCK: a read that never returns (across a reconnect) ends. A
+    // wake-up popped by a read the client gave up on is lost to it; the republish daemon restores it.
+    this.reader = redis.open('sorted-set reader', { blockingTimeout: options.blockMs, blockingTimeoutGrace: BLOCKING_GRACE_MS });
     for (const ref of registry.refs()) this.refs.set(sortedSetKey(redis.prefix, queueName(ref.name, ref.version, ref.shard)), ref);
   }
 

@@ -4,7 +4,7 @@ import { Logger } from '@nestjs/common';
 import type { Redis } from 'ioredis';
 import type { CoordinatorApi } from '../worker/coordinator.api';
 import type { WorkflowRegistry } from '../worker/workflow.registry';
-import { type RedisSubscriberOptions, shuffled } from './redis-subscriber.options';
+import { BLOCKING_GRACE_MS, type RedisSubscriberOptions, shuffled } from './redis-subscriber.options';
 import { delivery, type NextDelayParams, type Subscriber } from './subscriber.interface';
 
 type StreamEntry = [id: string, fields: string[]];
@@ -77,6 +77,8 @@ export class RedisStreamsSubscriber implements Subscriber {
   private groupsReady = false;
   private layoutReadAt = 0;
   private lastReclaim = 0;
+  /** Set when a blocking read was given up by the client: Redis may have delivered entries it never saw. */
+  private orphansSuspected = false;
   private lastConsumerCleanup = 0;
   /** Wake-ups that took nothing. */
   stale = 0;
@@ -89,7 +91,7 @@ export class RedisStreamsSubscriber implements Subscriber {
     private readonly options: RedisSubscriberOptions,
     private readonly consumer: string,
   ) {
-    this.reader = redis.open('stream reader', { blockingTimeout: options.blockMs, blockingTimeoutGrace: 2_000 });
+    this.reader = redis.open('stream reader', { blockingTimeout: options.blockMs, blockingTimeoutGrace: BLOCKING_GRACE_MS });
     for (const ref of registry.refs()) this.refs.set(queueName(ref.name, ref.version, ref.shard), ref);
   }
 
@@ -102,7 +104,8 @@ export class RedisStreamsSubscriber implements Subscriber {
     await Promise.all([this.redis.whenReady(this.reader), this.redis.whenReady(this.redis.client)]);
     try {
       await this.followLayout();
-      const reads = await this.reclaim(limit);
+      const reads = await this.adoptOrphans(limit);
+      if (reads.length < limit) reads.push(...(await this.reclaim(limit - reads.length)));
       if (reads.length < limit) reads.push(...(await this.readAvailable(limit - reads.length)));
       if (reads.length === 0) {
         reads.push(...(await this.readBlocking(limit)));
@@ -200,6 +203,7 @@ export class RedisStreamsSubscriber implements Subscriber {
    */
   private async readBlocking(limit: number): Promise<Read[]> {
     const order = shuffled(this.streams);
+    const startedAt = Date.now();
     const reply = (await this.reader.xreadgroup(
       'GROUP',
       CONSUMER_GROUP,
@@ -212,11 +216,39 @@ export class RedisStreamsSubscriber implements Subscriber {
       ...order,
       ...order.map(() => '>'),
     )) as [string, StreamEntry[]][] | null;
+    if (!reply && Date.now() - startedAt >= this.options.blockMs + BLOCKING_GRACE_MS) this.orphansSuspected = true;
     const reads = (reply ?? []).flatMap(([stream, entries]) => entries.map((entry) => ({ stream, entry })));
     for (const extra of reads.splice(limit)) {
       await this.redis.client.eval(GIVE_BACK, 1, extra.stream, CONSUMER_GROUP, extra.entry[0], ...extra.entry[1]);
     }
     return reads;
+  }
+
+  /**
+   * Entries Redis delivered to this consumer that it never received: the reply to a blocking read
+   * that came after the client had given up on it (an event loop stalled past the grace, say). They
+   * sit in this consumer's pending list, where no other worker claims them for claimMinIdleTimeMs;
+   * this worker takes them back at once when a read was given up, and at the reclaim pace otherwise.
+   * Entries behind the runs executing here are known and left alone.
+   */
+  private async adoptOrphans(limit: number): Promise<Read[]> {
+    if (!this.orphansSuspected) return [];
+    this.orphansSuspected = false;
+    const known = new Set([...this.deliveries.values()].flat().map(({ stream, entryId }) => `${stream}/${entryId}`));
+    const pipeline = this.redis.client.pipeline();
+    for (const stream of this.streams) pipeline.xpending(stream, CONSUMER_GROUP, '-', '+', limit + known.size, this.consumer);
+    const pending = (await pipeline.exec()) ?? [];
+    const adopted: Read[] = [];
+    for (const [i, stream] of this.streams.entries()) {
+      const ids = ((pending[i]?.[1] ?? []) as [string][]).map(([id]) => id).filter((id) => !known.has(`${stream}/${id}`));
+      for (const id of ids.slice(0, limit - adopted.length)) {
+        const [entry] = (await this.redis.client.xclaim(stream, CONSUMER_GROUP, this.consumer, 0, id)) as (StreamEntry | null)[];
+        if (entry) adopted.push({ stream, entry });
+      }
+      if (adopted.length >= limit) break;
+    }
+    if (adopted.length > 0) this.logger.warn(`took back ${adopted.length} entries delivered to this worker by a read it had given up`);
+    return adopted;
   }
 
   /**
@@ -229,6 +261,7 @@ export class RedisStreamsSubscriber implements Subscriber {
     const now = Date.now();
     if (now - this.lastReclaim < Math.min(this.options.claimMinIdleTimeMs / 2, 5_000)) return [];
     this.lastReclaim = now;
+    this.orphansSuspected = true; // and look for this worker's own, next time
     const claimed: Read[] = [];
     for (const stream of this.streams) {
       if (claimed.length >= limit) break;

@@ -17,6 +17,14 @@ export const DEFAULT_REDIS_SUBSCRIBER_OPTIONS: RedisSubscriberOptions = {
   partitionsFallback: 4,
 };
 
+/**
+ * How long past its BLOCK a blocking read may go unanswered before the client gives up on it. Long,
+ * because the reply to a read the client gave up on is lost to it although Redis acted on it (popped
+ * a wake-up, or delivered entries to this consumer); short enough to notice a read that dangles
+ * across a reconnect.
+ */
+export const BLOCKING_GRACE_MS = 10_000;
+
 /** Fisher-Yates: a fresh queue order for each blocking read, so no queue is always served last. */
 export function shuffled<T>(items: T[]): T[] {
   const copy = [...items];
