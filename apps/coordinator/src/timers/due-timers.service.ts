@@ -73,7 +73,7 @@ export class DueTimers implements OnApplicationBootstrap, BeforeApplicationShutd
     return () => this.handlers.delete(handler);
   }
 
-  /** Due times held now (for tests and metrics). */
+  /** How many due times it holds now. */
   get held(): number {
     return this.schedule.size;
   }
