@@ -22,6 +22,9 @@ const W2_RUNS = 300;
 const W3A_CHAINS = 50;
 const W3B_CHAINS = 200;
 const CHAIN_STEPS = 10;
+const W4_RUNS = 1_000;
+const W4_FIRST_MS = 6_000;
+const W4_SPREAD_MS = 3_000;
 
 interface Result {
   mode: string;
@@ -35,6 +38,9 @@ interface Result {
   w3aP50: number;
   w3aP95: number;
   w3bStepsPerSecond: number;
+  w4LatenessP50: number;
+  w4LatenessP99: number;
+  w4LatenessMax: number;
   commitsPerRun: number;
   commitsPerStep: number;
   requestsPerRun: number;
@@ -218,6 +224,32 @@ async function benchMode(mode: Mode): Promise<Result> {
     const w3bSteps = W3B_CHAINS * CHAIN_STEPS;
     const commitsPerStep = ((await commits()) - commitsBeforeW3b) / w3bSteps;
 
+    // W4: 1,000 runs sleeping 6 to 9 s (so they come due after the rush of their starts), due times spread
+    // over a few seconds; lateness = when the handler resumed (the worker's clock) minus the sleep's wake
+    // time (the database's; both are this machine's clock).
+    log(`${mode}: W4 timers (${W4_RUNS} sleepers, ${W4_FIRST_MS}-${W4_FIRST_MS + W4_SPREAD_MS} ms)`);
+    await api(base, 'POST', '/v1/runs/batch', {
+      runs: Array.from({ length: W4_RUNS }, (_, i) => ({
+        workflow: 'sleepy',
+        version: '1',
+        input: { ms: W4_FIRST_MS + Math.round((i * W4_SPREAD_MS) / W4_RUNS) },
+        idempotencyKey: `w4-${i}`,
+      })),
+    });
+    await until('W4 done', async () => (await completed('sleepy')) === W4_RUNS, 120_000);
+    const w4 = (
+      await db.query<{ lateness: number; suspended_last: boolean }>(
+        `SELECT (r.output->>'wokeAt')::float8 - extract(epoch FROM t.wake_at) * 1000 AS lateness,
+                t.wake_at > (SELECT max(created_at) FROM run_transitions WHERE to_status = 'waiting' AND run_id IN
+                               (SELECT id FROM runs WHERE workflow = 'sleepy')) AS suspended_last
+           FROM runs r JOIN tasks t ON t.run_id = r.id AND t.kind = 'sleep'
+          WHERE r.workflow = 'sleepy'`,
+      )
+    ).rows;
+    // The first wake-ups must come after the last run suspended, or W4 would measure the start rush.
+    if (!w4.every((row) => row.suspended_last)) log(`${mode}: W4 warning: some runs came due before all had suspended`);
+    const w4Lateness = w4.map((row) => Number(row.lateness));
+
     return {
       mode,
       w1DrainPerSecond: round(W1_RUNS / w1Drain, 0),
@@ -230,6 +262,9 @@ async function benchMode(mode: Mode): Promise<Result> {
       w3aP50: round(percentile(chainLatency, 50), 1),
       w3aP95: round(percentile(chainLatency, 95), 1),
       w3bStepsPerSecond: round(w3bSteps / w3bSpan, 0),
+      w4LatenessP50: round(percentile(w4Lateness, 50), 2),
+      w4LatenessP99: round(percentile(w4Lateness, 99), 2),
+      w4LatenessMax: round(Math.max(...w4Lateness), 2),
       commitsPerRun: round(commitsPerRun, 2),
       commitsPerStep: round(commitsPerStep, 2),
       requestsPerRun: round(requestsPerRun, 2),
@@ -253,6 +288,7 @@ function markdown(results: Result[], when: string): string {
     ['W2 result latency p50 / p99 (ms)', (r) => `${r.w2ResultP50} / ${r.w2ResultP99}`],
     ['W3a 10-step chain p50 / p95 (ms)', (r) => `${r.w3aP50} / ${r.w3aP95}`],
     ['W3b chain steps/s (200 chains at once)', (r) => r.w3bStepsPerSecond],
+    ['W4 timer lateness p50 / p99 / max (ms)', (r) => `${r.w4LatenessP50} / ${r.w4LatenessP99} / ${r.w4LatenessMax}`],
     ['PostgreSQL commits per single-task run (W1)', (r) => r.commitsPerRun],
     ['PostgreSQL commits per step (W3b)', (r) => r.commitsPerStep],
     ['HTTP requests per single-task run (W1)', (r) => r.requestsPerRun],
@@ -260,7 +296,7 @@ function markdown(results: Result[], when: string): string {
   ];
   const header = `| measure | ${results.map((r) => r.mode).join(' | ')} |\n|---|${results.map(() => '---').join('|')}|\n`;
   const body = rows
-    .map(([name, value]) => `| ${name} | ${results.map((r) => String(value(r)).replace(/null/g, '–')).join(' | ')} |`)
+    .map(([name, value]) => `| ${name} | ${results.map((r) => String(value(r)).replace(/null|undefined/g, '–')).join(' | ')} |`)
     .join('\n');
   const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'CPU'}, ${round(totalmem() / 2 ** 30, 0)} GiB, Node ${process.version}`;
   return `Run ${when} on ${machine}.\n\n${header}${body}\n`;

@@ -1,4 +1,4 @@
-import { NotificationsModule, OUTBOX_CHANNEL, RUN_FINISHED_CHANNEL, RUNS_READY_CHANNEL } from '@app/outbox';
+import { NotificationsModule, OUTBOX_CHANNEL, RUN_FINISHED_CHANNEL, RUNS_DUE_CHANNEL, RUNS_READY_CHANNEL } from '@app/outbox';
 import { PersistenceModule } from '@app/persistence';
 import { DynamicModule, MiddlewareConsumer, Module, NestModule } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD } from '@nestjs/core';
@@ -11,6 +11,7 @@ import { EngineExceptionFilter } from './http/engine-exception.filter';
 import { HttpDrain } from './http/http-drain';
 import { CoordinatorMetricsModule } from './metrics/coordinator-metrics.module';
 import { RunsModule } from './runs/runs.module';
+import { TimersModule } from './timers/timers.module';
 import { WorkerApiModule } from './worker-api/worker-api.module';
 
 @Module({})
@@ -46,10 +47,11 @@ export class CoordinatorModule implements NestModule {
           useFactory: (c: CoordinatorConfig) => ({
             url: c.databaseUrl,
             applicationName: c.applicationName,
-            channels: [RUNS_READY_CHANNEL, RUN_FINISHED_CHANNEL, ...(c.dispatch === 'none' ? [] : [OUTBOX_CHANNEL])],
+            channels: [RUNS_READY_CHANNEL, RUN_FINISHED_CHANNEL, RUNS_DUE_CHANNEL, ...(c.dispatch === 'none' ? [] : [OUTBOX_CHANNEL])],
             probeIntervalMs: c.listenerProbeIntervalMs,
           }),
         }),
+        TimersModule,
         CoordinatorDispatchModule.register(config),
         RunsModule,
         WorkerApiModule,

@@ -9,11 +9,19 @@ import { migrateSchema, SCHEMA_MIGRATED } from './migration.runner';
 import { InitialSchema1764500000000 } from './migrations/1764500000000-initial-schema';
 import { Outbox1764600000000 } from './migrations/1764600000000-outbox';
 import { RunShardAndHistoryGuard1764700000000 } from './migrations/1764700000000-run-shard-and-history-guard';
+import { DueTimers1764800000000 } from './migrations/1764800000000-due-timers';
 import { DispatchWakeups1764900000000 } from './migrations/1764900000000-dispatch-wakeups';
 import { ClaimAttribution1765000000000 } from './migrations/1765000000000-claim-attribution';
 
 export const ENTITIES = [RunEntity, TaskEntity, RunTransitionEntity];
-export const MIGRATIONS = [InitialSchema1764500000000, Outbox1764600000000, RunShardAndHistoryGuard1764700000000, DispatchWakeups1764900000000, ClaimAttribution1765000000000];
+export const MIGRATIONS = [
+  InitialSchema1764500000000,
+  Outbox1764600000000,
+  RunShardAndHistoryGuard1764700000000,
+  DueTimers1764800000000,
+  DispatchWakeups1764900000000,
+  ClaimAttribution1765000000000,
+];
 
 export interface PersistenceOptions {
   /** postgres://user:password@host:port/database */

@@ -16,8 +16,15 @@ export interface CoordinatorConfig {
   maxStalls: number;
   /** The heartbeat interval workers are configured with; must be well below the idle time. */
   heartbeatIntervalMs: number;
-  /** While a claim long-polls, the database is re-checked this often for runs that became due by time (runAt). */
+  /**
+   * While a claim long-polls, the database is re-checked this often: how claims that went idle are
+   * found, and the safety net of the due timers.
+   */
   claimPollIntervalMs: number;
+  /** The due timers hold the due times this far ahead (reloading every half of it)... */
+  timerHorizonMs: number;
+  /** ...and at most this many, so memory stays bounded. */
+  timerMaxEntries: number;
   listenerProbeIntervalMs: number;
   bodyLimitBytes: number;
   /** Where ready runs are published: nowhere (workers use the claim API), a Redis sorted set, or Redis Streams. */
@@ -72,6 +79,8 @@ export function loadCoordinatorConfig(env: Record<string, string | undefined>): 
     maxStalls: read.integer('MAX_STALLS', 3, 0, 1_000),
     heartbeatIntervalMs: read.integer('HEARTBEAT_INTERVAL_MS', 30_000, 50, 86_400_000),
     claimPollIntervalMs: read.integer('CLAIM_POLL_INTERVAL_MS', 1_000, 10, 60_000),
+    timerHorizonMs: read.integer('TIMER_HORIZON_MS', 60_000, 1_000, 86_400_000),
+    timerMaxEntries: read.integer('TIMER_MAX_ENTRIES', 20_000, 10, 10_000_000),
     listenerProbeIntervalMs: read.integer('LISTENER_PROBE_INTERVAL_MS', 10_000, 100, 600_000),
     bodyLimitBytes: read.integer('BODY_LIMIT_BYTES', 2 * 1024 * 1024, 1024, 64 * 1024 * 1024),
     dispatch: read.oneOf('DISPATCH', DISPATCH_MODES, 'none'),

@@ -3,13 +3,15 @@ import { DEFAULT_OUTBOX_OPTIONS, OutboxModule } from '@app/outbox';
 import { PublisherModule } from '@app/streams';
 import { DynamicModule, Module } from '@nestjs/common';
 import type { CoordinatorConfig } from '../config/coordinator.config';
+import { TimersModule } from '../timers/timers.module';
+import { OutboxDueDaemon } from './outbox-due.daemon';
 import { OutboxMetrics } from './outbox.metrics';
 import { RepublishDaemon } from './republish.daemon';
 import { StreamPartitions } from './stream-partitions';
 
 /**
- * Reliable dispatch (DISPATCH other than `none`): the publisher, the outbox enqueuer, and the
- * republish daemon under leader election.
+ * Reliable dispatch (DISPATCH other than `none`): the publisher, the outbox enqueuer, and under
+ * leader election the republish daemon and the wake-up of the enqueuer at due times.
  */
 @Module({})
 export class CoordinatorDispatchModule {
@@ -39,8 +41,9 @@ export class CoordinatorDispatchModule {
           applicationName: config.applicationName,
           checkIntervalMs: config.leaderCheckIntervalMs,
         }),
+        TimersModule,
       ],
-      providers: [RepublishDaemon, OutboxMetrics],
+      providers: [RepublishDaemon, OutboxDueDaemon, OutboxMetrics],
       exports: [OutboxModule],
     };
   }

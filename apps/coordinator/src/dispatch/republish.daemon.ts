@@ -94,8 +94,9 @@ export class RepublishDaemon implements SingletonDaemon, OnModuleInit {
   private queuesNeedingWakeups(): Promise<QueueNeed[]> {
     return this.db.query<QueueNeed>(
       `WITH due AS (
+         -- runs_due_idx (its predicate needs the explicit due_at <> 'infinity'): only due runs are read.
          SELECT queue, count(*)::int AS runs, min(due_at) AS oldest FROM runs
-          WHERE status IN ('queued', 'waiting') AND due_at <= now()
+          WHERE status IN ('queued', 'waiting') AND due_at <> 'infinity' AND due_at <= now()
           GROUP BY queue
        ), stale AS (
          SELECT queue, count(*)::int AS runs FROM runs

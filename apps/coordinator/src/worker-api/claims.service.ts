@@ -21,8 +21,9 @@ export class ClaimsService {
 
   /**
    * Claims up to `limit` runs, long-polling up to `waitMs` when none is ready. It sleeps until a
-   * NOTIFY says a run became ready on one of the requested queues, re-checking every
-   * claimPollIntervalMs for runs that became due by time (runAt) or claims that went idle.
+   * NOTIFY says a run became ready on one of the requested queues, or the due timers say one came
+   * due by time, re-checking every claimPollIntervalMs for claims that went idle (and as the
+   * timers' safety net).
    * `gone()` reports that the caller disconnected: then nothing more is claimed for it.
    */
   async claim(request: ClaimRequest, gone: () => boolean): Promise<ClaimedRun[]> {

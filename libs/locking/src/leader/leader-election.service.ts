@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { Client } from 'pg';
 
 export const LEADER_ELECTION_OPTIONS = Symbol('LEADER_ELECTION_OPTIONS');
@@ -27,7 +27,7 @@ const PROBE_TIMEOUT_MS = 5_000;
  * database restart) stops its daemons at once, since the lock may already be someone else's.
  */
 @Injectable()
-export class LeaderElection implements OnModuleInit, OnApplicationShutdown {
+export class LeaderElection implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger(LeaderElection.name);
   private readonly daemons = new Map<string, { daemon: SingletonDaemon; leading: boolean }>();
   private client: Client | undefined;
@@ -46,7 +46,8 @@ export class LeaderElection implements OnModuleInit, OnApplicationShutdown {
     return [...this.daemons.values()].filter((entry) => entry.leading).map((entry) => entry.daemon.name);
   }
 
-  onModuleInit(): void {
+  /** After every module's init, so the daemons registered there are contended for at once, not a check later. */
+  onApplicationBootstrap(): void {
     this.timer = setInterval(() => void this.check(), this.options.checkIntervalMs);
     void this.check();
   }

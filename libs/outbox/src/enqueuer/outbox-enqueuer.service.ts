@@ -13,9 +13,10 @@ export interface OutboxCounters {
 }
 
 /**
- * Publishes committed outbox rows. Woken by NOTIFY the moment a transaction that wrote rows commits
- * (the poll is the fallback, and finds retries that came due); goes straight on when a batch was
- * full. Several coordinators may run it at once: rows are claimed with SKIP LOCKED.
+ * Publishes committed outbox rows. Woken by NOTIFY the moment a transaction that wrote rows commits,
+ * and by publishDue() when rows written for later come due (the poll is the safety net, and finds
+ * publish retries that came due); goes straight on when a batch was full. Several coordinators may
+ * run it at once: rows are claimed with SKIP LOCKED.
  */
 @Injectable()
 export class OutboxEnqueuer implements OnApplicationBootstrap, BeforeApplicationShutdown {
@@ -45,6 +46,11 @@ export class OutboxEnqueuer implements OnApplicationBootstrap, BeforeApplication
     clearInterval(this.maintenanceTimer);
     for (const wait of this.waits) wait.cancel();
     await Promise.all(this.loops);
+  }
+
+  /** Rows came due now: wakes one batch loop (it goes on by itself while batches come back full). */
+  publishDue(): void {
+    this.listener.wake(OUTBOX_CHANNEL, '', 1);
   }
 
   private async loop(): Promise<void> {

@@ -30,11 +30,16 @@ export class OutboxRepository {
    * polling: ids are allocated before commit, so a cursor would skip rows that commit late.
    * `= ANY(ARRAY(...))` keeps the plan on the primary key (with `IN (...)` the planner hash-joined a
    * sequential scan of the whole outbox: 3.9 ms instead of 2.2 ms at 20,000 rows).
+   * The mark commits without waiting for the WAL flush (synchronous_commit off for this statement's
+   * transaction only): it sits between a row coming due and its publish, and losing it in a crash only
+   * makes the row pending again, published twice at worst, which dispatch tolerates anyway. Saved
+   * about 2 ms of timer lateness in the Redis modes (W4).
    */
   claimBatch(limit: number): Promise<OutboxRow[]> {
     return this.db.query<OutboxRow>(
       `UPDATE outbox SET status = 'in_flight', attempt_count = attempt_count + 1, updated_at = now()
-        WHERE id = ANY(ARRAY(SELECT id FROM outbox
+        WHERE set_config('synchronous_commit', 'off', true) = 'off'
+          AND id = ANY(ARRAY(SELECT id FROM outbox
                               WHERE status IN ('pending', 'retry') AND next_attempt_at <= now()
                               ORDER BY next_attempt_at
                               LIMIT $1

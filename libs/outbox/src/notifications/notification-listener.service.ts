@@ -7,6 +7,13 @@ interface Waiter {
   wake: (notified: boolean) => void;
 }
 
+/** Hears every notification on a channel, for as long as it stays subscribed. */
+export interface ChannelSubscriber {
+  notified(payload: string): void;
+  /** The session (re)connected: notifications sent while it was down are lost, so re-read the state. */
+  reconnected(): void;
+}
+
 export interface PendingWait {
   /** Resolves true when a matching notification (or a reconnect) arrived, false on timeout or cancel. */
   readonly notified: Promise<boolean>;
@@ -28,6 +35,7 @@ const MAX_RECONNECT_DELAY_MS = 5_000;
 export class NotificationListener implements OnModuleInit, BeforeApplicationShutdown, OnApplicationShutdown {
   private readonly logger = new Logger(NotificationListener.name);
   private readonly waiters = new Map<string, Set<Waiter>>();
+  private readonly subscribers = new Map<string, Set<ChannelSubscriber>>();
   private client: Client | undefined;
   private connected = false;
   private stopped = false;
@@ -94,6 +102,34 @@ export class NotificationListener implements OnModuleInit, BeforeApplicationShut
     return { notified, cancel: () => waiter.wake(false) };
   }
 
+  /** Subscribes to every notification on `channel` (one of the channels LISTENed to); returns the unsubscribe. */
+  subscribe(channel: string, subscriber: ChannelSubscriber): () => void {
+    let set = this.subscribers.get(channel);
+    if (!set) {
+      set = new Set();
+      this.subscribers.set(channel, set);
+    }
+    set.add(subscriber);
+    return () => set.delete(subscriber);
+  }
+
+  /**
+   * An in-process notification: wakes up to `max` waiters on `channel` whose payload matches,
+   * those waiting longest first (a waiter re-arms before each check, so the longest waiting are the
+   * ones idle now). Returns how many woke.
+   */
+  wake(channel: string, payload: string, max: number): number {
+    let woken = 0;
+    // A Set iterates in insertion order, and deleting the entry being visited is safe.
+    for (const waiter of this.waiters.get(channel) ?? []) {
+      if (woken >= max) break;
+      if (!waiter.matches(payload)) continue;
+      waiter.wake(true);
+      woken++;
+    }
+    return woken;
+  }
+
   private waitersOf(channel: string): Set<Waiter> {
     let set = this.waiters.get(channel);
     if (!set) {
@@ -104,6 +140,7 @@ export class NotificationListener implements OnModuleInit, BeforeApplicationShut
   }
 
   private dispatch(channel: string, payload: string): void {
+    for (const subscriber of this.subscribers.get(channel) ?? []) subscriber.notified(payload);
     for (const waiter of [...(this.waiters.get(channel) ?? [])]) {
       if (waiter.matches(payload)) waiter.wake(true);
     }
@@ -140,6 +177,7 @@ export class NotificationListener implements OnModuleInit, BeforeApplicationShut
     this.reconnectDelayMs = 100;
     // Anything committed while we were not listening went unannounced: let every waiter re-check.
     this.wakeAll(true);
+    for (const set of this.subscribers.values()) for (const subscriber of set) subscriber.reconnected();
   }
 
   private lost(client: Client, error: Error): void {

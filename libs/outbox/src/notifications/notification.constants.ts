@@ -3,6 +3,12 @@
 /** A run became ready to claim; payload: its queue name. */
 export const RUNS_READY_CHANNEL = 'wf_runs_ready';
 
+/**
+ * A run got a future due time (see the due-timers migration); payload: `<due, epoch ms> <run id>
+ * <queue>`. The coordinators' due timers keep these and act at that moment.
+ */
+export const RUNS_DUE_CHANNEL = 'wf_runs_due';
+
 /** A run reached a terminal state; payload: its id. */
 export const RUN_FINISHED_CHANNEL = 'wf_run_finished';
 

@@ -1,0 +1,59 @@
+import { describe, expect, it } from '@jest/globals';
+import type { NotificationListener } from '@app/outbox';
+import { performance } from 'node:perf_hooks';
+import type { CoordinatorConfig } from '../config/coordinator.config';
+import { eventually } from '../../../../test/support/poll';
+import type { DueRun } from './due-schedule';
+import type { DueTimesRepository } from './due-times.repository';
+import { DueTimers, parseDuePayload } from './due-timers.service';
+
+const localNow = () => performance.timeOrigin + performance.now();
+
+/** DueTimers with a database whose clock runs `skewMs` ahead of ours, and a listener that records wakes. */
+function timersWithSkew(skewMs: number, upcoming: (databaseNow: number) => DueRun[]) {
+  const wakes: { channel: string; payload: string; max: number; at: number }[] = [];
+  const repository = {
+    clock: async () => localNow() + skewMs,
+    upcoming: async () => upcoming(localNow() + skewMs),
+  } as unknown as DueTimesRepository;
+  const listener = {
+    subscribe: () => () => undefined,
+    wake: (channel: string, payload: string, max: number) => wakes.push({ channel, payload, max, at: localNow() + skewMs }),
+  } as unknown as NotificationListener;
+  const config = { timerHorizonMs: 60_000, timerMaxEntries: 100 } as CoordinatorConfig;
+  return { timers: new DueTimers(repository, listener, config), wakes };
+}
+
+describe('DueTimers', () => {
+  it.each([5_000, -5_000])('acts at the due time by the database clock when it runs %i ms off ours', async (skewMs) => {
+    let dueAt = 0;
+    const { timers, wakes } = timersWithSkew(skewMs, (databaseNow) => {
+      dueAt = databaseNow + 300;
+      return [
+        { runId: 'r1', queue: 'q:1', at: dueAt },
+        { runId: 'r2', queue: 'q:1', at: dueAt },
+      ];
+    });
+    timers.onApplicationBootstrap();
+    try {
+      const [wake] = await eventually('the wake-up', async () => (wakes.length > 0 ? wakes : undefined), 3_000);
+      expect(wake).toMatchObject({ channel: 'wf_runs_ready', payload: 'q:1', max: 2 });
+      // Not before the due time (a claim would find nothing), and not a skew late.
+      expect(wake.at).toBeGreaterThanOrEqual(dueAt);
+      expect(wake.at - dueAt).toBeLessThan(1_000);
+    } finally {
+      await timers.beforeApplicationShutdown();
+    }
+  });
+
+  it('reads the NOTIFY payload, and ignores a malformed one', () => {
+    expect(parseDuePayload('1764800000123.456000 0195e0b6-0000-7000-8000-000000000001 order:1.0.0@eu')).toEqual({
+      at: 1764800000123.456,
+      runId: '0195e0b6-0000-7000-8000-000000000001',
+      queue: 'order:1.0.0@eu',
+    });
+    expect(parseDuePayload('')).toBeUndefined();
+    expect(parseDuePayload('soon r1 q')).toBeUndefined();
+    expect(parseDuePayload('1764800000123 r1')).toBeUndefined();
+  });
+});
