@@ -73,21 +73,21 @@ export class FaultInjector {
   }
 
   private async inject(kind: FaultKind): Promise<void> {
+    // A worker fault happens when its victim is chosen; the others at once.
+    const victim = kind === 'kill-worker' || kind === 'sigstop-worker' ? await this.victim(kind === 'kill-worker' ? 'any' : 'longest') : undefined;
     const at = Date.now();
-    const record = (fields: Omit<InjectedFault, 'kind' | 'at'> = {}) => void this.injected.push({ kind, at, ...fields });
+    const record = (fields: Omit<InjectedFault, 'kind' | 'at'> = {}) => void this.injected.push({ kind, at, target: victim?.name, ...fields });
     switch (kind) {
-      case 'kill-worker': {
-        const victim = await this.victim('any');
-        await this.cluster.killWorker(victim);
-        return record({ target: victim.name });
-      }
+      case 'kill-worker':
+        await this.cluster.killWorker(victim!);
+        return record();
       case 'sigstop-worker': {
-        const victim = (this.stopped = await this.victim('longest'));
-        victim.signal('SIGSTOP');
-        record({ target: victim.name, downMs: TIMING.stopMs });
+        this.stopped = victim!;
+        victim!.signal('SIGSTOP');
+        record({ downMs: TIMING.stopMs });
         this.pending.push(
           delay(TIMING.stopMs).then(() => {
-            victim.signal('SIGCONT');
+            victim!.signal('SIGCONT');
             this.stopped = undefined;
           }),
         );

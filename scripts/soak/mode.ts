@@ -9,7 +9,7 @@ import { ModeCluster, type Servers } from './cluster';
 import { FaultInjector, planFaults } from './faults';
 import { RunStarter } from './load';
 import { type Mode, type SoakOptions, TIMING } from './options';
-import { planRuns, random } from './plan';
+import { LONG_STEP_MS, planRuns, random } from './plan';
 import { liveTakeovers, measureRecovery, type Recovery } from './recovery';
 import { readState, type SoakState } from './state';
 import { tail, type Violations } from './violations';
@@ -19,6 +19,8 @@ export interface ModeResult {
   figures?: CheckFigures;
   recoveries: Recovery[];
   takeovers?: { total: number; unexplained: number };
+  /** Start to finish of the short runs (how loaded the engine was, for reading the recovery times). */
+  shortRunMs?: number[];
   /** Outbox rows and Streams messages given up on (dead-lettered) during this mode. */
   deadLetters?: { outbox: number; stream: number };
   /** "deadlock detected" in the PostgreSQL log while this mode ran. */
@@ -91,7 +93,10 @@ export async function soakMode(mode: Mode, options: SoakOptions, servers: Server
   result.deadLetters = await countDeadLetters(databaseUrl, mode === 'http' ? undefined : redisUrl, cluster.redisPrefix);
   writeFileSync(join(dir, 'runs.json'), JSON.stringify(state.runs.map((run) => ({ ...run, steps: state.steps.get(run.id), transitions: state.transitions.get(run.id) }))));
   result.figures = checkRuns(plan, state, violations);
-  result.recoveries = measureRecovery(injector.injected, state.runs, state.transitions, options.rate);
+  const longKeys = new Set(plan.filter((run) => run.input.stepMs >= LONG_STEP_MS).map((run) => run.key));
+  const longRuns = new Set(state.runs.filter((run) => longKeys.has(run.key ?? '')).map((run) => run.id));
+  result.shortRunMs = state.runs.filter((run) => !longRuns.has(run.id) && run.finishedAt !== null).map((run) => run.finishedAt! - run.createdAt);
+  result.recoveries = measureRecovery(injector.injected, state.runs, state.transitions, options.rate, longRuns);
   result.takeovers = liveTakeovers(state.transitions, injector.injected, TIMING.stopMs);
   for (const worker of checkWorkersTakeWork(cluster.lifetimes, state.transitions, loadEnd, IDLE_WORKER_WINDOW_MS)) {
     const app = cluster.processes.find((candidate) => candidate.name === worker)!;

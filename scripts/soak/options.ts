@@ -36,8 +36,8 @@ export function parseOptions(argv: string[]): SoakOptions {
     args: argv,
     options: {
       mode: { type: 'string', multiple: true },
-      runs: { type: 'string', default: '3000' },
-      rate: { type: 'string', default: '30' },
+      runs: { type: 'string', default: '2500' },
+      rate: { type: 'string', default: '25' },
       workers: { type: 'string', default: '3' },
       concurrency: { type: 'string', default: '10' },
       seed: { type: 'string', default: String(Date.now() % 1_000_000) },

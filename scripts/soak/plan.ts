@@ -20,9 +20,12 @@ export function random(seed: number): () => number {
   };
 }
 
+/** Steps this long or longer make a long run. */
+export const LONG_STEP_MS = 1_000;
+
 /**
  * `runs` runs, `rate` a second: mostly 3 to 7 steps of 10 to 60 ms, 30% with a durable sleep of 200
- * to 500 ms; and 3% long ones, 2 or 3 steps of 3.5 to 5 s (longer than the idle time, so only
+ * to 500 ms; and 2% long ones, 2 or 3 steps of 3.5 to 5 s (longer than the idle time, so only
  * heartbeats keep them; and still running when a stopped worker wakes up, so that its writes meet
  * a newer claim).
  */
@@ -30,7 +33,7 @@ export function planRuns(prefix: string, runs: number, rate: number, seed: numbe
   const next = random(seed);
   const int = (below: number) => Math.floor(next() * below);
   const input = () =>
-    next() < 0.03
+    next() < 0.02
       ? { seed: int(2 ** 31), steps: 2 + int(2), stepMs: 3_500 + int(1_501), sleepMs: 0 }
       : { seed: int(2 ** 31), steps: 3 + int(5), stepMs: 10 + int(51), sleepMs: next() < 0.3 ? 200 + int(301) : 0 };
   return Array.from({ length: runs }, (_, i) => ({ key: `${prefix}-${i}`, input: input(), atMs: (i * 1000) / rate }));

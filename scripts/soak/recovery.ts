@@ -4,11 +4,16 @@ import type { RunRow, TransitionRow } from './state';
 /** How long the engine took to recover from one fault, in ms (undefined: nothing to measure). */
 export interface Recovery {
   fault: InjectedFault;
-  /** Runs in flight when it happened (for a worker fault: the runs that worker held). */
+  /**
+   * The runs it hit: for a worker fault, those the worker held; otherwise the short runs in
+   * flight (a long run's own steps would hide the recovery time).
+   */
   affected: number;
-  /** Until the last of those runs finished. */
+  /** Worker faults: until the last of its runs was claimed by another worker. */
+  takenOverMs?: number;
+  /** Other faults: until the last of the short runs in flight finished (they take under a second unhindered). */
   inFlightDoneMs?: number;
-  /** Until finishing runs were back to 75% of the start rate over a whole second. */
+  /** Other faults: until finishing runs were back to 75% of the start rate over a whole second. */
   throughputBackMs?: number;
 }
 
@@ -16,20 +21,34 @@ const WORKER_FAULTS = new Set<FaultKind>(['kill-worker', 'sigstop-worker']);
 
 /**
  * Recovery times, from the runs' own finish times and claim history in the database (the same
- * host's clock as the soak's fault times).
+ * host's clock as the soak's fault times). `longRuns` are the ids of runs with long steps.
  */
-export function measureRecovery(faults: InjectedFault[], runs: RunRow[], transitions: Map<string, TransitionRow[]>, startRate: number): Recovery[] {
+export function measureRecovery(
+  faults: InjectedFault[],
+  runs: RunRow[],
+  transitions: Map<string, TransitionRow[]>,
+  startRate: number,
+  longRuns: Set<string>,
+): Recovery[] {
   const finishes = runs.map((run) => run.finishedAt ?? Infinity).sort((a, b) => a - b);
+  const unfinishedAt = (run: RunRow, at: number) => (run.finishedAt ?? Infinity) > at;
   return faults.map((fault) => {
-    const affected = WORKER_FAULTS.has(fault.kind)
-      ? runs.filter((run) => heldBy(transitions.get(run.id) ?? [], fault.target!, fault.at) && (run.finishedAt ?? Infinity) > fault.at)
-      : runs.filter((run) => run.createdAt <= fault.at && (run.finishedAt ?? Infinity) > fault.at);
-    const lastFinish = Math.max(...affected.map((run) => run.finishedAt ?? Infinity));
+    if (WORKER_FAULTS.has(fault.kind)) {
+      // A write the worker sent just before the fault may still finish or suspend a run: that run needed no takeover.
+      const held = runs.filter((run) => {
+        const history = transitions.get(run.id) ?? [];
+        const next = history.find((t) => t.at > fault.at);
+        return unfinishedAt(run, fault.at) && heldBy(history, fault.target!, fault.at) && (!next || next.to === 'running');
+      });
+      const takeovers = held.map((run) => (transitions.get(run.id) ?? []).find((t) => t.at > fault.at)?.at ?? Infinity);
+      return { fault, affected: held.length, takenOverMs: held.length > 0 ? Math.max(...takeovers) - fault.at : undefined };
+    }
+    const inFlight = runs.filter((run) => !longRuns.has(run.id) && run.createdAt <= fault.at && unfinishedAt(run, fault.at));
     return {
       fault,
-      affected: affected.length,
-      inFlightDoneMs: affected.length > 0 ? lastFinish - fault.at : undefined,
-      throughputBackMs: WORKER_FAULTS.has(fault.kind) ? undefined : throughputBack(finishes, fault.at, startRate),
+      affected: inFlight.length,
+      inFlightDoneMs: inFlight.length > 0 ? Math.max(...inFlight.map((run) => run.finishedAt ?? Infinity)) - fault.at : undefined,
+      throughputBackMs: throughputBack(finishes, fault.at, startRate),
     };
   });
 }

@@ -14,17 +14,17 @@ function percentile(values: number[], p: number): number {
 function workerKills(recoveries: Recovery[]): string {
   const kills = recoveries.filter((recovery) => recovery.fault.kind === 'kill-worker');
   if (kills.length === 0) return '–';
-  const done = kills.filter((kill) => kill.inFlightDoneMs !== undefined).map((kill) => kill.inFlightDoneMs!);
+  const takeovers = kills.filter((kill) => kill.takenOverMs !== undefined).map((kill) => kill.takenOverMs!);
   const held = kills.reduce((sum, kill) => sum + kill.affected, 0);
-  return `${kills.length}× (${held} runs held); done p50 ${seconds(percentile(done, 50))}, max ${seconds(Math.max(...done))}`;
+  return `${kills.length}× (${held} runs held); taken over p50 ${seconds(percentile(takeovers, 50))}, max ${seconds(Math.max(...takeovers))}`;
 }
 
 function majorFault(recoveries: Recovery[], kind: FaultKind): string {
   const recovery = recoveries.find((candidate) => candidate.fault.kind === kind);
   if (!recovery) return '–';
-  const down = recovery.fault.downMs !== undefined && kind !== 'sigstop-worker' ? `down ${seconds(recovery.fault.downMs)}; ` : '';
-  const back = recovery.throughputBackMs !== undefined || kind !== 'sigstop-worker' ? `back ${seconds(recovery.throughputBackMs)}, ` : '';
-  return `${down}${back}${recovery.affected} in flight done ${seconds(recovery.inFlightDoneMs)}`;
+  if (kind === 'sigstop-worker') return `${recovery.affected} runs held; taken over ${seconds(recovery.takenOverMs)}`;
+  const down = recovery.fault.downMs !== undefined ? `down ${seconds(recovery.fault.downMs)}; ` : '';
+  return `${down}throughput back ${seconds(recovery.throughputBackMs)}; ${recovery.affected} in flight done ${seconds(recovery.inFlightDoneMs)}`;
 }
 
 /** The summary: one column per mode, in markdown so it can go into docs/reliability.md as it is. */
@@ -42,6 +42,7 @@ export function summaryTable(options: SoakOptions, results: ModeResult[], violat
     ['other violations', (r) => String(violations.in(r.mode).filter((v) => !COUNTED.has(v.check)).length)],
     [FAULT_LABELS['kill-worker'], (r) => workerKills(r.recoveries)],
     ...MAJOR_FAULTS.map((kind) => [FAULT_LABELS[kind], (r: ModeResult) => majorFault(r.recoveries, kind)] as [string, (r: ModeResult) => string]),
+    ['short runs, start to finish: p50 / p99 / max', (r) => (r.shortRunMs?.length ? `${seconds(percentile(r.shortRunMs, 50))} / ${seconds(percentile(r.shortRunMs, 99))} / ${seconds(Math.max(...r.shortRunMs))}` : '–')],
     ['start requests that failed (retried)', (r) => String(r.failedStarts)],
     ['takeovers from live workers (away from faults)', (r) => (r.takeovers ? `${r.takeovers.total} (${r.takeovers.unexplained})` : '–')],
     ['dead letters: outbox / stream', (r) => (r.deadLetters ? `${r.deadLetters.outbox} / ${r.deadLetters.stream}` : '–')],
