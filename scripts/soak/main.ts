@@ -39,7 +39,11 @@ async function main(): Promise<number> {
     for (const mode of options.modes) {
       if (abort.signal.aborted) break;
       violations.scope = mode;
-      results.push(await soakMode(mode, options, servers, workDir, violations, abort.signal));
+      // A mode that cannot finish is reported, and the next one still runs.
+      await soakMode(mode, options, servers, workDir, violations, abort.signal).then(
+        (result) => results.push(result),
+        (error: Error) => !abort.signal.aborted && violations.add('the soak runs to its end', error.stack ?? String(error)),
+      );
     }
   } catch (error) {
     if (!abort.signal.aborted) violations.add('the soak runs to its end', (error as Error).stack ?? String(error));
