@@ -70,6 +70,7 @@ export class ModeCluster {
   readonly lifetimes = new Map<string, { from: number; to?: number }>();
   private workerCount = 0;
   private coordinatorCount = 0;
+  private coordinatorStarted: Promise<void> = Promise.resolve();
   readonly redisPrefix: string;
   private readonly coordinatorEnv: Record<string, string>;
   private readonly workerEnv: Record<string, string>;
@@ -117,15 +118,18 @@ export class ModeCluster {
     };
   }
 
-  async startCoordinator(): Promise<void> {
+  startCoordinator(): Promise<void> {
     const coordinator = new AppProcess(`${this.mode}-coordinator-${++this.coordinatorCount}`, 'apps/coordinator/src/main.ts', this.coordinatorEnv);
     this.processes.push(coordinator);
     this.coordinator = coordinator;
     this.watchdog.watch(coordinator.name, coordinator.exited, () => coordinator.output, () => this.startCoordinator());
-    await coordinator.waitForOutput('listening on', 60_000);
+    this.coordinatorStarted = coordinator.waitForOutput('listening on', 60_000);
+    return this.coordinatorStarted;
   }
 
+  /** Kills the coordinator once it is up (one that is starting, say after a crash, is waited for). */
   async killCoordinator(): Promise<void> {
+    await this.coordinatorStarted.catch(() => undefined);
     const coordinator = this.coordinator!;
     this.watchdog.expect(coordinator.exited);
     coordinator.signal('SIGKILL');
@@ -149,7 +153,7 @@ export class ModeCluster {
     return worker;
   }
 
-  /** kill -9 and a replacement at once; resolves with the victim's id. */
+  /** kill -9, and a replacement at once. */
   async killWorker(victim: AppProcess): Promise<void> {
     this.watchdog.expect(victim.exited);
     this.workers.delete(victim.name);

@@ -17,6 +17,8 @@ export const FAULT_LABELS: Record<FaultKind, string> = {
   'crash-postgres': 'PostgreSQL immediate shutdown, restart',
 };
 
+const MAJOR_GAP_MS = 6_000;
+
 export interface PlannedFault {
   kind: FaultKind;
   atMs: number;
@@ -37,7 +39,12 @@ export interface InjectedFault {
  */
 export function planFaults(mode: Mode, loadMs: number): PlannedFault[] {
   const majors = MAJOR_FAULTS.filter((kind) => kind !== 'restart-redis' || mode !== 'http');
-  const planned: PlannedFault[] = majors.map((kind, i) => ({ kind, atMs: loadMs * (0.12 + (0.7 * i) / Math.max(1, majors.length - 1)) }));
+  // At least MAJOR_GAP_MS apart, even past the end of a short load, so that recoveries do not overlap.
+  const planned: PlannedFault[] = [];
+  majors.forEach((kind, i) => {
+    const spread = loadMs * (0.12 + (0.7 * i) / Math.max(1, majors.length - 1));
+    planned.push({ kind, atMs: Math.max(spread, i === 0 ? 0 : planned[i - 1].atMs + MAJOR_GAP_MS) });
+  });
   const quiet = (atMs: number) =>
     planned.some((major) => atMs > major.atMs - 1_500 && atMs < major.atMs + 3_500 + (major.kind === 'sigstop-worker' ? TIMING.stopMs : 0));
   for (let atMs = 3_000; atMs < loadMs - 1_000; atMs += TIMING.killEveryMs) {
@@ -110,12 +117,12 @@ export class FaultInjector {
   }
 
   /**
-   * A worker that is not the stopped one and, if any does (per the database, when it answers),
+   * A ready worker that is not the stopped one and, if any does (per the database, when it answers),
    * holds runs: any of those, or the one holding the run with the longest steps (so that the
    * run is still running, under a newer claim, when a stopped worker wakes up).
    */
   private async victim(among: 'any' | 'longest'): Promise<AppProcess> {
-    const candidates = [...this.cluster.workers.values()].filter((worker) => worker !== this.stopped && worker.alive);
+    const candidates = [...this.cluster.workers.values()].filter((worker) => worker !== this.stopped && worker.alive && this.cluster.lifetimes.has(worker.name));
     if (candidates.length === 0) throw new Error('no running worker to pick');
     const holders = await this.query<{ worker: string }>(
       `SELECT claimed_by AS worker FROM runs WHERE status = 'running' ORDER BY (input->>'stepMs')::int DESC, random()`,

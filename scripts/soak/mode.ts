@@ -72,8 +72,9 @@ export async function soakMode(mode: Mode, options: SoakOptions, servers: Server
       () => log(`${mode}: ${Math.round((Date.now() - startedAt) / 1000)} s, ${starter.ids.size}/${plan.length} started, ${injector.injected.length} faults`),
       20_000,
     );
-    await Promise.all([starter.run(startedAt, signal), injector.run(planFaults(mode, loadMs), startedAt, signal)]).finally(() => clearInterval(progress));
-    loadEnd = Date.now();
+    // The faults may go on past the last start (a short load): the last start ends the load.
+    const starting = starter.run(startedAt, signal).then(() => (loadEnd = Date.now()));
+    await Promise.all([starting, injector.run(planFaults(mode, loadMs), startedAt, signal)]).finally(() => clearInterval(progress));
     if (signal.aborted) return result;
     const drained = await drain(databaseUrl, plan.length, signal);
     if (!drained.done && !signal.aborted) {

@@ -11,7 +11,7 @@ export interface SoakOptions {
   rate: number;
   workers: number;
   concurrency: number;
-  /** Seeds the runs' inputs and the choice of victims, so a failing soak can be run again alike. */
+  /** Seeds the runs' inputs and the random choices (which victim, among those holding runs), so a soak can be run again alike. */
   seed: number;
   /** Keep the logs directory even when every check passed. */
   keepLogs: boolean;
