@@ -5,13 +5,16 @@ import type { ModeCluster, Servers } from './cluster';
 import { type Mode, TIMING } from './options';
 import type { Violations } from './violations';
 
+const TERMINATE_ROUNDS = 3;
+const TERMINATE_EVERY_MS = 500;
+
 export const MAJOR_FAULTS = ['sigstop-worker', 'terminate-connections', 'kill-coordinator', 'restart-redis', 'crash-postgres'] as const;
 export type FaultKind = 'kill-worker' | (typeof MAJOR_FAULTS)[number];
 
 export const FAULT_LABELS: Record<FaultKind, string> = {
   'kill-worker': 'worker kill -9',
   'sigstop-worker': `worker SIGSTOP ${TIMING.stopMs / 1000} s, SIGCONT`,
-  'terminate-connections': "pg_terminate_backend (coordinator's connections)",
+  'terminate-connections': `pg_terminate_backend of the coordinator's connections, ${TERMINATE_ROUNDS}× ${TERMINATE_EVERY_MS} ms apart`,
   'kill-coordinator': 'coordinator kill -9, restart',
   'restart-redis': `Redis kill -9, ${TIMING.redisDownMs / 1000} s down, restart (empty)`,
   'crash-postgres': 'PostgreSQL immediate shutdown, restart',
@@ -101,7 +104,12 @@ export class FaultInjector {
         return;
       }
       case 'terminate-connections': {
-        const terminated = await this.terminateConnections();
+        // Three rounds, so that some connection is likely caught in the middle of a transaction.
+        let terminated = 0;
+        for (let round = 0; round < TERMINATE_ROUNDS; round++) {
+          if (round > 0) await delay(TERMINATE_EVERY_MS);
+          terminated += await this.terminateConnections();
+        }
         return record({ detail: `${terminated} connections` });
       }
       case 'kill-coordinator':
