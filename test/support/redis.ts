@@ -2,6 +2,7 @@ import { Redis } from 'ioredis';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { eventually } from './poll';
+import { exitOf, type ProcessExit } from './processes';
 
 export const TEST_REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
@@ -12,7 +13,10 @@ export function testPrefix(suite: string): string {
 
 /** A redis-server process of the test's own, to stop and restart without touching the shared one. */
 export class RedisServer {
+  /** The server's log, across restarts. */
+  output = '';
   private process: ChildProcess | undefined;
+  private exit: Promise<ProcessExit> | undefined;
 
   constructor(readonly port: number) {}
 
@@ -20,21 +24,34 @@ export class RedisServer {
     return `redis://127.0.0.1:${this.port}`;
   }
 
+  get alive(): boolean {
+    return !!this.process && this.process.exitCode === null && this.process.signalCode === null;
+  }
+
+  /** How the server started last ended (pending while it runs). */
+  get exited(): Promise<ProcessExit> {
+    if (!this.exit) throw new Error('redis-server was never started');
+    return this.exit;
+  }
+
   async start(): Promise<void> {
-    this.process = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
-      stdio: 'ignore',
+    const child = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
     });
+    child.stdout!.on('data', (chunk) => (this.output += chunk));
+    child.stderr!.on('data', (chunk) => (this.output += chunk));
+    this.process = child;
+    this.exit = exitOf(child);
     const probe = new Redis(this.url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
     probe.on('error', () => undefined);
     await eventually('redis-server to answer', () => probe.connect().then(() => probe.ping().then(() => true), () => false));
     probe.disconnect();
   }
 
+  /** SIGKILL: the data (never persisted) is gone, as when a Redis without persistence dies. */
   async stop(): Promise<void> {
-    const child = this.process;
-    if (!child || child.exitCode !== null || child.signalCode !== null) return;
-    const exited = new Promise((resolve) => child.once('exit', resolve));
-    child.kill('SIGKILL');
-    await exited;
+    if (!this.process || !this.alive) return;
+    this.process.kill('SIGKILL');
+    await this.exit;
   }
 }
