@@ -166,9 +166,9 @@ describe('subscribers', () => {
       20_000,
     );
     expect(dead).toEqual({ origin: 'stream', run_id: later.id, queue: 'echo:1', reason: 'delivered_too_often', detail: { wakeup: `0/${entryId}`, deliveries: 3 } });
+    // The worker acknowledges it once the coordinator has recorded it.
+    await eventually('the entry acknowledged', async () => ((await redis.xpending(stream, 'workers')) as [number])[0] === 0);
     expect((subscriber.primary as RedisStreamsSubscriber).deadLettered).toBe(1);
-    const pending = (await redis.xpending(stream, 'workers')) as [number, ...unknown[]];
-    expect(pending[0]).toBe(0);
     // Its run was waiting for its time, not held by a dead worker: left as it was.
     expect((await client.get(later.id)).status).toBe('queued');
   }, 60_000);

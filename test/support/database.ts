@@ -27,11 +27,15 @@ export async function createTestDatabase(suite: string): Promise<TestDatabase> {
   const url = withDatabase(TEST_SERVER_URL, name);
   const client = new Client({ connectionString: url });
   await client.connect();
+  // One connection: statements issued together (Promise.all in a test) run one after another on it.
+  let previous: Promise<unknown> = Promise.resolve();
   return {
     url,
     name,
-    async sql<T>(text: string, values: unknown[] = []) {
-      return (await client.query(text, values)).rows as T[];
+    sql<T>(text: string, values: unknown[] = []) {
+      const result = previous.catch(() => undefined).then(async () => (await client.query(text, values)).rows as T[]);
+      previous = result;
+      return result;
     },
     async drop() {
       await client.end();

@@ -155,8 +155,8 @@ export class RedisStreamsSubscriber implements Subscriber {
         this.logger.warn(`could not hand entry ${entry.id} of ${entry.stream} to the coordinator as a dead letter: ${(error as Error).message}`);
         continue;
       }
-      await this.entries.ack([entry]);
       this.deadLettered++;
+      await this.entries.ack([entry]);
       this.logger.warn(`entry ${entry.id} of ${entry.stream} was delivered ${counts[i]} times; dead-lettered`, { runId });
     }
     return keep;
