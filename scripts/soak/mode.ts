@@ -1,7 +1,6 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
-import { Redis } from 'ioredis';
 import { Client } from 'pg';
 import { freePort } from '../../test/support/processes';
 import { type CheckFigures, checkRuns, checkWorkersTakeWork } from './checks';
@@ -21,7 +20,7 @@ export interface ModeResult {
   takeovers?: { total: number; unexplained: number };
   /** Start to finish of the short runs (how loaded the engine was, for reading the recovery times). */
   shortRunMs?: number[];
-  /** Outbox rows and Streams messages given up on (dead-lettered) during this mode. */
+  /** Outbox rows and Streams wake-ups given up on (dead-lettered) during this mode. */
   deadLetters?: { outbox: number; stream: number };
   /** "deadlock detected" in the PostgreSQL log while this mode ran. */
   deadlocks: number;
@@ -91,7 +90,7 @@ export async function soakMode(mode: Mode, options: SoakOptions, servers: Server
   if (signal.aborted) return result;
 
   const state = await readState(databaseUrl, journalDir);
-  result.deadLetters = await countDeadLetters(databaseUrl, mode === 'http' ? undefined : redisUrl, cluster.redisPrefix);
+  result.deadLetters = await countDeadLetters(databaseUrl);
   writeFileSync(join(dir, 'runs.json'), JSON.stringify(state.runs.map((run) => ({ ...run, steps: state.steps.get(run.id), transitions: state.transitions.get(run.id) }))));
   result.figures = checkRuns(plan, state, violations);
   const longKeys = new Set(plan.filter((run) => run.input.stepMs >= LONG_STEP_MS).map((run) => run.key));
@@ -114,7 +113,7 @@ async function drain(databaseUrl: string, total: number, signal: AbortSignal): P
   const began = Date.now();
   let [finished, progressAt] = [-1, Date.now()];
   while (!signal.aborted && Date.now() - progressAt < 60_000) {
-    const [row] = await adminQuery(databaseUrl, `SELECT count(*)::int AS n FROM runs WHERE workflow = 'soak' AND status IN ('completed', 'failed', 'cancelled')`).catch(() => [{ n: finished }]);
+    const [row] = await adminQuery<{ n: number }>(databaseUrl, `SELECT count(*)::int AS n FROM runs WHERE workflow = 'soak' AND status IN ('completed', 'failed', 'cancelled')`).catch(() => [{ n: finished }]);
     if (row.n >= total) return { done: true, finished: row.n, waitedMs: Date.now() - began };
     if (row.n > finished) [finished, progressAt] = [row.n, Date.now()];
     await delay(500, undefined, { signal }).catch(() => undefined);
@@ -122,7 +121,7 @@ async function drain(databaseUrl: string, total: number, signal: AbortSignal): P
   return { done: false, finished, waitedMs: Date.now() - began };
 }
 
-async function adminQuery(url: string, sql: string): Promise<{ n: number }[]> {
+async function adminQuery<T>(url: string, sql: string): Promise<T[]> {
   const client = new Client({ connectionString: url });
   client.on('error', () => undefined);
   await client.connect();
@@ -133,15 +132,13 @@ async function adminQuery(url: string, sql: string): Promise<{ n: number }[]> {
   }
 }
 
-async function countDeadLetters(databaseUrl: string, redisUrl: string | undefined, prefix: string): Promise<{ outbox: number; stream: number }> {
-  const [row] = await adminQuery(databaseUrl, 'SELECT count(*)::int AS n FROM outbox_dead_letters');
-  if (!redisUrl) return { outbox: row.n, stream: 0 };
-  const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
-  try {
-    return { outbox: row.n, stream: await redis.xlen(`${prefix}workflow.dead-letters`) };
-  } finally {
-    redis.disconnect();
-  }
+/** Dead letters of each origin (all of them are kept in PostgreSQL). */
+async function countDeadLetters(databaseUrl: string): Promise<{ outbox: number; stream: number }> {
+  const [counts] = await adminQuery<{ outbox: number; stream: number }>(
+    databaseUrl,
+    `SELECT count(*) FILTER (WHERE origin = 'outbox')::int AS outbox, count(*) FILTER (WHERE origin = 'stream')::int AS stream FROM dead_letters`,
+  );
+  return counts;
 }
 
 function countDeadlocks(log: string): number {
