@@ -105,6 +105,10 @@ export class ModeCluster {
       OUTBOX_RETRY_MAX_MS: '2000',
       REPUBLISH_INTERVAL_MS: '1000',
       REPUBLISH_AFTER_MS: '3000',
+      // The soak kills the workers that hold runs, again and again: a long run outlives several of them
+      // without being a run that kills its workers, so the stall limit must not end it.
+      MAX_STALLS: '50',
+      OUTBOX_STALE_IN_FLIGHT_MS: '3000',
     };
     this.workerEnv = {
       ...common,
@@ -113,6 +117,7 @@ export class ModeCluster {
       WORKER_CONCURRENCY: String(config.concurrency),
       CLAIM_WAIT_MS: '2000',
       SHUTDOWN_GRACE_MS: '1000',
+      MAX_DELIVERIES: '50', // as MAX_STALLS on the coordinator
       REDIS_BLOCK_MS: '1000',
       SOAK_JOURNAL_DIR: config.journalDir,
     };
