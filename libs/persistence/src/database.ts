@@ -5,9 +5,27 @@ import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver.js';
 import { asDatabaseError } from './connection-loss';
 import { SCHEMA_MIGRATED } from './migration.runner';
 
+/**
+ * A statement run often enough to keep prepared: each connection parses and plans it once (a claim's
+ * planning costs more than its execution), then reuses the plan. `name` must be unique per text.
+ */
+export interface PreparedStatement {
+  name: string;
+  text: string;
+}
+
+export function prepared(name: string, text: string): PreparedStatement {
+  return { name, text };
+}
+
 /** Runs parameterised SQL and returns the rows: the pool, or one transaction's connection. */
 export interface SqlExecutor {
-  query<T>(text: string, values?: unknown[]): Promise<T[]>;
+  query<T>(statement: string | PreparedStatement, values?: unknown[]): Promise<T[]>;
+}
+
+/** node-postgres' form of a statement: named ones are prepared once per connection. */
+function queryConfig(statement: string | PreparedStatement, values: unknown[]) {
+  return typeof statement === 'string' ? { text: statement, values } : { name: statement.name, text: statement.text, values };
 }
 
 /**
@@ -33,9 +51,9 @@ export class Database implements SqlExecutor {
     return (this.dataSource.driver as PostgresDriver).master as Pool;
   }
 
-  async query<T>(text: string, values: unknown[] = []): Promise<T[]> {
+  async query<T>(statement: string | PreparedStatement, values: unknown[] = []): Promise<T[]> {
     // pool.query listens for its client's 'error' while the statement runs, and discards that client.
-    return retryOnConflict(async () => (await this.pool.query(text, values)).rows as T[]).catch((error: unknown) => {
+    return retryOnConflict(async () => (await this.pool.query(queryConfig(statement, values))).rows as T[]).catch((error: unknown) => {
       throw asDatabaseError(error);
     });
   }
@@ -91,11 +109,11 @@ class TransactionStatements implements SqlExecutor {
 
   constructor(private readonly client: PoolClient) {}
 
-  query<T>(text: string, values: unknown[] = []): Promise<T[]> {
+  query<T>(statement: string | PreparedStatement, values: unknown[] = []): Promise<T[]> {
     if (this.ended) return Promise.reject(new Error('a statement was issued after its transaction ended'));
     const result = this.last.then(async () => {
       if (this.ended) throw new Error('a statement was issued after its transaction ended');
-      return (await this.client.query(text, values)).rows as T[];
+      return (await this.client.query(queryConfig(statement, values))).rows as T[];
     });
     this.last = result.catch(() => undefined);
     return result;

@@ -1,5 +1,5 @@
 import type { ClaimedRun } from '@app/contracts';
-import { Database } from '@app/persistence';
+import { Database, type PreparedStatement } from '@app/persistence';
 import { Injectable } from '@nestjs/common';
 import { appendHistory, notifyFinished, notifyReady, stalledError, STEP_COLUMNS, wakeParents } from '../runs/run-sql';
 
@@ -35,36 +35,13 @@ export interface ClaimResult {
 type Row = TakenRun & { kind: 'run' | 'stalled' | 'requeue'; wakeup: string | null };
 
 /**
- * Claims: how a worker comes to own runs, through the claim API or a transport's wake-ups. One
- * statement for both, so priority, work stealing and the stall limit mean the same in every mode.
+ * The claim statement (see ClaimRepository.claim): $1 queues, $2 their limits, $3 the idle time, $4
+ * the worker id, $5 the stall limit, $6 the total limit, $7/$8 the wake-ups' queues and names.
+ * Prepared: planning it costs more than running it.
  */
-@Injectable()
-export class ClaimRepository {
-  constructor(private readonly db: Database) {}
-
-  /**
-   * Takes, from each queue, up to its limit of runs (and up to `limit` in all): first running runs
-   * whose claim went idle (their worker is presumed dead), then due queued or waiting runs, highest
-   * priority first, oldest due first. Moves them to running at revision + 1 (fencing off any previous
-   * owner), appends their transitions, resolves suspension steps still waiting (a sleep that ended, an
-   * event or child wait that timed out) and returns them with their recorded steps, so a re-executed
-   * run replays them in the same round trip. An idle run already taken over `maxStalls` times is
-   * failed with reason `stalled` instead (a run that keeps killing its workers ends); it does not use
-   * up a slot.
-   *
-   * Safe under concurrency: candidates are locked with FOR UPDATE SKIP LOCKED, so concurrent
-   * claimers take disjoint rows without waiting on each other, and a locked row's WHERE clause is
-   * re-checked against its latest version (a run completed or heartbeated just before is not taken).
-   * Each queue is scanned on its own, in index order (runs_ready_idx, runs_idle_claims_idx): a single
-   * scan over all the queues would have to sort every ready run first. Candidates locked but not
-   * picked are released when the statement commits. Because skipped rows look absent, a queue's
-   * wake-ups left unused while it still has runs waiting are handed back (`requeue`), counted in the
-   * same snapshot, so no wake-up is dropped while its work remains.
-   */
-  async claim(params: ClaimParams): Promise<ClaimResult> {
-    const wakeups = params.queues.flatMap(({ queue, wakeups: refs = [] }) => refs.map((ref) => ({ queue, ref })));
-    const rows = await this.db.query<Row>(
-      `WITH wanted AS (
+const CLAIM: PreparedStatement = {
+  name: 'wf_claim',
+  text: `WITH wanted AS (
          SELECT * FROM unnest($1::text[], $2::integer[]) AS w(queue, n)
        ), wakeups AS (
          SELECT u.queue, u.ref, row_number() OVER (PARTITION BY u.queue ORDER BY u.i) AS k
@@ -154,17 +131,47 @@ export class ClaimRepository {
        SELECT 'requeue', NULL, NULL, NULL, n.queue, NULL, NULL, NULL, n.ref, NULL, '[]'::json
          FROM unused n JOIN still_waiting s USING (queue)
         WHERE n.rank <= s.runs`,
-      [
-        params.queues.map((q) => q.queue),
-        params.queues.map((q) => q.limit),
-        params.claimMinIdleTimeMs,
-        params.workerId,
-        params.maxStalls,
-        params.limit,
-        wakeups.map((w) => w.queue),
-        wakeups.map((w) => w.ref),
-      ],
-    );
+};
+
+/**
+ * Claims: how a worker comes to own runs, through the claim API or a transport's wake-ups. One
+ * statement for both, so priority, work stealing and the stall limit mean the same in every mode.
+ */
+@Injectable()
+export class ClaimRepository {
+  constructor(private readonly db: Database) {}
+
+  /**
+   * Takes, from each queue, up to its limit of runs (and up to `limit` in all): first running runs
+   * whose claim went idle (their worker is presumed dead), then due queued or waiting runs, highest
+   * priority first, oldest due first. Moves them to running at revision + 1 (fencing off any previous
+   * owner), appends their transitions, resolves suspension steps still waiting (a sleep that ended, an
+   * event or child wait that timed out) and returns them with their recorded steps, so a re-executed
+   * run replays them in the same round trip. An idle run already taken over `maxStalls` times is
+   * failed with reason `stalled` instead (a run that keeps killing its workers ends); it does not use
+   * up a slot.
+   *
+   * Safe under concurrency: candidates are locked with FOR UPDATE SKIP LOCKED, so concurrent
+   * claimers take disjoint rows without waiting on each other, and a locked row's WHERE clause is
+   * re-checked against its latest version (a run completed or heartbeated just before is not taken).
+   * Each queue is scanned on its own, in index order (runs_ready_idx, runs_idle_claims_idx): a single
+   * scan over all the queues would have to sort every ready run first. Candidates locked but not
+   * picked are released when the statement commits. Because skipped rows look absent, a queue's
+   * wake-ups left unused while it still has runs waiting are handed back (`requeue`), counted in the
+   * same snapshot, so no wake-up is dropped while its work remains.
+   */
+  async claim(params: ClaimParams): Promise<ClaimResult> {
+    const wakeups = params.queues.flatMap(({ queue, wakeups: refs = [] }) => refs.map((ref) => ({ queue, ref })));
+    const rows = await this.db.query<Row>(CLAIM, [
+      params.queues.map((q) => q.queue),
+      params.queues.map((q) => q.limit),
+      params.claimMinIdleTimeMs,
+      params.workerId,
+      params.maxStalls,
+      params.limit,
+      wakeups.map((w) => w.queue),
+      wakeups.map((w) => w.ref),
+    ]);
     return {
       runs: rows
         .filter((row) => row.kind === 'run')

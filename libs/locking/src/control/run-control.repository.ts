@@ -1,5 +1,5 @@
 import { JsonValue, RunStatus } from '@app/contracts';
-import { Database, type RunEntity, type SqlExecutor } from '@app/persistence';
+import { Database, prepared, type RunEntity, type SqlExecutor } from '@app/persistence';
 import { Injectable } from '@nestjs/common';
 import {
   appendHistory,
@@ -39,8 +39,8 @@ export class RunControlRepository {
    */
   async start(runs: NewRun[]): Promise<Map<string, RunEntity>> {
     const rows = await this.db.query<RunEntity>(
-      `WITH ${INSERT_RUNS}, notified AS (SELECT ${NOTIFY_INSERTED_QUEUES} AS n)
-       SELECT ${RUN_COLUMNS} FROM inserted, notified`,
+      prepared('wf_start_runs', `WITH ${INSERT_RUNS}, notified AS (SELECT ${NOTIFY_INSERTED_QUEUES} AS n)
+       SELECT ${RUN_COLUMNS} FROM inserted, notified`),
       insertRunsParams(runs),
     );
     return new Map(rows.map((row) => [row.id, row]));

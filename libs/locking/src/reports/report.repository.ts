@@ -1,5 +1,5 @@
 import { ErrorDetails, JsonValue, StoredTask, TaskResultRequest } from '@app/contracts';
-import { Database, type SqlExecutor } from '@app/persistence';
+import { Database, prepared, type SqlExecutor } from '@app/persistence';
 import { Injectable } from '@nestjs/common';
 import { conflictFor, conflictsFor, findSteps, unwrap } from '../runs/conflicts';
 import { appendHistory, json, notifyFinished, notifyReady, STEP_COLUMNS, stepsToRerun, wakeParents } from '../runs/run-sql';
@@ -33,7 +33,7 @@ export class ReportRepository {
    */
   async recordTasks(items: { runId: string; task: TaskResultRequest }[], on: SqlExecutor = this.db): Promise<(StoredTask | Error)[]> {
     const rows = await on.query<{ owned: boolean; task: StoredTask | null }>(
-      `WITH input AS (
+      prepared('wf_record_tasks', `WITH input AS (
          SELECT * FROM unnest($1::uuid[], $2::integer[], $3::text[], $4::integer[], $5::text[], $6::text[],
                               $7::integer[], $8::jsonb[], $9::jsonb[])
                   WITH ORDINALITY AS i(run_id, revision, key, seq, name, status, attempts, output, error, n)
@@ -58,7 +58,7 @@ export class ReportRepository {
               (SELECT row_to_json(s) FROM (SELECT ${STEP_COLUMNS} FROM inserted t
                                             WHERE t.run_id = i.run_id AND t.key = i.key) s) AS task
          FROM input i LEFT JOIN owner o ON o.id = i.run_id AND o.revision = i.revision
-        ORDER BY i.n`,
+        ORDER BY i.n`),
       [
         items.map(({ runId }) => runId),
         items.map(({ task }) => task.expectedRevision),
@@ -101,7 +101,7 @@ export class ReportRepository {
     on: SqlExecutor = this.db,
   ): Promise<({ revision: number; workflow: string } | Error)[]> {
     const rows = await on.query<{ revision: number | null; workflow: string | null }>(
-      `WITH input AS (
+      prepared('wf_finish_runs', `WITH input AS (
          SELECT * FROM unnest($1::uuid[], $2::integer[], $3::text[], $4::jsonb[], $5::jsonb[])
                   WITH ORDINALITY AS i(run_id, revision, status, output, error, n)
        ), first_outcomes AS (
@@ -125,7 +125,7 @@ export class ReportRepository {
        )
        SELECT f.revision, f.workflow
          FROM input i LEFT JOIN finished f ON f.n = i.n CROSS JOIN announced
-        ORDER BY i.n`,
+        ORDER BY i.n`),
       [
         items.map((item) => item.runId),
         items.map((item) => item.expectedRevision),

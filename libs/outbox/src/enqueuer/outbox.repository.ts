@@ -1,4 +1,4 @@
-import { Database } from '@app/persistence';
+import { Database, prepared } from '@app/persistence';
 import { Injectable } from '@nestjs/common';
 
 /** A wake-up to publish: for queue `queue`, written when run `runId` became ready. */
@@ -37,14 +37,14 @@ export class OutboxRepository {
    */
   claimBatch(limit: number): Promise<OutboxRow[]> {
     return this.db.query<OutboxRow>(
-      `UPDATE outbox SET status = 'in_flight', attempt_count = attempt_count + 1, updated_at = now()
+      prepared('wf_outbox_claim_batch', `UPDATE outbox SET status = 'in_flight', attempt_count = attempt_count + 1, updated_at = now()
         WHERE set_config('synchronous_commit', 'off', true) = 'off'
           AND id = ANY(ARRAY(SELECT id FROM outbox
                               WHERE status IN ('pending', 'retry') AND next_attempt_at <= now()
                               ORDER BY next_attempt_at
                               LIMIT $1
                               FOR UPDATE SKIP LOCKED))
-       RETURNING id, run_id AS "runId", queue, attempt_count AS "attemptCount"`,
+       RETURNING id, run_id AS "runId", queue, attempt_count AS "attemptCount"`),
       [limit],
     );
   }
