@@ -120,6 +120,37 @@ describe('dead letters', () => {
     expect((await list()).deadLetters).toEqual([]);
   });
 
+  it('fails only the run last taken with a wake-up, when an earlier one taken with the same wake-up is idle too', async () => {
+    await server.start();
+    coordinator = await startCoordinator(db.url, {
+      dispatch: 'redis-streams',
+      redisUrl: server.url,
+      redisPrefix: testPrefix('dead-stream-twice'),
+      claimMinIdleTimeMs: 300,
+      heartbeatIntervalMs: 100,
+      republishIntervalMs: 3_600_000,
+    });
+    const take = async (workerId: string) =>
+      ((await http().post('/v1/worker/takes').send({ workerId, workflows: [{ name: 'echo', version: '1', wakeups: ['0/7-0'] }] }).expect(200))
+        .body.runs as ClaimedRun[])[0];
+    const first = await start();
+    expect((await take('ghost-1')).id).toBe(first.id);
+    // The entry is reclaimed by another worker, which takes another run with it; both workers die.
+    const second = await start();
+    expect((await take('ghost-2')).id).toBe(second.id);
+    await eventually('both claims idle', async () =>
+      (await db.sql(`SELECT 1 FROM runs WHERE status = 'running' AND heartbeat_at < now() - interval '300 milliseconds'`)).length === 2,
+    );
+    const report = { workerId: 'w', workflow: { name: 'echo', version: '1' }, wakeup: '0/7-0', deliveries: 6 };
+    expect((await http().post('/v1/worker/dead-letters').send(report).expect(200)).body).toMatchObject({ runFailed: true });
+    const statuses = await db.sql<{ id: string; status: string }>(`SELECT id, status FROM runs ORDER BY id`);
+    expect(statuses).toEqual([
+      { id: first.id, status: 'running' },
+      { id: second.id, status: 'failed' },
+    ]);
+    expect((await list()).deadLetters).toMatchObject([{ runId: second.id }]);
+  });
+
   it('refuses bad ids and unknown dead letters with a reason', async () => {
     coordinator = await startCoordinator(db.url);
     expect((await http().post('/v1/dead-letters/abc/redrive').expect(400)).body).toMatchObject({ reason: 'invalid_dead_letter_id' });

@@ -18,6 +18,7 @@ import { Redis } from 'ioredis';
 import request from 'supertest';
 import { loadWorkerConfig } from '../apps/worker/src/config/worker.config';
 import { StreamEntries } from '../libs/sdk/src/subscribers/stream-entries';
+import { MAX_GIVE_BACKS } from '../libs/sdk/src/subscribers/redis-subscriber.options';
 import { workerModuleOptions } from '../apps/worker/src/worker-app.module';
 import { EXAMPLE_WORKFLOWS } from '../apps/worker/src/workflows';
 import { type RunningCoordinator, type RunningWorker, startCoordinator, startCustomWorker } from './support/apps';
@@ -199,21 +200,53 @@ describe('subscribers', () => {
       const stream = `${prefix}cursor`;
       await redis.xgroup('CREATE', stream, 'workers', '0', 'MKSTREAM');
       for (let i = 0; i < 25; i++) await redis.xadd(stream, '*', 'run', `live-${i}`);
-      const deadId = await redis.xadd(stream, '*', 'run', 'dead');
+      const deadId = (await redis.xadd(stream, '*', 'run', 'dead'))!;
       await redis.xreadgroup('GROUP', 'workers', 'dead', 'COUNT', 26, 'STREAMS', stream, '>');
-      await eventually('the entries idle', async () => {
-        const [[, , idle]] = (await redis.xpending(stream, 'workers', '-', '+', 1)) as [string, string, number][];
-        return idle >= 200;
-      });
-      // 25 of them are live again (their consumer touched them), ahead of the dead one in the pending list.
       const live = ((await redis.xrange(stream, '-', '+')) as [string, string[]][]).slice(0, 25).map(([id]) => id);
-      await redis.xclaim(stream, 'workers', 'live', 0, ...live, 'JUSTID');
-      // One free slot: XAUTOCLAIM looks at 10 entries a call, so only resuming reaches the dead one.
+      await eventually('the dead one idle for a second', async () => {
+        const [[, , idle]] = (await redis.xpending(stream, 'workers', deadId, deadId, 1)) as [string, string, number][];
+        return idle >= 1_000;
+      });
+      // One free slot: XAUTOCLAIM looks at 10 entries a call, so only resuming reaches the dead one behind
+      // the 25 live ones (touched by their consumer before every call, so they are never idle that long).
       const found: string[] = [];
       for (let call = 0; call < 5 && found.length === 0; call++) {
-        found.push(...(await entries.reclaim([stream], 200, 1)).entries.map((entry) => entry.id));
+        await redis.xclaim(stream, 'workers', 'live', 0, ...live, 'JUSTID');
+        found.push(...(await entries.reclaim([stream], 1_000, 1)).entries.map((entry) => entry.id));
       }
       expect(found).toEqual([deadId]);
+    } finally {
+      await connection.onApplicationShutdown();
+    }
+  });
+
+  it('gives back an entry it took back without its fields, counting the hops, and drops it past the limit', async () => {
+    const prefix = testPrefix('give-back');
+    const connection = new RedisConnection({ url: TEST_REDIS_URL, prefix });
+    try {
+      const entries = new StreamEntries(connection, 'me', 500);
+      await entries.whenReady();
+      const stream = `${prefix}give-back`;
+      await redis.xgroup('CREATE', stream, 'workers', '0', 'MKSTREAM');
+      const original = await redis.xadd(stream, '*', 'run', 'r-1');
+      await redis.xreadgroup('GROUP', 'workers', 'me', 'COUNT', 1, 'STREAMS', stream, '>');
+      // What adoption hands over: the id alone (XCLAIM JUSTID).
+      const [adopted] = await entries.adopt([stream], new Set(), 1);
+      expect(adopted).toEqual({ stream, id: original, fields: [] });
+      await entries.giveBack([adopted]);
+      let [[copy, fields]] = (await redis.xrange(stream, '-', '+')) as [string, string[]][];
+      expect(fields).toEqual(['run', 'r-1', 'hops', '1']);
+      expect(((await redis.xpending(stream, 'workers')) as [number])[0]).toBe(0);
+      for (let hop = 2; hop <= MAX_GIVE_BACKS; hop++) {
+        await redis.xreadgroup('GROUP', 'workers', 'me', 'COUNT', 1, 'STREAMS', stream, '>');
+        await entries.giveBack([{ stream, id: copy, fields }]);
+        [[copy, fields]] = (await redis.xrange(stream, '-', '+')) as [string, string[]][];
+        expect(fields).toEqual(['run', 'r-1', 'hops', String(hop)]);
+      }
+      await redis.xreadgroup('GROUP', 'workers', 'me', 'COUNT', 1, 'STREAMS', stream, '>');
+      await entries.giveBack([{ stream, id: copy, fields }]);
+      expect(await redis.xlen(stream)).toBe(0);
+      expect(((await redis.xpending(stream, 'workers')) as [number])[0]).toBe(0);
     } finally {
       await connection.onApplicationShutdown();
     }

@@ -311,10 +311,12 @@ describe('worker protocol', () => {
     it('takes the queue\'s best runs, one per wake-up, each attributed to one; wake-ups for work already taken are done with', async () => {
       await startRuns(2);
       const taken = await take('w1', ['a', 'b', 'c']);
-      expect(taken.runs.map((run) => run.wakeup)).toEqual(['a', 'b']);
+      expect(taken.runs.map((run) => run.wakeup).sort()).toEqual(['a', 'b']);
       expect(taken.requeue).toEqual([]);
-      const attributed = await db.sql<{ claimed_via: string }>(`SELECT claimed_via FROM runs ORDER BY claimed_via`);
-      expect(attributed.map((row) => row.claimed_via)).toEqual(['a', 'b']);
+      const attributed = await db.sql<{ id: string; claimed_via: string }>(`SELECT id, claimed_via FROM runs ORDER BY claimed_via`);
+      expect(attributed.map((row) => [row.claimed_via, row.id])).toEqual(
+        taken.runs.map((run) => [run.wakeup, run.id]).sort(([a], [b]) => String(a).localeCompare(String(b))),
+      );
     });
 
     it('hands back a wake-up that took nothing while its queue still has a run waiting (its row locked elsewhere)', async () => {

@@ -75,15 +75,16 @@ export class DeadLettersService {
    */
   async recordStreamDeadLetter(report: StreamDeadLetterReport & { queue: string }): Promise<StreamDeadLetterResponse> {
     const outcome = await this.db.transaction(async (tx) => {
-      const failedRun = await this.control.failStalledTakenWith(
+      const taken = await this.control.failStalledTakenWith(
         report.queue,
         report.wakeup,
         this.config.claimMinIdleTimeMs,
         `the wake-up it was taken with was delivered ${report.deliveries} times and the workers that took it stopped without finishing`,
         tx,
       );
-      const deadLetterId = await this.deadLetters.recordStream(tx, { ...report, runId: failedRun ?? report.runId });
-      return { deadLetterId, runFailed: failedRun !== undefined };
+      // The run it last took if any (a redrive acts on it), else the run it was published for.
+      const deadLetterId = await this.deadLetters.recordStream(tx, { ...report, runId: taken?.runId ?? report.runId });
+      return { deadLetterId, runFailed: taken?.failed ?? false };
     });
     this.logger.warn('a Streams wake-up was delivered too often; dead-lettered', { queue: report.queue, wakeup: report.wakeup, ...outcome });
     return outcome;

@@ -53,7 +53,7 @@ const CLAIM: PreparedStatement = {
                  WHERE status = 'running' AND queue = w.queue AND heartbeat_at < now() - $3 * interval '1 millisecond'
                  ORDER BY heartbeat_at
                  LIMIT w.n
-                 FOR UPDATE SKIP LOCKED) s
+                 FOR NO KEY UPDATE SKIP LOCKED) s
        ), ready AS (
          SELECT r.id, r.status, r.stalls, w.queue, false AS idle, r.priority, r.due_at AS since
            FROM wanted w CROSS JOIN LATERAL (
@@ -61,17 +61,19 @@ const CLAIM: PreparedStatement = {
                  WHERE status IN ('queued', 'waiting') AND queue = w.queue AND due_at <= now()
                  ORDER BY priority DESC, due_at
                  LIMIT w.n
-                 FOR UPDATE SKIP LOCKED) r
+                 FOR NO KEY UPDATE SKIP LOCKED) r
        ), candidates AS (
          SELECT *, idle AND stalls >= $5 AS stalled FROM (SELECT * FROM idle UNION ALL SELECT * FROM ready) c
        ), ranked AS (
-         SELECT c.*, row_number() OVER (PARTITION BY c.queue ORDER BY c.idle DESC, c.priority DESC, c.since) AS k
+         SELECT c.*, row_number() OVER (PARTITION BY c.queue ORDER BY c.idle DESC, c.priority DESC, c.since, c.id) AS k
            FROM candidates c WHERE NOT c.stalled
        ), picked AS (
          SELECT r.id, r.status, r.queue, r.k, r.idle FROM ranked r JOIN wanted w USING (queue)
           WHERE r.k <= w.n
-          ORDER BY r.idle DESC, r.priority DESC, r.since
+          ORDER BY r.idle DESC, r.priority DESC, r.since, r.id
           LIMIT $6
+       ), taken AS MATERIALIZED (
+         SELECT queue, count(*) AS n FROM picked GROUP BY queue
        ), stalled_out AS (
          UPDATE runs r
             SET status = 'failed', revision = r.revision + 1, heartbeat_at = NULL, finished_at = now(), updated_at = now(),
@@ -84,9 +86,8 @@ const CLAIM: PreparedStatement = {
        ), ${wakeParents('stalled_out', 'picked')}, claimed AS (
          UPDATE runs r
             SET status = 'running', revision = r.revision + 1, claimed_by = $4, stalls = r.stalls + p.idle::integer,
-                claimed_via = (SELECT u.ref FROM wakeups u WHERE u.queue = p.queue AND u.k = p.k),
-                heartbeat_at = now(), updated_at = now(), started_at = coalesce(r.started_at, now())
-           FROM picked p
+                claimed_via = u.ref, heartbeat_at = now(), updated_at = now(), started_at = coalesce(r.started_at, now())
+           FROM picked p LEFT JOIN wakeups u ON u.queue = p.queue AND u.k = p.k
           WHERE r.id = p.id
          RETURNING r.id, r.workflow, r.version, r.queue, r.revision, r.attempt, r.input, r.due_at, r.claimed_via,
                    p.status AS from_status
@@ -100,20 +101,26 @@ const CLAIM: PreparedStatement = {
            FROM claimed c
           WHERE t.run_id = c.id AND t.status = 'waiting'
          RETURNING t.run_id, ${STEP_COLUMNS.split(', ').map((column) => `t.${column}`).join(', ')}
-       ), unused AS (
-         SELECT u.queue, u.ref, u.k - (SELECT count(*) FROM picked p WHERE p.queue = u.queue) AS rank
-           FROM wakeups u
-          WHERE u.k > (SELECT count(*) FROM picked p WHERE p.queue = u.queue)
-       ), still_waiting AS (
-         -- Per queue, the runs still needing a wake-up that this statement did not take, counted up
-         -- to the wake-ups left over (their rows were locked by others, or beyond what was scanned).
-         SELECT w.queue, (SELECT count(*) FROM (
-                  SELECT 1 FROM runs x
-                   WHERE x.queue = w.queue AND x.id NOT IN (SELECT id FROM candidates WHERE stalled UNION ALL SELECT id FROM picked)
-                     AND ((x.status IN ('queued', 'waiting') AND x.due_at <= now())
-                          OR (x.status = 'running' AND x.heartbeat_at < now() - $3 * interval '1 millisecond'))
-                   LIMIT (SELECT count(*) FROM unused n WHERE n.queue = w.queue)) s) AS runs
-           FROM wanted w
+       ), unused AS MATERIALIZED (
+         SELECT u.queue, u.ref, u.k - coalesce(t.n, 0) AS rank
+           FROM wakeups u LEFT JOIN taken t USING (queue)
+          WHERE u.k > coalesce(t.n, 0)
+       ), still_waiting AS MATERIALIZED (
+         -- Per queue with wake-ups left over, the runs it still has waiting that this statement did not
+         -- take (their rows were locked by others): enough of each scan, in index order, to count up to
+         -- the leftovers (of its first n + leftover rows, at most n - leftover were picked).
+         SELECT l.queue,
+                (SELECT count(*) FROM (
+                   SELECT x.id FROM runs x
+                    WHERE x.status IN ('queued', 'waiting') AND x.queue = l.queue AND x.due_at <= now()
+                    ORDER BY x.priority DESC, x.due_at LIMIT w.n + l.n) s
+                  WHERE s.id NOT IN (SELECT id FROM picked))
+              + (SELECT count(*) FROM (
+                   SELECT x.id FROM runs x
+                    WHERE x.status = 'running' AND x.queue = l.queue AND x.heartbeat_at < now() - $3 * interval '1 millisecond'
+                    ORDER BY x.heartbeat_at LIMIT w.n + l.n) s
+                  WHERE s.id NOT IN (SELECT id FROM candidates WHERE stalled UNION ALL SELECT id FROM picked)) AS runs
+           FROM (SELECT queue, count(*) AS n FROM unused GROUP BY queue) l JOIN wanted w USING (queue)
        ), announced AS (
          SELECT ${notifyFinished('stalled_out')} AS finished, ${notifyReady('woken_parents')} AS parents
        )

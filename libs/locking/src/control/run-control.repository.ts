@@ -170,10 +170,11 @@ export class RunControlRepository {
   }
 
   /**
-   * Fails as `stalled` the run last taken with this wake-up (see runs.claimed_via) if that claim went
-   * idle (its worker is gone): used when dispatch gives up on the wake-up because it was delivered too
-   * often. A run a live worker holds, or one taken with another wake-up since, is left alone. Returns
-   * the id of the run failed, if any. Finds it among the queue's running runs (runs_idle_claims_idx).
+   * Fails as `stalled` the run last taken with this wake-up (see runs.claimed_via: the running run
+   * with that wake-up whose claim was refreshed last) if that claim went idle (its worker is gone):
+   * used when dispatch gives up on the wake-up because it was delivered too often. A run a live worker
+   * holds is left alone. Returns that run, and whether it was failed. Found among the queue's running
+   * runs (runs_idle_claims_idx).
    */
   async failStalledTakenWith(
     queue: string,
@@ -181,20 +182,24 @@ export class RunControlRepository {
     claimMinIdleTimeMs: number,
     message: string,
     on: SqlExecutor = this.db,
-  ): Promise<string | undefined> {
-    const [row] = await on.query<{ id: string | null }>(
-      `WITH failed AS (
+  ): Promise<{ runId: string; failed: boolean } | undefined> {
+    const [row] = await on.query<{ id: string | null; failed: boolean }>(
+      `WITH last_taken AS (
+         SELECT id FROM runs WHERE queue = $1 AND claimed_via = $2 AND status = 'running'
+          ORDER BY heartbeat_at DESC LIMIT 1
+       ), failed AS (
          UPDATE runs
             SET status = 'failed', error = ${stalledError('$4::text')}, revision = revision + 1,
                 heartbeat_at = NULL, finished_at = now(), updated_at = now()
-          WHERE queue = $1 AND claimed_via = $2 AND status = 'running' AND heartbeat_at < now() - $3 * interval '1 millisecond'
+          WHERE id = (SELECT id FROM last_taken) AND status = 'running' AND heartbeat_at < now() - $3 * interval '1 millisecond'
          RETURNING id, revision, claimed_by, parent_id, status, output, error
        ), history AS (
          ${appendHistory('failed', `'running'`, `'failed'`, 'claimed_by')}
        ), ${wakeParents('failed')}
-       SELECT (SELECT id FROM failed LIMIT 1) AS id, ${notifyFinished('failed')}, ${notifyReady('woken_parents')}`,
+       SELECT (SELECT id FROM last_taken) AS id, EXISTS (SELECT 1 FROM failed) AS failed,
+              ${notifyFinished('failed')}, ${notifyReady('woken_parents')}`,
       [queue, wakeup, claimMinIdleTimeMs, message],
     );
-    return row.id ?? undefined;
+    return row.id ? { runId: row.id, failed: row.failed } : undefined;
   }
 }

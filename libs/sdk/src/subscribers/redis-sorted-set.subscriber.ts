@@ -3,7 +3,7 @@ import { queueName, RedisConnection, sortedSetKey } from '@app/streams';
 import type { Redis } from 'ioredis';
 import type { CoordinatorApi } from '../worker/coordinator.api';
 import type { WorkflowRegistry } from '../worker/workflow.registry';
-import { BLOCKING_GRACE_MS, type RedisSubscriberOptions, shuffled } from './redis-subscriber.options';
+import { BLOCKING_GRACE_MS, MAX_GIVE_BACKS, type RedisSubscriberOptions, shuffled } from './redis-subscriber.options';
 import type { NextDelayParams, Subscriber } from './subscriber.interface';
 
 /**
@@ -64,19 +64,26 @@ export class RedisSortedSetSubscriber implements Subscriber {
     if (!first) return [];
     // Members are unique wake-up names (`<runId>:<outbox id>`), so they name themselves in the take.
     const keyOf = new Map<string, string>([[first[1], first[0]]]);
+    let taken: Awaited<ReturnType<CoordinatorApi['take']>>;
     try {
       if (limit > 1) {
         const more = (await this.redis.client.eval(FILL_ROUND_ROBIN, order.length, ...order, limit - 1)) as string[];
         for (let i = 0; i < more.length; i += 2) keyOf.set(more[i + 1], more[i]);
       }
-      const { runs, requeue } = await this.api.take(this.byQueue(keyOf));
-      this.stale += keyOf.size - runs.length - requeue.length;
-      await this.putBack(requeue.map(({ wakeup }) => [keyOf.get(wakeup)!, wakeup]));
-      return runs;
+      taken = await this.api.take(this.byQueue(keyOf));
     } catch (error) {
       await this.putBack([...keyOf].map(([member, key]) => [key, member]));
       throw error;
     }
+    const { runs, requeue } = taken;
+    this.stale += keyOf.size - runs.length - requeue.length;
+    // Given back with one more hop; past MAX_GIVE_BACKS dropped (republish restores the run).
+    const again = requeue.flatMap(({ wakeup }) => {
+      const next = nextHop(wakeup);
+      return next ? [[keyOf.get(wakeup)!, next] as [string, string]] : [];
+    });
+    await this.putBack(again);
+    return runs;
   }
 
   getNextDelay(params: NextDelayParams): number {
@@ -94,7 +101,7 @@ export class RedisSortedSetSubscriber implements Subscriber {
     return [...wakeups].map(([key, members]) => ({ ...this.refs.get(key)!, wakeups: members }));
   }
 
-  /** Wake-ups whose work is still waiting go back into their sets (else the republish daemon restores them). */
+  /** Wake-ups go back into their sets (best effort: else the republish daemon restores their runs). */
   private async putBack(members: [key: string, member: string][]): Promise<void> {
     if (members.length === 0) return;
     const pipeline = this.redis.client.pipeline();
@@ -102,4 +109,15 @@ export class RedisSortedSetSubscriber implements Subscriber {
     for (const [key, member] of members) pipeline.zadd(key, now, member);
     await pipeline.exec().catch(() => undefined);
   }
+}
+
+/**
+ * A wake-up given back once more: members are `<runId>:<outbox id>`, and `#<n>` counts the times it
+ * was given back; undefined past MAX_GIVE_BACKS (a wake-up whose work stays locked must not circle).
+ */
+export function nextHop(member: string): string | undefined {
+  const at = member.lastIndexOf('#');
+  const hops = at < 0 ? 0 : Number(member.slice(at + 1));
+  if (hops >= MAX_GIVE_BACKS) return undefined;
+  return `${at < 0 ? member : member.slice(0, at)}#${hops + 1}`;
 }

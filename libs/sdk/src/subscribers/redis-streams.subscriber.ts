@@ -189,8 +189,13 @@ export class RedisStreamsSubscriber implements Subscriber {
     const giveBack = requeue.flatMap(({ queue, wakeup }) => take(queue, wakeup) ?? []);
     const done = [...byName.values()];
     this.stale += done.length;
-    await this.entries.giveBack(giveBack);
-    await this.entries.ack(done);
+    try {
+      await this.entries.giveBack(giveBack);
+      await this.entries.ack(done);
+    } catch (error) {
+      // The runs are this worker's now: they must start. Entries left pending are recovered later.
+      this.logger.warn(`could not give back or acknowledge entries after a take: ${(error as Error).message}`);
+    }
     return runs;
   }
 

@@ -25,6 +25,13 @@ export const DEFAULT_REDIS_SUBSCRIBER_OPTIONS: RedisSubscriberOptions = {
  */
 export const BLOCKING_GRACE_MS = 10_000;
 
+/**
+ * How often a wake-up the coordinator handed back (its queue had runs waiting, locked elsewhere) is
+ * returned to Redis before it is dropped: one whose work stays locked must not circle between Redis and
+ * the coordinator (the republish daemon restores the run's wake-up once it has waited long enough).
+ */
+export const MAX_GIVE_BACKS = 5;
+
 /** Fisher-Yates: a fresh queue order for each blocking read, so no queue is always served last. */
 export function shuffled<T>(items: T[]): T[] {
   const copy = [...items];

@@ -1,6 +1,6 @@
 import { CONSUMER_GROUP, RedisConnection } from '@app/streams';
 import type { Redis } from 'ioredis';
-import { BLOCKING_GRACE_MS, shuffled } from './redis-subscriber.options';
+import { BLOCKING_GRACE_MS, MAX_GIVE_BACKS, shuffled } from './redis-subscriber.options';
 
 /** One entry of a partition stream: a wake-up for the stream's queue. */
 export interface StreamEntry {
@@ -32,12 +32,35 @@ for _, key in ipairs(KEYS) do
 end
 return out`;
 
-/** Gives an entry back to the group for another consumer: a copy at the end of its stream, the original acknowledged and deleted. */
+/**
+ * Gives an entry back to the group for another consumer: a copy at the end of its stream (its fields
+ * from ARGV[4..], or read from the stream when none are passed), with `hops` counting how often it was
+ * given back; then the original acknowledged and deleted. A copy past ARGV[3] hops is not made: a
+ * wake-up that keeps finding its work locked must not circle forever (republish restores the run).
+ */
 const GIVE_BACK = `
-redis.call('XADD', KEYS[1], '*', unpack(ARGV, 3))
+local fields = {}
+for i = 4, #ARGV do fields[#fields + 1] = ARGV[i] end
+if #fields == 0 then
+  local found = redis.call('XRANGE', KEYS[1], ARGV[2], ARGV[2])
+  if #found > 0 then fields = found[1][2] end
+end
+local copy, hops = {}, 0
+for i = 1, #fields - 1, 2 do
+  if fields[i] == 'hops' then hops = tonumber(fields[i + 1]) or 0
+  else copy[#copy + 1] = fields[i]; copy[#copy + 1] = fields[i + 1] end
+end
+local added = 0
+if #copy > 0 and hops < tonumber(ARGV[3]) then
+  copy[#copy + 1] = 'hops'
+  copy[#copy + 1] = tostring(hops + 1)
+  redis.call('XADD', KEYS[1], '*', unpack(copy))
+  added = 1
+end
 redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
 redis.call('XDEL', KEYS[1], ARGV[2])
-return 1`;
+return added`;
+
 
 /** Done with an entry: acknowledged and deleted together (an entry left acknowledged but not deleted would count as undelivered forever). */
 const ACK = `
@@ -101,7 +124,9 @@ export class StreamEntries {
   }
 
   async giveBack(entries: StreamEntry[]): Promise<void> {
-    for (const entry of entries) await this.redis.client.eval(GIVE_BACK, 1, entry.stream, CONSUMER_GROUP, entry.id, ...entry.fields);
+    for (const entry of entries) {
+      await this.redis.client.eval(GIVE_BACK, 1, entry.stream, CONSUMER_GROUP, entry.id, MAX_GIVE_BACKS, ...entry.fields);
+    }
   }
 
   async ack(entries: Pick<StreamEntry, 'stream' | 'id'>[]): Promise<void> {
