@@ -1,5 +1,6 @@
-// NestJS 12 ships ESM-only packages; Jest runs CommonJS here, so swc transforms our TypeScript
-// and those packages (see TOOLCHAIN notes in docs/development.md).
+// NestJS 12 ships ESM-only packages; Jest runs CommonJS here, so swc transforms our TypeScript and
+// those packages too. Module aliases come from tsconfig.json's `paths` (the one list of them).
+const { compilerOptions } = require('./tsconfig.json');
 const swcTs = {
   jsc: {
     parser: { syntax: 'typescript', decorators: true },
@@ -21,8 +22,8 @@ module.exports = {
     '^.+\\.m?js$': ['@swc/jest', swcJs],
   },
   transformIgnorePatterns: ['/node_modules/(?!(@nestjs|file-type|strtok3|token-types|@tokenizer|uint8array-extras)/)'],
-  moduleNameMapper: {
-    '^@app/(config|contracts|persistence|locking|metrics|outbox|streams|sdk)$': '<rootDir>/libs/$1/src',
-  },
+  moduleNameMapper: Object.fromEntries(
+    Object.entries(compilerOptions.paths).map(([alias, [target]]) => [`^${alias}$`, `<rootDir>/${target.replace(/^\.\//, '')}`]),
+  ),
   testTimeout: 30000,
 };

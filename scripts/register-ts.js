@@ -1,18 +1,22 @@
 // Lets a child process run the apps' TypeScript sources directly (`node -r ./scripts/register-ts.js
 // apps/worker/src/main.ts`), so fault tests start real processes without a build step. It compiles
-// with swc, like Jest does, and maps the `@app/*` aliases to the library sources.
+// with swc, like Jest does, and maps the module aliases of tsconfig.json's `paths` to the library sources.
 const Module = require('node:module');
 const path = require('node:path');
 const fs = require('node:fs');
 const { transformSync } = require('@swc/core');
 
 const root = path.resolve(__dirname, '..');
-const aliases = /^@app\/(config|contracts|persistence|locking|metrics|outbox|streams|sdk)$/;
+const aliases = new Map(
+  Object.entries(require(path.join(root, 'tsconfig.json')).compilerOptions.paths).map(([alias, [target]]) => [
+    alias,
+    path.join(root, target, 'index.ts'),
+  ]),
+);
 
 const resolve = Module._resolveFilename;
 Module._resolveFilename = function (request, parent, ...rest) {
-  const alias = aliases.exec(request);
-  if (alias) request = path.join(root, 'libs', alias[1], 'src', 'index.ts');
+  request = aliases.get(request) ?? request;
   try {
     return resolve.call(this, request, parent, ...rest);
   } catch (error) {

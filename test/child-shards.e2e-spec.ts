@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import type { ClaimedRun } from '@app/contracts';
-import { defineWorkflow, WorkflowClient } from '@app/sdk';
+import type { ClaimedRun } from '@nest-durable/client';
+import { defineWorkflow } from '@nest-durable/workflow';
+import { WorkflowClient } from '@nest-durable/client';
 import request from 'supertest';
 import { chainWorkflow, parentWorkflow } from '../apps/worker/src/workflows';
 import { type RunningCoordinator, type RunningWorker, startCoordinator, startCustomWorker } from './support/apps';

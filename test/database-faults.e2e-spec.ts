@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { WorkflowClient } from '@app/sdk';
+import { WorkflowClient } from '@nest-durable/client';
 import { Pool, type PoolClient } from 'pg';
 import { eventually } from './support/poll';
 import { PostgresServer } from './support/postgres-server';

@@ -1,7 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import type { RunView } from '@app/contracts';
-import { type FailoverSubscriber, RedisStreamsSubscriber, SUBSCRIBER, WorkflowClient } from '@app/sdk';
-import { partitionCountKey, queueStreams, sortedSetKey } from '@app/streams';
+import type { RunView } from '@nest-durable/client';
+import { type FailoverSubscriber, SUBSCRIBER } from '@nest-durable/worker';
+import { RedisStreamsSubscriber } from '@nest-durable/worker/redis';
+import { WorkflowClient, partitionCountKey, queueStreams, sortedSetKey } from '@nest-durable/client';
 import { Redis } from 'ioredis';
 import request from 'supertest';
 import { loadWorkerConfig } from '../apps/worker/src/config/worker.config';

@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import type { ClaimedRun } from '@app/contracts';
-import { partitionCountKey, sortedSetKey, streamKey } from '@app/streams';
+import type { ClaimedRun } from '@nest-durable/client';
+import { partitionCountKey, sortedSetKey, streamKey } from '@nest-durable/client';
 import { Redis } from 'ioredis';
 import request from 'supertest';
 import { type RunningCoordinator, startCoordinator } from './support/apps';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { WorkflowClient } from '@app/sdk';
+import { WorkflowClient } from '@nest-durable/client';
 import { createTestDatabase, type TestDatabase } from './support/database';
 import { SIDE_EFFECTS_TABLE } from './fixtures/side-effects.workflow';
 import { eventually } from './support/poll';

@@ -1,4 +1,4 @@
-import { JSON_MAX_DEPTH } from '@app/contracts';
+import { JSON_MAX_DEPTH } from '@nest-durable/client';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { STATUS_CODES } from 'node:http';
 import request from 'supertest';

@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import type { RunView } from '@app/contracts';
-import { WorkflowClient } from '@app/sdk';
+import type { RunView } from '@nest-durable/client';
+import { WorkflowClient } from '@nest-durable/client';
 import request from 'supertest';
 import { type RunningCoordinator, startCoordinator } from './support/apps';
 import { createTestDatabase, type TestDatabase } from './support/database';

@@ -1,7 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import type { RunView } from '@app/contracts';
-import { WorkflowClient } from '@app/sdk';
-import { queueStreams } from '@app/streams';
+import type { RunView } from '@nest-durable/client';
+import { WorkflowClient, queueStreams } from '@nest-durable/client';
 import { Redis } from 'ioredis';
 import request from 'supertest';
 import { SIDE_EFFECTS_TABLE } from './fixtures/side-effects.workflow';

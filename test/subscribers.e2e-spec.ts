@@ -1,24 +1,14 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import type { ClaimedRun, RunView } from '@app/contracts';
-import {
-  CoordinatorApi,
-  FailoverSubscriber,
-  type NextDelayParams,
-  RedisStreamsSubscriber,
-  SUBSCRIBER,
-  type Subscriber,
-  WorkflowClient,
-  WorkflowRegistry,
-  WORKER_OPTIONS,
-  type ResolvedWorkerOptions,
-} from '@app/sdk';
-import { RedisConnection, streamKey } from '@app/streams';
+import type { ClaimedRun, RunView } from '@nest-durable/client';
+import { CoordinatorApi, FailoverSubscriber, type NextDelayParams, SUBSCRIBER, type Subscriber, WorkflowRegistry, WORKER_OPTIONS, type ResolvedWorkerOptions } from '@nest-durable/worker';
+import { RedisStreamsSubscriber, RedisConnection } from '@nest-durable/worker/redis';
+import { WorkflowClient, streamKey } from '@nest-durable/client';
 import { Inject, Injectable } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import request from 'supertest';
 import { loadWorkerConfig } from '../apps/worker/src/config/worker.config';
-import { StreamEntries } from '../libs/sdk/src/subscribers/stream-entries';
-import { MAX_GIVE_BACKS } from '../libs/sdk/src/subscribers/redis-subscriber.options';
+import { StreamEntries } from '../libs/worker/src/redis/stream-entries';
+import { MAX_GIVE_BACKS } from '../libs/worker/src/redis/redis-subscriber.options';
 import { workerModuleOptions } from '../apps/worker/src/worker-app.module';
 import { EXAMPLE_WORKFLOWS } from '../apps/worker/src/workflows';
 import { type RunningCoordinator, type RunningWorker, startCoordinator, startCustomWorker } from './support/apps';

@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import type { RunView } from '@app/contracts';
-import { defineWorkflow, WorkflowClient } from '@app/sdk';
-import { streamKey } from '@app/streams';
+import type { RunView } from '@nest-durable/client';
+import { defineWorkflow } from '@nest-durable/workflow';
+import { WorkflowClient, streamKey } from '@nest-durable/client';
 import { Redis } from 'ioredis';
 import request from 'supertest';
 import { DataSource } from 'typeorm';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { WorkflowClient } from '@app/sdk';
+import { WorkflowClient } from '@nest-durable/client';
 import request from 'supertest';
 import { chainWorkflow, echoWorkflow, flakyWorkflow, orderProcessingWorkflow } from '../apps/worker/src/workflows';
 import { type RunningCoordinator, type RunningWorker, startCoordinator, startWorker } from './support/apps';

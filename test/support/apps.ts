@@ -5,7 +5,7 @@ import { createCoordinatorApp } from '../../apps/coordinator/src/bootstrap';
 import { type CoordinatorConfig, loadCoordinatorConfig } from '../../apps/coordinator/src/config/coordinator.config';
 import { loadWorkerConfig, type WorkerConfig } from '../../apps/worker/src/config/worker.config';
 import { WorkerAppModule } from '../../apps/worker/src/worker-app.module';
-import { WorkflowWorkerModule, type WorkflowWorkerModuleOptions } from '@app/sdk';
+import { WorkflowWorkerModule, type WorkflowWorkerModuleOptions } from '@nest-durable/worker';
 import { Module } from '@nestjs/common';
 
 export interface RunningCoordinator {

@@ -1,5 +1,6 @@
-import { redisSubscriber, WorkflowDefinition, WorkflowWorkerModule, type WorkflowWorkerModuleOptions } from '@app/sdk';
-import { RedisModule } from '@app/streams';
+import { redisSubscriber, RedisModule } from '@nest-durable/worker/redis';
+import { WorkflowDefinition } from '@nest-durable/workflow';
+import { WorkflowWorkerModule, type WorkflowWorkerModuleOptions } from '@nest-durable/worker';
 import { MetricsModule } from '@app/metrics';
 import { DynamicModule, Module } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';

@@ -1,4 +1,4 @@
-import { DatabaseUnavailableError } from '@app/contracts';
+import { DatabaseUnavailableError } from '@nest-durable/client';
 
 /**
  * SQLSTATEs and socket errors that mean the connection (not the statement) failed: class 08

@@ -3,7 +3,3 @@ export * from './publisher.interface';
 export * from './publisher.module';
 export * from './publishers/redis-sorted-set.publisher';
 export * from './publishers/redis-streams.publisher';
-export * from './queue-naming';
-export * from './redis/redis.connection';
-export * from './redis/redis.module';
-export * from './redis/redis.health';

@@ -1,4 +1,4 @@
-import { UnauthorizedError } from '@app/contracts';
+import { UnauthorizedError } from '@nest-durable/client';
 import { CanActivate, ExecutionContext, Inject, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { Request } from 'express';

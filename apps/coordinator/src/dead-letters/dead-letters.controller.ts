@@ -1,9 +1,4 @@
-import {
-  type DeadLetterPage,
-  parseDeadLetterId,
-  parseListDeadLettersQuery,
-  type RedriveResult,
-} from '@app/contracts';
+import { type DeadLetterPage, parseDeadLetterId, parseListDeadLettersQuery, type RedriveResult } from '@nest-durable/client';
 import { Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
 import { Audience } from '../auth/auth.decorators';
 import { DeadLettersService } from './dead-letters.service';

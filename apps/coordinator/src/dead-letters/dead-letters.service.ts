@@ -1,14 +1,4 @@
-import {
-  DeadLetterNotFoundError,
-  type DeadLetterPage,
-  type DeadLetterView,
-  isTerminalStatus,
-  type ListDeadLettersQuery,
-  type RedriveResult,
-  type RunStatus,
-  type StreamDeadLetterReport,
-  type StreamDeadLetterResponse,
-} from '@app/contracts';
+import { DeadLetterNotFoundError, type DeadLetterPage, type DeadLetterView, isTerminalStatus, type ListDeadLettersQuery, type RedriveResult, type RunStatus, type StreamDeadLetterReport, type StreamDeadLetterResponse } from '@nest-durable/client';
 import { RunControlRepository } from '@app/locking';
 import { DeadLetterRepository, type DeadLetterRow } from './dead-letter.repository';
 import { Database } from '@app/persistence';

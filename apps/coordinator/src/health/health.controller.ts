@@ -1,5 +1,5 @@
 import { NotificationListenerHealth, OutboxHealth } from '@app/outbox';
-import { RedisHealth } from '@app/streams';
+import { RedisHealth } from '@nest-durable/worker/redis';
 import { ArgumentsHost, Catch, Controller, Get, HttpException, Inject, Optional, UseFilters } from '@nestjs/common';
 import type { Response } from 'express';
 import { HealthCheck, HealthCheckService, type HealthIndicatorFunction, TypeOrmHealthIndicator } from '@nestjs/terminus';

@@ -1,4 +1,4 @@
-import { EngineError, ErrorBody, RevisionConflictError } from '@app/contracts';
+import { EngineError, ErrorBody, RevisionConflictError } from '@nest-durable/client';
 import { asDatabaseError } from '@app/persistence';
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { Response } from 'express';

@@ -1,4 +1,4 @@
-import { assertJsonDepth, UnsupportedMediaTypeError } from '@app/contracts';
+import { assertJsonDepth, UnsupportedMediaTypeError } from '@nest-durable/client';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { NextFunction, Request, Response } from 'express';
 

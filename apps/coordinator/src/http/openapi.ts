@@ -1,7 +1,7 @@
 import type { OpenAPIObject } from '@nestjs/swagger';
 
 /**
- * The HTTP API, described by hand: the request parsers in libs/contracts are the single source of
+ * The HTTP API, described by hand: the request parsers in @nest-durable/client's contract are the single source of
  * validation, so this document mirrors them rather than being generated from decorators.
  */
 const json = (schema: object) => ({ content: { 'application/json': { schema } } });

@@ -1,4 +1,4 @@
-import type { ClaimedRun } from '@app/contracts';
+import type { ClaimedRun } from '@nest-durable/client';
 import type { TakenRun } from '@app/locking';
 import { LATENCY_BUCKETS, MetricsService } from '@app/metrics';
 import { Injectable } from '@nestjs/common';

@@ -1,4 +1,4 @@
-import type { JsonValue, RunView, TaskView } from '@app/contracts';
+import type { JsonValue, RunView, TaskView } from '@nest-durable/client';
 import type { RunEntity, TaskEntity } from '@app/persistence';
 
 export function toRunView(run: RunEntity, tasks?: TaskEntity[]): RunView {

@@ -1,17 +1,5 @@
 import { Audience } from '../auth/auth.decorators';
-import {
-  EventAccepted,
-  parseIdentifier,
-  parseListRunsQuery,
-  parseSendEventRequest,
-  parseStartRunsBatch,
-  parseRunId,
-  parseStartRunRequest,
-  parseWaitMs,
-  RUN_STATUSES,
-  RunPage,
-  RunView,
-} from '@app/contracts';
+import { EventAccepted, parseIdentifier, parseListRunsQuery, parseSendEventRequest, parseStartRunsBatch, parseRunId, parseStartRunRequest, parseWaitMs, RUN_STATUSES, RunPage, RunView } from '@nest-durable/client';
 import { Body, Controller, Get, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
 import type { Response } from 'express';
 import { RunsService } from './runs.service';

@@ -1,4 +1,4 @@
-import { ListRunsQuery } from '@app/contracts';
+import { ListRunsQuery } from '@nest-durable/client';
 import { RunEntity, TaskEntity } from '@app/persistence';
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';

@@ -1,17 +1,4 @@
-import {
-  EventAccepted,
-  isTerminalStatus,
-  JsonValue,
-  ListRunsQuery,
-  parseRunId,
-  RunAlreadyTerminalError,
-  RunNotFoundError,
-  RunNotSleepingError,
-  RunNotFailedError,
-  RunPage,
-  RunView,
-  StartRunRequest,
-} from '@app/contracts';
+import { EventAccepted, isTerminalStatus, JsonValue, ListRunsQuery, parseRunId, RunAlreadyTerminalError, RunNotFoundError, RunNotSleepingError, RunNotFailedError, RunPage, RunView, StartRunRequest } from '@nest-durable/client';
 import { ControlOutcome, RunControlRepository } from '@app/locking';
 import { NotificationListener, RUN_FINISHED_CHANNEL } from '@app/outbox';
 import { RunEntity, uuidv7 } from '@app/persistence';

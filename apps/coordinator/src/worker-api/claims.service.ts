@@ -1,7 +1,6 @@
-import { ClaimedRun, ClaimRequest, TakeRunsRequest, TakeRunsResponse } from '@app/contracts';
+import { ClaimedRun, ClaimRequest, TakeRunsRequest, TakeRunsResponse, queueName } from '@nest-durable/client';
 import { ClaimRepository, type ClaimParams, ReportRepository } from '@app/locking';
 import { NotificationListener, RUNS_READY_CHANNEL } from '@app/outbox';
-import { queueName } from '@app/streams';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config/coordinator.config';
 import { CoordinatorMetrics } from '../metrics/coordinator.metrics';

@@ -1,28 +1,7 @@
 import { Audience } from '../auth/auth.decorators';
-import {
-  ClaimResponse,
-  ReportsResponse,
-  HeartbeatResponse,
-  parseClaimRequest,
-  parseCompleteRunRequest,
-  parseFailRunRequest,
-  parseHeartbeatRequest,
-  parseReleaseRunRequest,
-  parseReportsRequest,
-  parseRunId,
-  parseStartChildRequest,
-  parseStreamDeadLetterReport,
-  parseSuspendRequest,
-  parseTakeRunsRequest,
-  parseTaskResultRequest,
-  StreamDeadLetterResponse,
-  TakeRunsResponse,
-  StepResponse,
-  TaskResultResponse,
-} from '@app/contracts';
+import { ClaimResponse, ReportsResponse, HeartbeatResponse, parseClaimRequest, parseCompleteRunRequest, parseFailRunRequest, parseHeartbeatRequest, parseReleaseRunRequest, parseReportsRequest, parseRunId, parseStartChildRequest, parseStreamDeadLetterReport, parseSuspendRequest, parseTakeRunsRequest, parseTaskResultRequest, StreamDeadLetterResponse, TakeRunsResponse, StepResponse, TaskResultResponse, queueName } from '@nest-durable/client';
 import { HeartbeatRepository, ReportRepository, StepRepository } from '@app/locking';
 import { uuidv7 } from '@app/persistence';
-import { queueName } from '@app/streams';
 import { Body, Controller, HttpCode, Param, Post, Res } from '@nestjs/common';
 import type { Response } from 'express';
 import { DeadLettersService } from '../dead-letters/dead-letters.service';

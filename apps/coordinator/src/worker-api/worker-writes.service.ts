@@ -1,13 +1,4 @@
-import {
-  CompleteRunRequest,
-  DatabaseUnavailableError,
-  EngineError,
-  FailRunRequest,
-  ReportOutcome,
-  StoredTask,
-  TaskResultRequest,
-  WorkerReport,
-} from '@app/contracts';
+import { CompleteRunRequest, DatabaseUnavailableError, EngineError, FailRunRequest, ReportOutcome, StoredTask, TaskResultRequest, WorkerReport } from '@nest-durable/client';
 import { ReportRepository, type RunOutcome } from '@app/locking';
 import { Database, type SqlExecutor } from '@app/persistence';
 import { Injectable, Logger } from '@nestjs/common';

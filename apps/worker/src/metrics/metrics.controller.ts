@@ -1,5 +1,5 @@
 import { MetricsService } from '@app/metrics';
-import { FailoverSubscriber, type Subscriber, SUBSCRIBER, WorkerRuntime } from '@app/sdk';
+import { FailoverSubscriber, type Subscriber, SUBSCRIBER, WorkerRuntime } from '@nest-durable/worker';
 import { Controller, Get, Header, Inject, Res } from '@nestjs/common';
 import type { Response } from 'express';
 

@@ -1,5 +1,5 @@
-import type { JsonValue } from '@app/contracts';
-import { defineWorkflow } from '@app/sdk';
+import type { JsonValue } from '@nest-durable/client';
+import { defineWorkflow } from '@nest-durable/workflow';
 
 /** Waits for an `approved` event; returns its data, or `{timedOut: true}` after `timeoutMs`. */
 export const approvalWorkflow = defineWorkflow<{ timeoutMs: number }, JsonValue>({

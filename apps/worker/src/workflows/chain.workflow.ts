@@ -1,4 +1,4 @@
-import { defineWorkflow } from '@app/sdk';
+import { defineWorkflow } from '@nest-durable/workflow';
 import { setTimeout as delay } from 'node:timers/promises';
 
 /** `steps` sequential tasks, each waiting `stepMs` in process before it returns. */

@@ -1,5 +1,5 @@
-import type { JsonValue } from '@app/contracts';
-import { defineWorkflow } from '@app/sdk';
+import type { JsonValue } from '@nest-durable/client';
+import { defineWorkflow } from '@nest-durable/workflow';
 
 /** Returns its input. */
 export const echoWorkflow = defineWorkflow<JsonValue, JsonValue>({

@@ -1,4 +1,4 @@
-import { defineWorkflow } from '@app/sdk';
+import { defineWorkflow } from '@nest-durable/workflow';
 
 export const FLAKY_MAX_ATTEMPTS = 5;
 

@@ -1,4 +1,4 @@
-import { defineWorkflow } from '@app/sdk';
+import { defineWorkflow } from '@nest-durable/workflow';
 
 export interface OrderInput {
   orderId: string;

@@ -1,4 +1,4 @@
-import { defineWorkflow } from '@app/sdk';
+import { defineWorkflow } from '@nest-durable/workflow';
 import { chainWorkflow } from './chain.workflow';
 
 /** Starts `chain` as a child run with `{steps, stepMs}` and returns the child's output. */

@@ -1,4 +1,4 @@
-import { defineWorkflow } from '@app/sdk';
+import { defineWorkflow } from '@nest-durable/workflow';
 import { performance } from 'node:perf_hooks';
 
 /**

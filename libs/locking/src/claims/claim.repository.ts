@@ -1,4 +1,4 @@
-import type { ClaimedRun } from '@app/contracts';
+import type { ClaimedRun } from '@nest-durable/client';
 import { Database, type PreparedStatement } from '@app/persistence';
 import { Injectable } from '@nestjs/common';
 import { appendHistory, notifyFinished, notifyReady, stalledError, STEP_COLUMNS, wakeParents } from '../runs/run-sql';

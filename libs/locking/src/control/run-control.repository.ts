@@ -1,4 +1,4 @@
-import { JsonValue, RunStatus } from '@app/contracts';
+import { JsonValue, RunStatus } from '@nest-durable/client';
 import { Database, prepared, type RunEntity, type SqlExecutor } from '@app/persistence';
 import { Injectable } from '@nestjs/common';
 import {

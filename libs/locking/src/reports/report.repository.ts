@@ -1,4 +1,4 @@
-import { ErrorDetails, JsonValue, StoredTask, TaskResultRequest } from '@app/contracts';
+import { ErrorDetails, JsonValue, StoredTask, TaskResultRequest } from '@nest-durable/client';
 import { Database, prepared, type SqlExecutor } from '@app/persistence';
 import { Injectable } from '@nestjs/common';
 import { conflictFor, conflictsFor, findSteps, unwrap } from '../runs/conflicts';

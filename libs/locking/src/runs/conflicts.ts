@@ -1,4 +1,4 @@
-import { RevisionConflictError, RunNotFoundError, type StoredTask } from '@app/contracts';
+import { RevisionConflictError, RunNotFoundError, type StoredTask } from '@nest-durable/client';
 import type { SqlExecutor } from '@app/persistence';
 import { STEP_COLUMNS } from './run-sql';
 

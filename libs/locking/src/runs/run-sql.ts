@@ -1,5 +1,5 @@
 import { RUN_FINISHED_CHANNEL, RUNS_READY_CHANNEL } from '@app/outbox';
-import { queueName } from '@app/streams';
+import { queueName } from '@nest-durable/client';
 
 /**
  * SQL fragments shared by the statements that change a run's state, so each rule is written once.

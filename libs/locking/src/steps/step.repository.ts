@@ -1,4 +1,4 @@
-import { JsonValue, StartChildRequest, StepConflictError, type StepKind, StepResponse, StoredTask, SuspendRequest } from '@app/contracts';
+import { JsonValue, StartChildRequest, StepConflictError, type StepKind, StepResponse, StoredTask, SuspendRequest } from '@nest-durable/client';
 import { Database, type SqlExecutor } from '@app/persistence';
 import { Injectable } from '@nestjs/common';
 import { conflictFor, findStep } from '../runs/conflicts';

@@ -1,4 +1,4 @@
-import type { RunStatus } from '@app/contracts';
+import type { RunStatus } from '@nest-durable/client';
 import { Column, Entity, PrimaryGeneratedColumn } from 'typeorm';
 
 /** Append-only history: one row per state transition of a run (updates are refused by a trigger). */

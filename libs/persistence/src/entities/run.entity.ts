@@ -1,4 +1,4 @@
-import type { ErrorDetails, RunStatus } from '@app/contracts';
+import type { ErrorDetails, RunStatus } from '@nest-durable/client';
 import { Column, Entity, OneToMany, PrimaryColumn, type Relation } from 'typeorm';
 import { TaskEntity } from './task.entity';
 

@@ -1,4 +1,4 @@
-import type { ErrorDetails, StepKind, TaskStatus } from '@app/contracts';
+import type { ErrorDetails, StepKind, TaskStatus } from '@nest-durable/client';
 import { Column, Entity, JoinColumn, ManyToOne, PrimaryColumn, type Relation } from 'typeorm';
 import { RunEntity } from './run.entity';
 

@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import type { DispatchMessage } from '../dispatch-message';
 import type { Publisher } from '../publisher.interface';
-import { sortedSetKey } from '../queue-naming';
-import { RedisConnection } from '../redis/redis.connection';
+import { sortedSetKey } from '@nest-durable/client';
+import { RedisConnection } from '@nest-durable/worker/redis';
 
 /**
  * Queue Per Workflow: one sorted set of wake-ups per workflow version (and shard), oldest first. The

@@ -1,8 +1,8 @@
 import { Inject, Injectable, OnApplicationBootstrap } from '@nestjs/common';
 import type { DispatchMessage } from '../dispatch-message';
 import { type Publisher, STREAM_PARTITIONS, type StreamPartitionCount } from '../publisher.interface';
-import { CONSUMER_GROUP, partitionCountKey, partitionFor, queueStreams, streamKey } from '../queue-naming';
-import { RedisConnection } from '../redis/redis.connection';
+import { CONSUMER_GROUP, partitionCountKey, partitionFor, queueStreams, streamKey } from '@nest-durable/client';
+import { RedisConnection } from '@nest-durable/worker/redis';
 import { settle } from './redis-sorted-set.publisher';
 
 /**

@@ -1,0 +1,7 @@
+export * from './dead-letter.contracts';
+export * from './errors';
+export * from './run-status';
+export * from './run.contracts';
+export * from './validation';
+export * from './worker.contracts';
+export * from './queue-naming';

@@ -1,0 +1,3 @@
+export * from './contract';
+export * from './json-http.client';
+export * from './workflow.client';

@@ -1,0 +1,80 @@
+import { EngineError, ErrorBody } from './contract';
+
+/** An error response from the coordinator, rebuilt from its `{statusCode, reason, message}` body. */
+export class EngineHttpError extends EngineError {
+  constructor(
+    readonly statusCode: number,
+    reason: string,
+    message: string,
+  ) {
+    super(reason, message);
+  }
+}
+
+/** The coordinator could not be reached, or answered with something that is not our API. */
+export class CoordinatorUnavailableError extends Error {
+  override name = 'CoordinatorUnavailableError';
+}
+
+export function isRevisionConflict(error: unknown): boolean {
+  return error instanceof EngineHttpError && error.reason === 'revision_conflict';
+}
+
+/** A failure worth retrying: the coordinator was unreachable or failed on its side. */
+export function isTransient(error: unknown): boolean {
+  return error instanceof CoordinatorUnavailableError || (error instanceof EngineHttpError && error.statusCode >= 500);
+}
+
+/** Small JSON-over-HTTP client shared by the typed workflow client and the worker protocol. */
+export class JsonHttpClient {
+  private readonly baseUrl: string;
+
+  constructor(
+    baseUrl: string,
+    private readonly headers: Record<string, string> = {},
+  ) {
+    this.baseUrl = baseUrl.replace(/\/+$/, '');
+  }
+
+  async request<T>(method: 'GET' | 'POST', path: string, body?: unknown, signal?: AbortSignal): Promise<T> {
+    let response: Response;
+    // A signal of this request's own, tied to the caller's: fetch may keep its listener on a signal
+    // after failing, and callers pass one long-lived signal to every request.
+    const controller = new AbortController();
+    const onAbort = () => controller.abort(signal?.reason);
+    if (signal?.aborted) controller.abort(signal.reason);
+    signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      response = await fetch(this.baseUrl + path, {
+        method,
+        headers: body === undefined ? this.headers : { ...this.headers, 'content-type': 'application/json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: controller.signal,
+      });
+    } catch (error) {
+      if (signal?.aborted) {
+        // A deadline is the coordinator not answering (worth retrying); any other abort is the caller's.
+        if ((signal.reason as Error | undefined)?.name === 'TimeoutError') {
+          throw new CoordinatorUnavailableError(`${method} ${path}: no answer in time`);
+        }
+        throw error;
+      }
+      const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+      throw new CoordinatorUnavailableError(`${method} ${path}: ${cause?.code ?? cause?.message ?? (error as Error).message}`);
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+    }
+    const text = await response.text();
+    let parsed: unknown;
+    try {
+      parsed = text.length === 0 ? undefined : JSON.parse(text);
+    } catch {
+      throw new CoordinatorUnavailableError(`${method} ${path}: HTTP ${response.status} with a non-JSON body`);
+    }
+    if (!response.ok) {
+      const error = parsed as Partial<ErrorBody> | undefined;
+      throw new EngineHttpError(response.status, error?.reason ?? `http_${response.status}`, error?.message ?? text);
+    }
+    return parsed as T;
+  }
+}

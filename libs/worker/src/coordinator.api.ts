@@ -1,0 +1,159 @@
+import { parseReportsRequest, REPORTS_MAX, type ReportsResponse, type WorkerReport, EngineHttpError, isTransient, JsonHttpClient } from '@nest-durable/client';
+import type { ClaimedRun, ClaimResponse, CompleteRunRequest, FailRunRequest, HeartbeatResponse, StartChildRequest, StepResponse, StoredTask, StreamDeadLetterReport, StreamDeadLetterResponse, SuspendRequest, TakeRunsResponse, TaskResultRequest, WorkflowRef } from '@nest-durable/client';
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker.constants';
+
+const REPORT_ATTEMPTS = 6;
+const REPORT_TIMEOUT_MS = 30_000;
+/** Bytes of JSON per batch: well below the coordinator's default body limit (2 MiB). */
+const BATCH_BYTES = 1024 * 1024;
+const REPORT_FIRST_DELAY_MS = 100;
+
+/** The worker side of the worker protocol (see WorkerApiController in the coordinator). */
+@Injectable()
+export class CoordinatorApi {
+  private readonly logger = new Logger(CoordinatorApi.name);
+  private readonly http: JsonHttpClient;
+  /** Reports waiting for the one in flight to return (see report batching below). */
+  private pending: { report: WorkerReport; bytes: number; resolve: (result: unknown) => void; reject: (error: unknown) => void }[] = [];
+  private sending = false;
+
+  constructor(@Inject(WORKER_OPTIONS) private readonly options: ResolvedWorkerOptions) {
+    this.http = new JsonHttpClient(options.coordinatorUrl, options.headers);
+  }
+
+  async claim(workflows: WorkflowRef[], limit: number, waitMs: number, signal?: AbortSignal): Promise<ClaimedRun[]> {
+    const response = await this.http.request<ClaimResponse>(
+      'POST',
+      '/v1/worker/claims',
+      { workerId: this.options.workerId, workflows, limit, waitMs },
+      signal,
+    );
+    return response.runs;
+  }
+
+  /** Resolves when the coordinator answers its liveness check. */
+  async ping(): Promise<void> {
+    await this.http.request('GET', '/health/live', undefined, AbortSignal.timeout(2_000));
+  }
+
+  /**
+   * Takes runs for wake-ups a transport delivered: up to one per wake-up of each workflow version (and
+   * shard). Returns the runs (each with the wake-up it was taken with) and the wake-ups to give back.
+   */
+  async take(workflows: (WorkflowRef & { wakeups: string[] })[]): Promise<TakeRunsResponse> {
+    if (workflows.length === 0) return { runs: [], requeue: [] };
+    return this.http.request<TakeRunsResponse>('POST', '/v1/worker/takes', { workerId: this.options.workerId, workflows });
+  }
+
+  /** Hands the coordinator a Streams wake-up that was delivered too often (see StreamDeadLetterReport). */
+  reportDeadLetter(report: Omit<StreamDeadLetterReport, 'workerId'>): Promise<StreamDeadLetterResponse> {
+    return this.report<StreamDeadLetterResponse>('/v1/worker/dead-letters', { workerId: this.options.workerId, ...report });
+  }
+
+  async heartbeat(runs: { id: string; expectedRevision: number }[], signal?: AbortSignal): Promise<string[]> {
+    const response = await this.http.request<HeartbeatResponse>('POST', '/v1/worker/heartbeats', { workerId: this.options.workerId, runs }, signal);
+    return response.lost;
+  }
+
+  async recordTask(runId: string, task: TaskResultRequest): Promise<StoredTask> {
+    return (await this.enqueue({ type: 'task', runId, task })) as StoredTask;
+  }
+
+  async complete(runId: string, request: CompleteRunRequest): Promise<void> {
+    await this.enqueue({ type: 'complete', runId, complete: request });
+  }
+
+  /** Fails the run; with `retryDelayMs`, schedules its next attempt instead. */
+  async fail(runId: string, request: FailRunRequest): Promise<void> {
+    await this.enqueue({ type: 'fail', runId, fail: request });
+  }
+
+  /**
+   * Report batching ("group commit"): a report goes out at once when none is in flight; reports
+   * made while one is in flight wait for it and then go together, in one request and one
+   * transaction. An idle worker adds no delay; a busy one pays one commit for many runs' writes.
+   */
+  private enqueue(report: WorkerReport): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      // Checked here with the coordinator's own rules, so one bad report (say, an output with a NUL)
+      // fails its own run instead of the whole batch.
+      try {
+        parseReportsRequest({ reports: [report] });
+      } catch (error) {
+        return reject(error);
+      }
+      this.pending.push({ report, bytes: Buffer.byteLength(JSON.stringify(report)), resolve, reject });
+      if (!this.sending) void this.sendPending();
+    });
+  }
+
+  /** The next batch: at most REPORTS_MAX reports and about BATCH_BYTES of JSON (one report may exceed it alone). */
+  private nextBatch() {
+    let bytes = 0;
+    let count = 0;
+    while (count < this.pending.length && count < REPORTS_MAX && (count === 0 || bytes + this.pending[count].bytes <= BATCH_BYTES)) {
+      bytes += this.pending[count].bytes;
+      count++;
+    }
+    return this.pending.splice(0, count);
+  }
+
+  private async sendPending(): Promise<void> {
+    this.sending = true;
+    while (this.pending.length > 0) {
+      await this.sendBatch(this.nextBatch());
+    }
+    this.sending = false;
+  }
+
+  private async sendBatch(batch: typeof this.pending): Promise<void> {
+    try {
+      const { outcomes } = await this.report<ReportsResponse>('/v1/worker/reports', { reports: batch.map((entry) => entry.report) });
+      batch.forEach((entry, i) => {
+        const outcome = outcomes[i];
+        if (outcome.ok) entry.resolve(outcome.result);
+        else entry.reject(new EngineHttpError(outcome.statusCode, outcome.reason, outcome.message));
+      });
+    } catch (error) {
+      // Refused as a whole (too large for the coordinator's body limit, say): one report at a time, so
+      // the refusal reaches only the run whose report caused it.
+      if (batch.length > 1 && error instanceof EngineHttpError && error.statusCode < 500) {
+        for (const entry of batch) await this.sendBatch([entry]);
+        return;
+      }
+      for (const entry of batch) entry.reject(error);
+    }
+  }
+
+  suspend(runId: string, request: SuspendRequest): Promise<StepResponse> {
+    return this.report<StepResponse>(`/v1/worker/runs/${runId}/suspend`, request);
+  }
+
+  startChild(runId: string, request: StartChildRequest): Promise<StepResponse> {
+    return this.report<StepResponse>(`/v1/worker/runs/${runId}/children`, request);
+  }
+
+  async release(runId: string, expectedRevision: number): Promise<void> {
+    await this.http.request('POST', `/v1/worker/runs/${runId}/release`, { expectedRevision });
+  }
+
+  /**
+   * Sends a revision-checked write, retrying while the coordinator is unreachable or failing.
+   * Retrying is safe: a write that did land makes its retry a 409 (revision moved on) or a replay
+   * of the same task key (first result wins).
+   */
+  private async report<T>(path: string, body: unknown): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        // A hung connection must not hold every run's reports: each attempt has a deadline.
+        return await this.http.request<T>('POST', path, body, AbortSignal.timeout(REPORT_TIMEOUT_MS));
+      } catch (error) {
+        if (!isTransient(error) || attempt >= REPORT_ATTEMPTS) throw error;
+        const delayMs = REPORT_FIRST_DELAY_MS * 2 ** (attempt - 1);
+        this.logger.warn(`${path} failed (${(error as Error).message}); retry ${attempt} in ${delayMs} ms`);
+        await new Promise((resolve) => setTimeout(resolve, delayMs));
+      }
+    }
+  }
+}

@@ -1,0 +1,124 @@
+import type { ClaimedRun, WorkflowRef } from '@nest-durable/client';
+import { queueName, sortedSetKey } from '@nest-durable/client';
+import { RedisConnection } from '@nest-durable/worker/redis';
+import type { Redis } from 'ioredis';
+import type { CoordinatorApi } from '../coordinator.api';
+import type { WorkflowRegistry } from '../workflow.registry';
+import { BLOCKING_GRACE_MS, MAX_GIVE_BACKS, type RedisSubscriberOptions, shuffled } from './redis-subscriber.options';
+import type { NextDelayParams, Subscriber } from '../subscribers/subscriber.interface';
+
+/**
+ * After the first pop, fills the remaining capacity round-robin across the queues in one round
+ * trip, so a busy queue cannot starve a quiet one. Returns key, member pairs.
+ */
+const FILL_ROUND_ROBIN = `
+local wanted = tonumber(ARGV[1])
+local out = {}
+local active = KEYS
+while wanted > 0 and #active > 0 do
+  local still = {}
+  for _, key in ipairs(active) do
+    if wanted == 0 then break end
+    local popped = redis.call('ZPOPMIN', key)
+    if #popped > 0 then
+      out[#out + 1] = key
+      out[#out + 1] = popped[1]
+      wanted = wanted - 1
+      still[#still + 1] = key
+    end
+  end
+  active = still
+end
+return out`;
+
+/**
+ * Redis sorted-set subscriber (one set of wake-ups per workflow version and shard). Blocks on its
+ * queues with BZPOPMIN over a shuffled key order on a connection of its own, so work arrives the
+ * moment it is published; popping removes a wake-up, so each reaches one worker. It pops at most as
+ * many as it has free slots and takes that many runs of those queues at the coordinator, which picks
+ * them as a claim would (priority, work stealing); wake-ups the coordinator hands back (their queue
+ * still has runs waiting) go back into their sets, the others are done with.
+ */
+export class RedisSortedSetSubscriber implements Subscriber {
+  readonly name = 'redis-zset';
+  private readonly reader: Redis;
+  private readonly refs = new Map<string, WorkflowRef>();
+  /** Wake-ups that took no run (the work they announced was taken another way). */
+  stale = 0;
+
+  constructor(
+    private readonly redis: RedisConnection,
+    private readonly api: CoordinatorApi,
+    registry: WorkflowRegistry,
+    private readonly options: RedisSubscriberOptions,
+  ) {
+    // A client-side guard longer than the BLOCK: a read that never returns (across a reconnect) ends. A
+    // wake-up popped by a read the client gave up on is lost to it; the republish daemon restores it.
+    this.reader = redis.open('sorted-set reader', { blockingTimeout: options.blockMs, blockingTimeoutGrace: BLOCKING_GRACE_MS });
+    for (const ref of registry.refs()) this.refs.set(sortedSetKey(redis.prefix, queueName(ref.name, ref.version, ref.shard)), ref);
+  }
+
+  async getReadyRuns(limit: number): Promise<ClaimedRun[]> {
+    await Promise.all([this.redis.whenReady(this.reader), this.redis.whenReady(this.redis.client)]);
+    const order = shuffled([...this.refs.keys()]);
+    const first = await this.reader.bzpopmin(...order, this.options.blockMs / 1000);
+    if (!first) return [];
+    // Members are unique wake-up names (`<runId>:<outbox id>`), so they name themselves in the take.
+    const keyOf = new Map<string, string>([[first[1], first[0]]]);
+    let taken: Awaited<ReturnType<CoordinatorApi['take']>>;
+    try {
+      if (limit > 1) {
+        const more = (await this.redis.client.eval(FILL_ROUND_ROBIN, order.length, ...order, limit - 1)) as string[];
+        for (let i = 0; i < more.length; i += 2) keyOf.set(more[i + 1], more[i]);
+      }
+      taken = await this.api.take(this.byQueue(keyOf));
+    } catch (error) {
+      await this.putBack([...keyOf].map(([member, key]) => [key, member]));
+      throw error;
+    }
+    const { runs, requeue } = taken;
+    this.stale += keyOf.size - runs.length - requeue.length;
+    // Given back with one more hop; past MAX_GIVE_BACKS dropped (republish restores the run).
+    const again = requeue.flatMap(({ wakeup }) => {
+      const next = nextHop(wakeup);
+      return next ? [[keyOf.get(wakeup)!, next] as [string, string]] : [];
+    });
+    await this.putBack(again);
+    return runs;
+  }
+
+  getNextDelay(params: NextDelayParams): number {
+    return params.type === 'no_work' ? 0 : Math.min(5_000, 100 * 2 ** params.attempt);
+  }
+
+  async probe(): Promise<void> {
+    await Promise.all([this.redis.whenReady(this.reader), this.redis.whenReady(this.redis.client)]);
+    await this.redis.client.ping();
+  }
+
+  private byQueue(keyOf: Map<string, string>): (WorkflowRef & { wakeups: string[] })[] {
+    const wakeups = new Map<string, string[]>();
+    for (const [member, key] of keyOf) wakeups.set(key, [...(wakeups.get(key) ?? []), member]);
+    return [...wakeups].map(([key, members]) => ({ ...this.refs.get(key)!, wakeups: members }));
+  }
+
+  /** Wake-ups go back into their sets (best effort: else the republish daemon restores their runs). */
+  private async putBack(members: [key: string, member: string][]): Promise<void> {
+    if (members.length === 0) return;
+    const pipeline = this.redis.client.pipeline();
+    const now = Date.now();
+    for (const [key, member] of members) pipeline.zadd(key, now, member);
+    await pipeline.exec().catch(() => undefined);
+  }
+}
+
+/**
+ * A wake-up given back once more: members are `<runId>:<outbox id>`, and `#<n>` counts the times it
+ * was given back; undefined past MAX_GIVE_BACKS (a wake-up whose work stays locked must not circle).
+ */
+export function nextHop(member: string): string | undefined {
+  const at = member.lastIndexOf('#');
+  const hops = at < 0 ? 0 : Number(member.slice(at + 1));
+  if (hops >= MAX_GIVE_BACKS) return undefined;
+  return `${at < 0 ? member : member.slice(0, at)}#${hops + 1}`;
+}

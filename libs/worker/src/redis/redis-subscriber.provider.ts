@@ -1,0 +1,24 @@
+import { WORKER_OPTIONS, type ResolvedWorkerOptions } from '../worker.constants';
+import { CoordinatorApi } from '../coordinator.api';
+import type { SubscriberProvider } from '../workflow-worker.module';
+import { WorkflowRegistry } from '../workflow.registry';
+import { RedisConnection } from './redis.connection';
+import { RedisSortedSetSubscriber } from './redis-sorted-set.subscriber';
+import { RedisStreamsSubscriber } from './redis-streams.subscriber';
+import { DEFAULT_REDIS_SUBSCRIBER_OPTIONS, type RedisSubscriberOptions } from './redis-subscriber.options';
+
+/**
+ * A built-in Redis subscriber, to pass as `subscriber` (with `RedisModule.forRoot(...)` in `imports`):
+ * `redis-zset` pops the sorted sets the coordinator publishes with DISPATCH=redis-zset, `redis-streams`
+ * reads the streams it publishes with DISPATCH=redis-streams.
+ */
+export function redisSubscriber(kind: 'redis-zset' | 'redis-streams', options: Partial<RedisSubscriberOptions> = {}): SubscriberProvider {
+  const settings = { ...DEFAULT_REDIS_SUBSCRIBER_OPTIONS, ...options };
+  return {
+    useFactory: (redis: RedisConnection, api: CoordinatorApi, registry: WorkflowRegistry, worker: ResolvedWorkerOptions) =>
+      kind === 'redis-zset'
+        ? new RedisSortedSetSubscriber(redis, api, registry, settings)
+        : new RedisStreamsSubscriber(redis, api, registry, settings, worker.workerId),
+    inject: [RedisConnection, CoordinatorApi, WorkflowRegistry, WORKER_OPTIONS],
+  };
+}

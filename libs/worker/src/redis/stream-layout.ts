@@ -1,0 +1,84 @@
+import { CONSUMER_GROUP, partitionCountKey, streamKey } from '@nest-durable/client';
+import { RedisConnection } from '@nest-durable/worker/redis';
+import { Logger } from '@nestjs/common';
+
+/** How often a busy worker re-reads the published partition count (an idle one re-reads after each empty read). */
+const REFRESH_MS = 2_000;
+
+/**
+ * Which streams a Streams worker reads: every partition of each of its queues, as many as the
+ * coordinator published (else `fallback`), followed as the count changes. A worker started before
+ * any coordinator, or with another STREAM_SHARDS, thus comes to read exactly the streams the
+ * deployment writes.
+ */
+export class StreamLayout {
+  private readonly logger = new Logger(StreamLayout.name);
+  private partitions = 0;
+  private readAt = 0;
+  private ready = false;
+  private current: string[] = [];
+  private readonly where = new Map<string, { queue: string; partition: number }>();
+
+  constructor(
+    private readonly redis: RedisConnection,
+    private readonly queues: string[],
+    private readonly fallback: number,
+  ) {}
+
+  get streams(): readonly string[] {
+    return this.current;
+  }
+
+  queueOf(stream: string): string {
+    return this.where.get(stream)!.queue;
+  }
+
+  partitionOf(stream: string): number {
+    return this.where.get(stream)!.partition;
+  }
+
+  streamOf(queue: string, partition: number): string {
+    return streamKey(this.redis.prefix, queue, partition);
+  }
+
+  /** Re-read the count on the next follow (after an empty read: a partition may be missing). */
+  recheck(): void {
+    this.readAt = 0;
+  }
+
+  /** The streams or groups vanished (FLUSHALL, a new Redis): recreate them on the next follow. */
+  lost(): void {
+    this.ready = false;
+  }
+
+  /**
+   * Reads the published count (every REFRESH_MS, or when asked to recheck) and, when it changed or
+   * the groups vanished, creates the consumer group of every partition stream (idempotently, from the
+   * start of the stream: entries published before the group existed are not skipped).
+   */
+  async follow(): Promise<void> {
+    if (this.ready && Date.now() - this.readAt < REFRESH_MS) return;
+    const published = Number(await this.redis.client.get(partitionCountKey(this.redis.prefix)));
+    this.readAt = Date.now();
+    const partitions = Number.isInteger(published) && published > 0 ? published : this.fallback;
+    if (this.ready && partitions === this.partitions) return;
+    if (this.partitions > 0 && partitions !== this.partitions) this.logger.log(`reading ${partitions} partition(s) per queue (was ${this.partitions})`);
+    const streams: string[] = [];
+    this.where.clear();
+    for (const queue of this.queues) {
+      for (let partition = 0; partition < partitions; partition++) {
+        const stream = this.streamOf(queue, partition);
+        streams.push(stream);
+        this.where.set(stream, { queue, partition });
+      }
+    }
+    for (const stream of streams) {
+      await this.redis.client.xgroup('CREATE', stream, CONSUMER_GROUP, '0', 'MKSTREAM').catch((error: Error) => {
+        if (!error.message.includes('BUSYGROUP')) throw error;
+      });
+    }
+    this.current = streams;
+    this.partitions = partitions;
+    this.ready = true;
+  }
+}

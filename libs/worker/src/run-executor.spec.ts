@@ -1,0 +1,177 @@
+import type { ClaimedRun, StoredTask, TaskResultRequest } from '@nest-durable/client';
+import { beforeEach, describe, expect, it } from '@jest/globals';
+import { CoordinatorUnavailableError, EngineHttpError } from '@nest-durable/client';
+import { defineWorkflow } from '@nest-durable/workflow';
+import type { CoordinatorApi } from './coordinator.api';
+import { RunExecutor } from './run-executor';
+import { RunLease } from './run-lease';
+import { WorkflowRegistry } from './workflow.registry';
+import { resolveWorkerOptions } from './workflow-worker.module';
+
+/** A stand-in for the coordinator that records what the executor reports. */
+class FakeCoordinator {
+  recorded: TaskResultRequest[] = [];
+  completed: unknown[] = [];
+  failed: unknown[] = [];
+  conflictOnTask: string | undefined;
+  unreachable = false;
+  /** Called as a completion arrives, before it is recorded. */
+  onComplete: (() => void) | undefined;
+
+  async recordTask(_runId: string, task: TaskResultRequest): Promise<StoredTask> {
+    if (task.key === this.conflictOnTask) throw new EngineHttpError(409, 'revision_conflict', 'stale');
+    this.recorded.push(task);
+    return { key: task.key, kind: 'task', seq: task.seq, status: task.status, attempts: task.attempts, output: task.output, error: task.error };
+  }
+  async complete(_runId: string, request: { output: unknown }): Promise<void> {
+    this.onComplete?.();
+    if (this.unreachable) throw new CoordinatorUnavailableError('POST /complete: ECONNREFUSED');
+    this.completed.push(request.output);
+  }
+  async fail(_runId: string, request: { error: unknown }): Promise<void> {
+    this.failed.push(request.error);
+  }
+}
+
+const executions: string[] = [];
+/** Compensates in a catch block: after a 409 the compensation must not run. */
+const compensating = defineWorkflow<Record<string, never>, string>({
+  name: 'compensating',
+  version: '1',
+  handler: async (ctx) => {
+    try {
+      await ctx.task('charge', () => {
+        executions.push('charge');
+        return 1;
+      });
+    } catch {
+      await ctx.task('refund', () => {
+        executions.push('refund');
+        return 1;
+      });
+    }
+    return 'done';
+  },
+});
+const threeSteps = defineWorkflow<{ n: number }, { total: number }>({
+  name: 'three-steps',
+  version: '1',
+  handler: async (ctx, input) => {
+    let total = 0;
+    for (const name of ['a', 'b', 'a']) {
+      total += await ctx.task(name, () => {
+        executions.push(name);
+        return input.n;
+      });
+    }
+    return { total };
+  },
+});
+
+function claimed(tasks: StoredTask[] = []): ClaimedRun {
+  return { id: 'run-1', workflow: 'three-steps', version: '1', queue: 'three-steps:1', revision: 3, attempt: 1, input: { n: 2 }, tasks };
+}
+
+describe('RunExecutor', () => {
+  let coordinator: FakeCoordinator;
+  let executor: RunExecutor;
+
+  beforeEach(() => {
+    executions.length = 0;
+    coordinator = new FakeCoordinator();
+    const options = resolveWorkerOptions({ workflows: [threeSteps, compensating], coordinatorUrl: 'http://unused' });
+    executor = new RunExecutor(coordinator as unknown as CoordinatorApi, new WorkflowRegistry(options), options);
+  });
+
+  it('runs tasks, records each under name#n with the claim revision, and completes', async () => {
+    await executor.execute(claimed(), new RunLease('run-1', 3));
+    expect(coordinator.recorded.map((task) => [task.key, task.seq, task.expectedRevision])).toEqual([
+      ['a#1', 0, 3],
+      ['b#1', 1, 3],
+      ['a#2', 2, 3],
+    ]);
+    expect(coordinator.completed).toEqual([{ total: 6 }]);
+  });
+
+  it('stops heartbeating a run while its outcome is reported, and ends the claim once it is recorded', async () => {
+    const lease = new RunLease('run-1', 3);
+    const heartbeatedDuringReport: boolean[] = [];
+    coordinator.onComplete = () => heartbeatedDuringReport.push(lease.needsHeartbeat);
+    expect(lease.needsHeartbeat).toBe(true);
+    await executor.execute(claimed(), lease);
+    expect(heartbeatedDuringReport).toEqual([false]);
+    expect([lease.isHeld, lease.needsHeartbeat, lease.isLost]).toEqual([false, false, false]);
+  });
+
+  it('replays recorded tasks without running them again', async () => {
+    const recorded: StoredTask[] = [
+      { key: 'a#1', kind: 'task', seq: 0, status: 'completed', attempts: 1, output: 10, error: null },
+      { key: 'b#1', kind: 'task', seq: 1, status: 'completed', attempts: 1, output: 20, error: null },
+    ];
+    await executor.execute(claimed(recorded), new RunLease('run-1', 3));
+    expect(executions).toEqual(['a']);
+    expect(coordinator.recorded.map((task) => task.key)).toEqual(['a#2']);
+    expect(coordinator.completed).toEqual([{ total: 32 }]);
+  });
+
+  it('replays a recorded task failure as a failure of the run', async () => {
+    const recorded: StoredTask[] = [
+      { key: 'a#1', kind: 'task', seq: 0, status: 'failed', attempts: 3, output: null, error: { name: 'Error', message: 'boom' } },
+    ];
+    await executor.execute(claimed(recorded), new RunLease('run-1', 3));
+    expect(executions).toEqual([]);
+    expect(coordinator.failed).toEqual([{ name: 'Error', message: 'boom' }]);
+  });
+
+  it('fails the run with a non-determinism error when the code no longer matches the history', async () => {
+    const recorded: StoredTask[] = [
+      { key: 'a#1', kind: 'task', seq: 0, status: 'completed', attempts: 1, output: 1, error: null },
+      { key: 'c#1', kind: 'task', seq: 1, status: 'completed', attempts: 1, output: 1, error: null },
+    ];
+    await executor.execute(claimed(recorded), new RunLease('run-1', 3));
+    expect(executions).toEqual([]);
+    expect(coordinator.recorded).toEqual([]);
+    expect(coordinator.failed).toEqual([expect.objectContaining({ name: 'NonDeterminismError' })]);
+    expect((coordinator.failed[0] as { message: string }).message).toContain('step 1 of this run\'s history is task "c#1"');
+  });
+
+  it('stops at a revision conflict and writes nothing more', async () => {
+    coordinator.conflictOnTask = 'b#1';
+    const lease = new RunLease('run-1', 3);
+    await executor.execute(claimed(), lease);
+    expect(lease.isLost).toBe(true);
+    expect(lease.signal.aborted).toBe(true);
+    expect(executions).toEqual(['a', 'b']);
+    expect(coordinator.recorded.map((task) => task.key)).toEqual(['a#1']);
+    expect(coordinator.completed).toEqual([]);
+    expect(coordinator.failed).toEqual([]);
+  });
+
+  it('never records a finished run as failed because its completion could not be reported', async () => {
+    coordinator.unreachable = true;
+    const lease = new RunLease('run-1', 3);
+    await executor.execute(claimed(), lease);
+    expect(coordinator.failed).toEqual([]);
+    expect(lease.isLost).toBe(true);
+  });
+
+  it('after a 409 inside a task, the handler cannot run further steps (no compensation on a lost run)', async () => {
+    coordinator.conflictOnTask = 'charge#1';
+    const lease = new RunLease('run-2', 3);
+    await executor.execute({ ...claimed(), id: 'run-2', workflow: 'compensating' }, lease);
+    expect(executions).toEqual(['charge']);
+    expect(coordinator.recorded).toEqual([]);
+    expect(coordinator.completed).toEqual([]);
+    expect(coordinator.failed).toEqual([]);
+  });
+
+  it('writes nothing for a run lost while its handler was running', async () => {
+    const lease = new RunLease('run-1', 3);
+    lease.lose('heartbeat refused');
+    await executor.execute(claimed(), lease);
+    expect(executions).toEqual([]);
+    expect(coordinator.recorded).toEqual([]);
+    expect(coordinator.completed).toEqual([]);
+    expect(coordinator.failed).toEqual([]);
+  });
+});

@@ -1,0 +1,308 @@
+import { type ClaimedRun, type ErrorDetails, type JsonValue, MAX_DELAY_MS, parseIdentifier, type StoredTask, isRevisionConflict, isTransient } from '@nest-durable/client';
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import {
+  ChildRunFailedError,
+  ChildRunTimeoutError,
+  NonDeterminismError,
+  RunLostError,
+  RunSuspendedError,
+  TaskFailedError,
+  TaskTimeoutError,
+  toErrorDetails,
+} from '@nest-durable/workflow';
+import {
+  type ChildOptions,
+  type EventResult,
+  retryDelayMs,
+  type TaskContext,
+  type TaskOptions,
+  type WorkflowContext,
+  type WorkflowRef,
+} from '@nest-durable/workflow';
+import { CoordinatorApi } from './coordinator.api';
+import { RunLease } from './run-lease';
+import { StepHistory } from './step-history';
+import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker.constants';
+import { WorkflowRegistry } from './workflow.registry';
+
+const STEP_NAME_MAX_LENGTH = 200;
+
+type AttemptOutcome = { ok: true; output: JsonValue; attempts: number } | { ok: false; error: ErrorDetails; attempts: number };
+
+/** Executes one claimed run: replays recorded steps, runs the rest, and reports the outcome. */
+@Injectable()
+export class RunExecutor {
+  private readonly logger = new Logger(RunExecutor.name);
+
+  constructor(
+    private readonly api: CoordinatorApi,
+    private readonly registry: WorkflowRegistry,
+    @Inject(WORKER_OPTIONS) private readonly options: ResolvedWorkerOptions,
+  ) {}
+
+  async execute(run: ClaimedRun, lease: RunLease): Promise<void> {
+    const workflow = this.registry.get(run.workflow, run.version);
+    let outcome: { ok: true; output: JsonValue } | { ok: false; error: unknown };
+    try {
+      if (!workflow) throw new Error(`workflow ${run.workflow} ${run.version} is not registered on this worker`);
+      const output = await workflow.handler(new RunContext(run, lease, this.api, this.options), run.input);
+      lease.throwIfEnded();
+      outcome = { ok: true, output: toJson(output) };
+    } catch (error) {
+      if (lease.isSuspended || error instanceof RunSuspendedError) return;
+      if (lease.isLost || error instanceof RunLostError) return this.stopped(run, lease);
+      outcome = { ok: false, error };
+    }
+
+    // Reporting is apart from the handler: a report that cannot get through must never turn into
+    // a failure of the run. The run stays claimed and is taken over once its claim goes idle.
+    try {
+      if (outcome.ok) {
+        const { output } = outcome;
+        await lease.whileEnding(() => this.api.complete(run.id, { expectedRevision: lease.revision, output }));
+      } else {
+        const policy = workflow?.retry;
+        const retry = policy && !(outcome.error instanceof NonDeterminismError) && run.attempt < policy.maxAttempts;
+        const error = outcome.error instanceof TaskFailedError ? outcome.error.details : toErrorDetails(outcome.error);
+        const retryDelay = retry ? retryDelayMs(policy, run.attempt) : undefined;
+        await lease.whileEnding(() => this.api.fail(run.id, { expectedRevision: lease.revision, error, retryDelayMs: retryDelay }));
+      }
+      lease.finish();
+    } catch (reportError) {
+      if (isRevisionConflict(reportError)) {
+        lease.lose('the coordinator refused a write (revision conflict)');
+        return this.stopped(run, lease);
+      }
+      lease.lose(`its outcome could not be reported: ${(reportError as Error).message}`);
+      this.logger.error('could not report the outcome of a run; it will be taken over once its claim goes idle', {
+        runId: run.id,
+        workflow: run.workflow,
+        error: (reportError as Error).message,
+      });
+    }
+  }
+
+  private stopped(run: ClaimedRun, lease: RunLease): void {
+    this.logger.warn('run is no longer ours; stopped without further writes', {
+      runId: run.id,
+      workflow: run.workflow,
+      version: run.version,
+      workerId: this.options.workerId,
+      reason: lease.lostReason,
+    });
+  }
+}
+
+/** The `ctx` a handler receives for one execution of a run. */
+class RunContext implements WorkflowContext {
+  readonly runId: string;
+  readonly workflow: string;
+  readonly version: string;
+  readonly attempt: number;
+  private readonly history: StepHistory;
+
+  constructor(
+    run: ClaimedRun,
+    private readonly lease: RunLease,
+    private readonly api: CoordinatorApi,
+    private readonly options: ResolvedWorkerOptions,
+  ) {
+    this.runId = run.id;
+    this.workflow = run.workflow;
+    this.version = run.version;
+    this.attempt = run.attempt;
+    this.history = new StepHistory(run.tasks);
+  }
+
+  get signal(): AbortSignal {
+    return this.lease.signal;
+  }
+
+  async task<T extends JsonValue | void>(name: string, fn: (task: TaskContext) => Promise<T> | T, options: TaskOptions = {}): Promise<T> {
+    const step = this.begin('task', name);
+    if (step.recorded) return outcomeOf<T>(step.recorded);
+
+    const retry = this.history.retryOf(step.key);
+    const done = await this.runAttempts(step.key, step.seq, name, fn, options, retry ? Number(retry.attempts) : 0);
+    this.lease.throwIfEnded();
+    const stored = await this.call(() => this.api.recordTask(this.runId, {
+      expectedRevision: this.lease.revision,
+      key: step.key,
+      seq: step.seq,
+      name,
+      attempts: done.attempts,
+      ...(done.ok ? { status: 'completed' as const, output: done.output, error: null } : { status: 'failed' as const, output: null, error: done.error }),
+    }));
+    return outcomeOf<T>(stored);
+  }
+
+  async sleep(name: string, durationMs: number): Promise<void> {
+    const delayMs = checkDelay(durationMs, 'sleep duration');
+    const step = this.begin('sleep', name);
+    if (step.recorded) return;
+    await this.suspendAt(step.key, () =>
+      this.api.suspend(this.runId, { expectedRevision: this.lease.revision, key: step.key, seq: step.seq, kind: 'sleep', name, delayMs, attempts: 0 }),
+    );
+  }
+
+  async waitForEvent<T = JsonValue>(name: string, options: { timeoutMs?: number } = {}): Promise<EventResult<T>> {
+    parseIdentifier(name, 'event_name');
+    const delayMs = options.timeoutMs === undefined ? null : checkDelay(options.timeoutMs, 'event timeout');
+    const step = this.begin('event', name);
+    const resolved =
+      step.recorded ??
+      (await this.suspendAt(step.key, () =>
+        this.api.suspend(this.runId, { expectedRevision: this.lease.revision, key: step.key, seq: step.seq, kind: 'event', name, delayMs, attempts: 0 }),
+      ));
+    return resolved.output as unknown as EventResult<T>;
+  }
+
+  async startChild<I>(name: string, workflow: WorkflowRef, input: I, options: ChildOptions = {}): Promise<string> {
+    const step = await this.childStep(name, workflow, input, options, false, null);
+    return (step.output as { childId: string }).childId;
+  }
+
+  async child<I, O>(name: string, workflow: WorkflowRef, input: I, options: ChildOptions & { timeoutMs?: number } = {}): Promise<O> {
+    const timeoutMs = options.timeoutMs === undefined ? null : checkDelay(options.timeoutMs, 'child timeout');
+    const step = await this.childStep(name, workflow, input, options, true, timeoutMs);
+    const outcome = step.output as { timedOut: boolean; childId: string; status: string; output: O; error: ErrorDetails | null };
+    if (outcome.timedOut) throw new ChildRunTimeoutError(step.key);
+    if (outcome.status !== 'completed') throw new ChildRunFailedError(outcome.childId, outcome.status, outcome.error);
+    return outcome.output;
+  }
+
+  private async childStep(
+    name: string,
+    workflow: WorkflowRef,
+    input: unknown,
+    { shard }: ChildOptions,
+    wait: boolean,
+    timeoutMs: number | null,
+  ): Promise<StoredTask> {
+    if (shard !== undefined && shard !== null) parseIdentifier(shard, 'shard');
+    const step = this.begin('child', name);
+    if (step.recorded) return step.recorded;
+    return this.suspendAt(step.key, () =>
+      this.api.startChild(this.runId, {
+        expectedRevision: this.lease.revision,
+        key: step.key,
+        seq: step.seq,
+        name,
+        workflow: workflow.name,
+        version: workflow.version,
+        input: toJson(input),
+        wait,
+        timeoutMs,
+        shard,
+      }),
+    );
+  }
+
+  private begin(kind: 'task' | 'sleep' | 'event' | 'child', name: string) {
+    this.lease.throwIfEnded();
+    if (typeof name !== 'string' || name.length === 0 || name.length > STEP_NAME_MAX_LENGTH || /[\u0000-\u001f:#]/.test(name)) {
+      throw new Error(`step name must be 1-${STEP_NAME_MAX_LENGTH} characters, without control characters, ':' or '#'`);
+    }
+    return this.history.next(kind, name);
+  }
+
+  /**
+   * Sends a write under the claim. A 409 means the run is no longer ours, and a coordinator that
+   * stays unreachable means we cannot tell: either way this execution stops here (RunLostError, which
+   * the handler cannot outlive: every later step throws it too) and writes nothing more.
+   */
+  private async call<R>(send: () => Promise<R>): Promise<R> {
+    try {
+      return await send();
+    } catch (error) {
+      if (isRevisionConflict(error)) this.lease.lose('the coordinator refused a write (revision conflict)');
+      else if (isTransient(error)) this.lease.lose(`the coordinator could not be reached: ${(error as Error).message}`);
+      else throw error;
+      throw new RunLostError(this.runId, this.lease.lostReason!);
+    }
+  }
+
+  /** Sends a suspending step; if the run did suspend, this execution ends here. */
+  private async suspendAt(key: string, send: () => Promise<{ suspended: boolean; task: StoredTask }>): Promise<StoredTask> {
+    const response = await this.call(() => this.lease.whileEnding(send));
+    if (!response.suspended) return response.task;
+    this.lease.suspend();
+    throw new RunSuspendedError(this.runId, key);
+  }
+
+  private async runAttempts<T>(
+    key: string,
+    seq: number,
+    name: string,
+    fn: (task: TaskContext) => Promise<T> | T,
+    options: TaskOptions,
+    attemptsBefore: number,
+  ): Promise<AttemptOutcome> {
+    const maxAttempts = Math.max(1, options.retry?.maxAttempts ?? 1);
+    for (let attempt = attemptsBefore + 1; ; attempt++) {
+      try {
+        const output = await this.attemptOnce(key, fn, attempt, options.timeoutMs);
+        return { ok: true, output: toJson(output), attempts: attempt };
+      } catch (error) {
+        this.lease.throwIfEnded();
+        if (attempt >= maxAttempts || !options.retry) return { ok: false, error: toErrorDetails(error), attempts: attempt };
+        const delayMs = retryDelayMs(options.retry, attempt);
+        if (delayMs > this.options.inProcessRetryMaxMs) {
+          // A long wait would hold a worker slot: suspend the run and retry when it is due.
+          await this.suspendAt(`retry:${key}`, () =>
+            this.api.suspend(this.runId, { expectedRevision: this.lease.revision, key: `retry:${key}`, seq, kind: 'retry', name, delayMs, attempts: attempt }),
+          );
+        }
+        await abortableDelay(delayMs, this.lease.signal);
+      }
+    }
+  }
+
+  private async attemptOnce<T>(key: string, fn: (task: TaskContext) => Promise<T> | T, attempt: number, timeoutMs?: number): Promise<T> {
+    if (timeoutMs === undefined) return fn({ attempt, signal: this.lease.signal });
+    const timeout = AbortSignal.timeout(timeoutMs);
+    const signal = AbortSignal.any([this.lease.signal, timeout]);
+    let onAbort!: () => void;
+    const aborted = new Promise<never>((_, reject) => {
+      onAbort = () => reject(timeout.aborted ? new TaskTimeoutError(key, timeoutMs) : signal.reason);
+      signal.addEventListener('abort', onAbort, { once: true });
+    });
+    try {
+      return await Promise.race([Promise.resolve().then(() => fn({ attempt, signal })), aborted]);
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+    }
+  }
+}
+
+/** The recorded outcome, as every execution (first or replay) sees it. */
+function outcomeOf<T>(task: StoredTask): T {
+  if (task.status === 'failed') throw new TaskFailedError(task.key, task.error ?? { name: 'Error', message: 'task failed' });
+  return task.output as T;
+}
+
+function checkDelay(ms: number, what: string): number {
+  if (!Number.isInteger(ms) || ms < 0 || ms > MAX_DELAY_MS) throw new Error(`${what} must be an integer from 0 to ${MAX_DELAY_MS} ms`);
+  return ms;
+}
+
+function abortableDelay(ms: number, signal: AbortSignal): Promise<void> {
+  if (ms <= 0) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/** Normalises a handler's value to JSON (undefined becomes null, Dates become strings). */
+function toJson(value: unknown): JsonValue {
+  if (value === undefined) return null;
+  return JSON.parse(JSON.stringify(value)) as JsonValue;
+}

@@ -1,0 +1,92 @@
+import { CLAIM_LIMIT_MAX, type ClaimedRun } from '@nest-durable/client';
+import { afterEach, beforeAll, describe, expect, it, jest } from '@jest/globals';
+import { Logger } from '@nestjs/common';
+import type { Subscriber } from './subscribers/subscriber.interface';
+import type { CoordinatorApi } from './coordinator.api';
+import type { RunExecutor } from './run-executor';
+import type { RunLease } from './run-lease';
+import { resolveWorkerOptions } from './workflow-worker.module';
+import { WorkerRuntime } from './worker-runtime.service';
+
+const HEARTBEAT_INTERVAL_MS = 100;
+
+/** A runtime executing one run that never ends, with a coordinator whose heartbeats answer only when told. */
+function runtimeWithOneRun() {
+  const run: ClaimedRun = { id: 'run-1', workflow: 'w', version: '1', queue: 'w:1', revision: 1, attempt: 1, input: null, tasks: [] };
+  let delivered = false;
+  const subscriber: Subscriber = {
+    name: 'fake',
+    getReadyRuns: (_limit, signal) => {
+      if (!delivered) {
+        delivered = true;
+        return Promise.resolve([run]);
+      }
+      return new Promise((resolve) => signal.addEventListener('abort', () => resolve([]), { once: true }));
+    },
+    getNextDelay: () => 0,
+  };
+  const leases: RunLease[] = [];
+  const executor = { execute: (_run: ClaimedRun, lease: RunLease) => (leases.push(lease), new Promise<void>(() => undefined)) };
+  const answers: ((lost: string[]) => void)[] = [];
+  const api = { heartbeat: () => new Promise<string[]>((resolve) => answers.push(resolve)) };
+  const options = resolveWorkerOptions({ workflows: [], coordinatorUrl: 'http://unused', heartbeatIntervalMs: HEARTBEAT_INTERVAL_MS });
+  const runtime = new WorkerRuntime(subscriber, executor as unknown as RunExecutor, api as unknown as CoordinatorApi, options);
+  return { runtime, leases, answers };
+}
+
+describe('WorkerRuntime heartbeats', () => {
+  beforeAll(() => {
+    Logger.overrideLogger(false);
+  });
+
+  afterEach(() => {
+    jest.useRealTimers();
+  });
+
+  it('keeps one heartbeat in flight: a slow one is not joined by the next', async () => {
+    jest.useFakeTimers();
+    const { runtime, answers } = runtimeWithOneRun();
+    runtime.onApplicationBootstrap();
+    await jest.advanceTimersByTimeAsync(HEARTBEAT_INTERVAL_MS * 5);
+    expect(answers).toHaveLength(1);
+    answers[0]([]);
+    await jest.advanceTimersByTimeAsync(HEARTBEAT_INTERVAL_MS);
+    expect(answers).toHaveLength(2);
+  });
+
+  it('does not lose a run that this worker began to finish while the heartbeat was in flight', async () => {
+    jest.useFakeTimers();
+    const { runtime, leases, answers } = runtimeWithOneRun();
+    runtime.onApplicationBootstrap();
+    await jest.advanceTimersByTimeAsync(HEARTBEAT_INTERVAL_MS);
+    const [lease] = leases;
+    let finishReported!: () => void;
+    const reporting = lease.whileEnding(() => new Promise<void>((resolve) => (finishReported = resolve)));
+    // The completion committed before the heartbeat's statement ran: the coordinator answers "lost".
+    answers[0](['run-1']);
+    await jest.advanceTimersByTimeAsync(0);
+    expect(lease.isLost).toBe(false);
+    finishReported();
+    await reporting;
+  });
+});
+
+describe('WorkerRuntime capacity', () => {
+  it('never asks its subscriber for more runs than a claim can hand out, however high its concurrency', async () => {
+    Logger.overrideLogger(false);
+    const asked: number[] = [];
+    const subscriber: Subscriber = {
+      name: 'fake',
+      getReadyRuns: (limit, signal) => {
+        asked.push(limit);
+        return new Promise((resolve) => signal.addEventListener('abort', () => resolve([]), { once: true }));
+      },
+      getNextDelay: () => 0,
+    };
+    const options = resolveWorkerOptions({ workflows: [], coordinatorUrl: 'http://unused', concurrency: 2_000 });
+    const runtime = new WorkerRuntime(subscriber, {} as RunExecutor, {} as CoordinatorApi, options);
+    runtime.onApplicationBootstrap();
+    await runtime.beforeApplicationShutdown();
+    expect(asked).toEqual([CLAIM_LIMIT_MAX]);
+  });
+});

@@ -1,0 +1,34 @@
+import { parseIdentifier, type WorkflowRef } from '@nest-durable/client';
+import { Inject, Injectable } from '@nestjs/common';
+import type { WorkflowDefinition } from '@nest-durable/workflow';
+import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker.constants';
+
+/** The workflows this worker hosts, by name and version. */
+@Injectable()
+export class WorkflowRegistry {
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  private readonly byKey = new Map<string, WorkflowDefinition<any, any>>();
+  private readonly shards: (string | undefined)[];
+
+  constructor(@Inject(WORKER_OPTIONS) options: ResolvedWorkerOptions) {
+    this.shards = options.shards.length > 0 ? options.shards.map((shard) => parseIdentifier(shard, 'shard')) : [undefined];
+    for (const workflow of options.workflows) {
+      const key = `${parseIdentifier(workflow.name, 'workflow')}:${parseIdentifier(workflow.version, 'version')}`;
+      if (this.byKey.has(key)) throw new Error(`workflow ${workflow.name} ${workflow.version} is registered twice`);
+      this.byKey.set(key, workflow);
+    }
+    if (this.byKey.size === 0) throw new Error('a worker needs at least one workflow');
+  }
+
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  get(name: string, version: string): WorkflowDefinition<any, any> | undefined {
+    return this.byKey.get(`${name}:${version}`);
+  }
+
+  /** What this worker serves: each hosted workflow version, in each of its shards. */
+  refs(): WorkflowRef[] {
+    return [...this.byKey.values()].flatMap(({ name, version }) =>
+      this.shards.map((shard) => (shard === undefined ? { name, version } : { name, version, shard })),
+    );
+  }
+}

@@ -1,0 +1,105 @@
+import type { JsonValue } from '@nest-durable/client';
+
+/**
+ * How often a task (or a whole run) is tried. Waits grow exponentially by default, each drawn at
+ * random between 0 and the cap ("full jitter") so retries of many runs do not synchronise.
+ */
+export interface RetryPolicy {
+  /** Total tries, the first included. 1 = no retry. */
+  maxAttempts: number;
+  /** 'exponential' (default): delayMs * 2^(attempt-1), capped at maxDelayMs; 'fixed': delayMs every time. */
+  backoff?: 'fixed' | 'exponential';
+  /** Base wait. Default 100 ms. */
+  delayMs?: number;
+  /** Cap of an exponential wait. Default 60 s. */
+  maxDelayMs?: number;
+  /** Draw each wait at random in [0, wait] (default true for exponential, false for fixed). */
+  jitter?: boolean;
+}
+
+export interface TaskOptions {
+  retry?: RetryPolicy;
+  /** Each attempt's time limit: its signal aborts and the attempt fails with TaskTimeoutError. */
+  timeoutMs?: number;
+}
+
+export interface TaskContext {
+  /** 1 on the first try. */
+  readonly attempt: number;
+  /** Aborts on the attempt's timeout, and when the run is lost to this worker (taken over, cancelled, shutdown). */
+  readonly signal: AbortSignal;
+}
+
+export type EventResult<T = JsonValue> = { timedOut: false; data: T } | { timedOut: true };
+
+/** A workflow to start as a child: a definition or just its name and version. */
+export interface WorkflowRef {
+  readonly name: string;
+  readonly version: string;
+}
+
+export interface ChildOptions {
+  /**
+   * Routing shard of the child run: only workers serving it take the child. Default: the parent's
+   * shard (so a tree of runs stays where its root was routed); null: no shard.
+   */
+  shard?: string | null;
+}
+
+export interface WorkflowContext {
+  readonly runId: string;
+  readonly workflow: string;
+  readonly version: string;
+  /** 1 on the first attempt of the run; grows with workflow-level retries. */
+  readonly attempt: number;
+  readonly signal: AbortSignal;
+  /**
+   * Runs a checkpointed step. Its result is recorded once; when the run is re-executed (say,
+   * after its worker crashed) the recorded result is returned and `fn` does not run again.
+   */
+  task<T extends JsonValue | void>(name: string, fn: (task: TaskContext) => Promise<T> | T, options?: TaskOptions): Promise<T>;
+  /** Durable sleep: the run suspends (freeing the worker) and continues on any worker once `durationMs` has passed. */
+  sleep(name: string, durationMs: number): Promise<void>;
+  /**
+   * Suspends until `POST /v1/runs/:id/events/:name` delivers data (an event sent before the run
+   * waits is kept for it), or until `timeoutMs` passes, which resolves as `{timedOut: true}`.
+   */
+  waitForEvent<T = JsonValue>(name: string, options?: { timeoutMs?: number }): Promise<EventResult<T>>;
+  /** Starts a child run and resolves with its id without waiting for it. */
+  startChild<I>(
+    name: string,
+    workflow: WorkflowRef & { handler?: (ctx: WorkflowContext, input: I) => unknown },
+    input: I,
+    options?: ChildOptions,
+  ): Promise<string>;
+  /**
+   * Starts a child run and suspends until it finishes; resolves with its output, or throws
+   * ChildRunFailedError (failed or cancelled) or ChildRunTimeoutError (`timeoutMs` passed).
+   */
+  child<I, O>(name: string, workflow: WorkflowDefinition<I, O> | WorkflowRef, input: I, options?: ChildOptions & { timeoutMs?: number }): Promise<O>;
+}
+
+export interface WorkflowDefinition<I = JsonValue, O = JsonValue> {
+  readonly name: string;
+  readonly version: string;
+  readonly handler: (ctx: WorkflowContext, input: I) => Promise<O>;
+  /** Workflow-level retry: a failed run runs again (resuming from its completed steps) as its next attempt. */
+  readonly retry?: RetryPolicy;
+}
+
+/** Declares a workflow: a name, a version and a handler. Inputs and outputs are JSON. */
+export function defineWorkflow<I = JsonValue, O = JsonValue>(definition: WorkflowDefinition<I, O>): WorkflowDefinition<I, O> {
+  return Object.freeze({ ...definition });
+}
+
+export type InputOf<W> = W extends WorkflowDefinition<infer I, unknown> ? I : never;
+export type OutputOf<W> = W extends WorkflowDefinition<never, infer O> ? O : never;
+
+/** The wait before try number `attempt + 1`, after `attempt` tries failed. */
+export function retryDelayMs(policy: RetryPolicy, attempt: number, random: () => number = Math.random): number {
+  const base = policy.delayMs ?? 100;
+  const exponential = (policy.backoff ?? 'exponential') === 'exponential';
+  const cap = exponential ? Math.min(policy.maxDelayMs ?? 60_000, base * 2 ** (attempt - 1)) : base;
+  const jitter = policy.jitter ?? exponential;
+  return Math.round(jitter ? random() * cap : cap);
+}
