@@ -14,7 +14,9 @@ const swcJs = { jsc: { parser: { syntax: 'ecmascript' }, target: 'es2022' }, mod
 
 module.exports = {
   rootDir: '.',
-  testEnvironment: 'node',
+  // Node, with the logs of the apps a test boots shown only when it fails.
+  testEnvironment: '<rootDir>/test/support/quiet-environment.js',
+  setupFilesAfterEnv: ['<rootDir>/test/support/jest-setup.ts'],
   testRegex: '(apps|libs|test)/.*\\.(spec|e2e-spec)\\.ts$',
   moduleFileExtensions: ['ts', 'js', 'mjs', 'json'],
   transform: {

@@ -6,6 +6,7 @@ import request from 'supertest';
 import { loadWorkerConfig } from '../apps/worker/src/config/worker.config';
 import { WorkerAppModule } from '../apps/worker/src/worker-app.module';
 import { type RunningCoordinator, startCoordinator } from './support/apps';
+import { capturedLogger } from './support/captured-logs';
 import { createTestDatabase, type TestDatabase } from './support/database';
 import { eventually } from './support/poll';
 import { PostgresServer } from './support/postgres-server';
@@ -149,7 +150,7 @@ describe('operability', () => {
   it('worker health reflects its consume loop and the coordinator, and it serves metrics', async () => {
     const coordinator = await startCoordinator(db.url);
     const config = loadWorkerConfig({ COORDINATOR_URL: coordinator.url, CLAIM_WAIT_MS: '500', WORKER_PORT: '0' });
-    const worker: INestApplication = await NestFactory.create(WorkerAppModule.register(config), { logger: ['error'] });
+    const worker: INestApplication = await NestFactory.create(WorkerAppModule.register(config), { logger: capturedLogger });
     await worker.listen(0, '127.0.0.1');
     const workerUrl = `http://127.0.0.1:${(worker.getHttpServer().address() as AddressInfo).port}`;
     try {

@@ -7,6 +7,7 @@ import { loadWorkerConfig, type WorkerConfig } from '../../apps/worker/src/confi
 import { WorkerAppModule } from '../../apps/worker/src/worker-app.module';
 import { WorkflowWorkerModule, type WorkflowWorkerModuleOptions } from '@nest-durable/worker';
 import { Module } from '@nestjs/common';
+import { capturedLogger } from './captured-logs';
 
 export interface RunningCoordinator {
   app: INestApplication;
@@ -17,7 +18,7 @@ export interface RunningCoordinator {
 /** Boots the real coordinator app in this process, on a random port unless `port` is given. */
 export async function startCoordinator(databaseUrl: string, overrides: Partial<CoordinatorConfig> = {}): Promise<RunningCoordinator> {
   const config = { ...loadCoordinatorConfig({ DATABASE_URL: databaseUrl, AUTH_DISABLED: 'true' }), port: 0, host: '127.0.0.1', ...overrides };
-  const app = await createCoordinatorApp(config, ['error', 'warn']);
+  const app = await createCoordinatorApp(config, capturedLogger);
   await app.listen(config.port, '127.0.0.1');
   const { port } = app.getHttpServer().address() as AddressInfo;
   return { app, url: `http://127.0.0.1:${port}`, close: () => app.close() };
@@ -31,7 +32,7 @@ export interface RunningWorker {
 /** Boots the real worker app (hosting the example workflows) in this process. */
 export async function startWorker(coordinatorUrl: string, overrides: Partial<WorkerConfig> = {}): Promise<RunningWorker> {
   const config = { ...loadWorkerConfig({ COORDINATOR_URL: coordinatorUrl }), claimWaitMs: 5_000, ...overrides };
-  const app = await NestFactory.createApplicationContext(WorkerAppModule.register(config), { logger: ['error', 'warn'] });
+  const app = await NestFactory.createApplicationContext(WorkerAppModule.register(config), { logger: capturedLogger });
   return { app, close: () => app.close() };
 }
 
@@ -42,6 +43,6 @@ export async function startCustomWorker(
 ): Promise<RunningWorker> {
   @Module({ imports: [WorkflowWorkerModule.forRoot({ coordinatorUrl, claimWaitMs: 5_000, ...options })] })
   class CustomWorkerModule {}
-  const app = await NestFactory.createApplicationContext(CustomWorkerModule, { logger: ['error', 'warn'] });
+  const app = await NestFactory.createApplicationContext(CustomWorkerModule, { logger: capturedLogger });
   return { app, close: () => app.close() };
 }
