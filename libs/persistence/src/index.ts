@@ -1,6 +1,5 @@
 export * from './database';
 export * from './connection-loss';
-export * from './entities/run-transition.entity';
 export * from './entities/run.entity';
 export * from './entities/task.entity';
 export * from './ids';

@@ -2,7 +2,6 @@ import { DynamicModule, Logger, Module, type ModuleMetadata } from '@nestjs/comm
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { Database } from './database';
-import { RunTransitionEntity } from './entities/run-transition.entity';
 import { RunEntity } from './entities/run.entity';
 import { TaskEntity } from './entities/task.entity';
 import { migrateSchema, SCHEMA_MIGRATED } from './migration.runner';
@@ -13,7 +12,7 @@ import { DueTimers1764800000000 } from './migrations/1764800000000-due-timers';
 import { DispatchWakeups1764900000000 } from './migrations/1764900000000-dispatch-wakeups';
 import { ClaimAttribution1765000000000 } from './migrations/1765000000000-claim-attribution';
 
-export const ENTITIES = [RunEntity, TaskEntity, RunTransitionEntity];
+export const ENTITIES = [RunEntity, TaskEntity];
 export const MIGRATIONS = [
   InitialSchema1764500000000,
   Outbox1764600000000,

@@ -1,6 +1,5 @@
 import type { ErrorDetails, RunStatus } from '@nest-durable/client';
-import { Column, Entity, OneToMany, PrimaryColumn, type Relation } from 'typeorm';
-import { TaskEntity } from './task.entity';
+import { Column, Entity, PrimaryColumn } from 'typeorm';
 
 @Entity({ name: 'runs' })
 export class RunEntity {
@@ -76,7 +75,4 @@ export class RunEntity {
 
   @Column('timestamptz', { name: 'finished_at', nullable: true })
   finishedAt: Date | null;
-
-  @OneToMany(() => TaskEntity, (task) => task.run)
-  tasks?: Relation<TaskEntity>[];
 }

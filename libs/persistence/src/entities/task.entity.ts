@@ -1,6 +1,5 @@
 import type { ErrorDetails, StepKind, TaskStatus } from '@nest-durable/client';
-import { Column, Entity, JoinColumn, ManyToOne, PrimaryColumn, type Relation } from 'typeorm';
-import { RunEntity } from './run.entity';
+import { Column, Entity, PrimaryColumn } from 'typeorm';
 
 /**
  * A step of a run: a checkpointed task result (written once per key, replayed on re-execution) or a
@@ -44,8 +43,4 @@ export class TaskEntity {
 
   @Column('timestamptz', { name: 'created_at' })
   createdAt: Date;
-
-  @ManyToOne(() => RunEntity, (run) => run.tasks, { onDelete: 'CASCADE' })
-  @JoinColumn({ name: 'run_id' })
-  run?: Relation<RunEntity>;
 }
