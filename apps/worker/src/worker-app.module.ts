@@ -32,8 +32,8 @@ export function workerModuleOptions(
     imports: [RedisModule.forRoot({ url: config.redisUrl, prefix: config.redisPrefix })],
     subscriber: redisSubscriber(config.subscriber, {
       blockMs: config.redisBlockMs,
-      partitionsFallback: config.streamShards,
-      claimMinIdleTimeMs: config.claimMinIdleTimeMs,
+      streamPartitions: config.streamPartitions,
+      reclaimIdleMs: config.reclaimIdleMs,
       maxDeliveries: config.maxDeliveries,
     }),
   };

@@ -94,11 +94,11 @@ export function readLogging(read: EnvReader): { logLevel: LogLevelName; logForma
   };
 }
 
-export function readRedis(read: EnvReader): { redisUrl: string; redisPrefix: string; streamShards: number } {
+export function readRedis(read: EnvReader): { redisUrl: string; redisPrefix: string; streamPartitions: number } {
   return {
     redisUrl: read.url('REDIS_URL', ['redis', 'rediss'], 'redis://127.0.0.1:6379'),
     redisPrefix: read.pattern('REDIS_PREFIX', /^[A-Za-z0-9._:-]{0,64}$/, 'up to 64 letters, digits or . _ : -', 'wf:'),
-    streamShards: read.integer('STREAM_SHARDS', 4, 1, 1024),
+    streamPartitions: read.integer('STREAM_PARTITIONS', 4, 1, 1024),
   };
 }
 

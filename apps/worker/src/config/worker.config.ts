@@ -17,9 +17,9 @@ export interface WorkerConfig {
   redisPrefix: string;
   redisBlockMs: number;
   /** Streams: partitions per queue when the coordinator has not published its count. */
-  streamShards: number;
+  streamPartitions: number;
   /** Streams: a message pending this long on a silent worker is claimed by another one. */
-  claimMinIdleTimeMs: number;
+  reclaimIdleMs: number;
   maxDeliveries: number;
   /** Sent as `Authorization: Bearer` to the coordinator's worker API. */
   workerToken?: string;
@@ -44,7 +44,7 @@ export function loadWorkerConfig(env: Record<string, string | undefined>): Worke
     subscriber: read.oneOf('SUBSCRIBER', SUBSCRIBERS, 'http'),
     ...readRedis(read),
     redisBlockMs: read.integer('REDIS_BLOCK_MS', 5_000, 100, 60_000),
-    claimMinIdleTimeMs: read.integer('CLAIM_MIN_IDLE_TIME_MS', 90_000, 100, 86_400_000),
+    reclaimIdleMs: read.integer('STREAM_RECLAIM_IDLE_MS', 90_000, 100, 86_400_000),
     maxDeliveries: read.integer('MAX_DELIVERIES', 5, 1, 1_000),
     workerToken: read.optionalString('WORKER_TOKEN'),
     port: read.integer('WORKER_PORT', 3001, 0, 65535),
