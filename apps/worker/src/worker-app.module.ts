@@ -17,7 +17,7 @@ export function workerModuleOptions(
 ): WorkflowWorkerModuleOptions {
   const worker: WorkflowWorkerModuleOptions = {
     workflows,
-    coordinatorUrl: config.coordinatorUrl,
+    coordinatorUrl: config.coordinatorUrls,
     workerId: config.workerId,
     concurrency: config.concurrency,
     heartbeatIntervalMs: config.heartbeatIntervalMs,

@@ -75,18 +75,27 @@ export class EnvReader {
   }
 
   url(name: string, protocols: readonly string[], fallback?: string): string {
-    const value = this.string(name, fallback);
-    let parsed: URL;
-    try {
-      parsed = new URL(value);
-    } catch {
-      throw new ConfigError(`${name} must be a URL (${protocols.join(' or ')}), got "${redact(value)}"`);
-    }
-    if (!protocols.includes(parsed.protocol.replace(/:$/, ''))) {
-      throw new ConfigError(`${name} must be a ${protocols.join(' or ')} URL, got "${redact(value)}"`);
-    }
-    return value;
+    return checkUrl(name, this.string(name, fallback), protocols);
   }
+
+  /** Comma-separated URLs, at least one (`fallback` when unset). */
+  urls(name: string, protocols: readonly string[], fallback: string): string[] {
+    const values = this.list(name);
+    return (values.length > 0 ? values : [fallback]).map((value) => checkUrl(name, value, protocols));
+  }
+}
+
+function checkUrl(name: string, value: string, protocols: readonly string[]): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(value);
+  } catch {
+    throw new ConfigError(`${name} must be a URL (${protocols.join(' or ')}), got "${redact(value)}"`);
+  }
+  if (!protocols.includes(parsed.protocol.replace(/:$/, ''))) {
+    throw new ConfigError(`${name} must be a ${protocols.join(' or ')} URL, got "${redact(value)}"`);
+  }
+  return value;
 }
 
 /** Hides a password in a URL so it never reaches a log line. */

@@ -4,7 +4,8 @@ import { hostname } from 'node:os';
 export const SUBSCRIBERS = ['http', 'redis-zset', 'redis-streams'] as const;
 
 export interface WorkerConfig {
-  coordinatorUrl: string;
+  /** One coordinator, or several of one deployment (requests spread over those answering). */
+  coordinatorUrls: string[];
   workerId: string;
   concurrency: number;
   heartbeatIntervalMs: number;
@@ -36,7 +37,7 @@ export interface WorkerConfig {
 export function loadWorkerConfig(env: Record<string, string | undefined>): WorkerConfig {
   const read = new EnvReader(env);
   return {
-    coordinatorUrl: read.url('COORDINATOR_URL', ['http', 'https'], 'http://127.0.0.1:3000'),
+    coordinatorUrls: read.urls('COORDINATOR_URL', ['http', 'https'], 'http://127.0.0.1:3000'),
     workerId: read.string('WORKER_ID', `${hostname()}-${process.pid}`),
     concurrency: read.integer('WORKER_CONCURRENCY', 10, 1, 10_000),
     heartbeatIntervalMs: read.integer('HEARTBEAT_INTERVAL_MS', 30_000, 50, 86_400_000),
