@@ -136,6 +136,17 @@ export function readRedis(read: EnvReader): RedisSettings {
   };
 }
 
+/** How to connect (what RedisModule.forRoot takes): the cluster when seed nodes are given, else the one node. */
+export function redisConnectionOptions(settings: Pick<RedisSettings, 'redisUrl' | 'redisClusterNodes' | 'redisPrefix'>): {
+  url?: string;
+  clusterNodes?: { host: string; port: number }[];
+  prefix: string;
+} {
+  return settings.redisClusterNodes.length > 0
+    ? { clusterNodes: settings.redisClusterNodes, prefix: settings.redisPrefix }
+    : { url: settings.redisUrl, prefix: settings.redisPrefix };
+}
+
 /** Loads an app's config, or prints the one line that says what is wrong and exits with 78 (EX_CONFIG). */
 export function loadConfigOrExit<T>(app: string, load: () => T): T {
   try {

@@ -1,26 +1,45 @@
+import { hashSlot } from '@nest-durable/client';
 import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
-import { Redis, type RedisOptions } from 'ioredis';
+import { type ChainableCommander, Cluster, Redis, type RedisOptions } from 'ioredis';
 
 export const REDIS_OPTIONS = Symbol('REDIS_OPTIONS');
 
 export interface RedisConnectionOptions {
-  url: string;
+  /** One Redis node: `redis://…` or `rediss://…`. */
+  url?: string;
+  /** Or the seed nodes of a Redis Cluster (the client discovers the others); when given, `url` must not be. */
+  clusterNodes?: { host: string; port: number }[];
   /** Every key this deployment uses starts with it, so deployments can share a Redis. */
   prefix: string;
 }
 
+/** A single node or a cluster: the commands callers send are the same. */
+export type RedisClient = Redis | Cluster;
+
+/** For a blocking reader: the client-side guard that ends a blocking read that never returns. */
+export interface BlockingReaderOptions {
+  blockingTimeout: number;
+  blockingTimeoutGrace: number;
+}
+
 /**
- * The one place that opens Redis connections. Commands fail fast while Redis is down (no offline
- * queue), so callers see the failure and fall back (the outbox retries, workers fail over);
- * ioredis keeps reconnecting in the background. Every connection is closed on shutdown.
+ * The one place that opens Redis connections, to a single node or a Redis Cluster. Commands fail
+ * fast while Redis is down (no offline queue), so callers see the failure and fall back (the outbox
+ * retries, workers fail over); ioredis keeps reconnecting in the background. In a cluster, ioredis
+ * follows MOVED/ASK redirections and refreshes its slot map, and a command whose node went away is
+ * retried every 300 ms (up to 40 redirections) while a replica takes over: a failover within a few
+ * seconds is ridden through, a longer one fails the command like an outage. Every connection is closed
+ * on shutdown.
  */
 @Injectable()
 export class RedisConnection implements OnApplicationShutdown {
   private readonly logger = new Logger(RedisConnection.name);
-  private readonly connections = new Set<Redis>();
-  readonly client: Redis;
+  private readonly connections = new Set<RedisClient>();
+  readonly client: RedisClient;
 
   constructor(@Inject(REDIS_OPTIONS) readonly options: RedisConnectionOptions) {
+    if (options.clusterNodes?.length && options.url) throw new Error('Redis: give either url or clusterNodes, not both');
+    if (!options.clusterNodes?.length && !options.url) throw new Error('Redis: give url or clusterNodes');
     this.client = this.open('commands');
   }
 
@@ -28,20 +47,38 @@ export class RedisConnection implements OnApplicationShutdown {
     return this.options.prefix;
   }
 
-  /** A separate connection, e.g. for one blocking reader (a blocking command occupies its whole connection). */
-  open(purpose: string, extra: RedisOptions = {}): Redis {
-    const connection = new Redis(this.options.url, {
-      enableOfflineQueue: false,
-      maxRetriesPerRequest: 1,
-      connectTimeout: 2_000,
-      retryStrategy: (times) => Math.min(100 * 2 ** times, 2_000),
-      ...extra,
-    });
+  /**
+   * A separate connection, e.g. for one blocking reader (a blocking command occupies its whole
+   * connection). In a cluster that is a Cluster client of its own rather than a socket per master:
+   * it connects to nodes as commands need them, so a reader whose reads name one slot holds a socket
+   * to that slot's master (and one to ask for the slot map), and it follows the slot through a
+   * failover or a resharding by itself. Readers sharing a socket per master would block each other,
+   * and which master serves a slot changes when one fails.
+   */
+  open(purpose: string, blocking?: BlockingReaderOptions): RedisClient {
+    const nodeOptions: RedisOptions = { connectTimeout: 2_000, maxRetriesPerRequest: 1, ...blocking };
+    const connection: RedisClient = this.options.clusterNodes?.length
+      ? new Cluster(this.options.clusterNodes, {
+          enableOfflineQueue: false,
+          retryDelayOnFailover: 300,
+          retryDelayOnClusterDown: 300,
+          maxRedirections: 40,
+          slotsRefreshTimeout: 2_000,
+          clusterRetryStrategy: (times) => Math.min(100 * 2 ** times, 2_000),
+          redisOptions: nodeOptions,
+        })
+      : new Redis(this.options.url!, {
+          ...nodeOptions,
+          enableOfflineQueue: false,
+          retryStrategy: (times) => Math.min(100 * 2 ** times, 2_000),
+        });
     let down = false;
-    connection.on('error', (error) => {
+    const onError = (error: Error) => {
       if (!down) this.logger.warn(`Redis (${purpose}) unavailable: ${error.message}`);
       down = true;
-    });
+    };
+    connection.on('error', onError);
+    connection.on('node error', onError);
     connection.on('ready', () => {
       if (down) this.logger.log(`Redis (${purpose}) is back`);
       down = false;
@@ -54,7 +91,7 @@ export class RedisConnection implements OnApplicationShutdown {
    * Resolves once `connection` is connected (at once if it is), or fails after `timeoutMs`: without
    * an offline queue, a command sent while it is still connecting would fail at once.
    */
-  async whenReady(connection: Redis, timeoutMs = 2_000): Promise<void> {
+  async whenReady(connection: RedisClient, timeoutMs = 2_000): Promise<void> {
     if (connection.status === 'ready') return;
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
@@ -67,6 +104,29 @@ export class RedisConnection implements OnApplicationShutdown {
       };
       connection.once('ready', onReady);
     });
+  }
+
+  /**
+   * One command per item (`add` queues it), sent as one pipeline per hash slot, the pipelines side by
+   * side: a cluster pipeline must not span nodes, and a slot is on one node. Resolves with each
+   * item's [error, reply], in order; a pipeline that could not be sent fails each of its items.
+   */
+  async pipelineBySlot<T>(items: readonly T[], keyOf: (item: T) => string, add: (pipeline: ChainableCommander, item: T) => void): Promise<[Error | null, unknown][]> {
+    const bySlot = new Map<number, number[]>();
+    items.forEach((item, i) => {
+      const slot = hashSlot(keyOf(item));
+      bySlot.set(slot, [...(bySlot.get(slot) ?? []), i]);
+    });
+    const results: [Error | null, unknown][] = new Array(items.length);
+    await Promise.all(
+      [...bySlot.values()].map(async (indexes) => {
+        const pipeline = this.client.pipeline();
+        for (const i of indexes) add(pipeline, items[i]);
+        const replies = await pipeline.exec().catch((error: Error) => indexes.map(() => [error, null] as [Error, null]));
+        indexes.forEach((itemIndex, i) => (results[itemIndex] = replies?.[i] ?? [new Error('Redis pipeline was not executed'), null]));
+      }),
+    );
+    return results;
   }
 
   async onApplicationShutdown(): Promise<void> {
