@@ -73,16 +73,22 @@ export class RedisConnection implements OnApplicationShutdown {
           retryStrategy: (times) => Math.min(100 * 2 ** times, 2_000),
         });
     let down = false;
-    const onError = (error: Error) => {
+    connection.on('error', (error: Error) => {
       if (!down) this.logger.warn(`Redis (${purpose}) unavailable: ${error.message}`);
       down = true;
-    };
-    connection.on('error', onError);
-    connection.on('node error', onError);
+    });
     connection.on('ready', () => {
       if (down) this.logger.log(`Redis (${purpose}) is back`);
       down = false;
     });
+    // A cluster stays ready while one node is away (a replica takes its slots): one line per node and
+    // slot-map refresh, not one per retry.
+    const away = new Set<string>();
+    connection.on('node error', (error: Error, node: string) => {
+      if (!away.has(node)) this.logger.warn(`Redis (${purpose}) node ${node} unavailable: ${error.message}`);
+      away.add(node);
+    });
+    connection.on('refresh', () => away.clear());
     this.connections.add(connection);
     return connection;
   }
