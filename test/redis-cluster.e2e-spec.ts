@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { hashSlot, type RunView, sortedSetKey, streamKey, WorkflowClient } from '@nest-durable/client';
+import { hashSlot, queueStreams, type RunView, sortedSetKey, streamKey, WorkflowClient } from '@nest-durable/client';
+import { Cluster } from 'ioredis';
 import { type FailoverSubscriber, SUBSCRIBER } from '@nest-durable/worker';
 import { loadWorkerConfig } from '../apps/worker/src/config/worker.config';
 import { workerModuleOptions } from '../apps/worker/src/worker-app.module';
@@ -94,6 +95,52 @@ describe('Redis Cluster', () => {
         await coordinator.close();
       }
     }, 90_000);
+  });
+
+  describe.each(MODES)('%s after an upgrade from the earlier key names', (mode) => {
+    it('runs whose wake-ups sit under the old names complete: nobody reads those, republish gives them new ones', async () => {
+      const prefix = testPrefix(`cluster-upgrade-${mode}`);
+      const redis = new Cluster(cluster.seedNodes);
+      const coordinator = await startCoordinator(db.url, {
+        dispatch: mode,
+        redisClusterNodes: cluster.seedNodes,
+        redisPrefix: prefix,
+        streamPartitions: PARTITIONS,
+        republishIntervalMs: 300,
+        republishAfterMs: 1_000,
+      });
+      const streams = queueStreams(prefix, ['echo:1'], PARTITIONS);
+      const client = new WorkflowClient({ url: coordinator.url });
+      try {
+        const runs = await Promise.all(Array.from({ length: 30 }, (_, i) => client.start({ name: 'echo', version: '1' }, i)));
+        const held = async () =>
+          mode === 'redis-zset' ? redis.zcard(sortedSetKey(prefix, 'echo:1')) : (await Promise.all(streams.map((s) => redis.xlen(s)))).reduce((a, b) => a + b, 0);
+        await eventually('the wake-ups published', async () => (await held()) === runs.length);
+        // What the previous version left: the same wake-ups under its key names, none under the new ones.
+        if (mode === 'redis-zset') {
+          await redis.del(sortedSetKey(prefix, 'echo:1'));
+          for (const run of runs) await redis.zadd(`${prefix}workflow:echo:1`, Date.now(), `${run.id}:1`);
+        } else {
+          for (const stream of streams) await redis.del(stream);
+          for (const [i, run] of runs.entries()) await redis.xadd(`${prefix}workflow.tasks.echo:1.${i % PARTITIONS}`, '*', 'run', run.id);
+        }
+        const config = loadWorkerConfig({ COORDINATOR_URL: coordinator.url, SUBSCRIBER: mode, REDIS_CLUSTER_NODES: cluster.seeds, REDIS_PREFIX: prefix, REDIS_BLOCK_MS: '500' });
+        const worker = await startCustomWorker(coordinator.url, workerModuleOptions(config, EXAMPLE_WORKFLOWS));
+        try {
+          for (const run of runs) expect(await client.waitForResult(run.id, { timeoutMs: 30_000 })).toMatchObject({ status: 'completed' });
+          expect(await countWhere(`claimed_via IS NULL AND id = ANY($1)`, [runs.map((run) => run.id)])).toBe(0);
+        } finally {
+          await worker.close();
+        }
+        const old = mode === 'redis-zset'
+          ? await redis.zcard(`${prefix}workflow:echo:1`)
+          : (await Promise.all(Array.from({ length: PARTITIONS }, (_, n) => redis.xlen(`${prefix}workflow.tasks.echo:1.${n}`)))).reduce((a, b) => a + b, 0);
+        expect(old).toBe(runs.length);
+      } finally {
+        await coordinator.close();
+        redis.disconnect();
+      }
+    }, 60_000);
   });
 
   describe.each(MODES)('%s under load', (mode) => {
