@@ -5,8 +5,11 @@ export const WORKER_OPTIONS = Symbol('WORKER_OPTIONS');
 export interface WorkflowWorkerOptions {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   workflows: WorkflowDefinition<any, any>[];
-  /** Coordinator base URL, e.g. http://127.0.0.1:3000 */
-  coordinatorUrl: string;
+  /**
+   * Coordinator base URL, e.g. http://127.0.0.1:3000, or the URLs of several coordinators of one
+   * deployment: requests spread over those answering (see CoordinatorPool).
+   */
+  coordinatorUrl: string | string[];
   /** Stable name of this worker process; recorded on the runs it claims. Default: host-pid. */
   workerId?: string;
   /** Routing shards served (a run started with `shard` goes only to workers serving it). Default: runs without a shard. */
