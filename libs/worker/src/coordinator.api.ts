@@ -1,7 +1,7 @@
 import { parseReportsRequest, REPORTS_MAX, type ReportsResponse, type WorkerReport, EngineHttpError, isTransient, JsonHttpClient } from '@nest-durable/client';
 import type { ClaimedRun, ClaimResponse, CompleteRunRequest, FailRunRequest, HeartbeatResponse, StartChildRequest, StepResponse, StoredTask, StreamDeadLetterReport, StreamDeadLetterResponse, SuspendRequest, TakeRunsResponse, TaskResultRequest, WorkflowRef } from '@nest-durable/client';
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker.constants';
+import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker.options';
 
 const REPORT_ATTEMPTS = 6;
 const REPORT_TIMEOUT_MS = 30_000;

@@ -6,7 +6,7 @@ import type { CoordinatorApi } from './coordinator.api';
 import { RunExecutor } from './run-executor';
 import { RunLease } from './run-lease';
 import { WorkflowRegistry } from './workflow.registry';
-import { resolveWorkerOptions } from './workflow-worker.module';
+import { resolveWorkerOptions } from './worker.options';
 
 /** A stand-in for the coordinator that records what the executor reports. */
 class FakeCoordinator {

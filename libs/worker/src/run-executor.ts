@@ -22,7 +22,7 @@ import {
 import { CoordinatorApi } from './coordinator.api';
 import { RunLease } from './run-lease';
 import { StepHistory } from './step-history';
-import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker.constants';
+import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker.options';
 import { WorkflowRegistry } from './workflow.registry';
 
 const STEP_NAME_MAX_LENGTH = 200;
