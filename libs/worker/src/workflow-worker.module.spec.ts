@@ -141,6 +141,19 @@ describe('WorkflowWorkerModule', () => {
       expect(app.get(SUBSCRIBER)).toBeInstanceOf(HttpSubscriber);
     });
 
+    it('takes the options from a class of its own (useClass), which may inject configuration', async () => {
+      @Injectable()
+      class WorkerOptionsFactory {
+        constructor(private readonly config: AppConfig) {}
+
+        createWorkflowWorkerOptions() {
+          return { workflows: [echo], coordinatorUrl: this.config.get('COORDINATOR_URL'), workerId: 'from-a-class' };
+        }
+      }
+      const app = await compile(WorkflowWorkerModule.forRootAsync({ imports: [AppConfigModule], useClass: WorkerOptionsFactory }));
+      expect(app.get<ResolvedWorkerOptions>(WORKER_OPTIONS)).toMatchObject({ coordinatorUrl: 'http://coordinator.internal:3000', workerId: 'from-a-class' });
+    });
+
     it('awaits an async factory, and refuses what it returns if invalid', async () => {
       const app = await compile(
         WorkflowWorkerModule.forRootAsync({ useFactory: async () => ({ workflows: [echo], coordinatorUrl: 'http://127.0.0.1:4000' }) }),
