@@ -45,7 +45,7 @@ describe('subscribers', () => {
       dispatch: mode,
       redisUrl,
       redisPrefix: prefix,
-      streamShards: 2,
+      streamPartitions: 2,
       outboxRetryBaseMs: 50,
       outboxRetryMaxMs: 200,
       republishIntervalMs: 3_600_000,
@@ -129,7 +129,7 @@ describe('subscribers', () => {
 
   it('hands a wake-up delivered more than MAX_DELIVERIES times to the coordinator as a dead letter, while other runs keep flowing', async () => {
     const { client, subscriber, prefix } = await stack('redis-streams', {
-      worker: { CLAIM_MIN_IDLE_TIME_MS: '300', MAX_DELIVERIES: '2', HEARTBEAT_INTERVAL_MS: '100' },
+      worker: { STREAM_RECLAIM_IDLE_MS: '300', MAX_DELIVERIES: '2', HEARTBEAT_INTERVAL_MS: '100' },
     });
     const later = await client.start({ name: 'echo', version: '1' }, 'later', { runAt: new Date(Date.now() + 3_600_000) });
     // A consumer that took a wake-up and died, after earlier deliveries died too: added and read in one
@@ -165,7 +165,7 @@ describe('subscribers', () => {
   }, 60_000);
 
   it('takes back entries Redis delivered to this worker by a read it never saw the answer to', async () => {
-    const { client, prefix } = await stack('redis-streams', { worker: { WORKER_ID: 'forgetful', CLAIM_MIN_IDLE_TIME_MS: '60000' } });
+    const { client, prefix } = await stack('redis-streams', { worker: { WORKER_ID: 'forgetful', STREAM_RECLAIM_IDLE_MS: '60000' } });
     const run = await client.start({ name: 'echo', version: '1' }, 'adopted', { runAt: new Date(Date.now() + 3_600_000) });
     await db.sql(`UPDATE runs SET due_at = now() WHERE id = $1`, [run.id]); // due, but no wake-up sent for it
     // What a blocking read given up by the client leaves behind: an entry delivered to this very consumer.

@@ -17,7 +17,7 @@ export function workerModuleOptions(
 ): WorkflowWorkerModuleOptions {
   const worker: WorkflowWorkerModuleOptions = {
     workflows,
-    coordinatorUrl: config.coordinatorUrl,
+    coordinatorUrl: config.coordinatorUrls,
     workerId: config.workerId,
     concurrency: config.concurrency,
     heartbeatIntervalMs: config.heartbeatIntervalMs,
@@ -32,8 +32,8 @@ export function workerModuleOptions(
     imports: [RedisModule.forRoot({ url: config.redisUrl, prefix: config.redisPrefix })],
     subscriber: redisSubscriber(config.subscriber, {
       blockMs: config.redisBlockMs,
-      partitionsFallback: config.streamShards,
-      claimMinIdleTimeMs: config.claimMinIdleTimeMs,
+      streamPartitions: config.streamPartitions,
+      reclaimIdleMs: config.reclaimIdleMs,
       maxDeliveries: config.maxDeliveries,
     }),
   };

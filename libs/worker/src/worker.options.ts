@@ -7,8 +7,11 @@ export const WORKER_OPTIONS = Symbol('WORKER_OPTIONS');
 export interface WorkflowWorkerOptions {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   workflows: WorkflowDefinition<any, any>[];
-  /** Coordinator base URL, e.g. http://127.0.0.1:3000 */
-  coordinatorUrl: string;
+  /**
+   * Coordinator base URL, e.g. http://127.0.0.1:3000, or the URLs of several coordinators of one
+   * deployment: requests spread over those answering (see CoordinatorPool).
+   */
+  coordinatorUrl: string | string[];
   /** Stable name of this worker process; recorded on the runs it claims. Default: host-pid. */
   workerId?: string;
   /** Routing shards served (a run started with `shard` goes only to workers serving it). Default: runs without a shard. */
@@ -42,8 +45,9 @@ export function resolveWorkerOptions(options: WorkflowWorkerOptions): ResolvedWo
     headers: {},
     ...Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)),
   } as ResolvedWorkerOptions;
-  if (!isHttpUrl(resolved.coordinatorUrl)) {
-    throw new Error(`coordinatorUrl must be an http(s) URL, got ${JSON.stringify(resolved.coordinatorUrl)}`);
+  const urls: unknown = typeof resolved.coordinatorUrl === 'string' ? [resolved.coordinatorUrl] : resolved.coordinatorUrl;
+  if (!Array.isArray(urls) || urls.length === 0 || !urls.every(isHttpUrl)) {
+    throw new Error(`coordinatorUrl must be an http(s) URL or a non-empty list of them, got ${JSON.stringify(resolved.coordinatorUrl)}`);
   }
   if (!Number.isInteger(resolved.concurrency) || resolved.concurrency < 1) {
     throw new Error(`concurrency must be a positive integer, got ${resolved.concurrency}`);

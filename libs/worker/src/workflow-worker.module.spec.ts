@@ -85,7 +85,10 @@ describe('WorkflowWorkerModule', () => {
         'concurrency must be a positive integer, got 0',
       );
       await expect(compile(WorkflowWorkerModule.forRoot({ workflows: [echo], coordinatorUrl: 'coordinator:3000' }))).rejects.toThrow(
-        'coordinatorUrl must be an http(s) URL, got "coordinator:3000"',
+        'coordinatorUrl must be an http(s) URL or a non-empty list of them, got "coordinator:3000"',
+      );
+      await expect(compile(WorkflowWorkerModule.forRoot({ workflows: [echo], coordinatorUrl: ['http://a:3000', ''] }))).rejects.toThrow(
+        'coordinatorUrl must be an http(s) URL or a non-empty list of them, got ["http://a:3000",""]',
       );
     });
 
