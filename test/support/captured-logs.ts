@@ -36,3 +36,12 @@ function capture(level: string, message: unknown, rest: unknown[]): void {
 }
 
 export const capturedLogger = new CapturedLogger();
+
+/**
+ * Output of a process a test started, kept like the apps' log lines: shown only if that test fails.
+ * Outside Jest (the soak script starts processes with the same helpers) nobody would read or clear it.
+ */
+export function captureOutput(source: string, chunk: string): void {
+  if (process.env.JEST_WORKER_ID === undefined) return;
+  for (const line of chunk.split('\n')) if (line.trim()) (globalThis.__capturedLogs ??= []).push(`[${source}] ${line}`);
+}

@@ -5,7 +5,7 @@ import type { Subscriber } from './subscribers/subscriber.interface';
 import type { CoordinatorApi } from './coordinator.api';
 import type { RunExecutor } from './run-executor';
 import type { RunLease } from './run-lease';
-import { resolveWorkerOptions } from './workflow-worker.module';
+import { resolveWorkerOptions } from './worker.options';
 import { WorkerRuntime } from './worker-runtime.service';
 
 const HEARTBEAT_INTERVAL_MS = 100;

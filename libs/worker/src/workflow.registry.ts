@@ -1,7 +1,7 @@
 import { parseIdentifier, type WorkflowRef } from '@nest-durable/client';
 import { Inject, Injectable } from '@nestjs/common';
 import type { WorkflowDefinition } from '@nest-durable/workflow';
-import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker.constants';
+import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker.options';
 
 /** The workflows this worker hosts, by name and version. */
 @Injectable()

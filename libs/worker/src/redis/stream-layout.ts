@@ -1,5 +1,5 @@
 import { CONSUMER_GROUP, partitionCountKey, streamKey } from '@nest-durable/client';
-import { RedisConnection } from '@nest-durable/worker/redis';
+import { RedisConnection } from './redis.connection';
 import { Logger } from '@nestjs/common';
 
 /** How often a busy worker re-reads the published partition count (an idle one re-reads after each empty read). */

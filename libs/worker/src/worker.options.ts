@@ -1,5 +1,7 @@
 import type { WorkflowDefinition } from '@nest-durable/workflow';
+import { hostname } from 'node:os';
 
+/** Injection token of the worker's options with every default filled in (ResolvedWorkerOptions). */
 export const WORKER_OPTIONS = Symbol('WORKER_OPTIONS');
 
 export interface WorkflowWorkerOptions {
@@ -29,3 +31,30 @@ export interface WorkflowWorkerOptions {
 }
 
 export type ResolvedWorkerOptions = Required<WorkflowWorkerOptions>;
+
+/** Fills in the defaults and refuses what cannot work, once, when the worker starts. */
+export function resolveWorkerOptions(options: WorkflowWorkerOptions): ResolvedWorkerOptions {
+  const resolved: ResolvedWorkerOptions = {
+    workerId: `${hostname()}-${process.pid}`,
+    concurrency: 10,
+    heartbeatIntervalMs: 30_000,
+    claimWaitMs: 20_000,
+    shutdownGraceMs: 10_000,
+    inProcessRetryMaxMs: 5_000,
+    shards: [] as string[],
+    headers: {},
+    ...Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)),
+  } as ResolvedWorkerOptions;
+  const urls: unknown = typeof resolved.coordinatorUrl === 'string' ? [resolved.coordinatorUrl] : resolved.coordinatorUrl;
+  if (!Array.isArray(urls) || urls.length === 0 || !urls.every(isHttpUrl)) {
+    throw new Error(`coordinatorUrl must be an http(s) URL or a non-empty list of them, got ${JSON.stringify(resolved.coordinatorUrl)}`);
+  }
+  if (!Number.isInteger(resolved.concurrency) || resolved.concurrency < 1) {
+    throw new Error(`concurrency must be a positive integer, got ${resolved.concurrency}`);
+  }
+  return resolved;
+}
+
+function isHttpUrl(value: unknown): boolean {
+  return typeof value === 'string' && URL.canParse(value) && ['http:', 'https:'].includes(new URL(value).protocol);
+}
