@@ -118,6 +118,7 @@ class RunContext implements WorkflowContext {
     return this.lease.signal;
   }
 
+  // biome-ignore lint/suspicious/noConfusingVoidType: a task may return nothing (its result is recorded as null)
   async task<T extends JsonValue | void>(name: string, fn: (task: TaskContext) => Promise<T> | T, options: TaskOptions = {}): Promise<T> {
     const step = this.begin('task', name);
     if (step.recorded) return outcomeOf<T>(step.recorded);
@@ -200,6 +201,7 @@ class RunContext implements WorkflowContext {
 
   private begin(kind: 'task' | 'sleep' | 'event' | 'child', name: string) {
     this.lease.throwIfEnded();
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this refuses
     if (typeof name !== 'string' || name.length === 0 || name.length > STEP_NAME_MAX_LENGTH || /[\u0000-\u001f:#]/.test(name)) {
       throw new Error(`step name must be 1-${STEP_NAME_MAX_LENGTH} characters, without control characters, ':' or '#'`);
     }

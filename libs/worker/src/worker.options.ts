@@ -5,7 +5,7 @@ import { hostname } from 'node:os';
 export const WORKER_OPTIONS = Symbol('WORKER_OPTIONS');
 
 export interface WorkflowWorkerOptions {
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  // biome-ignore lint/suspicious/noExplicitAny: workflows of any input and output types are registered side by side
   workflows: WorkflowDefinition<any, any>[];
   /**
    * Coordinator base URL, e.g. http://127.0.0.1:3000, or the URLs of several coordinators of one

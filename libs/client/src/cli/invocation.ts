@@ -44,7 +44,7 @@ export class Invocation {
    * A commander action running `run` with the command's context, its arguments and its options; the
    * number `run` returns is the exit code (0 when it returns nothing).
    */
-  action<A extends unknown[]>(run: (context: CommandContext, ...args: A) => Promise<number | void>): (...args: unknown[]) => Promise<void> {
+  action<A extends unknown[]>(run: (context: CommandContext, ...args: A) => Promise<number | undefined>): (...args: unknown[]) => Promise<void> {
     return async (...args) => {
       const command = args[args.length - 1] as Command;
       const context = this.contextFor(command.optsWithGlobals<GlobalOptions>());
