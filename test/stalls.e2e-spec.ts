@@ -4,7 +4,6 @@ import { WorkflowClient } from '@nest-durable/client';
 import request from 'supertest';
 import { type RunningCoordinator, startCoordinator } from './support/apps';
 import { createTestDatabase, type TestDatabase } from './support/database';
-import { eventually } from './support/poll';
 import { AppProcess, stopAllProcesses } from './support/processes';
 import { TEST_REDIS_URL, testPrefix } from './support/redis';
 

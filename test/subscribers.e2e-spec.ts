@@ -1,9 +1,9 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import type { ClaimedRun, RunView } from '@nest-durable/client';
-import { CoordinatorApi, FailoverSubscriber, type NextDelayParams, SUBSCRIBER, type Subscriber, WorkflowRegistry, WORKER_OPTIONS, type ResolvedWorkerOptions } from '@nest-durable/worker';
+import { CoordinatorApi, FailoverSubscriber, type NextDelayParams, SUBSCRIBER, type Subscriber, WorkflowRegistry } from '@nest-durable/worker';
 import { RedisStreamsSubscriber, RedisConnection } from '@nest-durable/worker/redis';
 import { WorkflowClient, streamKey } from '@nest-durable/client';
-import { Inject, Injectable } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import request from 'supertest';
 import { loadWorkerConfig } from '../apps/worker/src/config/worker.config';
@@ -11,7 +11,7 @@ import { StreamEntries } from '../libs/worker/src/redis/stream-entries';
 import { MAX_GIVE_BACKS } from '../libs/worker/src/redis/redis-subscriber.options';
 import { workerModuleOptions } from '../apps/worker/src/worker-app.module';
 import { EXAMPLE_WORKFLOWS } from '../apps/worker/src/workflows';
-import { type RunningCoordinator, type RunningWorker, startCoordinator, startCustomWorker } from './support/apps';
+import { startCoordinator, startCustomWorker } from './support/apps';
 import { createTestDatabase, type TestDatabase } from './support/database';
 import { eventually } from './support/poll';
 import { freePort } from './support/processes';
@@ -252,7 +252,6 @@ describe('subscribers', () => {
       constructor(
         private readonly api: CoordinatorApi,
         private readonly registry: WorkflowRegistry,
-        @Inject(WORKER_OPTIONS) private readonly options: ResolvedWorkerOptions,
       ) {}
 
       async getReadyRuns(limit: number, signal: AbortSignal): Promise<ClaimedRun[]> {

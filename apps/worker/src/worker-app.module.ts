@@ -13,7 +13,7 @@ import { EXAMPLE_WORKFLOWS } from './workflows';
 /** Worker module options from the validated config: the built-in subscriber it names, and Redis when needed. */
 export function workerModuleOptions(
   config: WorkerConfig,
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  // biome-ignore lint/suspicious/noExplicitAny: workflows of any input and output types are registered side by side
   workflows: WorkflowDefinition<any, any>[],
 ): WorkflowWorkerModuleOptions {
   const worker: WorkflowWorkerModuleOptions = {

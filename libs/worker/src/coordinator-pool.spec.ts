@@ -1,5 +1,4 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { EngineHttpError } from '@nest-durable/client';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { CoordinatorPool } from './coordinator-pool';
@@ -14,7 +13,7 @@ class FakeCoordinator {
   constructor(readonly name: string) {}
 
   async start(port = 0): Promise<void> {
-    this.server = createServer((request, response) => {
+    this.server = createServer((_request, response) => {
       if (this.hang) return;
       this.served++;
       response.writeHead(this.status, { 'content-type': 'application/json' });

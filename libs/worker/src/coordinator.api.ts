@@ -2,7 +2,7 @@ import { parseReportsRequest, REPORTS_MAX, type ReportsResponse, type WorkerRepo
 import type { ClaimedRun, ClaimResponse, CompleteRunRequest, FailRunRequest, HeartbeatResponse, StartChildRequest, StepResponse, StoredTask, StreamDeadLetterReport, StreamDeadLetterResponse, SuspendRequest, TakeRunsResponse, TaskResultRequest, WorkflowRef } from '@nest-durable/client';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { CoordinatorPool } from './coordinator-pool';
-import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker.constants';
+import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker.options';
 
 const REPORT_ATTEMPTS = 6;
 /** Deadline of one attempt of a request (a claim's: its wait, plus this). */

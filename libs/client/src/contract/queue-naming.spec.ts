@@ -48,7 +48,7 @@ describe('Redis Cluster key layout', () => {
 
   it('computes the hash slot as Redis does', () => {
     const keys = ['', 'a', 'foo', '{user1000}.following', 'foo{{bar}}zap', 'foo{bar}{zap}', '{}', 'x{', 'ü{ß}', 'wf:{zset}workflow:echo:1'];
-    for (let i = 0; i < 2_000; i++) keys.push(`k${i}:${(i * 7919).toString(36)}${i % 3 ? '{t' + (i % 17) + '}' : ''}`);
+    for (let i = 0; i < 2_000; i++) keys.push(`k${i}:${(i * 7919).toString(36)}${i % 3 ? `{t${i % 17}}` : ''}`);
     for (const key of keys) expect([key, hashSlot(key)]).toEqual([key, calculateSlot(key)]);
     // An empty first tag hashes the whole key: CLUSTER KEYSLOT answers 8363 (cluster-key-slot 1.1.1 hashes "bar").
     expect(hashSlot('foo{}{bar}')).toBe(8363);

@@ -59,7 +59,7 @@ export class PartitionReaders {
     const deadline = Date.now() + this.blockMs;
     this.failure = undefined;
     for (;;) {
-      byPartition.forEach((streams, partition) => this.start(partition, streams));
+      for (const [partition, streams] of byPartition.entries()) this.start(partition, streams);
       if (this.arrived.length > 0 || this.failure || signal.aborted || Date.now() >= deadline) break;
       await this.change(deadline, signal);
     }
@@ -103,10 +103,8 @@ export class PartitionReaders {
 
   private async read(partition: number, streams: readonly string[]): Promise<{ entries: StreamEntry[]; givenUp: boolean }> {
     // A client-side guard longer than the BLOCK ends a read that never returns (across a reconnect or a failover).
-    const connection = (this.connections[partition] ??= this.redis.open(`stream reader ${partition}`, {
-      blockingTimeout: this.blockMs,
-      blockingTimeoutGrace: BLOCKING_GRACE_MS,
-    }));
+    this.connections[partition] ??= this.redis.open(`stream reader ${partition}`, { blockingTimeout: this.blockMs, blockingTimeoutGrace: BLOCKING_GRACE_MS });
+    const connection = this.connections[partition];
     await this.redis.whenReady(connection);
     const order = shuffled([...streams]);
     const startedAt = Date.now();

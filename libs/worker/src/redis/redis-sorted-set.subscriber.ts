@@ -1,6 +1,6 @@
 import type { ClaimedRun, WorkflowRef } from '@nest-durable/client';
 import { queueName, sortedSetKey } from '@nest-durable/client';
-import { type RedisClient, RedisConnection } from '@nest-durable/worker/redis';
+import { type RedisClient, RedisConnection } from './redis.connection';
 import type { CoordinatorApi } from '../coordinator.api';
 import type { WorkflowRegistry } from '../workflow.registry';
 import { BLOCKING_GRACE_MS, MAX_GIVE_BACKS, type RedisSubscriberOptions, shuffled } from './redis-subscriber.options';

@@ -1,5 +1,5 @@
 import { type ClaimedRun, parseRunId, type WorkflowRef, queueName } from '@nest-durable/client';
-import { RedisConnection } from '@nest-durable/worker/redis';
+import { RedisConnection } from './redis.connection';
 import { Logger } from '@nestjs/common';
 import type { CoordinatorApi } from '../coordinator.api';
 import type { WorkflowRegistry } from '../workflow.registry';

@@ -119,17 +119,17 @@ export class RedisConnection implements OnApplicationShutdown {
    */
   async pipelineBySlot<T>(items: readonly T[], keyOf: (item: T) => string, add: (pipeline: ChainableCommander, item: T) => void): Promise<[Error | null, unknown][]> {
     const bySlot = new Map<number, number[]>();
-    items.forEach((item, i) => {
+    for (const [i, item] of items.entries()) {
       const slot = hashSlot(keyOf(item));
       bySlot.set(slot, [...(bySlot.get(slot) ?? []), i]);
-    });
+    }
     const results: [Error | null, unknown][] = new Array(items.length);
     await Promise.all(
       [...bySlot.values()].map(async (indexes) => {
         const pipeline = this.client.pipeline();
         for (const i of indexes) add(pipeline, items[i]);
         const replies = await pipeline.exec().catch((error: Error) => indexes.map(() => [error, null] as [Error, null]));
-        indexes.forEach((itemIndex, i) => (results[itemIndex] = replies?.[i] ?? [new Error('Redis pipeline was not executed'), null]));
+        for (const [i, itemIndex] of indexes.entries()) results[itemIndex] = replies?.[i] ?? [new Error('Redis pipeline was not executed'), null];
       }),
     );
     return results;

@@ -1,5 +1,5 @@
 import { CONSUMER_GROUP } from '@nest-durable/client';
-import { RedisConnection } from '@nest-durable/worker/redis';
+import { RedisConnection } from './redis.connection';
 import { MAX_GIVE_BACKS, shuffled } from './redis-subscriber.options';
 
 /** One entry of a partition stream: a wake-up for the stream's queue. */

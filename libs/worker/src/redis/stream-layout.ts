@@ -1,5 +1,5 @@
 import { CONSUMER_GROUP, partitionCountKey, partitionStreams } from '@nest-durable/client';
-import { RedisConnection } from '@nest-durable/worker/redis';
+import { RedisConnection } from './redis.connection';
 import { Logger } from '@nestjs/common';
 
 /** How often a busy worker re-reads the published partition count (an idle one re-reads after each empty read). */
@@ -67,7 +67,9 @@ export class StreamLayout {
     if (this.ready && partitions === this.partitions) return;
     if (this.partitions > 0 && partitions !== this.partitions) this.logger.log(`reading ${partitions} partition(s) per queue (was ${this.partitions})`);
     const byPartition = Array.from({ length: partitions }, (_, partition) => partitionStreams(this.redis.prefix, this.queues, partition, partitions));
-    byPartition.forEach((streams, partition) => streams.forEach((stream, i) => this.where.set(stream, { queue: this.queues[i], partition })));
+    for (const [partition, streams] of byPartition.entries()) {
+      for (const [i, stream] of streams.entries()) this.where.set(stream, { queue: this.queues[i], partition });
+    }
     for (const stream of byPartition.flat()) {
       await this.redis.client.xgroup('CREATE', stream, CONSUMER_GROUP, '0', 'MKSTREAM').catch((error: Error) => {
         if (!error.message.includes('BUSYGROUP')) throw error;
