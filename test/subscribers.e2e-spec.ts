@@ -221,7 +221,7 @@ describe('subscribers', () => {
       const original = await redis.xadd(stream, '*', 'run', 'r-1');
       await redis.xreadgroup('GROUP', 'workers', 'me', 'COUNT', 1, 'STREAMS', stream, '>');
       // What adoption hands over: the id alone (XCLAIM JUSTID).
-      const [adopted] = await entries.adopt([stream], new Set(), 1);
+      const [adopted] = await entries.adopt([stream], new Set(), 1, 0);
       expect(adopted).toEqual({ stream, id: original, fields: [] });
       await entries.giveBack([adopted]);
       let [[copy, fields]] = (await redis.xrange(stream, '-', '+')) as [string, string[]][];

@@ -143,9 +143,19 @@ export class RedisCluster {
       });
   }
 
-  /** One command on node `port` over a connection of its own ('' when the node does not answer). */
+  /**
+   * One command on node `port` over a connection of its own ('' when the node does not answer within
+   * a second: the polls above must never wait on a node that hangs).
+   */
   private async command(port: number, ...args: string[]): Promise<string> {
-    const client = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => null, connectTimeout: 1_000 });
+    const client = new Redis(port, '127.0.0.1', {
+      lazyConnect: true,
+      enableReadyCheck: false,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+      connectTimeout: 1_000,
+      commandTimeout: 1_000,
+    });
     client.on('error', () => undefined);
     try {
       await client.connect();

@@ -18,17 +18,14 @@ export class RedisSortedSetPublisher implements Publisher {
 
   async publish(messages: DispatchMessage[]): Promise<(Error | undefined)[]> {
     const now = Date.now();
-    const results = await this.redis.pipelineBySlot(
-      messages,
-      (message) => sortedSetKey(this.redis.prefix, message.queue),
-      (pipeline, message) => pipeline.zadd(sortedSetKey(this.redis.prefix, message.queue), now, sortedSetMember(message)),
+    const results = await this.redis.sendEach(messages, (client, message) =>
+      client.zadd(sortedSetKey(this.redis.prefix, message.queue), now, sortedSetMember(message)),
     );
     return results.map(([error]) => error ?? undefined);
   }
 
   async undelivered(queues: string[]): Promise<Map<string, number>> {
-    const key = (queue: string) => sortedSetKey(this.redis.prefix, queue);
-    const results = await this.redis.pipelineBySlot(queues, key, (pipeline, queue) => pipeline.zcard(key(queue)));
+    const results = await this.redis.sendEach(queues, (client, queue) => client.zcard(sortedSetKey(this.redis.prefix, queue)));
     return new Map(queues.map((queue, i) => [queue, Number(throwIfFailed(results[i]))]));
   }
 }
@@ -38,7 +35,7 @@ export function sortedSetMember(message: Pick<DispatchMessage, 'id' | 'runId'>):
   return `${message.runId}:${message.id}`;
 }
 
-/** The reply of a pipelined command, or its error thrown (a count that could not be read must not be taken for 0). */
+/** The reply of one of several commands, or its error thrown (a count that could not be read must not be taken for 0). */
 export function throwIfFailed([error, reply]: [Error | null, unknown]): unknown {
   if (error) throw error;
   return reply;

@@ -8,8 +8,7 @@ import { throwIfFailed } from './redis-sorted-set.publisher';
 /**
  * Sharded Redis Streams: a queue is split into `partitions` streams and a wake-up goes to the one
  * its run id hashes to. Partition n of every queue shares a hash slot, and the partitions spread over
- * the slots (see streamKey), so in a Redis Cluster they spread over the masters; a batch goes out as
- * one pipeline per slot. Every batch also (re)writes the partition count at a known key, so workers
+ * the slots (see streamKey), so in a Redis Cluster they spread over the masters. Every batch also (re)writes the partition count at a known key, so workers
  * read exactly the streams the deployment writes, even after Redis lost its contents. The count is
  * the deployment's, agreed in PostgreSQL (see StreamPartitions in the coordinator).
  */
@@ -37,7 +36,7 @@ export class RedisStreamsPublisher implements Publisher, OnApplicationBootstrap 
   async publish(messages: DispatchMessage[]): Promise<(Error | undefined)[]> {
     const streamOf = (message: DispatchMessage) => streamKey(this.redis.prefix, message.queue, partitionFor(message.runId, this.partitions), this.partitions);
     const [results] = await Promise.all([
-      this.redis.pipelineBySlot(messages, streamOf, (pipeline, message) => pipeline.xadd(streamOf(message), '*', 'run', message.runId)),
+      this.redis.sendEach(messages, (client, message) => client.xadd(streamOf(message), '*', 'run', message.runId)),
       this.redis.client.set(partitionCountKey(this.redis.prefix), String(this.partitions)).catch(() => undefined),
     ]);
     return results.map(([error]) => error ?? undefined);
@@ -51,8 +50,8 @@ export class RedisStreamsPublisher implements Publisher, OnApplicationBootstrap 
   async undelivered(queues: string[]): Promise<Map<string, number>> {
     const streams = queueStreams(this.redis.prefix, queues, this.partitions);
     const [lengths, pending] = await Promise.all([
-      this.redis.pipelineBySlot(streams, (stream) => stream, (pipeline, stream) => pipeline.xlen(stream)),
-      this.redis.pipelineBySlot(streams, (stream) => stream, (pipeline, stream) => pipeline.xpending(stream, CONSUMER_GROUP)),
+      this.redis.sendEach(streams, (client, stream) => client.xlen(stream)),
+      this.redis.sendEach(streams, (client, stream) => client.xpending(stream, CONSUMER_GROUP)),
     ]);
     const counts = new Map(queues.map((queue) => [queue, 0]));
     streams.forEach((_, i) => {

@@ -105,10 +105,8 @@ export class RedisSortedSetSubscriber implements Subscriber {
   /** Wake-ups go back into their sets (best effort: else the republish daemon restores their runs). */
   private async putBack(members: [key: string, member: string][]): Promise<void> {
     if (members.length === 0) return;
-    const pipeline = this.redis.client.pipeline();
     const now = Date.now();
-    for (const [key, member] of members) pipeline.zadd(key, now, member);
-    await pipeline.exec().catch(() => undefined);
+    await this.redis.sendEach(members, (client, [key, member]) => client.zadd(key, now, member));
   }
 }
 

@@ -11,14 +11,19 @@ import { delivery, type NextDelayParams, type Subscriber } from '../subscribers/
 
 /** Consumers idle and empty for this long are deleted (consumer names must not pile up). */
 const STALE_CONSUMER_MS = 3_600_000;
+/**
+ * An entry pending under this worker but unknown to it is taken back only once it is this old: a
+ * younger one may still be on its way (the reply of a read in flight, a give-back in progress).
+ */
+const ADOPT_MIN_IDLE_MS = 2_000;
 
 /**
  * Redis Streams subscriber. Reads its queues' partition streams (see StreamLayout) in one consumer
  * group, never more entries than it has free slots: first without blocking, bounded in total, then
  * blocking, one read per partition (see PartitionReaders; entries beyond the free slots go back to
- * the group). Each entry is a wake-up for
- * its queue; the worker takes as many runs of each queue at the coordinator, which picks them as a
- * claim would (priority, work stealing) and says which entry each run was taken with. An entry is
+ * the group). Each entry is a wake-up for its queue; the worker takes as many runs of each queue at
+ * the coordinator, which picks them as a claim would (priority, work stealing) and says which entry
+ * each run was taken with. An entry is
  * acknowledged (XACK + XDEL) once its run is done here; one that took nothing is given back when its
  * queue still has runs waiting, else acknowledged. Entries left pending are recovered: those of
  * workers that died after `reclaimIdleMs` (XAUTOCLAIM), this worker's own unseen ones at once;
@@ -123,7 +128,7 @@ export class RedisStreamsSubscriber implements Subscriber {
     if (!due && !this.orphansSuspected) return [];
     const streams = this.layout.streams;
     const known = new Set([...this.held.values()].map(entryKey));
-    const found = await this.entries.adopt(streams, known, limit);
+    const found = await this.entries.adopt(streams, known, limit, ADOPT_MIN_IDLE_MS);
     if (found.length > 0) this.logger.warn(`took back ${found.length} entries delivered to this worker by a read it never saw answered`);
     this.orphansSuspected = false;
     if (due) {
@@ -183,6 +188,8 @@ export class RedisStreamsSubscriber implements Subscriber {
     for (const entry of found) {
       const queue = this.layout.queueOf(entry.stream);
       const name = this.wakeupName(entry);
+      // Found twice (taken back while its read's reply was on its way): a wake-up is named once.
+      if (byName.has(`${queue}\u0000${name}`)) continue;
       byName.set(`${queue}\u0000${name}`, entry);
       wakeups.set(queue, [...(wakeups.get(queue) ?? []), name]);
     }

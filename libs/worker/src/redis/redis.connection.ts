@@ -1,8 +1,11 @@
-import { hashSlot } from '@nest-durable/client';
 import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
-import { type ChainableCommander, Cluster, Redis, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
 
 export const REDIS_OPTIONS = Symbol('REDIS_OPTIONS');
+
+const NODE_ERROR_LOG_MS = 10_000;
+/** Longer than a failover the cluster client rides through (retries every 300 ms, up to 40 redirections). */
+const COMMAND_TIMEOUT_MS = 15_000;
 
 export interface RedisConnectionOptions {
   /** One Redis node: `redis://…` or `rediss://…`. */
@@ -28,8 +31,8 @@ export interface BlockingReaderOptions {
  * retries, workers fail over); ioredis keeps reconnecting in the background. In a cluster, ioredis
  * follows MOVED/ASK redirections and refreshes its slot map, and a command whose node went away is
  * retried every 300 ms (up to 40 redirections) while a replica takes over: a failover within a few
- * seconds is ridden through, a longer one fails the command like an outage. Every connection is closed
- * on shutdown.
+ * seconds is ridden through, a longer one fails the command like an outage. No command waits for an
+ * answer longer than COMMAND_TIMEOUT_MS. Every connection is closed on shutdown.
  */
 @Injectable()
 export class RedisConnection implements OnApplicationShutdown {
@@ -56,7 +59,8 @@ export class RedisConnection implements OnApplicationShutdown {
    * and which master serves a slot changes when one fails.
    */
   open(purpose: string, blocking?: BlockingReaderOptions): RedisClient {
-    const nodeOptions: RedisOptions = { connectTimeout: 2_000, maxRetriesPerRequest: 1, ...blocking };
+    // A command that gets no answer fails after COMMAND_TIMEOUT_MS (a blocking read has its own guard instead).
+    const nodeOptions: RedisOptions = { connectTimeout: 2_000, maxRetriesPerRequest: 1, ...(blocking ?? { commandTimeout: COMMAND_TIMEOUT_MS }) };
     const connection: RedisClient = this.options.clusterNodes?.length
       ? new Cluster(this.options.clusterNodes, {
           enableOfflineQueue: false,
@@ -81,14 +85,14 @@ export class RedisConnection implements OnApplicationShutdown {
       if (down) this.logger.log(`Redis (${purpose}) is back`);
       down = false;
     });
-    // A cluster stays ready while one node is away (a replica takes its slots): one line per node and
-    // slot-map refresh, not one per retry.
-    const away = new Set<string>();
+    // A cluster stays ready while one node is away (a replica takes its slots), and ioredis tries the
+    // node again every few hundred ms meanwhile: one line per node and NODE_ERROR_LOG_MS, not one per try.
+    const reported = new Map<string, number>();
     connection.on('node error', (error: Error, node: string) => {
-      if (!away.has(node)) this.logger.warn(`Redis (${purpose}) node ${node} unavailable: ${error.message}`);
-      away.add(node);
+      if (Date.now() - (reported.get(node) ?? 0) < NODE_ERROR_LOG_MS) return;
+      reported.set(node, Date.now());
+      this.logger.warn(`Redis (${purpose}) node ${node} unavailable: ${error.message}`);
     });
-    connection.on('refresh', () => away.clear());
     this.connections.add(connection);
     return connection;
   }
@@ -113,26 +117,20 @@ export class RedisConnection implements OnApplicationShutdown {
   }
 
   /**
-   * One command per item (`add` queues it), sent as one pipeline per hash slot, the pipelines side by
-   * side: a cluster pipeline must not span nodes, and a slot is on one node. Resolves with each
-   * item's [error, reply], in order; a pipeline that could not be sent fails each of its items.
+   * One command per item, all sent at once; resolves with each item's [error, reply], in order. Not
+   * a pipeline: a cluster pipeline must not span nodes, and one caught in a failover was seen never to
+   * settle (ioredis 6: part of it left unsent), while single commands follow their key through MOVED
+   * and failover retries on their own. Sent together they share the socket's round trip all the same.
    */
-  async pipelineBySlot<T>(items: readonly T[], keyOf: (item: T) => string, add: (pipeline: ChainableCommander, item: T) => void): Promise<[Error | null, unknown][]> {
-    const bySlot = new Map<number, number[]>();
-    for (const [i, item] of items.entries()) {
-      const slot = hashSlot(keyOf(item));
-      bySlot.set(slot, [...(bySlot.get(slot) ?? []), i]);
-    }
-    const results: [Error | null, unknown][] = new Array(items.length);
-    await Promise.all(
-      [...bySlot.values()].map(async (indexes) => {
-        const pipeline = this.client.pipeline();
-        for (const i of indexes) add(pipeline, items[i]);
-        const replies = await pipeline.exec().catch((error: Error) => indexes.map(() => [error, null] as [Error, null]));
-        for (const [i, itemIndex] of indexes.entries()) results[itemIndex] = replies?.[i] ?? [new Error('Redis pipeline was not executed'), null];
-      }),
+  async sendEach<T>(items: readonly T[], send: (client: RedisClient, item: T) => Promise<unknown>): Promise<[Error | null, unknown][]> {
+    return Promise.all(
+      items.map((item) =>
+        send(this.client, item).then(
+          (reply): [null, unknown] => [null, reply],
+          (error: Error): [Error, null] => [error, null],
+        ),
+      ),
     );
-    return results;
   }
 
   async onApplicationShutdown(): Promise<void> {

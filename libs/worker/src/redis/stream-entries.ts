@@ -1,5 +1,5 @@
 import { CONSUMER_GROUP } from '@nest-durable/client';
-import { RedisConnection } from './redis.connection';
+import { type RedisClient, RedisConnection } from './redis.connection';
 import { MAX_GIVE_BACKS, shuffled } from './redis-subscriber.options';
 
 /** One entry of a partition stream: a wake-up for the stream's queue. */
@@ -74,7 +74,7 @@ return redis.call('XDEL', KEYS[1], ARGV[2])`;
  * The Redis side of a Streams consumer, but for its blocking reads (PartitionReaders): reading what
  * is there (bounded), giving entries back, acknowledging them, and finding entries left pending (by
  * dead consumers, or delivered to this one by a read it never saw answered). Every script names the
- * streams of one partition, so one hash slot; commands on several streams go as one pipeline per slot.
+ * streams of one partition, so one hash slot; commands on several streams are sent one by one.
  */
 export class StreamEntries {
   /** Where XAUTOCLAIM resumes in each stream's pending list (it scans at most COUNT x 10 entries a call). */
@@ -97,6 +97,7 @@ export class StreamEntries {
     const found: StreamEntry[] = [];
     for (const streams of shuffled([...byPartition])) {
       if (found.length >= limit) break;
+      if (streams.length === 0) continue;
       const order = shuffled([...streams]);
       const reply = (await this.redis.client.eval(READ_BOUNDED, order.length, ...order, CONSUMER_GROUP, this.consumer, limit - found.length)) as [
         string,
@@ -118,14 +119,12 @@ export class StreamEntries {
   }
 
   async ack(entries: Pick<StreamEntry, 'stream' | 'id'>[]): Promise<void> {
-    failOnFirstError(await this.redis.pipelineBySlot(entries, ({ stream }) => stream, (pipeline, { stream, id }) => pipeline.eval(ACK, 1, stream, CONSUMER_GROUP, id)));
+    failOnFirstError(await this.redis.sendEach(entries, (client, { stream, id }) => client.eval(ACK, 1, stream, CONSUMER_GROUP, id)));
   }
 
   /** Resets the idle time of entries this consumer is still working on (a long run must not look abandoned). */
   async touch(entries: Pick<StreamEntry, 'stream' | 'id'>[]): Promise<void> {
-    failOnFirstError(
-      await this.redis.pipelineBySlot(entries, ({ stream }) => stream, (pipeline, { stream, id }) => pipeline.xclaim(stream, CONSUMER_GROUP, this.consumer, 0, id, 'JUSTID')),
-    );
+    failOnFirstError(await this.redis.sendEach(entries, (client, { stream, id }) => claimJustId(client, stream, this.consumer, id)));
   }
 
   /**
@@ -156,26 +155,25 @@ export class StreamEntries {
   }
 
   /**
-   * Entries pending under this consumer that are not among `known` (delivered by a read it never saw
-   * answered), claimed back without counting a delivery (JUSTID: they were delivered once, to it).
+   * Entries pending under this consumer for `minIdleMs` or more that are not among `known` (delivered
+   * by a read it never saw answered), claimed back without counting a delivery (JUSTID: they were
+   * delivered once, to it). Younger ones may be on their way to it still (a read's reply, a give-back).
    */
-  async adopt(streams: readonly string[], known: Set<string>, limit: number): Promise<StreamEntry[]> {
-    const pending = await this.redis.pipelineBySlot(streams, (stream) => stream, (pipeline, stream) =>
-      pipeline.xpending(stream, CONSUMER_GROUP, '-', '+', limit + known.size, this.consumer),
+  async adopt(streams: readonly string[], known: Set<string>, limit: number, minIdleMs: number): Promise<StreamEntry[]> {
+    const pending = await this.redis.sendEach(streams, (client, stream) =>
+      client.xpending(stream, CONSUMER_GROUP, 'IDLE', minIdleMs, '-', '+', limit + known.size, this.consumer),
     );
     const unseen = streams.flatMap((stream, i) =>
       ((pending[i]?.[1] ?? []) as [string][]).map(([id]) => ({ stream, id })).filter((entry) => !known.has(entryKey(entry))),
     ).slice(0, limit);
-    const claimed = await this.redis.pipelineBySlot(unseen, ({ stream }) => stream, (pipeline, { stream, id }) =>
-      pipeline.xclaim(stream, CONSUMER_GROUP, this.consumer, 0, id, 'JUSTID'),
-    );
+    const claimed = await this.redis.sendEach(unseen, (client, { stream, id }) => claimJustId(client, stream, this.consumer, id));
     failOnFirstError(claimed);
     return unseen.filter((_, i) => (claimed[i][1] as string[]).length > 0).map((entry) => ({ ...entry, fields: [] }));
   }
 
   /** How many times each entry was delivered (XPENDING), in order. */
   async deliveryCounts(entries: StreamEntry[]): Promise<number[]> {
-    const pending = await this.redis.pipelineBySlot(entries, ({ stream }) => stream, (pipeline, { stream, id }) => pipeline.xpending(stream, CONSUMER_GROUP, id, id, 1));
+    const pending = await this.redis.sendEach(entries, (client, { stream, id }) => client.xpending(stream, CONSUMER_GROUP, id, id, 1));
     return entries.map((_, i) => Number((pending[i]?.[1] as [string, string, number, number][] | undefined)?.[0]?.[3] ?? 0));
   }
 
@@ -195,17 +193,20 @@ export class StreamEntries {
 
   private async returnToGroup(entries: StreamEntry[], hop: 0 | 1): Promise<void> {
     failOnFirstError(
-      await this.redis.pipelineBySlot(entries, ({ stream }) => stream, (pipeline, entry) =>
-        pipeline.eval(GIVE_BACK, 1, entry.stream, CONSUMER_GROUP, entry.id, MAX_GIVE_BACKS, hop, ...entry.fields),
-      ),
+      await this.redis.sendEach(entries, (client, entry) => client.eval(GIVE_BACK, 1, entry.stream, CONSUMER_GROUP, entry.id, MAX_GIVE_BACKS, hop, ...entry.fields)),
     );
   }
 }
 
-/** Pipelined commands fail as one call would: with the first error among them. */
+/** Several commands fail as one call would: with the first error among them. */
 function failOnFirstError(results: [Error | null, unknown][]): void {
   const failed = results.find(([error]) => error);
   if (failed) throw failed[0];
+}
+
+/** XCLAIM … JUSTID with min idle 0 (taken now, no delivery counted); through `call`, as ioredis's typings refuse this overload on a Redis | Cluster. */
+function claimJustId(client: RedisClient, stream: string, consumer: string, id: string): Promise<unknown> {
+  return client.call('XCLAIM', stream, CONSUMER_GROUP, consumer, '0', id, 'JUSTID');
 }
 
 /** An entry's identity across streams. */
