@@ -162,6 +162,12 @@ export function withDefaults<T extends TObject, const D extends { [K in keyof St
   const documented = CloneType(schema, {}) as T;
   documented.properties = properties as T['properties'];
   return Type.Transform(documented)
-    .Decode((value) => ({ ...defaults, ...(value as object) }) as WithDefaults<T, D>)
+    .Decode((value) => {
+      // Filled in one by one: `{ ...defaults, ...value }` is ~40 times slower in V8 (the second spread
+      // redefines properties the first one made), and this runs for every report a worker sends.
+      const decoded = { ...(value as Record<string, unknown>) };
+      for (const key in defaults) if (decoded[key] === undefined) decoded[key] = defaults[key];
+      return decoded as WithDefaults<T, D>;
+    })
     .Encode((value) => value as StaticDecode<T>) as never;
 }
