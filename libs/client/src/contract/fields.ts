@@ -98,7 +98,7 @@ export function OneOf<const V extends readonly string[]>(field: string, values: 
 }
 
 export function Nullable<T extends TSchema>(schema: T): TUnion<[T, TNull]> {
-  return Type.Union([schema, Type.Null()], { description: `${schema.description}, or null`, [REASON]: schema[REASON] });
+  return Type.Union([schema, Type.Null()], { description: `${schema.description ?? 'a value'}, or null`, [REASON]: schema[REASON] });
 }
 
 export const Flag = once((field: string) => Type.Boolean({ description: 'a boolean', ...invalid(field) }));

@@ -1,5 +1,5 @@
 import { Kind, type TSchema, type TUnsafe, Type, TypeRegistry } from '@sinclair/typebox';
-import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
+import { compiled } from './compiled-check';
 import { InvalidRequestError } from './errors';
 
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
@@ -82,19 +82,10 @@ export function documentProblem(value: unknown, field: string, where = field): D
   return undefined;
 }
 
-/** Checks of the shapes documents are given (an error's fields), compiled once. */
-const shapeChecks = new WeakMap<TSchema, TypeCheck<TSchema>>();
-
-export function shapeCheck(shape: TSchema): TypeCheck<TSchema> {
-  let check = shapeChecks.get(shape);
-  if (!check) shapeChecks.set(shape, (check = TypeCompiler.Compile(shape)));
-  return check;
-}
-
 TypeRegistry.Set<TJsonDocument>(JSON_DOCUMENT_KIND, (schema, value) => {
   if (value === undefined) return false;
   const shape = schema[DOCUMENT_SHAPE];
-  if (shape && !shapeCheck(shape).Check(value)) return false;
+  if (shape && !compiled(shape).Check(value)) return false;
   return documentProblem(value, schema[DOCUMENT_FIELD]) === undefined;
 });
 

@@ -1,5 +1,5 @@
 import { Kind, type StaticDecode, type TArray, type TObject, type TransformOptions, TransformKind, type TSchema, type TUnion } from '@sinclair/typebox';
-import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
+import { compiled } from './compiled-check';
 import { InvalidRequestError } from './errors';
 import { Identifier, REASON, RunId } from './fields';
 import { DOCUMENT_FIELD, DOCUMENT_SHAPE, documentProblem, JSON_DOCUMENT_KIND, type TJsonDocument } from './json-document';
@@ -14,14 +14,6 @@ import { DOCUMENT_FIELD, DOCUMENT_SHAPE, documentProblem, JSON_DOCUMENT_KIND, ty
 
 export function fail(reason: string, message: string): never {
   throw new InvalidRequestError(reason, message);
-}
-
-const checks = new WeakMap<TSchema, TypeCheck<TSchema>>();
-
-function compiled(schema: TSchema): TypeCheck<TSchema> {
-  let check = checks.get(schema);
-  if (!check) checks.set(schema, (check = TypeCompiler.Compile(schema)));
-  return check;
 }
 
 /**
