@@ -120,6 +120,7 @@ describe('contract validation', () => {
         expect(() => decodeQuery(ListRunsQuery, { limit })).toThrow(expect.objectContaining({ reason: 'invalid_limit' }));
       }
       expect(() => decodeQuery(ListRunsQuery, { workflow: '5', sort: 'asc' })).toThrow(expect.objectContaining({ reason: 'unknown_field', message: 'query has unknown field(s): sort' }));
+      expect(() => decodeQuery(ListRunsQuery, JSON.parse('{"__proto__":["a","b"]}'))).toThrow(expect.objectContaining({ reason: 'unknown_field' }));
     });
 
     it('keeps integers of a body numbers', () => {

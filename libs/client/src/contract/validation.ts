@@ -31,10 +31,9 @@ export function decode<T extends TSchema>(schema: T, value: unknown, what: strin
  */
 export function decodeQuery<T extends TSchema>(schema: T, query: Record<string, unknown>): StaticDecode<T> {
   const properties = (schema as unknown as TObject).properties;
-  const read: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(query)) {
-    read[key] = Object.hasOwn(properties, key) && properties[key].type === 'integer' && typeof value === 'string' && /^-?\d+$/.test(value) ? Number(value) : value;
-  }
+  const isInteger = (key: string, value: unknown) => Object.hasOwn(properties, key) && properties[key].type === 'integer' && typeof value === 'string' && /^-?\d+$/.test(value);
+  // fromEntries defines each key as its own property: `__proto__=…` stays a field (an unknown one), not a prototype.
+  const read = Object.fromEntries(Object.entries(query).map(([key, value]) => [key, isInteger(key, value) ? Number(value) : value]));
   return decode(schema, read, 'query');
 }
 
