@@ -17,6 +17,9 @@ module.exports = {
   // Node, with the logs of the apps a test boots shown only when it fails.
   testEnvironment: '<rootDir>/test/support/quiet-environment.js',
   setupFilesAfterEnv: ['<rootDir>/test/support/jest-setup.ts'],
+  // Only the monorepo's own code: examples/ are apps of their own, built and tested from a copy
+  // (test/example-app.e2e-spec.ts).
+  roots: ['<rootDir>/apps', '<rootDir>/libs', '<rootDir>/test'],
   testRegex: '(apps|libs|test)/.*\\.(spec|e2e-spec)\\.ts$',
   moduleFileExtensions: ['ts', 'js', 'mjs', 'json'],
   transform: {

@@ -1,21 +1,14 @@
 // `npm run bench`: measures the engine as users deploy it (built coordinator and worker processes,
 // PostgreSQL with fsync on) in each dispatch mode, against fresh databases and key prefixes.
-// Writes bench/results/<timestamp>.{json,md} and bench/results/latest.md.
-import { type ChildProcess, spawn } from 'node:child_process';
+// Writes bench/results/<timestamp>.{json,md} and bench/results/latest.md. With --scale: see scale.ts.
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { Client } from 'pg';
-
-const ROOT = join(__dirname, '..');
-const SERVER_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-const MODES = ['http', 'redis-zset', 'redis-streams'] as const;
-type Mode = (typeof MODES)[number];
-const TOKEN = { client: `bench-client-${randomBytes(8).toString('hex')}`, worker: `bench-worker-${randomBytes(8).toString('hex')}` };
+import { api, BenchDatabase, log, MODES, type Mode, percentile, type Proc, REDIS_URL, ROOT, round, startCoordinator, startWorker, until } from './support';
+import { scale } from './scale';
 
 const W1_RUNS = 5_000;
 const W2_RUNS = 300;
@@ -48,124 +41,26 @@ interface Result {
   workerPeakRssMb: number | null;
 }
 
-function log(message: string): void {
-  process.stdout.write(`[bench] ${message}\n`);
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-function percentile(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
-}
-
-const round = (value: number, digits = 1) => Math.round(value * 10 ** digits) / 10 ** digits;
-
-class Proc {
-  readonly child: ChildProcess;
-  output = '';
-
-  constructor(entry: string, env: Record<string, string>) {
-    this.child = spawn(process.execPath, [join(ROOT, entry)], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    this.child.stdout!.on('data', (chunk) => (this.output += chunk));
-    this.child.stderr!.on('data', (chunk) => (this.output += chunk));
-  }
-
-  /** Peak resident set size (VmHWM) in MB. */
-  peakRssMb(): number {
-    const status = readFileSync(`/proc/${this.child.pid}/status`, 'utf8');
-    return round(Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024, 0);
-  }
-
-  async stop(): Promise<void> {
-    if (this.child.exitCode !== null) return;
-    const exited = new Promise((resolve) => this.child.once('exit', resolve));
-    this.child.kill('SIGTERM');
-    const timer = setTimeout(() => this.child.kill('SIGKILL'), 15_000);
-    await exited;
-    clearTimeout(timer);
-  }
-}
-
-async function until(what: string, check: () => Promise<boolean>, timeoutMs = 120_000, everyMs = 20): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, everyMs));
-  }
-}
-
-async function api<T>(base: string, method: string, path: string, body?: unknown): Promise<T> {
-  const response = await fetch(base + path, {
-    method,
-    headers: { authorization: `Bearer ${TOKEN.client}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${await response.text()}`);
-  return (await response.json()) as T;
-}
-
 async function benchMode(mode: Mode): Promise<Result> {
-  const database = `wf_bench_${mode.replace(/-/g, '_')}_${randomBytes(3).toString('hex')}`;
-  const admin = new Client({ connectionString: SERVER_URL });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${database}`);
-  const url = new URL(SERVER_URL);
-  url.pathname = `/${database}`;
-  const db = new Client({ connectionString: url.toString() });
-  const port = await freePort();
-  const base = `http://127.0.0.1:${port}`;
+  const db = await BenchDatabase.create(mode);
   const prefix = `bench:${randomBytes(4).toString('hex')}:`;
-  const dispatch = mode === 'http' ? 'none' : mode;
-  const common = { LOG_LEVEL: 'warn', LOG_FORMAT: 'json', REDIS_URL, REDIS_PREFIX: prefix };
-  const coordinator = new Proc('dist/apps/coordinator/apps/coordinator/src/main.js', {
-    ...common,
-    DATABASE_URL: url.toString(),
-    PORT: String(port),
-    HOST: '127.0.0.1',
-    DISPATCH: dispatch,
-    CLIENT_TOKEN: TOKEN.client,
-    WORKER_TOKEN: TOKEN.worker,
-    DATABASE_POOL_SIZE: '20',
-  });
+  const redis = { REDIS_URL, REDIS_PREFIX: prefix };
+  let coordinator: Proc | undefined;
   let worker: Proc | undefined;
   try {
-    await until('the coordinator', () => fetch(`${base}/health/ready`).then((r) => r.ok, () => false), 60_000, 100);
-    const workerPort = await freePort();
-    worker = new Proc('dist/apps/worker/apps/worker/src/main.js', {
-      ...common,
-      COORDINATOR_URL: base,
-      WORKER_TOKEN: TOKEN.worker,
-      WORKER_CONCURRENCY: '50',
-      WORKER_PORT: String(workerPort),
-      SUBSCRIBER: mode,
-    });
-    await until('the worker', () => fetch(`http://127.0.0.1:${workerPort}/health/ready`).then((r) => r.ok, () => false), 60_000, 100);
-    await db.connect();
-    const commits = async () => {
-      // Backends flush their statistics at most once a second: wait for that, then read. Idle
-      // claim polls (about one a second) add a little noise to the deltas.
-      await new Promise((resolve) => setTimeout(resolve, 1_500));
-      const [row] = (await db.query(`SELECT xact_commit::bigint AS n FROM pg_stat_database WHERE datname = $1`, [database])).rows;
-      return Number(row.n);
-    };
+    const started = await startCoordinator(db, mode === 'http' ? 'none' : mode, redis);
+    coordinator = started.proc;
+    const base = started.url;
+    worker = await startWorker([base], mode, redis);
+    const commits = () => db.commits();
     const requests = async () => {
       const text = await (await fetch(`${base}/metrics`)).text();
       return Number(/^wf_http_requests_total (\d+)/m.exec(text)?.[1] ?? 0);
     };
-    const completed = async (workflow: string) =>
-      Number((await db.query(`SELECT count(*) FROM runs WHERE workflow = $1 AND status = 'completed'`, [workflow])).rows[0].count);
+    const completed = (workflow: string) => db.completed(workflow);
     const span = async (workflow: string) =>
       Number(
-        (await db.query(`SELECT extract(epoch FROM max(finished_at) - min(started_at)) AS s FROM runs WHERE workflow = $1`, [workflow])).rows[0].s,
+        (await db.client.query(`SELECT extract(epoch FROM max(finished_at) - min(started_at)) AS s FROM runs WHERE workflow = $1`, [workflow])).rows[0].s,
       );
 
     // Warm-up: JIT, connections, prepared plans.
@@ -216,7 +111,7 @@ async function benchMode(mode: Mode): Promise<Result> {
     await until('W3b drained', async () => (await completed('chain')) === W1_RUNS + W3A_CHAINS + W3B_CHAINS, 300_000);
     const w3bSpan = Number(
       (
-        await db.query(
+        await db.client.query(
           `SELECT extract(epoch FROM max(finished_at) - min(started_at)) AS s FROM runs WHERE workflow = 'chain' AND idempotency_key LIKE 'w3b-%'`,
         )
       ).rows[0].s,
@@ -238,7 +133,7 @@ async function benchMode(mode: Mode): Promise<Result> {
     });
     await until('W4 done', async () => (await completed('sleepy')) === W4_RUNS, 120_000);
     const w4 = (
-      await db.query<{ lateness: number; suspended_last: boolean }>(
+      await db.client.query<{ lateness: number; suspended_last: boolean }>(
         `SELECT (r.output->>'wokeAt')::float8 - extract(epoch FROM t.wake_at) * 1000 AS lateness,
                 t.wake_at > (SELECT max(created_at) FROM run_transitions WHERE to_status = 'waiting' AND run_id IN
                                (SELECT id FROM runs WHERE workflow = 'sleepy')) AS suspended_last
@@ -273,10 +168,8 @@ async function benchMode(mode: Mode): Promise<Result> {
     };
   } finally {
     await worker?.stop();
-    await coordinator.stop();
-    await db.end().catch(() => undefined);
-    await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-    await admin.end();
+    await coordinator?.stop();
+    await db.drop();
   }
 }
 
@@ -329,6 +222,7 @@ async function peers(): Promise<Result[]> {
 }
 
 async function main(): Promise<void> {
+  if (process.argv.includes('--scale')) return scale(process.argv);
   const modes = process.argv.includes('--mode') ? [process.argv[process.argv.indexOf('--mode') + 1] as Mode] : [...MODES];
   const results: Result[] = [];
   for (const mode of modes) {

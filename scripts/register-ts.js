@@ -28,7 +28,7 @@ Module._resolveFilename = function (request, parent, ...rest) {
   }
 };
 
-require.extensions['.ts'] = function (module, filename) {
+require.extensions['.ts'] = (module, filename) => {
   const { code } = transformSync(fs.readFileSync(filename, 'utf8'), {
     filename,
     sourceMaps: 'inline',

@@ -170,7 +170,10 @@ try {
   console.log(
     `\n  curl -s -X POST ${coordinatorUrl}/v1/runs -H 'content-type: application/json' \\\n` +
       `    -d '{"workflow":"order-processing","version":"1.0.0","input":{"orderId":"o-1"}}'\n` +
-      `  curl -s '${coordinatorUrl}/v1/runs/<id>/result?waitMs=5000'\n\nPress Ctrl-C to stop.\n`,
+      `  curl -s '${coordinatorUrl}/v1/runs/<id>/result?waitMs=5000'\n\n` +
+      `or with the command line (another terminal):\n\n` +
+      `  npx wf --url ${coordinatorUrl} runs start order-processing 1.0.0 --input '{"orderId":"o-2"}' --wait\n` +
+      `  npx wf --url ${coordinatorUrl} runs list\n\nPress Ctrl-C to stop.\n`,
   );
 } catch (error) {
   log(`failed to start: ${error.stack ?? error}`);

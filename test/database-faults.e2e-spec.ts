@@ -56,7 +56,7 @@ describe.each(MODES)('a lost PostgreSQL connection (real processes, a private Po
       ...redis,
       SUBSCRIBER: subscriber,
       REDIS_BLOCK_MS: '1000',
-      CLAIM_MIN_IDLE_TIME_MS: '10000',
+      STREAM_RECLAIM_IDLE_MS: '10000',
       COORDINATOR_URL: coordinatorUrl,
       WORKER_ID: 'w-db-faults',
       WORKER_PORT: '0',

@@ -42,7 +42,7 @@ describe('dispatch promises', () => {
     const coordinator = await startCoordinator(db.url, {
       dispatch: mode === 'http' ? 'none' : mode,
       redisPrefix: prefix,
-      streamShards: 4,
+      streamPartitions: 4,
       republishIntervalMs: 3_600_000,
       ...overrides,
     });
@@ -131,9 +131,9 @@ describe('dispatch promises', () => {
       const prefix = testPrefix('partitions');
       const port = await freePort();
       const url = `http://127.0.0.1:${port}`;
-      const worker = await workerFor('redis-streams', url, prefix, { STREAM_SHARDS: '1' });
+      const worker = await workerFor('redis-streams', url, prefix, { STREAM_PARTITIONS: '1' });
       const primary = worker.app.get<FailoverSubscriber>(SUBSCRIBER).primary as RedisStreamsSubscriber;
-      await coordinatorFor('redis-streams', prefix, { port, streamShards: 4 });
+      await coordinatorFor('redis-streams', prefix, { port, streamPartitions: 4 });
       expect(await redis.get(partitionCountKey(prefix))).toBe('4');
       const runs = await startBatch(url, Array.from({ length: 100 }, () => ({ workflow: 'echo', version: '1', input: 1 })));
       await eventually('every run completed', async () => (await countWhere(`status = 'completed'`)) === runs.length, 15_000);
@@ -144,15 +144,15 @@ describe('dispatch promises', () => {
 
     it('refuses a coordinator whose count differs from the running deployment, and lets a lone one change it', async () => {
       const prefix = testPrefix('partitions-agree');
-      const first = await coordinatorFor('redis-streams', prefix, { streamShards: 4 });
-      await expect(startCoordinator(db.url, { dispatch: 'redis-streams', redisPrefix: prefix, streamShards: 8 })).rejects.toThrow(
-        /STREAM_SHARDS is 8, but this deployment's streams have 4 partitions and other coordinators are running/,
+      const first = await coordinatorFor('redis-streams', prefix, { streamPartitions: 4 });
+      await expect(startCoordinator(db.url, { dispatch: 'redis-streams', redisPrefix: prefix, streamPartitions: 8 })).rejects.toThrow(
+        /STREAM_PARTITIONS is 8, but this deployment's streams have 4 partitions and other coordinators are running/,
       );
-      const same = await coordinatorFor('redis-streams', prefix, { streamShards: 4 });
+      const same = await coordinatorFor('redis-streams', prefix, { streamPartitions: 4 });
       await same.close();
       await first.close();
       running.splice(0);
-      await coordinatorFor('redis-streams', prefix, { streamShards: 8 });
+      await coordinatorFor('redis-streams', prefix, { streamPartitions: 8 });
       expect(await redis.get(partitionCountKey(prefix))).toBe('8');
       const [{ value }] = await db.sql<{ value: number }>(`SELECT value FROM engine_settings WHERE name = 'stream_partitions'`);
       expect(value).toBe(8);

@@ -79,7 +79,7 @@ describe('reliable dispatch', () => {
 
   it('publishes to Redis Streams partitions by run id, and publishes the partition count', async () => {
     const prefix = testPrefix('streams');
-    const c = await coordinator({ ...NO_POLL, dispatch: 'redis-streams', redisPrefix: prefix, streamShards: 3 });
+    const c = await coordinator({ ...NO_POLL, dispatch: 'redis-streams', redisPrefix: prefix, streamPartitions: 3 });
     const runs = await Promise.all(Array.from({ length: 30 }, () => start(c)));
     const read = async () => {
       const entries = await Promise.all([0, 1, 2].map((n) => redis.xrange(streamKey(prefix, 'echo:1', n), '-', '+')));
@@ -96,7 +96,7 @@ describe('reliable dispatch', () => {
 
   it('two enqueuers on one outbox publish every row once', async () => {
     const prefix = testPrefix('two');
-    const options = { dispatch: 'redis-streams' as const, redisPrefix: prefix, streamShards: 2, outboxBatchSize: 20, republishIntervalMs: 3_600_000 };
+    const options = { dispatch: 'redis-streams' as const, redisPrefix: prefix, streamPartitions: 2, outboxBatchSize: 20, republishIntervalMs: 3_600_000 };
     const [a, b] = [await coordinator(options), await coordinator(options)];
     const runs = await Promise.all(Array.from({ length: 300 }, (_, i) => start(i % 2 ? a : b)));
     const ids = await eventually(

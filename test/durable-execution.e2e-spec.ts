@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { RunView } from '@nest-durable/client';
-import { defineWorkflow } from '@nest-durable/workflow';
+import { defineWorkflow, WorkflowError } from '@nest-durable/workflow';
 import { WorkflowClient } from '@nest-durable/client';
 import request from 'supertest';
 import { EXAMPLE_WORKFLOWS } from '../apps/worker/src/workflows';
@@ -25,6 +25,24 @@ const retriedWorkflow = defineWorkflow<{ failAttempts: number; tag: string }, { 
       return ctx.attempt;
     });
     return { attempt: ctx.attempt };
+  },
+});
+
+/** Its task declines for good on the first attempt, though both it and the workflow would retry. */
+const declinedWorkflow = defineWorkflow<{ tag: string }, null>({
+  name: 'declined',
+  version: '1',
+  retry: { maxAttempts: 3, backoff: 'fixed', delayMs: 50 },
+  handler: async (ctx, input) => {
+    await ctx.task(
+      'charge',
+      () => {
+        count(input.tag);
+        throw new WorkflowError('card declined', { nonRetryable: true });
+      },
+      { retry: { maxAttempts: 5, backoff: 'fixed', delayMs: 10 } },
+    );
+    return null;
   },
 });
 
@@ -83,7 +101,7 @@ describe('durable execution', () => {
     db = await createTestDatabase('durable');
     coordinator = await startCoordinator(db.url, { claimPollIntervalMs: 100 });
     worker = await startCustomWorker(coordinator.url, {
-      workflows: [...EXAMPLE_WORKFLOWS, retriedWorkflow, slowRetryWorkflow, timeoutWorkflow, switchedWorkflow],
+      workflows: [...EXAMPLE_WORKFLOWS, retriedWorkflow, slowRetryWorkflow, timeoutWorkflow, switchedWorkflow, declinedWorkflow],
       inProcessRetryMaxMs: 100,
       concurrency: 20,
     });
@@ -205,6 +223,14 @@ describe('durable execution', () => {
     it('fails the run once its workflow-level attempts run out', async () => {
       const done = await finish(await client.start(retriedWorkflow, { failAttempts: 5, tag: 'wf-exhausted' }));
       expect(done).toMatchObject({ status: 'failed', attempt: 3, error: { message: 'attempt 3 fails' } });
+    });
+
+    it('a nonRetryable error fails its task at once and its run without a workflow-level retry', async () => {
+      const done = await finish(await client.start(declinedWorkflow, { tag: 'declined' }));
+      expect(done).toMatchObject({ status: 'failed', attempt: 1, error: { name: 'WorkflowError', message: 'card declined' } });
+      expect(done.tasks).toEqual([expect.objectContaining({ key: 'charge#1', status: 'failed', attempts: 1 })]);
+      expect(executions.get('declined')).toBe(1);
+      expect(await transitions(done.id)).toEqual(['new>queued', 'queued>running', 'running>failed']);
     });
 
     it('suspends the run during a long task retry wait instead of holding the worker', async () => {

@@ -4,7 +4,6 @@ import { WorkflowClient } from '@nest-durable/client';
 import request from 'supertest';
 import { type RunningCoordinator, startCoordinator } from './support/apps';
 import { createTestDatabase, type TestDatabase } from './support/database';
-import { eventually } from './support/poll';
 import { AppProcess, stopAllProcesses } from './support/processes';
 import { TEST_REDIS_URL, testPrefix } from './support/redis';
 
@@ -49,7 +48,7 @@ describe('the stall limit (real worker processes)', () => {
         COORDINATOR_URL: coordinator!.url,
         WORKER_ID: id,
         HEARTBEAT_INTERVAL_MS: String(HEARTBEAT_INTERVAL_MS),
-        CLAIM_MIN_IDLE_TIME_MS: String(CLAIM_MIN_IDLE_TIME_MS),
+        STREAM_RECLAIM_IDLE_MS: String(CLAIM_MIN_IDLE_TIME_MS),
         CLAIM_WAIT_MS: '1000',
         REDIS_URL: TEST_REDIS_URL,
         REDIS_BLOCK_MS: '500',
@@ -71,7 +70,7 @@ describe('the stall limit (real worker processes)', () => {
     coordinator = await startCoordinator(db.url, {
       dispatch: mode === 'http' ? 'none' : mode,
       redisPrefix: prefix,
-      streamShards: 2,
+      streamPartitions: 2,
       maxStalls: options.maxStalls,
       heartbeatIntervalMs: HEARTBEAT_INTERVAL_MS,
       claimMinIdleTimeMs: CLAIM_MIN_IDLE_TIME_MS,
@@ -92,7 +91,7 @@ describe('the stall limit (real worker processes)', () => {
       WORKER_ID: 'steady',
       WORKER_SHARDS: 'steady',
       HEARTBEAT_INTERVAL_MS: String(HEARTBEAT_INTERVAL_MS),
-      CLAIM_MIN_IDLE_TIME_MS: String(CLAIM_MIN_IDLE_TIME_MS),
+      STREAM_RECLAIM_IDLE_MS: String(CLAIM_MIN_IDLE_TIME_MS),
       REDIS_URL: TEST_REDIS_URL,
       REDIS_BLOCK_MS: '500',
     });

@@ -56,7 +56,7 @@ describe('Redis subscribers with worker processes', () => {
   describe.each(['redis-zset', 'redis-streams'] as const)('%s', (mode) => {
     it('4 workers drain 1,000 runs: each runs once, and a busy queue does not starve a quiet one', async () => {
       const prefix = testPrefix(`load-${mode}`);
-      coordinator = await startCoordinator(db.url, { dispatch: mode, redisPrefix: prefix, streamShards: 4, republishIntervalMs: 3_600_000 });
+      coordinator = await startCoordinator(db.url, { dispatch: mode, redisPrefix: prefix, streamPartitions: 4, republishIntervalMs: 3_600_000 });
       const workers = await Promise.all([1, 2, 3, 4].map((n) => startWorker(`${mode}-w${n}`, mode, prefix)));
       const busy = await startBatch(Array.from({ length: 1_000 }, (_, i) => ({ workflow: 'echo', version: '1', input: i })));
       const quiet = await startBatch(Array.from({ length: 10 }, () => ({ workflow: 'chain', version: '1', input: { steps: 1 } })));
@@ -82,12 +82,12 @@ describe('Redis subscribers with worker processes', () => {
     coordinator = await startCoordinator(db.url, {
       dispatch: 'redis-streams',
       redisPrefix: prefix,
-      streamShards: 2,
+      streamPartitions: 2,
       claimMinIdleTimeMs: 1_000,
       heartbeatIntervalMs: 300,
       republishIntervalMs: 3_600_000,
     });
-    const env = { CLAIM_MIN_IDLE_TIME_MS: '1000', HEARTBEAT_INTERVAL_MS: '300' };
+    const env = { STREAM_RECLAIM_IDLE_MS: '1000', HEARTBEAT_INTERVAL_MS: '300' };
     const doomed = await startWorker('streams-doomed', 'redis-streams', prefix, env);
     const runs = await startBatch(Array.from({ length: 4 }, () => ({ workflow: 'side-effects', version: '1', input: { steps: 4, stepMs: 300 } })));
     await eventually('every run started by the doomed worker', async () => {

@@ -1,9 +1,9 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import type { ClaimedRun, RunView } from '@nest-durable/client';
-import { CoordinatorApi, FailoverSubscriber, type NextDelayParams, SUBSCRIBER, type Subscriber, WorkflowRegistry, WORKER_OPTIONS, type ResolvedWorkerOptions } from '@nest-durable/worker';
+import { CoordinatorApi, FailoverSubscriber, type NextDelayParams, SUBSCRIBER, type Subscriber, WorkflowRegistry } from '@nest-durable/worker';
 import { RedisStreamsSubscriber, RedisConnection } from '@nest-durable/worker/redis';
 import { WorkflowClient, streamKey } from '@nest-durable/client';
-import { Inject, Injectable } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import request from 'supertest';
 import { loadWorkerConfig } from '../apps/worker/src/config/worker.config';
@@ -11,7 +11,7 @@ import { StreamEntries } from '../libs/worker/src/redis/stream-entries';
 import { MAX_GIVE_BACKS } from '../libs/worker/src/redis/redis-subscriber.options';
 import { workerModuleOptions } from '../apps/worker/src/worker-app.module';
 import { EXAMPLE_WORKFLOWS } from '../apps/worker/src/workflows';
-import { type RunningCoordinator, type RunningWorker, startCoordinator, startCustomWorker } from './support/apps';
+import { startCoordinator, startCustomWorker } from './support/apps';
 import { createTestDatabase, type TestDatabase } from './support/database';
 import { eventually } from './support/poll';
 import { freePort } from './support/processes';
@@ -45,7 +45,7 @@ describe('subscribers', () => {
       dispatch: mode,
       redisUrl,
       redisPrefix: prefix,
-      streamShards: 2,
+      streamPartitions: 2,
       outboxRetryBaseMs: 50,
       outboxRetryMaxMs: 200,
       republishIntervalMs: 3_600_000,
@@ -129,7 +129,7 @@ describe('subscribers', () => {
 
   it('hands a wake-up delivered more than MAX_DELIVERIES times to the coordinator as a dead letter, while other runs keep flowing', async () => {
     const { client, subscriber, prefix } = await stack('redis-streams', {
-      worker: { CLAIM_MIN_IDLE_TIME_MS: '300', MAX_DELIVERIES: '2', HEARTBEAT_INTERVAL_MS: '100' },
+      worker: { STREAM_RECLAIM_IDLE_MS: '300', MAX_DELIVERIES: '2', HEARTBEAT_INTERVAL_MS: '100' },
     });
     const later = await client.start({ name: 'echo', version: '1' }, 'later', { runAt: new Date(Date.now() + 3_600_000) });
     // A consumer that took a wake-up and died, after earlier deliveries died too: added and read in one
@@ -165,7 +165,7 @@ describe('subscribers', () => {
   }, 60_000);
 
   it('takes back entries Redis delivered to this worker by a read it never saw the answer to', async () => {
-    const { client, prefix } = await stack('redis-streams', { worker: { WORKER_ID: 'forgetful', CLAIM_MIN_IDLE_TIME_MS: '60000' } });
+    const { client, prefix } = await stack('redis-streams', { worker: { WORKER_ID: 'forgetful', STREAM_RECLAIM_IDLE_MS: '60000' } });
     const run = await client.start({ name: 'echo', version: '1' }, 'adopted', { runAt: new Date(Date.now() + 3_600_000) });
     await db.sql(`UPDATE runs SET due_at = now() WHERE id = $1`, [run.id]); // due, but no wake-up sent for it
     // What a blocking read given up by the client leaves behind: an entry delivered to this very consumer.
@@ -252,7 +252,6 @@ describe('subscribers', () => {
       constructor(
         private readonly api: CoordinatorApi,
         private readonly registry: WorkflowRegistry,
-        @Inject(WORKER_OPTIONS) private readonly options: ResolvedWorkerOptions,
       ) {}
 
       async getReadyRuns(limit: number, signal: AbortSignal): Promise<ClaimedRun[]> {

@@ -75,7 +75,7 @@ describe('due timers', () => {
   describe.each(['http', 'redis-zset', 'redis-streams'] as const)('%s', (mode) => {
     it('resumes a sleep, a runAt, a workflow-level retry wait and an event timeout on time', async () => {
       const prefix = testPrefix(`timers-${mode}`);
-      const c = await coordinator({ dispatch: mode === 'http' ? 'none' : mode, redisPrefix: prefix, streamShards: 2 });
+      const c = await coordinator({ dispatch: mode === 'http' ? 'none' : mode, redisPrefix: prefix, streamPartitions: 2 });
       const config = loadWorkerConfig({
         COORDINATOR_URL: c.url,
         SUBSCRIBER: mode,
@@ -106,7 +106,7 @@ describe('due timers', () => {
 
   it('two coordinators on one database publish each run that becomes due once, on time', async () => {
     const prefix = testPrefix('timers-two');
-    const options = { dispatch: 'redis-streams' as const, redisPrefix: prefix, streamShards: 2 };
+    const options = { dispatch: 'redis-streams' as const, redisPrefix: prefix, streamPartitions: 2 };
     const [a, b] = [await coordinator(options), await coordinator(options)];
     const client = (c: RunningCoordinator) => new WorkflowClient({ url: c.url });
     const startedAt = Date.now();

@@ -7,7 +7,10 @@ export const now = () => performance.timeOrigin + performance.now();
 const stats = new Map();
 const entry = (tag) => {
   let s = stats.get(tag);
-  if (!s) stats.set(tag, (s = { count: 0, firstStart: null, lastEnd: null }));
+  if (!s) {
+    s = { count: 0, firstStart: null, lastEnd: null };
+    stats.set(tag, s);
+  }
   return s;
 };
 /** A job (or the first step of a chain) started at `at`. */

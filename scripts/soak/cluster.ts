@@ -86,6 +86,7 @@ export class ModeCluster {
     const common = {
       HEARTBEAT_INTERVAL_MS: String(TIMING.heartbeatIntervalMs),
       CLAIM_MIN_IDLE_TIME_MS: String(TIMING.claimMinIdleTimeMs),
+      STREAM_RECLAIM_IDLE_MS: String(TIMING.claimMinIdleTimeMs),
       REDIS_URL: config.redisUrl,
       REDIS_PREFIX: this.redisPrefix,
       WORKER_TOKEN: TOKENS.worker,

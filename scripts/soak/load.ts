@@ -49,7 +49,7 @@ export class RunStarter {
       });
       if (!response.ok) throw new Error(`${response.status} ${(await response.text()).slice(0, 200)}`);
       const { runs } = (await response.json()) as { runs: { id: string; idempotencyKey: string }[] };
-      batch.forEach((planned, i) => this.record(planned.key, runs[i]));
+      for (const [i, planned] of batch.entries()) this.record(planned.key, runs[i]);
       return true;
     } catch (error) {
       this.failedRequests++;

@@ -80,6 +80,7 @@ export async function readState(databaseUrl: string, journalDir: string): Promis
   }
 }
 
+// biome-ignore lint/suspicious/noExplicitAny: rows of any query, each mapped by its caller
 function group<T>(rows: { run_id: string }[], map: (row: any) => T): Map<string, T[]> {
   const byRun = new Map<string, T[]>();
   for (const row of rows) {

@@ -25,14 +25,24 @@ export class CapturedLogger implements LoggerService {
 
 /** Where the quiet test environment collects the lines of the test running now. */
 declare global {
-  // eslint-disable-next-line no-var
   var __capturedLogs: string[] | undefined;
 }
 
 function capture(level: string, message: unknown, rest: unknown[]): void {
   const context = typeof rest[rest.length - 1] === 'string' ? `[${rest.pop() as string}] ` : '';
   const line = `${new Date().toISOString()} ${level} ${context}${format(message, ...rest)}`;
-  (globalThis.__capturedLogs ??= []).push(line);
+  globalThis.__capturedLogs ??= [];
+  globalThis.__capturedLogs.push(line);
 }
 
 export const capturedLogger = new CapturedLogger();
+
+/**
+ * Output of a process a test started, kept like the apps' log lines: shown only if that test fails.
+ * Outside Jest (the soak script starts processes with the same helpers) nobody would read or clear it.
+ */
+export function captureOutput(source: string, chunk: string): void {
+  if (process.env.JEST_WORKER_ID === undefined) return;
+  globalThis.__capturedLogs ??= [];
+  for (const line of chunk.split('\n')) if (line.trim()) globalThis.__capturedLogs.push(`[${source}] ${line}`);
+}

@@ -1,9 +1,12 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { captureOutput } from './captured-logs';
 import { eventually } from './poll';
 
 const ROOT = join(__dirname, '..', '..');
+const execFileAsync = promisify(execFile);
 const running = new Set<AppProcess>();
 
 /** How a child process ended: its exit code, or the signal that ended it. */
@@ -16,7 +19,11 @@ export function exitOf(child: ChildProcess): Promise<ProcessExit> {
   return new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
 }
 
-/** A real app process (run from TypeScript sources through scripts/register-ts.js). */
+/**
+ * A real app process: a `.ts` entry of this repository runs from its sources through
+ * scripts/register-ts.js; a `.js` entry (a built app, e.g. one outside the repository) runs as it is,
+ * in `cwd`.
+ */
 export class AppProcess {
   output = '';
   private readonly child: ChildProcess;
@@ -26,14 +33,20 @@ export class AppProcess {
     readonly name: string,
     entry: string,
     env: Record<string, string>,
+    { cwd = ROOT }: { cwd?: string } = {},
   ) {
-    this.child = spawn(process.execPath, ['-r', join(ROOT, 'scripts/register-ts.js'), join(ROOT, entry)], {
-      cwd: ROOT,
+    const args = entry.endsWith('.ts') ? ['-r', join(ROOT, 'scripts/register-ts.js'), join(ROOT, entry)] : [entry];
+    this.child = spawn(process.execPath, args, {
+      cwd,
       env: { ...process.env, NO_COLOR: '1', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    this.child.stdout!.on('data', (chunk) => (this.output += chunk));
-    this.child.stderr!.on('data', (chunk) => (this.output += chunk));
+    for (const stream of [this.child.stdout!, this.child.stderr!]) {
+      stream.on('data', (chunk: Buffer) => {
+        this.output += chunk;
+        captureOutput(name, chunk.toString());
+      });
+    }
     this.exited = exitOf(this.child);
     running.add(this);
     void this.exited.then(() => running.delete(this));
@@ -81,4 +94,29 @@ export async function freePort(): Promise<number> {
       server.close(() => resolve(port));
     });
   });
+}
+
+/**
+ * Runs a command to its end and returns its standard output; on failure the error carries all of its
+ * output. `npm_*` variables of an enclosing `npm test` are left out, so an npm run in another project
+ * is configured by that project alone.
+ */
+export async function runCommand(
+  command: string,
+  args: string[],
+  { cwd = ROOT, env = {}, timeoutMs = 120_000 }: { cwd?: string; env?: Record<string, string>; timeoutMs?: number } = {},
+): Promise<string> {
+  const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.toLowerCase().startsWith('npm_')));
+  try {
+    const { stdout } = await execFileAsync(command, args, {
+      cwd,
+      env: { ...inherited, NO_COLOR: '1', ...env },
+      timeout: timeoutMs,
+      maxBuffer: 64 * 1024 * 1024,
+    });
+    return stdout;
+  } catch (error) {
+    const { stdout, stderr, message } = error as { stdout?: string; stderr?: string; message: string };
+    throw new Error(`${command} ${args.join(' ')} (in ${cwd}) failed: ${message}\n${stdout ?? ''}\n${stderr ?? ''}`);
+  }
 }

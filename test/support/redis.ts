@@ -18,7 +18,11 @@ export class RedisServer {
   private process: ChildProcess | undefined;
   private exit: Promise<ProcessExit> | undefined;
 
-  constructor(readonly port: number) {}
+  /** `args` are extra redis-server options, e.g. `['--cluster-enabled', 'yes']`. */
+  constructor(
+    readonly port: number,
+    private readonly args: string[] = [],
+  ) {}
 
   get url(): string {
     return `redis://127.0.0.1:${this.port}`;
@@ -35,7 +39,7 @@ export class RedisServer {
   }
 
   async start(): Promise<void> {
-    const child = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+    const child = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...this.args], {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     child.stdout!.on('data', (chunk) => (this.output += chunk));

@@ -12,12 +12,12 @@ import { EXAMPLE_WORKFLOWS } from './workflows';
 /** Worker module options from the validated config: the built-in subscriber it names, and Redis when needed. */
 export function workerModuleOptions(
   config: WorkerConfig,
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  // biome-ignore lint/suspicious/noExplicitAny: workflows of any input and output types are registered side by side
   workflows: WorkflowDefinition<any, any>[],
 ): WorkflowWorkerModuleOptions {
   const worker: WorkflowWorkerModuleOptions = {
     workflows,
-    coordinatorUrl: config.coordinatorUrl,
+    coordinatorUrl: config.coordinatorUrls,
     workerId: config.workerId,
     concurrency: config.concurrency,
     heartbeatIntervalMs: config.heartbeatIntervalMs,
@@ -32,8 +32,8 @@ export function workerModuleOptions(
     imports: [RedisModule.forRoot({ url: config.redisUrl, prefix: config.redisPrefix })],
     subscriber: redisSubscriber(config.subscriber, {
       blockMs: config.redisBlockMs,
-      partitionsFallback: config.streamShards,
-      claimMinIdleTimeMs: config.claimMinIdleTimeMs,
+      streamPartitions: config.streamPartitions,
+      reclaimIdleMs: config.reclaimIdleMs,
       maxDeliveries: config.maxDeliveries,
     }),
   };

@@ -36,7 +36,7 @@ export class JsonHttpClient {
     this.baseUrl = baseUrl.replace(/\/+$/, '');
   }
 
-  async request<T>(method: 'GET' | 'POST', path: string, body?: unknown, signal?: AbortSignal): Promise<T> {
+  async request<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown, signal?: AbortSignal): Promise<T> {
     let response: Response;
     // A signal of this request's own, tied to the caller's: fetch may keep its listener on a signal
     // after failing, and callers pass one long-lived signal to every request.

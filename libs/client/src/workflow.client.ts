@@ -1,4 +1,5 @@
-import { isTerminalStatus, RunPage, RunStatus, RunView, WAIT_MS_MAX } from './contract';
+import type { DeadLetterPage, EventAccepted, JsonValue, RedriveResult, RunPage, RunStatus, RunView } from './contract';
+import { isTerminalStatus, WAIT_MS_MAX } from './contract';
 import { JsonHttpClient } from './json-http.client';
 
 export interface WorkflowClientOptions {
@@ -20,6 +21,35 @@ export interface StartOptions {
   runAt?: Date;
 }
 
+/** One run of a `startMany` batch. */
+export interface StartManyEntry extends StartOptions {
+  workflow: WorkflowRef;
+  input?: unknown;
+}
+
+export interface ListRunsOptions {
+  workflow?: string;
+  status?: RunStatus;
+  /** 1–500, default 50. */
+  limit?: number;
+  /** The `nextCursor` of the previous page. */
+  cursor?: string;
+}
+
+export interface ListDeadLettersOptions {
+  /** 1–500, default 50. */
+  limit?: number;
+  /** The `nextCursor` of the previous page. */
+  cursor?: string;
+}
+
+export interface WaitOptions {
+  /** Give up waiting after this long and return the run as it is; default 60 s, `Infinity` waits until it ends. */
+  timeoutMs?: number;
+  /** Stops waiting: the pending request is aborted and the promise rejects with the signal's reason. */
+  signal?: AbortSignal;
+}
+
 export interface TypedRunView<O> extends Omit<RunView, 'output'> {
   output: O | null;
 }
@@ -37,7 +67,11 @@ export interface TypedWorkflow<I, O> extends WorkflowRef {
 type InputOf<W> = W extends TypedWorkflow<infer I, unknown> ? I : never;
 type OutputOf<W> = W extends TypedWorkflow<never, infer O> ? O : never;
 
-/** The typed client for users' own services: start, get, list, wait for and cancel runs. */
+/**
+ * The typed client for users' own services and the `wf` CLI: one method per route of the client API
+ * (runs and dead letters). An error answer rejects with `EngineHttpError` (`statusCode`, `reason`,
+ * `message`); an unreachable coordinator with `CoordinatorUnavailableError`.
+ */
 export class WorkflowClient {
   private readonly http: JsonHttpClient;
 
@@ -51,42 +85,91 @@ export class WorkflowClient {
   start<W extends TypedWorkflow<never, unknown>>(workflow: W, input: InputOf<W>, options?: StartOptions): Promise<TypedRunView<OutputOf<W>>>;
   start(workflow: WorkflowRef, input?: unknown, options?: StartOptions): Promise<RunView>;
   start(workflow: WorkflowRef, input?: unknown, options: StartOptions = {}): Promise<RunView> {
-    return this.http.request<RunView>('POST', '/v1/runs', {
-      workflow: workflow.name,
-      version: workflow.version,
-      input,
-      idempotencyKey: options.idempotencyKey,
-      shard: options.shard,
-      priority: options.priority,
-      runAt: options.runAt?.toISOString(),
-    });
+    return this.http.request<RunView>('POST', '/v1/runs', startBody({ workflow, input, ...options }));
   }
 
+  /**
+   * Starts up to 1,000 runs in one request and one transaction; the runs come back in the order
+   * given (an idempotency key already used gives the existing run).
+   */
+  async startMany(runs: StartManyEntry[]): Promise<RunView[]> {
+    const response = await this.http.request<{ runs: RunView[] }>('POST', '/v1/runs/batch', { runs: runs.map(startBody) });
+    return response.runs;
+  }
+
+  /** The run with its recorded steps (`tasks`), in the order they were recorded. */
   get(runId: string): Promise<RunView> {
-    return this.http.request<RunView>('GET', `/v1/runs/${encodeURIComponent(runId)}`);
+    return this.http.request<RunView>('GET', runPath(runId));
   }
 
-  list(query: { workflow?: string; status?: RunStatus; limit?: number; cursor?: string } = {}): Promise<RunPage> {
-    const params = new URLSearchParams();
-    for (const [key, value] of Object.entries(query)) if (value !== undefined) params.set(key, String(value));
-    const suffix = params.size > 0 ? `?${params}` : '';
-    return this.http.request<RunPage>('GET', `/v1/runs${suffix}`);
+  /** One page of runs, newest first (without their steps); pass `nextCursor` back as `cursor` for the next. */
+  list(options: ListRunsOptions = {}): Promise<RunPage> {
+    return this.http.request<RunPage>('GET', `/v1/runs${queryString(options)}`);
   }
 
   /**
    * Resolves with the run once it is terminal (completed, failed or cancelled), or as it is when
    * `timeoutMs` has passed. Each request long-polls the coordinator, so no time is lost polling.
    */
-  async waitForResult(runId: string, options: { timeoutMs?: number } = {}): Promise<RunView> {
+  async waitForResult(runId: string, options: WaitOptions = {}): Promise<RunView> {
     const deadline = Date.now() + (options.timeoutMs ?? 60_000);
     for (;;) {
+      options.signal?.throwIfAborted();
       const waitMs = Math.max(0, Math.min(WAIT_MS_MAX, deadline - Date.now()));
-      const run = await this.http.request<RunView>('GET', `/v1/runs/${encodeURIComponent(runId)}/result?waitMs=${waitMs}`);
+      const run = await this.http.request<RunView>('GET', `${runPath(runId)}/result?waitMs=${waitMs}`, undefined, options.signal);
       if (isTerminalStatus(run.status) || Date.now() >= deadline) return run;
     }
   }
 
+  /** Cancels the run and its unfinished child runs; `409 run_terminal` if it already ended. */
   cancel(runId: string): Promise<RunView> {
-    return this.http.request<RunView>('POST', `/v1/runs/${encodeURIComponent(runId)}/cancel`);
+    return this.http.request<RunView>('POST', `${runPath(runId)}/cancel`);
   }
+
+  /** Runs a failed run again as its next attempt, keeping its completed steps; `409 run_not_failed` otherwise. */
+  retry(runId: string): Promise<RunView> {
+    return this.http.request<RunView>('POST', `${runPath(runId)}/retry`);
+  }
+
+  /** Ends the run's durable sleep now; `409 run_not_sleeping` if it is not sleeping. */
+  wake(runId: string): Promise<RunView> {
+    return this.http.request<RunView>('POST', `${runPath(runId)}/wake`);
+  }
+
+  /**
+   * Sends the event `name` to the run: `delivered` if it was waiting for it (it resumes), otherwise
+   * kept for its next wait of that name. `409 run_terminal` if the run has ended.
+   */
+  sendEvent(runId: string, name: string, data?: JsonValue): Promise<EventAccepted> {
+    return this.http.request<EventAccepted>('POST', `${runPath(runId)}/events/${encodeURIComponent(name)}`, data === undefined ? undefined : { data });
+  }
+
+  /** One page of dead letters (what dispatch gave up on), newest first. */
+  listDeadLetters(options: ListDeadLettersOptions = {}): Promise<DeadLetterPage> {
+    return this.http.request<DeadLetterPage>('GET', `/v1/dead-letters${queryString(options)}`);
+  }
+
+  /** Puts the dead letter's run back in motion (a new attempt or a new wake-up) and removes the letter. */
+  redriveDeadLetter(id: string): Promise<RedriveResult> {
+    return this.http.request<RedriveResult>('POST', `/v1/dead-letters/${encodeURIComponent(id)}/redrive`);
+  }
+
+  /** Removes the dead letter; `404 dead_letter_not_found` if there is none. */
+  async deleteDeadLetter(id: string): Promise<void> {
+    await this.http.request<void>('DELETE', `/v1/dead-letters/${encodeURIComponent(id)}`);
+  }
+}
+
+function startBody({ workflow, input, idempotencyKey, shard, priority, runAt }: StartManyEntry) {
+  return { workflow: workflow.name, version: workflow.version, input, idempotencyKey, shard, priority, runAt: runAt?.toISOString() };
+}
+
+function runPath(runId: string): string {
+  return `/v1/runs/${encodeURIComponent(runId)}`;
+}
+
+function queryString(query: object): string {
+  const params = new URLSearchParams();
+  for (const [key, value] of Object.entries(query)) if (value !== undefined) params.set(key, String(value));
+  return params.size > 0 ? `?${params}` : '';
 }

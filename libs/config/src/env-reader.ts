@@ -64,18 +64,27 @@ export class EnvReader {
   }
 
   url(name: string, protocols: readonly string[], fallback?: string): string {
-    const value = this.string(name, fallback);
-    let parsed: URL;
-    try {
-      parsed = new URL(value);
-    } catch {
-      throw new ConfigError(`${name} must be a URL (${protocols.join(' or ')}), got "${redact(value)}"`);
-    }
-    if (!protocols.includes(parsed.protocol.replace(/:$/, ''))) {
-      throw new ConfigError(`${name} must be a ${protocols.join(' or ')} URL, got "${redact(value)}"`);
-    }
-    return value;
+    return checkUrl(name, this.string(name, fallback), protocols);
   }
+
+  /** Comma-separated URLs, at least one (`fallback` when unset). */
+  urls(name: string, protocols: readonly string[], fallback: string): string[] {
+    const values = this.list(name);
+    return (values.length > 0 ? values : [fallback]).map((value) => checkUrl(name, value, protocols));
+  }
+}
+
+function checkUrl(name: string, value: string, protocols: readonly string[]): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(value);
+  } catch {
+    throw new ConfigError(`${name} must be a URL (${protocols.join(' or ')}), got "${redact(value)}"`);
+  }
+  if (!protocols.includes(parsed.protocol.replace(/:$/, ''))) {
+    throw new ConfigError(`${name} must be a ${protocols.join(' or ')} URL, got "${redact(value)}"`);
+  }
+  return value;
 }
 
 /** Hides a password in a URL so it never reaches a log line. */
@@ -94,11 +103,11 @@ export function readLogging(read: EnvReader): { logLevel: LogLevelName; logForma
   };
 }
 
-export function readRedis(read: EnvReader): { redisUrl: string; redisPrefix: string; streamShards: number } {
+export function readRedis(read: EnvReader): { redisUrl: string; redisPrefix: string; streamPartitions: number } {
   return {
     redisUrl: read.url('REDIS_URL', ['redis', 'rediss'], 'redis://127.0.0.1:6379'),
     redisPrefix: read.pattern('REDIS_PREFIX', /^[A-Za-z0-9._:-]{0,64}$/, 'up to 64 letters, digits or . _ : -', 'wf:'),
-    streamShards: read.integer('STREAM_SHARDS', 4, 1, 1024),
+    streamPartitions: read.integer('STREAM_PARTITIONS', 4, 1, 1024),
   };
 }
 

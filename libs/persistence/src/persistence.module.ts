@@ -1,4 +1,4 @@
-import { DynamicModule, Logger, Module, type ModuleMetadata } from '@nestjs/common';
+import { DynamicModule, type FactoryProvider, Logger, Module, type ModuleMetadata } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { Database } from './database';
@@ -36,9 +36,9 @@ export interface PersistenceOptions {
 }
 
 export interface PersistenceAsyncOptions extends Pick<ModuleMetadata, 'imports'> {
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  // biome-ignore lint/suspicious/noExplicitAny: the factory takes whatever `inject` names, as Nest's own FactoryProvider does
   useFactory: (...args: any[]) => PersistenceOptions | Promise<PersistenceOptions>;
-  inject?: (string | symbol | Function)[];
+  inject?: FactoryProvider['inject'];
 }
 
 const poolLogger = new Logger('DatabasePool');

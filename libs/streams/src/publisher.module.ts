@@ -3,7 +3,7 @@ import type { DispatchMode } from './dispatch-message';
 import { PUBLISHER, STREAM_PARTITIONS, type StreamPartitionCount } from './publisher.interface';
 import { RedisSortedSetPublisher } from './publishers/redis-sorted-set.publisher';
 import { RedisStreamsPublisher } from './publishers/redis-streams.publisher';
-import { RedisConnection, RedisModule } from '@nest-durable/worker/redis';
+import { RedisModule } from '@nest-durable/worker/redis';
 
 export interface PublisherOptions {
   mode: DispatchMode;

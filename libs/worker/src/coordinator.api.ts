@@ -1,10 +1,12 @@
-import { parseReportsRequest, REPORTS_MAX, type ReportsResponse, type WorkerReport, EngineHttpError, isTransient, JsonHttpClient } from '@nest-durable/client';
+import { parseReportsRequest, REPORTS_MAX, type ReportsResponse, type WorkerReport, EngineHttpError, isTransient } from '@nest-durable/client';
 import type { ClaimedRun, ClaimResponse, CompleteRunRequest, FailRunRequest, HeartbeatResponse, StartChildRequest, StepResponse, StoredTask, StreamDeadLetterReport, StreamDeadLetterResponse, SuspendRequest, TakeRunsResponse, TaskResultRequest, WorkflowRef } from '@nest-durable/client';
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker.constants';
+import { CoordinatorPool } from './coordinator-pool';
+import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker.options';
 
 const REPORT_ATTEMPTS = 6;
-const REPORT_TIMEOUT_MS = 30_000;
+/** Deadline of one attempt of a request (a claim's: its wait, plus this). */
+const REQUEST_TIMEOUT_MS = 30_000;
 /** Bytes of JSON per batch: well below the coordinator's default body limit (2 MiB). */
 const BATCH_BYTES = 1024 * 1024;
 const REPORT_FIRST_DELAY_MS = 100;
@@ -13,28 +15,28 @@ const REPORT_FIRST_DELAY_MS = 100;
 @Injectable()
 export class CoordinatorApi {
   private readonly logger = new Logger(CoordinatorApi.name);
-  private readonly http: JsonHttpClient;
+  private readonly coordinators: CoordinatorPool;
   /** Reports waiting for the one in flight to return (see report batching below). */
   private pending: { report: WorkerReport; bytes: number; resolve: (result: unknown) => void; reject: (error: unknown) => void }[] = [];
   private sending = false;
 
   constructor(@Inject(WORKER_OPTIONS) private readonly options: ResolvedWorkerOptions) {
-    this.http = new JsonHttpClient(options.coordinatorUrl, options.headers);
+    this.coordinators = new CoordinatorPool(coordinatorUrls(options.coordinatorUrl), options.headers);
   }
 
   async claim(workflows: WorkflowRef[], limit: number, waitMs: number, signal?: AbortSignal): Promise<ClaimedRun[]> {
-    const response = await this.http.request<ClaimResponse>(
+    const response = await this.coordinators.request<ClaimResponse>(
       'POST',
       '/v1/worker/claims',
       { workerId: this.options.workerId, workflows, limit, waitMs },
-      signal,
+      { signal, timeoutMs: waitMs + REQUEST_TIMEOUT_MS },
     );
     return response.runs;
   }
 
-  /** Resolves when the coordinator answers its liveness check. */
+  /** Resolves when a coordinator answers its liveness check. */
   async ping(): Promise<void> {
-    await this.http.request('GET', '/health/live', undefined, AbortSignal.timeout(2_000));
+    await this.coordinators.request('GET', '/health/live', undefined, { timeoutMs: 2_000 });
   }
 
   /**
@@ -43,7 +45,7 @@ export class CoordinatorApi {
    */
   async take(workflows: (WorkflowRef & { wakeups: string[] })[]): Promise<TakeRunsResponse> {
     if (workflows.length === 0) return { runs: [], requeue: [] };
-    return this.http.request<TakeRunsResponse>('POST', '/v1/worker/takes', { workerId: this.options.workerId, workflows });
+    return this.coordinators.request<TakeRunsResponse>('POST', '/v1/worker/takes', { workerId: this.options.workerId, workflows }, { timeoutMs: REQUEST_TIMEOUT_MS });
   }
 
   /** Hands the coordinator a Streams wake-up that was delivered too often (see StreamDeadLetterReport). */
@@ -52,7 +54,12 @@ export class CoordinatorApi {
   }
 
   async heartbeat(runs: { id: string; expectedRevision: number }[], signal?: AbortSignal): Promise<string[]> {
-    const response = await this.http.request<HeartbeatResponse>('POST', '/v1/worker/heartbeats', { workerId: this.options.workerId, runs }, signal);
+    const response = await this.coordinators.request<HeartbeatResponse>(
+      'POST',
+      '/v1/worker/heartbeats',
+      { workerId: this.options.workerId, runs },
+      { signal, timeoutMs: REQUEST_TIMEOUT_MS },
+    );
     return response.lost;
   }
 
@@ -135,7 +142,7 @@ export class CoordinatorApi {
   }
 
   async release(runId: string, expectedRevision: number): Promise<void> {
-    await this.http.request('POST', `/v1/worker/runs/${runId}/release`, { expectedRevision });
+    await this.coordinators.request('POST', `/v1/worker/runs/${runId}/release`, { expectedRevision }, { timeoutMs: REQUEST_TIMEOUT_MS });
   }
 
   /**
@@ -147,7 +154,7 @@ export class CoordinatorApi {
     for (let attempt = 1; ; attempt++) {
       try {
         // A hung connection must not hold every run's reports: each attempt has a deadline.
-        return await this.http.request<T>('POST', path, body, AbortSignal.timeout(REPORT_TIMEOUT_MS));
+        return await this.coordinators.request<T>('POST', path, body, { timeoutMs: REQUEST_TIMEOUT_MS });
       } catch (error) {
         if (!isTransient(error) || attempt >= REPORT_ATTEMPTS) throw error;
         const delayMs = REPORT_FIRST_DELAY_MS * 2 ** (attempt - 1);
@@ -156,4 +163,9 @@ export class CoordinatorApi {
       }
     }
   }
+}
+
+/** The configured coordinator URL, or several (they share one database, see CoordinatorPool). */
+function coordinatorUrls(configured: string | readonly string[]): string[] {
+  return typeof configured === 'string' ? [configured] : [...configured];
 }

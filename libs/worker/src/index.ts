@@ -3,7 +3,7 @@ export * from './subscribers/failover.subscriber';
 export * from './subscribers/http.subscriber';
 export * from './subscribers/subscriber.interface';
 export * from './worker-runtime.service';
-export * from './worker.constants';
+export * from './worker.options';
 export * from './worker.health';
 export * from './workflow-worker.module';
 export * from './workflow.registry';

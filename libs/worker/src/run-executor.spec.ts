@@ -1,18 +1,20 @@
 import type { ClaimedRun, StoredTask, TaskResultRequest } from '@nest-durable/client';
 import { beforeEach, describe, expect, it } from '@jest/globals';
 import { CoordinatorUnavailableError, EngineHttpError } from '@nest-durable/client';
-import { defineWorkflow } from '@nest-durable/workflow';
+import { defineWorkflow, WorkflowError } from '@nest-durable/workflow';
 import type { CoordinatorApi } from './coordinator.api';
 import { RunExecutor } from './run-executor';
 import { RunLease } from './run-lease';
 import { WorkflowRegistry } from './workflow.registry';
-import { resolveWorkerOptions } from './workflow-worker.module';
+import { resolveWorkerOptions } from './worker.options';
 
 /** A stand-in for the coordinator that records what the executor reports. */
 class FakeCoordinator {
   recorded: TaskResultRequest[] = [];
   completed: unknown[] = [];
   failed: unknown[] = [];
+  /** The retry wait of each failure reported (undefined: the run failed for good). */
+  retryDelays: (number | undefined)[] = [];
   conflictOnTask: string | undefined;
   unreachable = false;
   /** Called as a completion arrives, before it is recorded. */
@@ -28,8 +30,9 @@ class FakeCoordinator {
     if (this.unreachable) throw new CoordinatorUnavailableError('POST /complete: ECONNREFUSED');
     this.completed.push(request.output);
   }
-  async fail(_runId: string, request: { error: unknown }): Promise<void> {
+  async fail(_runId: string, request: { error: unknown; retryDelayMs?: number }): Promise<void> {
     this.failed.push(request.error);
+    this.retryDelays.push(request.retryDelayMs);
   }
 }
 
@@ -68,6 +71,31 @@ const threeSteps = defineWorkflow<{ n: number }, { total: number }>({
   },
 });
 
+/** Its task throws on every attempt: a nonRetryable error when `input.final`, a plain one otherwise. */
+const declining = defineWorkflow<{ final: boolean }, string>({
+  name: 'declining',
+  version: '1',
+  retry: { maxAttempts: 3, delayMs: 1_000 },
+  handler: async (ctx, input) =>
+    ctx.task(
+      'charge',
+      () => {
+        executions.push('charge');
+        throw input.final ? new WorkflowError('card declined', { nonRetryable: true }) : new Error('bank timed out');
+      },
+      { retry: { maxAttempts: 4, delayMs: 0 } },
+    ),
+});
+/** Fails in the handler itself, outside any task. */
+const refusing = defineWorkflow<Record<string, never>, string>({
+  name: 'refusing',
+  version: '1',
+  retry: { maxAttempts: 3, delayMs: 1_000 },
+  handler: async () => {
+    throw new WorkflowError('input can never be processed', { nonRetryable: true });
+  },
+});
+
 function claimed(tasks: StoredTask[] = []): ClaimedRun {
   return { id: 'run-1', workflow: 'three-steps', version: '1', queue: 'three-steps:1', revision: 3, attempt: 1, input: { n: 2 }, tasks };
 }
@@ -79,7 +107,7 @@ describe('RunExecutor', () => {
   beforeEach(() => {
     executions.length = 0;
     coordinator = new FakeCoordinator();
-    const options = resolveWorkerOptions({ workflows: [threeSteps, compensating], coordinatorUrl: 'http://unused' });
+    const options = resolveWorkerOptions({ workflows: [threeSteps, compensating, declining, refusing], coordinatorUrl: 'http://unused' });
     executor = new RunExecutor(coordinator as unknown as CoordinatorApi, new WorkflowRegistry(options), options);
   });
 
@@ -173,5 +201,30 @@ describe('RunExecutor', () => {
     expect(coordinator.recorded).toEqual([]);
     expect(coordinator.completed).toEqual([]);
     expect(coordinator.failed).toEqual([]);
+  });
+
+  describe('nonRetryable errors', () => {
+    const run = (workflow: string, input: ClaimedRun['input']): ClaimedRun => ({ ...claimed(), workflow, input });
+
+    it('a task retries a plain error up to its attempts, and its run is retried by the workflow policy', async () => {
+      await executor.execute(run('declining', { final: false }), new RunLease('run-1', 3));
+      expect(executions).toEqual(['charge', 'charge', 'charge', 'charge']);
+      expect(coordinator.recorded.map((task) => [task.status, task.attempts])).toEqual([['failed', 4]]);
+      expect(coordinator.retryDelays).toEqual([expect.any(Number)]);
+    });
+
+    it('a task that throws a nonRetryable error fails at once, and its run is not retried either', async () => {
+      await executor.execute(run('declining', { final: true }), new RunLease('run-1', 3));
+      expect(executions).toEqual(['charge']);
+      expect(coordinator.recorded.map((task) => [task.status, task.attempts, task.error?.message])).toEqual([['failed', 1, 'card declined']]);
+      expect(coordinator.failed).toEqual([expect.objectContaining({ name: 'WorkflowError', message: 'card declined' })]);
+      expect(coordinator.retryDelays).toEqual([undefined]);
+    });
+
+    it('a handler that throws a nonRetryable error fails its run for good', async () => {
+      await executor.execute(run('refusing', {}), new RunLease('run-1', 3));
+      expect(coordinator.failed).toEqual([expect.objectContaining({ message: 'input can never be processed' })]);
+      expect(coordinator.retryDelays).toEqual([undefined]);
+    });
   });
 });

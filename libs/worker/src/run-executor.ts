@@ -3,7 +3,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import {
   ChildRunFailedError,
   ChildRunTimeoutError,
-  NonDeterminismError,
+  isNonRetryable,
   RunLostError,
   RunSuspendedError,
   TaskFailedError,
@@ -22,12 +22,12 @@ import {
 import { CoordinatorApi } from './coordinator.api';
 import { RunLease } from './run-lease';
 import { StepHistory } from './step-history';
-import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker.constants';
+import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker.options';
 import { WorkflowRegistry } from './workflow.registry';
 
 const STEP_NAME_MAX_LENGTH = 200;
 
-type AttemptOutcome = { ok: true; output: JsonValue; attempts: number } | { ok: false; error: ErrorDetails; attempts: number };
+type AttemptOutcome = { ok: true; output: JsonValue; attempts: number } | { ok: false; error: ErrorDetails; attempts: number; nonRetryable: boolean };
 
 /** Executes one claimed run: replays recorded steps, runs the rest, and reports the outcome. */
 @Injectable()
@@ -62,7 +62,7 @@ export class RunExecutor {
         await lease.whileEnding(() => this.api.complete(run.id, { expectedRevision: lease.revision, output }));
       } else {
         const policy = workflow?.retry;
-        const retry = policy && !(outcome.error instanceof NonDeterminismError) && run.attempt < policy.maxAttempts;
+        const retry = policy && !isNonRetryable(outcome.error) && run.attempt < policy.maxAttempts;
         const error = outcome.error instanceof TaskFailedError ? outcome.error.details : toErrorDetails(outcome.error);
         const retryDelay = retry ? retryDelayMs(policy, run.attempt) : undefined;
         await lease.whileEnding(() => this.api.fail(run.id, { expectedRevision: lease.revision, error, retryDelayMs: retryDelay }));
@@ -118,6 +118,7 @@ class RunContext implements WorkflowContext {
     return this.lease.signal;
   }
 
+  // biome-ignore lint/suspicious/noConfusingVoidType: a task may return nothing (its result is recorded as null)
   async task<T extends JsonValue | void>(name: string, fn: (task: TaskContext) => Promise<T> | T, options: TaskOptions = {}): Promise<T> {
     const step = this.begin('task', name);
     if (step.recorded) return outcomeOf<T>(step.recorded);
@@ -133,7 +134,7 @@ class RunContext implements WorkflowContext {
       attempts: done.attempts,
       ...(done.ok ? { status: 'completed' as const, output: done.output, error: null } : { status: 'failed' as const, output: null, error: done.error }),
     }));
-    return outcomeOf<T>(stored);
+    return outcomeOf<T>(stored, !done.ok && done.nonRetryable);
   }
 
   async sleep(name: string, durationMs: number): Promise<void> {
@@ -200,6 +201,7 @@ class RunContext implements WorkflowContext {
 
   private begin(kind: 'task' | 'sleep' | 'event' | 'child', name: string) {
     this.lease.throwIfEnded();
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this refuses
     if (typeof name !== 'string' || name.length === 0 || name.length > STEP_NAME_MAX_LENGTH || /[\u0000-\u001f:#]/.test(name)) {
       throw new Error(`step name must be 1-${STEP_NAME_MAX_LENGTH} characters, without control characters, ':' or '#'`);
     }
@@ -245,7 +247,8 @@ class RunContext implements WorkflowContext {
         return { ok: true, output: toJson(output), attempts: attempt };
       } catch (error) {
         this.lease.throwIfEnded();
-        if (attempt >= maxAttempts || !options.retry) return { ok: false, error: toErrorDetails(error), attempts: attempt };
+        const nonRetryable = isNonRetryable(error);
+        if (nonRetryable || attempt >= maxAttempts || !options.retry) return { ok: false, error: toErrorDetails(error), attempts: attempt, nonRetryable };
         const delayMs = retryDelayMs(options.retry, attempt);
         if (delayMs > this.options.inProcessRetryMaxMs) {
           // A long wait would hold a worker slot: suspend the run and retry when it is due.
@@ -275,9 +278,9 @@ class RunContext implements WorkflowContext {
   }
 }
 
-/** The recorded outcome, as every execution (first or replay) sees it. */
-function outcomeOf<T>(task: StoredTask): T {
-  if (task.status === 'failed') throw new TaskFailedError(task.key, task.error ?? { name: 'Error', message: 'task failed' });
+/** The recorded outcome, as every execution (first or replay) sees it; `nonRetryable` only the execution that ran it. */
+function outcomeOf<T>(task: StoredTask, nonRetryable = false): T {
+  if (task.status === 'failed') throw new TaskFailedError(task.key, task.error ?? { name: 'Error', message: 'task failed' }, { nonRetryable });
   return task.output as T;
 }
 

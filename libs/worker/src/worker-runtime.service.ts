@@ -4,7 +4,7 @@ import { delivery, SUBSCRIBER, type Subscriber } from './subscribers/subscriber.
 import { CoordinatorApi } from './coordinator.api';
 import { RunExecutor } from './run-executor';
 import { RunLease } from './run-lease';
-import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker.constants';
+import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker.options';
 
 /** A heartbeat gets at least this long (or three intervals) to answer before it counts as failed. */
 const HEARTBEAT_MIN_DEADLINE_MS = 10_000;

@@ -5,7 +5,7 @@ import type { Subscriber } from './subscribers/subscriber.interface';
 import type { CoordinatorApi } from './coordinator.api';
 import type { RunExecutor } from './run-executor';
 import type { RunLease } from './run-lease';
-import { resolveWorkerOptions } from './workflow-worker.module';
+import { resolveWorkerOptions } from './worker.options';
 import { WorkerRuntime } from './worker-runtime.service';
 
 const HEARTBEAT_INTERVAL_MS = 100;
@@ -26,7 +26,10 @@ function runtimeWithOneRun() {
     getNextDelay: () => 0,
   };
   const leases: RunLease[] = [];
-  const executor = { execute: (_run: ClaimedRun, lease: RunLease) => (leases.push(lease), new Promise<void>(() => undefined)) };
+  const executor = { execute: (_run: ClaimedRun, lease: RunLease) => {
+      leases.push(lease);
+      return new Promise<void>(() => undefined);
+    }, };
   const answers: ((lost: string[]) => void)[] = [];
   const api = { heartbeat: () => new Promise<string[]>((resolve) => answers.push(resolve)) };
   const options = resolveWorkerOptions({ workflows: [], coordinatorUrl: 'http://unused', heartbeatIntervalMs: HEARTBEAT_INTERVAL_MS });

@@ -1,12 +1,12 @@
 import { parseIdentifier, type WorkflowRef } from '@nest-durable/client';
 import { Inject, Injectable } from '@nestjs/common';
 import type { WorkflowDefinition } from '@nest-durable/workflow';
-import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker.constants';
+import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker.options';
 
 /** The workflows this worker hosts, by name and version. */
 @Injectable()
 export class WorkflowRegistry {
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  // biome-ignore lint/suspicious/noExplicitAny: workflows of any input and output types are registered side by side
   private readonly byKey = new Map<string, WorkflowDefinition<any, any>>();
   private readonly shards: (string | undefined)[];
 
@@ -20,7 +20,7 @@ export class WorkflowRegistry {
     if (this.byKey.size === 0) throw new Error('a worker needs at least one workflow');
   }
 
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  // biome-ignore lint/suspicious/noExplicitAny: workflows of any input and output types are registered side by side
   get(name: string, version: string): WorkflowDefinition<any, any> | undefined {
     return this.byKey.get(`${name}:${version}`);
   }

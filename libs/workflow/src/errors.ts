@@ -1,7 +1,43 @@
 import type { ErrorDetails } from '@nest-durable/client';
 
+export interface WorkflowErrorOptions {
+  /**
+   * Trying again cannot help (a declined card, input that can never be processed): thrown from a task,
+   * the task fails at once, whatever its retry policy; uncaught, its run fails without a
+   * workflow-level retry. Default false.
+   */
+  nonRetryable?: boolean;
+  cause?: unknown;
+}
+
+/**
+ * The base of the engine's errors, and of your own: like Temporal's ApplicationFailure, it says
+ * whether trying again may help. A subclass is named after itself.
+ *
+ * ```ts
+ * throw new WorkflowError(`card ${card} declined`, { nonRetryable: true });
+ * ```
+ */
+export class WorkflowError extends Error {
+  readonly nonRetryable: boolean;
+
+  constructor(message: string, options: WorkflowErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.nonRetryable = options.nonRetryable ?? false;
+  }
+}
+
+/**
+ * Whether `error` says trying again cannot help. Read from the flag rather than the class, so an
+ * error from a second copy of this package, or a class of your own with `nonRetryable: true`, counts.
+ */
+export function isNonRetryable(error: unknown): boolean {
+  return error instanceof Error && (error as { nonRetryable?: unknown }).nonRetryable === true;
+}
+
 /** Thrown inside a handler when this worker no longer owns the run: nothing more may be written. */
-export class RunLostError extends Error {
+export class RunLostError extends WorkflowError {
   override name = 'RunLostError';
 
   constructor(runId: string, why: string) {
@@ -14,7 +50,7 @@ export class RunLostError extends Error {
  * wait): the handler stops here and continues from its recorded steps when the run is due again.
  * Do not catch it (or rethrow it).
  */
-export class RunSuspendedError extends Error {
+export class RunSuspendedError extends WorkflowError {
   override name = 'RunSuspendedError';
 
   constructor(runId: string, step: string) {
@@ -22,19 +58,24 @@ export class RunSuspendedError extends Error {
   }
 }
 
-/** A task exhausted its attempts; its recorded error is `details`. */
-export class TaskFailedError extends Error {
+/**
+ * A task exhausted its attempts, or its last attempt threw a nonRetryable error (then this error is
+ * nonRetryable too, so its run is not retried either); its recorded error is `details`. The flag is
+ * known to the execution that ran the task: a later replay of the recorded failure reads only `details`.
+ */
+export class TaskFailedError extends WorkflowError {
   override name = 'TaskFailedError';
 
   constructor(
     readonly taskKey: string,
     readonly details: ErrorDetails,
+    options: { nonRetryable?: boolean } = {},
   ) {
-    super(`task ${taskKey} failed: ${details.message}`);
+    super(`task ${taskKey} failed: ${details.message}`, options);
   }
 }
 
-export class TaskTimeoutError extends Error {
+export class TaskTimeoutError extends WorkflowError {
   override name = 'TaskTimeoutError';
 
   constructor(taskKey: string, timeoutMs: number) {
@@ -43,11 +84,16 @@ export class TaskTimeoutError extends Error {
 }
 
 /** The workflow code no longer matches the run's recorded history: replaying it would mix results. */
-export class NonDeterminismError extends Error {
+export class NonDeterminismError extends WorkflowError {
   override name = 'NonDeterminismError';
+
+  constructor(message: string) {
+    // The same code meets the same history on every attempt.
+    super(message, { nonRetryable: true });
+  }
 }
 
-export class ChildRunFailedError extends Error {
+export class ChildRunFailedError extends WorkflowError {
   override name = 'ChildRunFailedError';
 
   constructor(
@@ -59,7 +105,7 @@ export class ChildRunFailedError extends Error {
   }
 }
 
-export class ChildRunTimeoutError extends Error {
+export class ChildRunTimeoutError extends WorkflowError {
   override name = 'ChildRunTimeoutError';
 
   constructor(step: string) {

@@ -57,6 +57,7 @@ export interface WorkflowContext {
    * Runs a checkpointed step. Its result is recorded once; when the run is re-executed (say,
    * after its worker crashed) the recorded result is returned and `fn` does not run again.
    */
+  // biome-ignore lint/suspicious/noConfusingVoidType: a task may return nothing (its result is recorded as null)
   task<T extends JsonValue | void>(name: string, fn: (task: TaskContext) => Promise<T> | T, options?: TaskOptions): Promise<T>;
   /** Durable sleep: the run suspends (freeing the worker) and continues on any worker once `durationMs` has passed. */
   sleep(name: string, durationMs: number): Promise<void>;

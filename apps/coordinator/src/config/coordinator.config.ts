@@ -31,7 +31,7 @@ export interface CoordinatorConfig {
   dispatch: DispatchMode;
   redisUrl: string;
   redisPrefix: string;
-  streamShards: number;
+  streamPartitions: number;
   outboxPollIntervalMs: number;
   outboxBatchSize: number;
   outboxMaxRetries: number;

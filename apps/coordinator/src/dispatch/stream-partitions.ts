@@ -8,7 +8,7 @@ const SETTING = 'stream_partitions';
 
 /**
  * The deployment's Redis Streams partition count, agreed in PostgreSQL so coordinators can never
- * write to different sets of streams. The first coordinator stores its STREAM_SHARDS; a later one
+ * write to different sets of streams. The first coordinator stores its STREAM_PARTITIONS; a later one
  * with another value is refused (it does not start) while any other coordinator is connected, and
  * may change the count only when it is alone (stop them all, start one with the new count). Workers
  * follow the count published in Redis. Serialised by a transaction-level advisory lock, so two
@@ -29,7 +29,7 @@ export class StreamPartitions implements StreamPartitionCount, OnModuleInit {
   }
 
   async onModuleInit(): Promise<void> {
-    this.agreed = await this.agree(this.config.streamShards);
+    this.agreed = await this.agree(this.config.streamPartitions);
   }
 
   private agree(wanted: number): Promise<number> {
@@ -45,8 +45,8 @@ export class StreamPartitions implements StreamPartitionCount, OnModuleInit {
         );
         if (others > 0) {
           throw new ConfigError(
-            `STREAM_SHARDS is ${wanted}, but this deployment's streams have ${stored.value} partitions and other coordinators are running: ` +
-              `set STREAM_SHARDS=${stored.value} (to change the count, stop every coordinator and start one with the new value)`,
+            `STREAM_PARTITIONS is ${wanted}, but this deployment's streams have ${stored.value} partitions and other coordinators are running: ` +
+              `set STREAM_PARTITIONS=${stored.value} (to change the count, stop every coordinator and start one with the new value)`,
           );
         }
         new Logger(StreamPartitions.name).warn(`changing the stream partition count from ${stored.value} to ${wanted}`);

@@ -41,7 +41,10 @@ export class DueSchedule {
     }
     if (this.runs.length >= this.capacity) {
       const latest = this.runs[this.runs.length - 1];
-      if (run.at >= latest.at) return this.dropped(run.at);
+      if (run.at >= latest.at) {
+        this.dropped(run.at);
+        return;
+      }
       this.remove(latest);
       this.dropped(latest.at);
     }

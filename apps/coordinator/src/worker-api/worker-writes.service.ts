@@ -85,7 +85,9 @@ export class WorkerWritesService {
     }
     if (tasks.length > 0) {
       const results = await this.reports.recordTasks(tasks, tx);
-      tasks.forEach(({ index }, i) => (applied[index] = { outcome: toOutcome(results[i]), finished: undefined }));
+      tasks.forEach(({ index }, i) => {
+        applied[index] = { outcome: toOutcome(results[i]), finished: undefined };
+      });
     }
     if (finals.length > 0) {
       const results = await this.reports.finishMany(finals, tx);

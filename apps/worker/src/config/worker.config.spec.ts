@@ -4,7 +4,7 @@ import { loadWorkerConfig } from './worker.config';
 describe('loadWorkerConfig', () => {
   it('applies documented defaults', () => {
     expect(loadWorkerConfig({})).toMatchObject({
-      coordinatorUrl: 'http://127.0.0.1:3000',
+      coordinatorUrls: ['http://127.0.0.1:3000'],
       concurrency: 10,
       heartbeatIntervalMs: 30_000,
       claimWaitMs: 20_000,
@@ -12,6 +12,11 @@ describe('loadWorkerConfig', () => {
       host: '0.0.0.0',
     });
     expect(loadWorkerConfig({ WORKER_HOST: '127.0.0.1' }).host).toBe('127.0.0.1');
+  });
+
+  it('takes several coordinators as a comma-separated list', () => {
+    expect(loadWorkerConfig({ COORDINATOR_URL: 'http://a:3000, http://b:3000' }).coordinatorUrls).toEqual(['http://a:3000', 'http://b:3000']);
+    expect(() => loadWorkerConfig({ COORDINATOR_URL: 'http://a:3000,b:3000' })).toThrow('COORDINATOR_URL must be a http or https URL, got "b:3000"');
   });
 
   it('names a malformed variable', () => {

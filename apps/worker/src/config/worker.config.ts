@@ -4,7 +4,8 @@ import { hostname } from 'node:os';
 export const SUBSCRIBERS = ['http', 'redis-zset', 'redis-streams'] as const;
 
 export interface WorkerConfig {
-  coordinatorUrl: string;
+  /** One coordinator, or several of one deployment (requests spread over those answering). */
+  coordinatorUrls: string[];
   workerId: string;
   concurrency: number;
   heartbeatIntervalMs: number;
@@ -17,9 +18,9 @@ export interface WorkerConfig {
   redisPrefix: string;
   redisBlockMs: number;
   /** Streams: partitions per queue when the coordinator has not published its count. */
-  streamShards: number;
+  streamPartitions: number;
   /** Streams: a message pending this long on a silent worker is claimed by another one. */
-  claimMinIdleTimeMs: number;
+  reclaimIdleMs: number;
   maxDeliveries: number;
   /** Sent as `Authorization: Bearer` to the coordinator's worker API. */
   workerToken?: string;
@@ -34,7 +35,7 @@ export interface WorkerConfig {
 export function loadWorkerConfig(env: Record<string, string | undefined>): WorkerConfig {
   const read = new EnvReader(env);
   return {
-    coordinatorUrl: read.url('COORDINATOR_URL', ['http', 'https'], 'http://127.0.0.1:3000'),
+    coordinatorUrls: read.urls('COORDINATOR_URL', ['http', 'https'], 'http://127.0.0.1:3000'),
     workerId: read.string('WORKER_ID', `${hostname()}-${process.pid}`),
     concurrency: read.integer('WORKER_CONCURRENCY', 10, 1, 10_000),
     heartbeatIntervalMs: read.integer('HEARTBEAT_INTERVAL_MS', 30_000, 50, 86_400_000),
@@ -44,7 +45,7 @@ export function loadWorkerConfig(env: Record<string, string | undefined>): Worke
     subscriber: read.oneOf('SUBSCRIBER', SUBSCRIBERS, 'http'),
     ...readRedis(read),
     redisBlockMs: read.integer('REDIS_BLOCK_MS', 5_000, 100, 60_000),
-    claimMinIdleTimeMs: read.integer('CLAIM_MIN_IDLE_TIME_MS', 90_000, 100, 86_400_000),
+    reclaimIdleMs: read.integer('STREAM_RECLAIM_IDLE_MS', 90_000, 100, 86_400_000),
     maxDeliveries: read.integer('MAX_DELIVERIES', 5, 1, 1_000),
     workerToken: read.optionalString('WORKER_TOKEN'),
     port: read.integer('WORKER_PORT', 3001, 0, 65535),

@@ -46,7 +46,10 @@ function once<A extends unknown[], T>(make: (...args: A) => T): (...args: A) => 
   return (...args: A) => {
     const key = JSON.stringify(args);
     let schema = made.get(key);
-    if (schema === undefined) made.set(key, (schema = make(...args)));
+    if (schema === undefined) {
+      schema = make(...args);
+      made.set(key, schema);
+    }
     return schema;
   };
 }

@@ -64,7 +64,8 @@ export function openApiDocument(endpoints: Record<string, Endpoint> = API): Open
       responses[415] = error('unsupported_media_type: a body that is not JSON (nothing was read)');
     }
     if (endpoint.audience !== 'public') responses[503] = error('database_unavailable: PostgreSQL could not be reached; retry later');
-    (paths[endpoint.path] ??= {})[endpoint.method] = {
+    paths[endpoint.path] ??= {};
+    paths[endpoint.path][endpoint.method] = {
       operationId,
       tags: [endpoint.tag],
       summary: endpoint.summary,

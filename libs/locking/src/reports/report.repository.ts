@@ -77,8 +77,8 @@ export class ReportRepository {
     const conflicts = await conflictsFor(on, refused.map((i) => ({ runId: items[i].runId, expectedRevision: items[i].task.expectedRevision })));
     const recorded = await findSteps(on, adopted.map((i) => ({ runId: items[i].runId, key: items[i].task.key })));
     const results: (StoredTask | Error)[] = rows.map((row) => row.task!);
-    refused.forEach((i, k) => (results[i] = conflicts[k]));
-    adopted.forEach((i, k) => (results[i] = recorded[k]!));
+    for (const [k, i] of refused.entries()) results[i] = conflicts[k];
+    for (const [k, i] of adopted.entries()) results[i] = recorded[k]!;
     return results;
   }
 
@@ -137,7 +137,7 @@ export class ReportRepository {
     const refused = indexesWhere(rows, (row) => row.revision === null);
     const conflicts = await conflictsFor(on, refused.map((i) => items[i]));
     const results: ({ revision: number; workflow: string } | Error)[] = rows.map((row) => ({ revision: row.revision!, workflow: row.workflow! }));
-    refused.forEach((i, k) => (results[i] = conflicts[k]));
+    for (const [k, i] of refused.entries()) results[i] = conflicts[k];
     return results;
   }
 

@@ -83,12 +83,12 @@ export class OutboxEnqueuer implements OnApplicationBootstrap, BeforeApplication
       const sent: string[] = [];
       const retries: { id: string; delayMs: number; error: string }[] = [];
       const dead: { id: string; error: string }[] = [];
-      rows.forEach((row, i) => {
+      for (const [i, row] of rows.entries()) {
         const error = results[i];
-        if (!error) return void sent.push(row.id);
-        if (row.attemptCount >= this.options.maxRetries) dead.push({ id: row.id, error: error.message });
+        if (!error) sent.push(row.id);
+        else if (row.attemptCount >= this.options.maxRetries) dead.push({ id: row.id, error: error.message });
         else retries.push({ id: row.id, delayMs: this.retryDelay(row), error: error.message });
-      });
+      }
       await this.repository.removeSent(sent);
       await this.repository.scheduleRetries(retries);
       await this.repository.deadLetter(dead);

@@ -1,13 +1,13 @@
-import { DynamicModule, Module, type ModuleMetadata } from '@nestjs/common';
+import { DynamicModule, type FactoryProvider, Module, type ModuleMetadata } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';
 import { NOTIFICATION_LISTENER_OPTIONS, type NotificationListenerOptions } from './notification.constants';
 import { NotificationListenerHealth } from './notification-listener.health';
 import { NotificationListener } from './notification-listener.service';
 
 export interface NotificationsAsyncOptions extends Pick<ModuleMetadata, 'imports'> {
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  // biome-ignore lint/suspicious/noExplicitAny: the factory takes whatever `inject` names, as Nest's own FactoryProvider does
   useFactory: (...args: any[]) => NotificationListenerOptions | Promise<NotificationListenerOptions>;
-  inject?: (string | symbol | Function)[];
+  inject?: FactoryProvider['inject'];
 }
 
 @Module({})

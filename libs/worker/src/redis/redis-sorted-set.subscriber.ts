@@ -1,6 +1,6 @@
 import type { ClaimedRun, WorkflowRef } from '@nest-durable/client';
 import { queueName, sortedSetKey } from '@nest-durable/client';
-import { RedisConnection } from '@nest-durable/worker/redis';
+import { RedisConnection } from './redis.connection';
 import type { Redis } from 'ioredis';
 import type { CoordinatorApi } from '../coordinator.api';
 import type { WorkflowRegistry } from '../workflow.registry';

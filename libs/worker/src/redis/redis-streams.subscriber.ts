@@ -1,5 +1,5 @@
 import { type ClaimedRun, parseRunId, type WorkflowRef, queueName } from '@nest-durable/client';
-import { RedisConnection } from '@nest-durable/worker/redis';
+import { RedisConnection } from './redis.connection';
 import { Logger } from '@nestjs/common';
 import type { CoordinatorApi } from '../coordinator.api';
 import type { WorkflowRegistry } from '../workflow.registry';
@@ -19,7 +19,7 @@ const STALE_CONSUMER_MS = 3_600_000;
  * claim would (priority, work stealing) and says which entry each run was taken with. An entry is
  * acknowledged (XACK + XDEL) once its run is done here; one that took nothing is given back when its
  * queue still has runs waiting, else acknowledged. Entries left pending are recovered: those of
- * workers that died after `claimMinIdleTimeMs` (XAUTOCLAIM), this worker's own unseen ones at once;
+ * workers that died after `reclaimIdleMs` (XAUTOCLAIM), this worker's own unseen ones at once;
  * one delivered more than `maxDeliveries` times is handed to the coordinator as a dead letter.
  */
 export class RedisStreamsSubscriber implements Subscriber {
@@ -46,7 +46,7 @@ export class RedisStreamsSubscriber implements Subscriber {
     consumer: string,
   ) {
     for (const ref of registry.refs()) this.refs.set(queueName(ref.name, ref.version, ref.shard), ref);
-    this.layout = new StreamLayout(redis, [...this.refs.keys()], options.partitionsFallback);
+    this.layout = new StreamLayout(redis, [...this.refs.keys()], options.streamPartitions);
     this.entries = new StreamEntries(redis, consumer, options.blockMs);
   }
 
@@ -105,11 +105,11 @@ export class RedisStreamsSubscriber implements Subscriber {
   /**
    * Entries left pending, recovered at the reclaim pace (half the idle time, at most 5 s): this
    * worker's own that it never saw (a read given up: also at once), then those of consumers idle past
-   * claimMinIdleTimeMs. Those delivered more than maxDeliveries times become dead letters.
+   * reclaimIdleMs. Those delivered more than maxDeliveries times become dead letters.
    */
   private async recover(limit: number): Promise<StreamEntry[]> {
     const now = Date.now();
-    const due = now - this.lastRecovery >= Math.min(this.options.claimMinIdleTimeMs / 2, 5_000);
+    const due = now - this.lastRecovery >= Math.min(this.options.reclaimIdleMs / 2, 5_000);
     if (!due && !this.orphansSuspected) return [];
     const streams = this.layout.streams;
     const known = new Set([...this.held.values()].map(entryKey));
@@ -118,7 +118,7 @@ export class RedisStreamsSubscriber implements Subscriber {
     this.orphansSuspected = false;
     if (due) {
       this.lastRecovery = now;
-      const { entries, deleted } = await this.entries.reclaim(streams, this.options.claimMinIdleTimeMs, limit - found.length);
+      const { entries, deleted } = await this.entries.reclaim(streams, this.options.reclaimIdleMs, limit - found.length);
       if (deleted > 0) this.logger.warn(`${deleted} pending entries were deleted from their streams; republish restores their runs`);
       found.push(...entries);
       if (now - this.lastConsumerCleanup >= STALE_CONSUMER_MS) {

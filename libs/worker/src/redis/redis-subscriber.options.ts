@@ -3,18 +3,18 @@ export interface RedisSubscriberOptions {
   /** How long one blocking read waits (BZPOPMIN / XREADGROUP BLOCK). */
   blockMs: number;
   /** Streams: a pending entry idle this long (its worker died) is claimed by another worker. */
-  claimMinIdleTimeMs: number;
+  reclaimIdleMs: number;
   /** Streams: an entry delivered more often than this is handed to the coordinator as a dead letter. */
   maxDeliveries: number;
   /** Streams: partitions per queue when the coordinator has not published its count. */
-  partitionsFallback: number;
+  streamPartitions: number;
 }
 
 export const DEFAULT_REDIS_SUBSCRIBER_OPTIONS: RedisSubscriberOptions = {
   blockMs: 5_000,
-  claimMinIdleTimeMs: 90_000,
+  reclaimIdleMs: 90_000,
   maxDeliveries: 5,
-  partitionsFallback: 4,
+  streamPartitions: 4,
 };
 
 /**

@@ -1,4 +1,4 @@
-import { WORKER_OPTIONS, type ResolvedWorkerOptions } from '../worker.constants';
+import { WORKER_OPTIONS, type ResolvedWorkerOptions } from '../worker.options';
 import { CoordinatorApi } from '../coordinator.api';
 import type { SubscriberProvider } from '../workflow-worker.module';
 import { WorkflowRegistry } from '../workflow.registry';

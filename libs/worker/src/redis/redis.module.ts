@@ -1,18 +1,27 @@
-import { DynamicModule, Module } from '@nestjs/common';
+import { ConfigurableModuleBuilder, Module } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';
 import { RedisHealth } from './redis.health';
 import { REDIS_OPTIONS, RedisConnection, type RedisConnectionOptions } from './redis.connection';
 
-/** Provides the app's RedisConnection (global: publishers and subscribers inject it). */
+const { ConfigurableModuleClass } = new ConfigurableModuleBuilder<RedisConnectionOptions>({
+  moduleName: 'Redis',
+  optionsInjectionToken: REDIS_OPTIONS,
+})
+  .setClassMethodName('forRoot')
+  .setFactoryMethodName('createRedisConnectionOptions')
+  .setExtras({}, (definition) => ({
+    ...definition,
+    // Global: publishers and subscribers in other modules inject the one RedisConnection.
+    global: true,
+    imports: [...(definition.imports ?? []), TerminusModule],
+    providers: [...(definition.providers ?? []), RedisConnection, RedisHealth],
+    exports: [RedisConnection, RedisHealth],
+  }))
+  .build();
+
+/**
+ * Provides the app's RedisConnection: `forRoot({ url, prefix })`, or `forRootAsync({ imports, inject,
+ * useFactory })` to build the options from configuration (e.g. ConfigService).
+ */
 @Module({})
-export class RedisModule {
-  static forRoot(options: RedisConnectionOptions): DynamicModule {
-    return {
-      module: RedisModule,
-      global: true,
-      imports: [TerminusModule],
-      providers: [{ provide: REDIS_OPTIONS, useValue: options }, RedisConnection, RedisHealth],
-      exports: [RedisConnection, RedisHealth],
-    };
-  }
-}
+export class RedisModule extends ConfigurableModuleClass {}

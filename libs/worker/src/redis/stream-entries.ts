@@ -1,5 +1,5 @@
 import { CONSUMER_GROUP } from '@nest-durable/client';
-import { RedisConnection } from '@nest-durable/worker/redis';
+import { RedisConnection } from './redis.connection';
 import type { Redis } from 'ioredis';
 import { BLOCKING_GRACE_MS, MAX_GIVE_BACKS, shuffled } from './redis-subscriber.options';
 

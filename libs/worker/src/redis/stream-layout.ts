@@ -1,5 +1,5 @@
 import { CONSUMER_GROUP, partitionCountKey, streamKey } from '@nest-durable/client';
-import { RedisConnection } from '@nest-durable/worker/redis';
+import { RedisConnection } from './redis.connection';
 import { Logger } from '@nestjs/common';
 
 /** How often a busy worker re-reads the published partition count (an idle one re-reads after each empty read). */
@@ -8,7 +8,7 @@ const REFRESH_MS = 2_000;
 /**
  * Which streams a Streams worker reads: every partition of each of its queues, as many as the
  * coordinator published (else `fallback`), followed as the count changes. A worker started before
- * any coordinator, or with another STREAM_SHARDS, thus comes to read exactly the streams the
+ * any coordinator, or with another STREAM_PARTITIONS, thus comes to read exactly the streams the
  * deployment writes.
  */
 export class StreamLayout {

@@ -2,7 +2,7 @@ import type { ClaimedRun } from '@nest-durable/client';
 import { Inject, Injectable } from '@nestjs/common';
 import { CoordinatorApi } from '../coordinator.api';
 import { WorkflowRegistry } from '../workflow.registry';
-import { WORKER_OPTIONS, type ResolvedWorkerOptions } from '../worker.constants';
+import { WORKER_OPTIONS, type ResolvedWorkerOptions } from '../worker.options';
 import type { NextDelayParams, Subscriber } from './subscriber.interface';
 
 const MAX_RETRY_DELAY_MS = 10_000;

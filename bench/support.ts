@@ -1,0 +1,168 @@
+// What the benchmarks share: the built apps as processes, a fresh database per measurement, polling,
+// and the API with the bench's tokens.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { Client } from 'pg';
+
+export const ROOT = join(__dirname, '..');
+export const SERVER_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+export const TOKEN = { client: `bench-client-${randomBytes(8).toString('hex')}`, worker: `bench-worker-${randomBytes(8).toString('hex')}` };
+export const MODES = ['http', 'redis-zset', 'redis-streams'] as const;
+export type Mode = (typeof MODES)[number];
+
+export function log(message: string): void {
+  process.stdout.write(`[bench] ${message}\n`);
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+export const round = (value: number, digits = 1) => Math.round(value * 10 ** digits) / 10 ** digits;
+
+export const median = (values: number[]) => percentile(values, 50);
+
+/** A built app (dist/) as a process of its own. */
+export class Proc {
+  readonly child: ChildProcess;
+  output = '';
+
+  constructor(entry: string, env: Record<string, string>) {
+    this.child = spawn(process.execPath, [join(ROOT, entry)], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    this.child.stdout!.on('data', (chunk) => (this.output += chunk));
+    this.child.stderr!.on('data', (chunk) => (this.output += chunk));
+  }
+
+  /** Peak resident set size (VmHWM) in MB. */
+  peakRssMb(): number {
+    const status = readFileSync(`/proc/${this.child.pid}/status`, 'utf8');
+    return round(Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024, 0);
+  }
+
+  /** CPU seconds used so far (user + system, from /proc/<pid>/stat). */
+  cpuSeconds(): number {
+    const fields = readFileSync(`/proc/${this.child.pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  }
+
+  async stop(): Promise<void> {
+    if (this.child.exitCode !== null) return;
+    const exited = new Promise((resolve) => this.child.once('exit', resolve));
+    this.child.kill('SIGTERM');
+    const timer = setTimeout(() => this.child.kill('SIGKILL'), 15_000);
+    await exited;
+    clearTimeout(timer);
+  }
+}
+
+export async function until(what: string, check: () => Promise<boolean>, timeoutMs = 120_000, everyMs = 20): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, everyMs));
+  }
+}
+
+export async function api<T>(base: string, method: string, path: string, body?: unknown): Promise<T> {
+  const response = await fetch(base + path, {
+    method,
+    headers: { authorization: `Bearer ${TOKEN.client}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${await response.text()}`);
+  return (await response.json()) as T;
+}
+
+/** A fresh database for one measurement, with a connection for the bench's own queries. */
+export class BenchDatabase {
+  readonly url: string;
+  readonly client: Client;
+  private readonly admin = new Client({ connectionString: SERVER_URL });
+
+  private constructor(readonly name: string) {
+    const url = new URL(SERVER_URL);
+    url.pathname = `/${name}`;
+    this.url = url.toString();
+    this.client = new Client({ connectionString: this.url });
+  }
+
+  static async create(label: string): Promise<BenchDatabase> {
+    const db = new BenchDatabase(`wf_bench_${label.replace(/[^a-z0-9]/gi, '_')}_${randomBytes(3).toString('hex')}`);
+    await db.admin.connect();
+    await db.admin.query(`CREATE DATABASE ${db.name}`);
+    await db.client.connect();
+    return db;
+  }
+
+  /** Transactions committed in this database so far (backends flush their statistics at most once a second: this waits for that). */
+  async commits(): Promise<number> {
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    const [row] = (await this.client.query(`SELECT xact_commit::bigint AS n FROM pg_stat_database WHERE datname = $1`, [this.name])).rows;
+    return Number(row.n);
+  }
+
+  async completed(workflow: string): Promise<number> {
+    return Number((await this.client.query(`SELECT count(*) FROM runs WHERE workflow = $1 AND status = 'completed'`, [workflow])).rows[0].count);
+  }
+
+  async drop(): Promise<void> {
+    await this.client.end().catch(() => undefined);
+    await this.admin.query(`DROP DATABASE IF EXISTS ${this.name} WITH (FORCE)`);
+    await this.admin.end();
+  }
+}
+
+/** How the apps reach Redis: one node, or a cluster's seed list. */
+export type RedisTarget = { REDIS_URL: string } | { REDIS_CLUSTER_NODES: string };
+
+/** A built coordinator on a free port, once it is ready. */
+export async function startCoordinator(db: BenchDatabase, dispatch: string, env: Record<string, string>): Promise<{ proc: Proc; url: string }> {
+  const port = await freePort();
+  const proc = new Proc('dist/apps/coordinator/apps/coordinator/src/main.js', {
+    LOG_LEVEL: 'warn',
+    LOG_FORMAT: 'json',
+    DATABASE_URL: db.url,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    DISPATCH: dispatch,
+    CLIENT_TOKEN: TOKEN.client,
+    WORKER_TOKEN: TOKEN.worker,
+    DATABASE_POOL_SIZE: '20',
+    ...env,
+  });
+  const url = `http://127.0.0.1:${port}`;
+  await until(`the coordinator\n${proc.output}`, () => fetch(`${url}/health/ready`).then((r) => r.ok, () => false), 60_000, 100);
+  return { proc, url };
+}
+
+/** A built worker following `coordinatorUrls`, once it is ready. */
+export async function startWorker(coordinatorUrls: string[], subscriber: Mode, env: Record<string, string>): Promise<Proc> {
+  const port = await freePort();
+  const proc = new Proc('dist/apps/worker/apps/worker/src/main.js', {
+    LOG_LEVEL: 'warn',
+    LOG_FORMAT: 'json',
+    COORDINATOR_URL: coordinatorUrls.join(','),
+    WORKER_TOKEN: TOKEN.worker,
+    WORKER_CONCURRENCY: '50',
+    WORKER_PORT: String(port),
+    SUBSCRIBER: subscriber,
+    ...env,
+  });
+  await until(`the worker\n${proc.output}`, () => fetch(`http://127.0.0.1:${port}/health/ready`).then((r) => r.ok, () => false), 60_000, 100);
+  return proc;
+}

@@ -1,0 +1,33 @@
+import { InvalidArgumentError } from 'commander';
+import { readFileSync } from 'node:fs';
+import type { JsonValue } from '../contract';
+
+/** `--input`/`--data`: JSON text, or `@path` to read it from a file. */
+export function parseJsonArgument(value: string): JsonValue {
+  const fromFile = value.startsWith('@');
+  const source = fromFile ? value.slice(1) : undefined;
+  let text = value;
+  if (source !== undefined) {
+    try {
+      text = readFileSync(source, 'utf8');
+    } catch (error) {
+      throw new InvalidArgumentError(`Cannot read ${source} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+    }
+  }
+  try {
+    return JSON.parse(text) as JsonValue;
+  } catch (error) {
+    throw new InvalidArgumentError(`Not JSON (${(error as Error).message}).`);
+  }
+}
+
+export function parseIntegerArgument(value: string): number {
+  if (!/^[+-]?\d+$/.test(value)) throw new InvalidArgumentError('Must be an integer.');
+  return Number(value);
+}
+
+export function parseTimeArgument(value: string): Date {
+  const time = new Date(value);
+  if (Number.isNaN(time.getTime())) throw new InvalidArgumentError('Must be an ISO 8601 time, e.g. 2030-01-31T09:00:00Z.');
+  return time;
+}

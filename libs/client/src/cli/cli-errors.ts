@@ -1,0 +1,18 @@
+import { CoordinatorUnavailableError, EngineHttpError } from '../json-http.client';
+
+/** A mistake on the command line found after parsing (e.g. a bad WF_URL): nothing was sent. */
+export class UsageError extends Error {
+  override name = 'UsageError';
+}
+
+/**
+ * The one line `wf` prints on stderr (after `wf: `) for a failure: the API's stable reason and its
+ * message, or why the coordinator at `url` could not be asked.
+ */
+export function describeFailure(error: unknown, url: string | undefined): string {
+  if (error instanceof EngineHttpError) return `${error.reason}: ${error.message}`;
+  if (error instanceof CoordinatorUnavailableError) return `unreachable: no coordinator answered at ${url ?? 'its URL'} (${error.message})`;
+  if (error instanceof UsageError) return error.message;
+  // Not a failure we expect: the stack helps whoever reports it.
+  return error instanceof Error ? (error.stack ?? error.message) : String(error);
+}

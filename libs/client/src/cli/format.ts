@@ -1,0 +1,95 @@
+import type { DeadLetterView, ErrorDetails, JsonValue, RunView, TaskView } from '../contract';
+
+const VALUE_WIDTH = 100;
+
+/** Columns padded to their widest cell, two spaces apart; headers in capitals. */
+export function formatTable(headers: string[], rows: string[][]): string {
+  const widths = headers.map((header, column) => Math.max(header.length, ...rows.map((row) => row[column].length)));
+  const line = (cells: string[]) =>
+    cells
+      .map((cell, column) => (column === cells.length - 1 ? cell : cell.padEnd(widths[column])))
+      .join('  ')
+      .trimEnd();
+  return [line(headers.map((header) => header.toUpperCase())), ...rows.map(line)].join('\n');
+}
+
+/** A JSON value on one line, cut to a width a terminal shows (`--json` gives it whole). */
+export function formatValue(value: JsonValue): string {
+  const text = JSON.stringify(value);
+  return text.length > VALUE_WIDTH ? `${text.slice(0, VALUE_WIDTH - 1)}…` : text;
+}
+
+export function formatError(error: ErrorDetails): string {
+  return `${error.name}: ${error.message}${error.reason ? ` (${error.reason})` : ''}`;
+}
+
+/** `wf runs get`: the run's fields, then its steps. */
+export function formatRun(run: RunView): string {
+  const fields: [string, string | null][] = [
+    ['run', run.id],
+    ['workflow', `${run.workflow} ${run.version}`],
+    ['status', run.status],
+    ['attempt', String(run.attempt)],
+    ['revision', String(run.revision)],
+    ['priority', String(run.priority)],
+    ['stalls', run.stalls > 0 ? String(run.stalls) : null],
+    ['shard', run.shard],
+    ['parent', run.parentId],
+    ['idempotency key', run.idempotencyKey],
+    ['due', run.status === 'queued' || run.status === 'waiting' ? (run.runAt ?? 'when its wait ends') : null],
+    ['created', run.createdAt],
+    ['started', run.startedAt],
+    ['finished', run.finishedAt],
+    ['input', formatValue(run.input)],
+    ['output', run.status === 'completed' ? formatValue(run.output) : null],
+    ['error', run.error ? formatError(run.error) : null],
+  ];
+  const shown = fields.filter((field): field is [string, string] => field[1] !== null);
+  const width = Math.max(...shown.map(([name]) => name.length));
+  const lines = shown.map(([name, value]) => `${name.padEnd(width)}  ${value}`);
+  if (run.tasks && run.tasks.length > 0) lines.push('', formatSteps(run.tasks));
+  return lines.join('\n');
+}
+
+function formatSteps(tasks: TaskView[]): string {
+  return formatTable(
+    ['key', 'kind', 'status', 'attempts', 'recorded', 'result'],
+    tasks.map((task) => [task.key, task.kind, task.status, String(task.attempts), task.createdAt, stepResult(task)]),
+  );
+}
+
+/** `wf runs watch`: a step as it is recorded or resolves. */
+export function formatStepLine(task: TaskView): string {
+  const result = stepResult(task);
+  return `${task.createdAt}  ${task.key} ${task.status}${task.attempts > 1 ? ` after ${task.attempts} attempts` : ''}${result ? `  ${result}` : ''}`;
+}
+
+function stepResult(task: TaskView): string {
+  if (task.error) return formatError(task.error);
+  return task.status === 'completed' && task.output !== null ? formatValue(task.output) : '';
+}
+
+/** One line for a run: its id, workflow and status, with its output or error once it ended. */
+export function formatRunLine(run: RunView): string {
+  const ending = run.status === 'completed' ? `  ${formatValue(run.output)}` : run.error ? `  ${formatError(run.error)}` : '';
+  return `run ${run.id} (${run.workflow} ${run.version}) ${run.status}${ending}`;
+}
+
+export function formatRunList(runs: RunView[], nextCursor: string | null): string {
+  if (runs.length === 0) return 'no runs';
+  const table = formatTable(
+    ['id', 'workflow', 'version', 'status', 'attempt', 'created'],
+    runs.map((run) => [run.id, run.workflow, run.version, run.status, String(run.attempt), run.createdAt]),
+  );
+  return nextCursor ? `${table}\nmore: --cursor ${nextCursor}` : table;
+}
+
+export function formatDeadLetterList(deadLetters: DeadLetterView[], nextCursor: string | null): string {
+  if (deadLetters.length === 0) return 'no dead letters';
+  const table = formatTable(
+    ['id', 'origin', 'run', 'queue', 'reason', 'created', 'message'],
+    // A Streams wake-up that named no run has none.
+    deadLetters.map((letter) => [letter.id, letter.origin, letter.runId ?? '-', letter.queue, letter.reason, letter.createdAt, letter.message]),
+  );
+  return nextCursor ? `${table}\nmore: --cursor ${nextCursor}` : table;
+}

@@ -1,0 +1,20 @@
+/**
+ * Where a command's result goes: a human text on stdout by default, JSON with `--json` (and then
+ * nothing else on stdout, so scripts can parse it).
+ */
+export class Output {
+  constructor(
+    private readonly json: boolean,
+    private readonly stdout: NodeJS.WritableStream,
+  ) {}
+
+  /** A command's one result. */
+  result(value: unknown, human: () => string): void {
+    this.stdout.write(this.json ? `${JSON.stringify(value, null, 2)}\n` : `${human()}\n`);
+  }
+
+  /** One of a stream of results (`watch`): a JSON document per line with `--json`. */
+  event(value: unknown, human: () => string): void {
+    this.stdout.write(this.json ? `${JSON.stringify(value)}\n` : `${human()}\n`);
+  }
+}

@@ -1,0 +1,127 @@
+import { type Command, Option } from 'commander';
+import { type JsonValue, RUN_STATUSES, type RunStatus, type RunView } from '../contract';
+import { parseIntegerArgument, parseJsonArgument, parseTimeArgument } from './arguments';
+import { EXIT_FAILED, EXIT_OK } from './exit-codes';
+import { formatRun, formatRunLine, formatRunList } from './format';
+import type { Invocation } from './invocation';
+import { watchRun } from './watch';
+
+interface StartOptions {
+  input?: JsonValue;
+  idempotencyKey?: string;
+  priority?: number;
+  runAt?: Date;
+  shard?: string;
+  wait?: boolean;
+}
+
+interface ListOptions {
+  workflow?: string;
+  status?: RunStatus;
+  limit?: number;
+  cursor?: string;
+}
+
+/** A run that ended other than completed fails the command that waited for it. */
+export function exitCodeOf(run: RunView): number {
+  return run.status === 'completed' ? EXIT_OK : EXIT_FAILED;
+}
+
+/** `wf runs …`: start, inspect, watch and steer runs. */
+export function registerRunCommands(program: Command, invocation: Invocation): void {
+  const runs = program.command('runs').description('start, inspect, watch and steer runs');
+
+  runs
+    .command('start <workflow> <version>')
+    .description('start a run of a workflow version')
+    .option('--input <json>', 'the input: JSON, or @file to read it from a file', parseJsonArgument)
+    .option('--idempotency-key <key>', 'starting again with this key returns the first run')
+    .option('--priority <n>', 'higher runs first among due runs (-1000..1000, default 0)', parseIntegerArgument)
+    .option('--run-at <time>', 'not before this ISO 8601 time', parseTimeArgument)
+    .option('--shard <shard>', 'only workers serving this shard take the run')
+    .option('--wait', 'wait for the run to end; exit 1 if it failed or was cancelled')
+    .action(
+      invocation.action(async ({ client, output }, workflow: string, version: string, options: StartOptions) => {
+        const started = await client.start({ name: workflow, version }, options.input, options);
+        if (!options.wait) {
+          output.result(started, () => formatRunLine(started));
+          return EXIT_OK;
+        }
+        const run = await client.waitForResult(started.id, { timeoutMs: Infinity });
+        output.result(run, () => formatRun(run));
+        return exitCodeOf(run);
+      }),
+    );
+
+  runs
+    .command('get <id>')
+    .description('show a run and its steps')
+    .action(
+      invocation.action(async ({ client, output }, id: string) => {
+        const run = await client.get(id);
+        output.result(run, () => formatRun(run));
+      }),
+    );
+
+  runs
+    .command('list')
+    .description('list runs, newest first')
+    .option('--workflow <name>', 'only runs of this workflow')
+    .addOption(new Option('--status <status>', 'only runs in this status').choices(RUN_STATUSES))
+    .option('--limit <n>', 'at most this many (1..500, default 50)', parseIntegerArgument)
+    .option('--cursor <cursor>', 'the page after this cursor (printed after a full page)')
+    .action(
+      invocation.action(async ({ client, output }, options: ListOptions) => {
+        const page = await client.list(options);
+        output.result(page, () => formatRunList(page.runs, page.nextCursor));
+      }),
+    );
+
+  runs
+    .command('watch <id>')
+    .description('print steps as they are recorded until the run ends; exit 1 if it failed or was cancelled')
+    .action(invocation.action(async (context, id: string) => exitCodeOf(await watchRun(context, id))));
+
+  runs
+    .command('cancel <id>')
+    .description('cancel a run (and its unfinished child runs)')
+    .action(
+      invocation.action(async ({ client, output }, id: string) => {
+        const run = await client.cancel(id);
+        output.result(run, () => formatRunLine(run));
+      }),
+    );
+
+  runs
+    .command('retry <id>')
+    .description('run a failed run again as its next attempt, keeping its completed steps')
+    .action(
+      invocation.action(async ({ client, output }, id: string) => {
+        const run = await client.retry(id);
+        output.result(run, () => `${formatRunLine(run)} (attempt ${run.attempt})`);
+      }),
+    );
+
+  runs
+    .command('wake <id>')
+    .description("end a run's durable sleep now")
+    .action(
+      invocation.action(async ({ client, output }, id: string) => {
+        const run = await client.wake(id);
+        output.result(run, () => formatRunLine(run));
+      }),
+    );
+
+  runs
+    .command('event <id> <name>')
+    .description('send an event to a run')
+    .option('--data <json>', 'the event data: JSON, or @file to read it from a file', parseJsonArgument)
+    .action(
+      invocation.action(async ({ client, output }, id: string, name: string, options: { data?: JsonValue }) => {
+        const accepted = await client.sendEvent(id, name, options.data);
+        output.result(accepted, () =>
+          accepted.delivered ? `event ${name} delivered: run ${id} resumes` : `event ${name} kept for the next wait of run ${id} on it`,
+        );
+      }),
+    );
+}

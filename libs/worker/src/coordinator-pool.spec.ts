@@ -1,0 +1,99 @@
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { CoordinatorPool } from './coordinator-pool';
+
+/** A stand-in coordinator: answers every request with `status` and its name, counting what it served. */
+class FakeCoordinator {
+  served = 0;
+  status = 200;
+  hang = false;
+  private server: Server | undefined;
+
+  constructor(readonly name: string) {}
+
+  async start(port = 0): Promise<void> {
+    this.server = createServer((_request, response) => {
+      if (this.hang) return;
+      this.served++;
+      response.writeHead(this.status, { 'content-type': 'application/json' });
+      response.end(JSON.stringify(this.status === 200 ? { name: this.name } : { statusCode: this.status, reason: this.status === 503 ? 'database_unavailable' : 'not_found', message: 'refused' }));
+    });
+    await new Promise<void>((resolve) => this.server!.listen(port, '127.0.0.1', resolve));
+  }
+
+  get port(): number {
+    return (this.server!.address() as AddressInfo).port;
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  async stop(): Promise<void> {
+    this.server?.closeAllConnections();
+    await new Promise<void>((resolve) => this.server?.close(() => resolve()));
+  }
+}
+
+describe('CoordinatorPool', () => {
+  const started: FakeCoordinator[] = [];
+  async function coordinators(...names: string[]): Promise<FakeCoordinator[]> {
+    const fakes = names.map((name) => new FakeCoordinator(name));
+    for (const fake of fakes) await fake.start();
+    started.push(...fakes);
+    return fakes;
+  }
+  afterEach(async () => {
+    await Promise.all(started.splice(0).map((fake) => fake.stop()));
+  });
+
+  it('spreads requests over the coordinators', async () => {
+    const [a, b] = await coordinators('a', 'b');
+    const pool = new CoordinatorPool([a.url, b.url], {});
+    for (let i = 0; i < 10; i++) await pool.request('GET', '/x');
+    expect([a.served, b.served]).toEqual([5, 5]);
+  });
+
+  it('sends the request on to another coordinator when one is down, and moves back once it answers', async () => {
+    const [a, b] = await coordinators('a', 'b');
+    const pool = new CoordinatorPool([a.url, b.url], {});
+    const port = a.port;
+    await a.stop();
+    const answers = [];
+    for (let i = 0; i < 6; i++) answers.push(await pool.request<{ name: string }>('GET', '/x'));
+    expect(answers.map((answer) => answer.name)).toEqual(['b', 'b', 'b', 'b', 'b', 'b']);
+
+    const back = new FakeCoordinator('a');
+    await back.start(port);
+    started.push(back);
+    const deadline = Date.now() + 10_000;
+    while (back.served === 0 && Date.now() < deadline) await pool.request('GET', '/x');
+    expect(back.served).toBe(1);
+  });
+
+  it('treats 503 and a coordinator that does not answer in time as down, any other error as the answer', async () => {
+    const [a, b] = await coordinators('a', 'b');
+    const pool = new CoordinatorPool([a.url, b.url], {});
+    a.status = 503;
+    expect((await pool.request<{ name: string }>('GET', '/x')).name).toBe('b');
+    a.status = 200;
+    a.hang = true;
+    const answers = [];
+    for (let i = 0; i < 2; i++) answers.push((await pool.request<{ name: string }>('GET', '/x', undefined, { timeoutMs: 200 })).name);
+    expect(answers).toEqual(['b', 'b']);
+    a.hang = false;
+    b.status = 404;
+    const bFirst = new CoordinatorPool([b.url, a.url], {});
+    const servedByA = a.served;
+    await expect(bFirst.request('GET', '/x')).rejects.toMatchObject({ statusCode: 404, reason: 'not_found' });
+    expect(a.served).toBe(servedByA);
+  });
+
+  it('fails with the last error when no coordinator answers', async () => {
+    const [a] = await coordinators('a');
+    const pool = new CoordinatorPool([a.url], {});
+    await a.stop();
+    await expect(pool.request('GET', '/x')).rejects.toThrow(/GET \/x: ECONNREFUSED/);
+  });
+});

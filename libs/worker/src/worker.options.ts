@@ -1,0 +1,60 @@
+import type { WorkflowDefinition } from '@nest-durable/workflow';
+import { hostname } from 'node:os';
+
+/** Injection token of the worker's options with every default filled in (ResolvedWorkerOptions). */
+export const WORKER_OPTIONS = Symbol('WORKER_OPTIONS');
+
+export interface WorkflowWorkerOptions {
+  // biome-ignore lint/suspicious/noExplicitAny: workflows of any input and output types are registered side by side
+  workflows: WorkflowDefinition<any, any>[];
+  /**
+   * Coordinator base URL, e.g. http://127.0.0.1:3000, or the URLs of several coordinators of one
+   * deployment: requests spread over those answering (see CoordinatorPool).
+   */
+  coordinatorUrl: string | string[];
+  /** Stable name of this worker process; recorded on the runs it claims. Default: host-pid. */
+  workerId?: string;
+  /** Routing shards served (a run started with `shard` goes only to workers serving it). Default: runs without a shard. */
+  shards?: string[];
+  /** Runs executed at once. Default 10. */
+  concurrency?: number;
+  /** How often claims of running runs are refreshed. Default 30 s; must stay below the coordinator's idle time. */
+  heartbeatIntervalMs?: number;
+  /** How long one claim request waits at the coordinator for work. Default 20 s. */
+  claimWaitMs?: number;
+  /** On shutdown, how long running runs may take to finish before they are abandoned. Default 10 s. */
+  shutdownGraceMs?: number;
+  /** Task retry waits up to this long happen in process; longer ones suspend the run. Default 5 s. */
+  inProcessRetryMaxMs?: number;
+  /** Extra headers on every request to the coordinator. */
+  headers?: Record<string, string>;
+}
+
+export type ResolvedWorkerOptions = Required<WorkflowWorkerOptions>;
+
+/** Fills in the defaults and refuses what cannot work, once, when the worker starts. */
+export function resolveWorkerOptions(options: WorkflowWorkerOptions): ResolvedWorkerOptions {
+  const resolved: ResolvedWorkerOptions = {
+    workerId: `${hostname()}-${process.pid}`,
+    concurrency: 10,
+    heartbeatIntervalMs: 30_000,
+    claimWaitMs: 20_000,
+    shutdownGraceMs: 10_000,
+    inProcessRetryMaxMs: 5_000,
+    shards: [] as string[],
+    headers: {},
+    ...Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)),
+  } as ResolvedWorkerOptions;
+  const urls: unknown = typeof resolved.coordinatorUrl === 'string' ? [resolved.coordinatorUrl] : resolved.coordinatorUrl;
+  if (!Array.isArray(urls) || urls.length === 0 || !urls.every(isHttpUrl)) {
+    throw new Error(`coordinatorUrl must be an http(s) URL or a non-empty list of them, got ${JSON.stringify(resolved.coordinatorUrl)}`);
+  }
+  if (!Number.isInteger(resolved.concurrency) || resolved.concurrency < 1) {
+    throw new Error(`concurrency must be a positive integer, got ${resolved.concurrency}`);
+  }
+  return resolved;
+}
+
+function isHttpUrl(value: unknown): boolean {
+  return typeof value === 'string' && URL.canParse(value) && ['http:', 'https:'].includes(new URL(value).protocol);
+}

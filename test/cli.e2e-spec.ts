@@ -1,0 +1,320 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { type RunView, WorkflowClient } from '@nest-durable/client';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { approvalWorkflow, chainWorkflow, echoWorkflow, flakyWorkflow, sleepyWorkflow } from '../apps/worker/src/workflows';
+import { type RunningCoordinator, type RunningWorker, startCoordinator, startWorker } from './support/apps';
+import { createTestDatabase, type TestDatabase } from './support/database';
+import { startDeadLetteringCoordinator } from './support/dead-letters';
+import { eventually } from './support/poll';
+import { freePort } from './support/processes';
+import { buildClientPackage, stopAllWf, wf, WfProcess } from './support/wf-process';
+
+const UNKNOWN_RUN = '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b';
+const LATER = () => new Date(Date.now() + 3_600_000);
+
+/** The `wf` command line, built as users get it, against a real coordinator and worker. */
+describe('wf (the command line)', () => {
+  let db: TestDatabase;
+  let coordinator: RunningCoordinator;
+  let worker: RunningWorker;
+  let client: WorkflowClient;
+  let env: Record<string, string>;
+  let files: string;
+
+  beforeAll(async () => {
+    [db, files] = await Promise.all([createTestDatabase('cli'), mkdtemp(join(tmpdir(), 'wf-cli-')), buildClientPackage()]);
+    coordinator = await startCoordinator(db.url);
+    worker = await startWorker(coordinator.url);
+    client = new WorkflowClient({ url: coordinator.url });
+    env = { WF_URL: coordinator.url };
+  }, 60_000);
+
+  afterEach(async () => {
+    await stopAllWf();
+  });
+
+  afterAll(async () => {
+    await worker?.close();
+    await coordinator?.close();
+    await db?.drop();
+    if (files) await rm(files, { recursive: true, force: true });
+  });
+
+  describe('runs start', () => {
+    it('starts a run and waits for it through the bin npm links (npx wf), printing the run and its steps', async () => {
+      const result = await new WfProcess(['runs', 'start', 'order-processing', '1.0.0', '--input', '{"orderId":"o-7"}', '--wait'], env, 'bin').exited;
+      expect(result).toMatchObject({ code: 0, stderr: '' });
+      expect(result.stdout).toMatch(/^run\s+[0-9a-f-]{36}$/m);
+      expect(result.stdout).toMatch(/^status\s+completed$/m);
+      expect(result.stdout).toContain('"status":"shipped"');
+      expect(result.stdout).toMatch(/^reserve-inventory#1\s+task\s+completed\s+1\s/m);
+      expect(result.stdout).toMatch(/^ship-order#1\s+task\s+completed\s+1\s/m);
+    });
+
+    it('exits 1 when the run it waits for fails, with only the run as JSON on stdout', async () => {
+      const result = await wf(['--json', 'runs', 'start', 'flaky', '1', '--input', '{"failTimes":100}', '--wait'], env);
+      expect(result).toMatchObject({ code: 1, stderr: '' });
+      const run = JSON.parse(result.stdout) as RunView;
+      expect(run).toMatchObject({ workflow: 'flaky', status: 'failed', error: { message: 'attempt 5 failed on purpose' } });
+    });
+
+    it('passes its options, reads the input from @file, and prints the run without waiting', async () => {
+      const inputFile = join(files, 'input.json');
+      await writeFile(inputFile, JSON.stringify({ ms: 5, note: 'from a file' }));
+      const runAt = LATER();
+      const args = ['runs', 'start', 'sleepy', '1', '--input', `@${inputFile}`, '--idempotency-key', 'cli-options', '--priority', '7', '--shard', 'eu', '--run-at', runAt.toISOString()];
+      const result = await wf([...args, '--json'], env);
+      expect(result).toMatchObject({ code: 0, stderr: '' });
+      const run = JSON.parse(result.stdout) as RunView;
+      expect(run).toMatchObject({ status: 'queued', input: { ms: 5, note: 'from a file' }, idempotencyKey: 'cli-options', priority: 7, shard: 'eu', runAt: runAt.toISOString() });
+      // The same key again: the same run, printed for a human.
+      const again = await wf(args, env);
+      expect(again).toMatchObject({ code: 0, stdout: `run ${run.id} (sleepy 1) queued\n`, stderr: '' });
+    });
+  });
+
+  describe('runs get and list', () => {
+    let started: RunView[];
+    let done: RunView;
+
+    beforeAll(async () => {
+      started = await client.startMany([1, 2, 3].map((n) => ({ workflow: echoWorkflow, input: { n }, idempotencyKey: `cli-list-${n}` })));
+      await Promise.all(started.map((run) => client.waitForResult(run.id, { timeoutMs: 10_000 })));
+      done = await client.get(started[2].id);
+    });
+
+    it('gets a run for a human and as JSON', async () => {
+      const human = await wf(['runs', 'get', done.id], env);
+      expect(human).toMatchObject({ code: 0, stderr: '' });
+      expect(human.stdout).toMatch(new RegExp(`^run\\s+${done.id}\\nworkflow\\s+echo 1\\nstatus\\s+completed\\n`));
+      expect(human.stdout).toMatch(/^idempotency key\s+cli-list-3$/m);
+      expect(human.stdout).toMatch(/^output\s+\{"n":3\}$/m);
+      const json = await wf(['runs', 'get', done.id, '--json'], env);
+      expect(JSON.parse(json.stdout)).toEqual(done);
+    });
+
+    it('lists runs filtered by workflow and status, a page at a time', async () => {
+      const first = await wf(['runs', 'list', '--workflow', 'echo', '--status', 'completed', '--limit', '2', '--json'], env);
+      expect(first).toMatchObject({ code: 0, stderr: '' });
+      const page = JSON.parse(first.stdout) as { runs: RunView[]; nextCursor: string };
+      expect(page.runs).toHaveLength(2);
+      expect(page.nextCursor).toBe(page.runs[1].id);
+      const human = await wf(['runs', 'list', '--workflow', 'echo', '--status', 'completed', '--limit', '2', '--cursor', page.nextCursor], env);
+      expect(human).toMatchObject({ code: 0, stderr: '' });
+      const [header, ...rows] = human.stdout.trimEnd().split('\n');
+      expect(header).toMatch(/^ID\s+WORKFLOW\s+VERSION\s+STATUS\s+ATTEMPT\s+CREATED$/);
+      expect(rows.map((line) => line.split(/\s+/).slice(1, 5))).toEqual([['echo', '1', 'completed', '1']]);
+      const listed = [...page.runs.map((run) => run.id), rows[0].split(/\s+/)[0]];
+      expect(listed.sort()).toEqual(started.map((run) => run.id).sort());
+      expect(await wf(['runs', 'list', '--workflow', 'nothing-here'], env)).toMatchObject({ code: 0, stdout: 'no runs\n' });
+    });
+  });
+
+  describe('runs watch', () => {
+    it('prints each step as it is recorded and resolves, until the run ends', async () => {
+      const run = await client.start(approvalWorkflow, { timeoutMs: 3_600_000 });
+      const watch = new WfProcess(['runs', 'watch', run.id], env);
+      // The run is suspended on its event: watch shows that and keeps going.
+      await watch.waitForStdout('event:approved#1 waiting');
+      expect(watch.stdout).toMatch(new RegExp(`^run ${run.id} \\(approval 1\\) waiting$`, 'm'));
+      await client.sendEvent(run.id, 'approved', { by: 'ada' });
+      const result = await watch.exited;
+      expect(result).toMatchObject({ code: 0, stderr: '' });
+      const lines = result.stdout.trimEnd().split('\n');
+      expect(lines.at(-2)).toMatch(/event:approved#1 completed {2}\{"data":\{"by":"ada"\},"timedOut":false\}$/);
+      expect(lines.at(-1)).toBe(`run ${run.id} (approval 1) completed  {"by":"ada"}`);
+    });
+
+    it('prints one JSON document per line with --json, and exits 1 when the run fails', async () => {
+      const run = await client.start(chainWorkflow, { steps: 2 });
+      await client.waitForResult(run.id, { timeoutMs: 10_000 });
+      const ok = await wf(['runs', 'watch', run.id, '--json'], env);
+      expect(ok).toMatchObject({ code: 0, stderr: '' });
+      const events = ok.stdout.trimEnd().split('\n').map((line) => JSON.parse(line) as { type: string; step?: { key: string }; run?: RunView });
+      expect(events.map((event) => event.step?.key ?? event.run?.status)).toEqual(['step#1', 'step#2', 'completed']);
+      const failed = await client.start(flakyWorkflow, { failTimes: 100 });
+      const watchFailed = await wf(['runs', 'watch', failed.id], env);
+      expect(watchFailed).toMatchObject({ code: 1, stderr: '' });
+      expect(watchFailed.stdout).toContain('unreliable-call#1 failed after 5 attempts  Error: attempt 5 failed on purpose');
+    });
+
+    it('exits at once on Ctrl-C', async () => {
+      const run = await client.start(sleepyWorkflow, { ms: 3_600_000 });
+      const watch = new WfProcess(['runs', 'watch', run.id], env);
+      await watch.waitForStdout('sleep:nap#1 waiting');
+      watch.signal('SIGINT');
+      expect(await watch.exited).toMatchObject({ code: 130, stderr: '' });
+      await client.cancel(run.id);
+    });
+  });
+
+  describe('steering runs', () => {
+    it('cancels a run, and says why it cannot cancel it twice', async () => {
+      const run = await client.start(sleepyWorkflow, { ms: 1 }, { runAt: LATER() });
+      expect(await wf(['runs', 'cancel', run.id], env)).toMatchObject({ code: 0, stdout: `run ${run.id} (sleepy 1) cancelled\n`, stderr: '' });
+      expect(await wf(['runs', 'cancel', run.id, '--json'], env)).toEqual({
+        code: 1,
+        signal: null,
+        stdout: '',
+        stderr: `wf: run_terminal: run ${run.id} is already cancelled\n`,
+      });
+    });
+
+    it('retries a failed run as its next attempt', async () => {
+      const run = await client.start(flakyWorkflow, { failTimes: 100 });
+      await client.waitForResult(run.id, { timeoutMs: 10_000 });
+      const result = await wf(['runs', 'retry', run.id, '--json'], env);
+      expect(result).toMatchObject({ code: 0, stderr: '' });
+      expect(JSON.parse(result.stdout)).toMatchObject({ id: run.id, attempt: 2 });
+      expect(await client.waitForResult(run.id, { timeoutMs: 10_000 })).toMatchObject({ status: 'failed', attempt: 2 });
+    });
+
+    it('wakes a sleeping run', async () => {
+      const run = await client.start(sleepyWorkflow, { ms: 3_600_000 });
+      await eventually('the run asleep', async () => (await client.get(run.id)).status === 'waiting');
+      expect(await wf(['runs', 'wake', run.id], env)).toMatchObject({ code: 0, stderr: '' });
+      expect(await client.waitForResult(run.id, { timeoutMs: 10_000 })).toMatchObject({ status: 'completed' });
+      expect(await wf(['runs', 'wake', run.id], env)).toMatchObject({ code: 1, stderr: expect.stringMatching(/^wf: run_not_sleeping: /) });
+    });
+
+    it('sends an event with data given inline or from @file', async () => {
+      const run = await client.start(approvalWorkflow, { timeoutMs: 3_600_000 });
+      await eventually('the run waiting for its event', async () => (await client.get(run.id)).status === 'waiting');
+      const dataFile = join(files, 'approval.json');
+      await writeFile(dataFile, '{"by":"grace"}');
+      expect(await wf(['runs', 'event', run.id, 'approved', '--data', `@${dataFile}`], env)).toMatchObject({
+        code: 0,
+        stdout: `event approved delivered: run ${run.id} resumes\n`,
+      });
+      expect(await client.waitForResult(run.id, { timeoutMs: 10_000 })).toMatchObject({ status: 'completed', output: { by: 'grace' } });
+      const early = await client.start(approvalWorkflow, { timeoutMs: 3_600_000 }, { runAt: LATER() });
+      const kept = await wf(['runs', 'event', early.id, 'approved', '--data', '{"by":"ada"}', '--json'], env);
+      expect(kept).toMatchObject({ code: 0, stderr: '' });
+      expect(JSON.parse(kept.stdout)).toEqual({ delivered: false });
+    });
+  });
+
+  describe('dead letters', () => {
+    let deadDb: TestDatabase;
+    let dead: RunningCoordinator;
+
+    beforeAll(async () => {
+      deadDb = await createTestDatabase('cli_dead');
+      dead = await startDeadLetteringCoordinator(deadDb.url);
+    });
+
+    afterAll(async () => {
+      await dead?.close();
+      await deadDb?.drop();
+    });
+
+    it('lists, redrives and deletes them', async () => {
+      const deadClient = new WorkflowClient({ url: dead.url });
+      const deadEnv = { WF_URL: dead.url };
+      const [redriven, deleted] = await deadClient.startMany([{ workflow: echoWorkflow, input: 1 }, { workflow: echoWorkflow, input: 2 }]);
+      const letters = await eventually('both runs dead-lettered', async () => {
+        const { deadLetters } = await deadClient.listDeadLetters();
+        return deadLetters.length === 2 ? new Map(deadLetters.map((letter) => [letter.runId, letter.id])) : undefined;
+      });
+      const human = await wf(['dead-letters', 'list'], deadEnv);
+      expect(human).toMatchObject({ code: 0, stderr: '' });
+      expect(human.stdout).toMatch(/^ID\s+ORIGIN\s+RUN\s+QUEUE\s+REASON\s+CREATED\s+MESSAGE$/m);
+      expect(human.stdout).toMatch(new RegExp(`^${letters.get(redriven.id)}\\s+outbox\\s+${redriven.id}\\s+echo:1\\s+publish_failed\\s`, 'm'));
+      const json = JSON.parse((await wf(['dead-letters', 'list', '--limit', '1', '--json'], deadEnv)).stdout) as { deadLetters: unknown[]; nextCursor: string };
+      expect(json.deadLetters).toHaveLength(1);
+      expect(json.nextCursor).toEqual(expect.any(String));
+
+      expect(await wf(['dead-letters', 'redrive', letters.get(redriven.id)!], deadEnv)).toMatchObject({
+        code: 0,
+        stdout: `dead letter ${letters.get(redriven.id)} redriven: republished (run queued)\n`,
+      });
+      expect(await wf(['dead-letters', 'delete', letters.get(deleted.id)!, '--json'], deadEnv)).toMatchObject({ code: 0, stderr: '' });
+      expect(await wf(['dead-letters', 'delete', letters.get(deleted.id)!], deadEnv)).toMatchObject({
+        code: 1,
+        stdout: '',
+        stderr: `wf: dead_letter_not_found: dead letter ${letters.get(deleted.id)} does not exist\n`,
+      });
+    });
+  });
+
+  describe('errors', () => {
+    it.each([
+      ['an unknown command', ['runs', 'launch', 'x'], /^wf: unknown command 'launch'/],
+      ['a missing argument', ['runs', 'start', 'echo'], /^wf: missing required argument 'version'/],
+      ['input that is not JSON', ['runs', 'start', 'echo', '1', '--input', '{oops'], /^wf: option '--input <json>' argument '\{oops' is invalid\. Not JSON/],
+      ['an unreadable input file', ['runs', 'start', 'echo', '1', '--input', '@/nonexistent/input.json'], /Cannot read \/nonexistent\/input\.json \(ENOENT\)/],
+      ['a status that does not exist', ['runs', 'list', '--status', 'sleeping'], /Allowed choices are queued, running/],
+      ['a priority that is not a number', ['runs', 'start', 'echo', '1', '--priority', 'high'], /Must be an integer/],
+      ['a time that is not a time', ['runs', 'start', 'echo', '1', '--run-at', 'tomorrow'], /Must be an ISO 8601 time/],
+      ['a runs command without a subcommand', ['runs'], /Usage: wf runs/],
+    ])('exits 2 for %s, sending nothing', async (_case, args, message) => {
+      const before = (await client.list({ limit: 500 })).runs.length;
+      const result = await wf(args, env);
+      expect(result).toMatchObject({ code: 2, stdout: '', stderr: expect.stringMatching(message) });
+      expect((await client.list({ limit: 500 })).runs).toHaveLength(before);
+    });
+
+    it('exits 2 for a coordinator URL that is not an http URL', async () => {
+      expect(await wf(['runs', 'list'], { WF_URL: 'localhost:3000' })).toMatchObject({ code: 2, stderr: 'wf: the coordinator URL (--url or WF_URL) must be an http(s) URL, not "localhost:3000"\n' });
+    });
+
+    it('prints help and its version with exit code 0', async () => {
+      const help = await wf(['runs', 'start', '--help']);
+      expect(help).toMatchObject({ code: 0, stderr: '' });
+      expect(help.stdout).toContain('Usage: wf runs start [options] <workflow> <version>');
+      expect(await wf(['--version'])).toMatchObject({ code: 0, stdout: '0.1.0\n' });
+    });
+
+    it("prints the API's reason and message in one line and exits 1", async () => {
+      expect(await wf(['runs', 'get', UNKNOWN_RUN], env)).toEqual({ code: 1, signal: null, stdout: '', stderr: `wf: run_not_found: run ${UNKNOWN_RUN} does not exist\n` });
+      expect(await wf(['runs', 'get', 'not-a-run'], env)).toMatchObject({ code: 1, stderr: expect.stringMatching(/^wf: invalid_run_id: [^\n]+\n$/) });
+      expect(await wf(['runs', 'start', 'echo', '1', '--priority', '5000'], env)).toMatchObject({ code: 1, stderr: expect.stringMatching(/^wf: invalid_priority: [^\n]+\n$/) });
+    });
+
+    it('says which URL it could not reach, preferring --url to WF_URL', async () => {
+      const nowhere = `http://127.0.0.1:${await freePort()}`;
+      expect(await wf(['runs', 'get', UNKNOWN_RUN, '--url', nowhere], env)).toEqual({
+        code: 1,
+        signal: null,
+        stdout: '',
+        stderr: `wf: unreachable: no coordinator answered at ${nowhere} (GET /v1/runs/${UNKNOWN_RUN}: ECONNREFUSED)\n`,
+      });
+    });
+
+    it('asks http://127.0.0.1:3000 without --url or WF_URL', async () => {
+      // Whatever answers there is what wf asked: here, a stand-in with an error body of its own.
+      const standIn = createServer((request, response) => {
+        response.writeHead(503, { 'content-type': 'application/json' });
+        response.end(JSON.stringify({ statusCode: 503, error: 'Service Unavailable', reason: 'stand_in', message: `${request.method} ${request.url}` }));
+      });
+      await new Promise<void>((resolve, reject) => standIn.once('error', reject).listen(3000, '127.0.0.1', resolve));
+      try {
+        expect(await wf(['runs', 'list', '--limit', '3'])).toMatchObject({ code: 1, stderr: 'wf: stand_in: GET /v1/runs?limit=3\n' });
+      } finally {
+        await new Promise((resolve) => standIn.close(resolve));
+      }
+    });
+  });
+
+  describe('authentication', () => {
+    let secured: RunningCoordinator;
+
+    beforeAll(async () => {
+      secured = await startCoordinator(db.url, { authDisabled: false, clientToken: 'cli-client-token', workerToken: 'cli-worker-token' });
+    });
+
+    afterAll(async () => {
+      await secured?.close();
+    });
+
+    it('sends the token from --token or WF_TOKEN, --token first', async () => {
+      const url = { WF_URL: secured.url };
+      expect(await wf(['runs', 'list', '--limit', '1'], url)).toMatchObject({ code: 1, stderr: expect.stringMatching(/^wf: unauthorized: [^\n]+\n$/) });
+      expect(await wf(['runs', 'list', '--limit', '1'], { ...url, WF_TOKEN: 'cli-client-token' })).toMatchObject({ code: 0, stderr: '' });
+      expect(await wf(['runs', 'list', '--limit', '1', '--token', 'cli-client-token'], { ...url, WF_TOKEN: 'wrong' })).toMatchObject({ code: 0, stderr: '' });
+    });
+  });
+});

@@ -1,0 +1,107 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type RunningCoordinator, startCoordinator } from './support/apps';
+import { createTestDatabase, type TestDatabase } from './support/database';
+import { loadedOf, modulesLoadedBy } from './support/module-loading';
+import { AppProcess, runCommand } from './support/processes';
+
+const ROOT = join(__dirname, '..');
+const PACKAGES = ['client', 'workflow', 'worker'];
+
+/** What `npm pack --json` reports of each tarball. */
+type Packed = { name: string; filename: string }[];
+
+/**
+ * Proof that a team can adopt the engine without forking it: examples/nest-app, outside the
+ * monorepo's workspaces and path aliases, installs the three packages from the tarballs `npm pack`
+ * makes (Nest and the rest from the npm cache or registry), compiles with its own tsconfig, and its
+ * worker runs its own workflow end to end against a real coordinator.
+ */
+describe('an app outside the monorepo, on the packed packages', () => {
+  let dir: string;
+  let app: string;
+  let db: TestDatabase;
+  let coordinator: RunningCoordinator;
+  let worker: AppProcess;
+  let packed: Packed;
+
+  const signUp = async (email: string) =>
+    JSON.parse(await runCommand(process.execPath, ['dist/sign-up.js', email], { cwd: app, env: { COORDINATOR_URL: coordinator.url } }));
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'nest-durable-example-'));
+    app = join(dir, 'app');
+    await runCommand('npm', ['run', 'build:packages']);
+    packed = JSON.parse(await runCommand('npm', ['pack', ...PACKAGES.flatMap((name) => ['-w', `libs/${name}`]), '--pack-destination', dir, '--json']));
+
+    cpSync(join(ROOT, 'examples/nest-app'), app, { recursive: true, filter: (source) => !/\/(node_modules|dist)$/.test(source) });
+    const manifest = JSON.parse(readFileSync(join(app, 'package.json'), 'utf8'));
+    for (const { name, filename } of packed) {
+      expect(manifest.dependencies[name]).toBeDefined();
+      manifest.dependencies[name] = `file:${join(dir, filename)}`;
+    }
+    writeFileSync(join(app, 'package.json'), JSON.stringify(manifest, null, 2));
+    await runCommand('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund'], { cwd: app });
+    await runCommand('npm', ['run', 'build'], { cwd: app });
+
+    db = await createTestDatabase('example_app');
+    coordinator = await startCoordinator(db.url);
+    worker = new AppProcess('example worker', 'dist/main.js', { COORDINATOR_URL: coordinator.url, WORKER_ID: 'example-worker' }, { cwd: app });
+    await worker.waitForOutput('worker ready');
+  }, 240_000);
+
+  afterAll(async () => {
+    await worker?.stop();
+    await coordinator?.close();
+    await db?.drop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('installs exactly the packed packages, no copy of them from elsewhere', () => {
+    for (const name of PACKAGES) {
+      const installed = JSON.parse(readFileSync(join(app, 'node_modules/@nest-durable', name, 'package.json'), 'utf8'));
+      expect(installed).toMatchObject({ name: `@nest-durable/${name}`, version: '0.1.0' });
+    }
+    const lock = JSON.parse(readFileSync(join(app, 'package-lock.json'), 'utf8'));
+    const copies = Object.entries(lock.packages as Record<string, { resolved?: string }>)
+      .filter(([path]) => path.includes('node_modules/@nest-durable/'))
+      .map(([path, { resolved }]) => [path, resolved]);
+    expect(copies.sort()).toEqual(packed.map(({ name, filename }) => [`node_modules/${name}`, `file:../${filename}`]).sort());
+    // ioredis is an optional peer of the worker, needed only by its ./redis entry: an HTTP worker goes without.
+    expect(Object.keys(lock.packages)).not.toContain('node_modules/ioredis');
+  });
+
+  it("runs the app's own workflow on its worker, started by its own service", async () => {
+    const done = await signUp('alice@example.com');
+    expect(done).toMatchObject({
+      status: 'completed',
+      attempt: 1,
+      output: { accountId: expect.stringMatching(/^acct-[0-9a-f]{12}$/), mailed: expect.stringContaining('alice@example.com') },
+    });
+    expect(done.tasks.map((task: { name: string; status: string }) => [task.name, task.status])).toEqual([
+      ['create-account', 'completed'],
+      ['send-welcome-mail', 'completed'],
+    ]);
+    const takenBy = await db.sql<{ worker_id: string }>(
+      "SELECT DISTINCT worker_id FROM run_transitions WHERE run_id = $1 AND to_status = 'running'",
+      [done.id],
+    );
+    expect(takenBy).toEqual([{ worker_id: 'example-worker' }]);
+  });
+
+  it("fails a run at once on the app's own nonRetryable error", async () => {
+    const done = await signUp('not-an-address');
+    expect(done).toMatchObject({ status: 'failed', attempt: 1, error: { name: 'InvalidEmailError', message: 'not an email address: not-an-address' } });
+    expect(done.tasks).toEqual([expect.objectContaining({ name: 'create-account', status: 'failed', attempts: 1 })]);
+  });
+
+  it('loads no Nest, no ioredis and no worker runtime with the installed client', () => {
+    const loaded = modulesLoadedBy('@nest-durable/client', { cwd: app });
+    expect(loaded.files).toContain(join(app, 'node_modules/@nest-durable/client/dist/index.js'));
+    expect(loadedOf(loaded, { requests: /^@nestjs\//, files: /\/node_modules\/@nestjs\// })).toEqual([]);
+    expect(loadedOf(loaded, { requests: /^ioredis/, files: /\/node_modules\/ioredis\// })).toEqual([]);
+    expect(loadedOf(loaded, { requests: /^@nest-durable\/worker/, files: /\/@nest-durable\/worker\// })).toEqual([]);
+  });
+});

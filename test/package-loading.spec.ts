@@ -1,0 +1,36 @@
+import { describe, expect, it } from '@jest/globals';
+import { loadedOf, modulesLoadedBy } from './support/module-loading';
+
+/** Modules an entry must not bring in, as require() requests and as loaded files. */
+const IOREDIS = { requests: /^ioredis(\/|$)/, files: /\/node_modules\/ioredis\// };
+const NEST = { requests: /^@nestjs\//, files: /\/node_modules\/@nestjs\// };
+const WORKER = { requests: /^@nest-durable\/worker(\/|$)/, files: /\/libs\/worker\// };
+
+/**
+ * What loading each package's entry brings into a fresh process: a service that only starts runs must
+ * not pay for Nest, Redis or the worker runtime. (Checked here on the sources; test/example-app.e2e-spec.ts
+ * checks the packed client the same way.)
+ */
+describe('loading the packages', () => {
+  it('@nest-durable/client loads no ioredis, no Nest and no worker runtime', () => {
+    const loaded = modulesLoadedBy('@nest-durable/client', { sources: true });
+    expect(loaded.files).toEqual(expect.arrayContaining([expect.stringMatching(/\/libs\/client\/src\/workflow\.client\.ts$/)]));
+    expect(loadedOf(loaded, IOREDIS)).toEqual([]);
+    expect(loadedOf(loaded, NEST)).toEqual([]);
+    expect(loadedOf(loaded, WORKER)).toEqual([]);
+  });
+
+  it('@nest-durable/workflow loads no ioredis and no Nest', () => {
+    const loaded = modulesLoadedBy('@nest-durable/workflow', { sources: true });
+    expect(loadedOf(loaded, IOREDIS)).toEqual([]);
+    expect(loadedOf(loaded, NEST)).toEqual([]);
+    expect(loadedOf(loaded, WORKER)).toEqual([]);
+  });
+
+  it('@nest-durable/worker loads Nest but not ioredis, which only its ./redis entry loads', () => {
+    const worker = modulesLoadedBy('@nest-durable/worker', { sources: true });
+    expect(loadedOf(worker, NEST)).toContain('@nestjs/common');
+    expect(loadedOf(worker, IOREDIS)).toEqual([]);
+    expect(loadedOf(modulesLoadedBy('@nest-durable/worker/redis', { sources: true }), IOREDIS)).toContain('ioredis');
+  });
+});
