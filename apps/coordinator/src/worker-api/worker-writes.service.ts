@@ -151,7 +151,7 @@ export class WorkerWritesService {
   }
 }
 
-function toOutcome(result: unknown): ReportOutcome {
+function toOutcome(result: StoredTask | Error): ReportOutcome {
   if (result instanceof EngineError) return { ok: false, statusCode: result.statusCode, reason: result.reason, message: result.message };
   if (result instanceof Error) throw result;
   return { ok: true, result };
