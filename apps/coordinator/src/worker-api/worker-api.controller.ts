@@ -1,11 +1,8 @@
-import { API, type ClaimResponse, type EndpointInput, type HeartbeatResponse, queueName, type ReportsResponse, type RevisionResponse, type StepResponse, type StreamDeadLetterResponse, type TakeRunsResponse, type TaskResultResponse } from '@nest-durable/client';
-import { HeartbeatRepository, ReportRepository, StepRepository } from '@app/locking';
-import { uuidv7 } from '@app/persistence';
+import { API, type ClaimResponse, type EndpointInput, type HeartbeatResponse, type ReportsResponse, type RevisionResponse, type StepResponse, type StreamDeadLetterResponse, type TakeRunsResponse, type TaskResultResponse } from '@nest-durable/client';
 import { Controller, Res } from '@nestjs/common';
 import type { Response } from 'express';
 import { DeadLettersService } from '../dead-letters/dead-letters.service';
 import { Input, Route } from '../http/route.decorators';
-import { CoordinatorMetrics } from '../metrics/coordinator.metrics';
 import { ClaimsService } from './claims.service';
 import { WorkerWritesService } from './worker-writes.service';
 
@@ -17,10 +14,6 @@ import { WorkerWritesService } from './worker-writes.service';
 export class WorkerApiController {
   constructor(
     private readonly claims: ClaimsService,
-    private readonly heartbeats: HeartbeatRepository,
-    private readonly reportRepository: ReportRepository,
-    private readonly steps: StepRepository,
-    private readonly metrics: CoordinatorMetrics,
     private readonly writes: WorkerWritesService,
     private readonly deadLetters: DeadLettersService,
   ) {}
@@ -43,15 +36,12 @@ export class WorkerApiController {
   /** A Streams wake-up delivered more than MAX_DELIVERIES times: recorded, and its run failed if its claim went idle. */
   @Route(API.reportDeadLetter)
   recordDeadLetter(@Input() { body }: EndpointInput<typeof API.reportDeadLetter>): Promise<StreamDeadLetterResponse> {
-    const { name, version, shard } = body.workflow;
-    return this.deadLetters.recordStreamDeadLetter({ ...body, queue: queueName(name, version, shard) });
+    return this.deadLetters.recordStreamDeadLetter(body);
   }
 
   @Route(API.heartbeat)
   async heartbeat(@Input() { body }: EndpointInput<typeof API.heartbeat>): Promise<HeartbeatResponse> {
-    const lost = await this.heartbeats.refresh(body.runs);
-    this.metrics.heartbeats.inc(body.runs.length - lost.length);
-    return { lost };
+    return { lost: await this.writes.heartbeat(body.runs) };
   }
 
   @Route(API.recordTask)
@@ -79,19 +69,19 @@ export class WorkerApiController {
   /** Suspends the run at a sleep, event or retry-wait step (or resolves the step at once). */
   @Route(API.suspendRun)
   suspend(@Input() { params, body }: EndpointInput<typeof API.suspendRun>): Promise<StepResponse> {
-    return this.steps.suspend(params.id, body);
+    return this.writes.suspend(params.id, body);
   }
 
   /** Starts a child run (in the parent's shard unless it names one); with `wait` the parent suspends until the child is terminal. */
   @Route(API.startChild)
   startChild(@Input() { params, body }: EndpointInput<typeof API.startChild>): Promise<StepResponse> {
-    return this.steps.startChild(params.id, body, uuidv7());
+    return this.writes.startChild(params.id, body);
   }
 
   /** Gives the run back (worker shutting down) so another worker takes it at once. */
   @Route(API.releaseRun)
   release(@Input() { params, body }: EndpointInput<typeof API.releaseRun>): Promise<RevisionResponse> {
-    return this.reportRepository.release(params.id, body.expectedRevision);
+    return this.writes.release(params.id, body.expectedRevision);
   }
 }
 
