@@ -15,6 +15,8 @@ export const ErrorDetails = Closed(
     name: Text,
     message: Text,
     stack: Type.Optional(Text),
+    /** The error was thrown as nonRetryable (WorkflowError): a replay of its failure is not retried either. */
+    nonRetryable: Type.Optional(Type.Boolean({ description: 'thrown as nonRetryable: neither the task nor its run is retried' })),
     /** Set when the engine itself failed the run, e.g. `stalled` (see RUN_FAILURE_REASONS). */
     reason: Type.Optional(Type.String({ description: 'set when the engine itself failed the run, e.g. `stalled`' })),
   },
