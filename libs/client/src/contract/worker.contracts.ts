@@ -115,11 +115,19 @@ export const ReportedError = Type.Transform(
       name: Type.Optional(Type.String({ description: 'a string (default Error)', [REASON]: 'invalid_error' })),
       message: Type.String({ description: 'a string', [REASON]: 'invalid_error' }),
       stack: Type.Optional(Type.String({ description: 'a string', [REASON]: 'invalid_error' })),
+      nonRetryable: Type.Optional(Type.Boolean({ description: 'a boolean', [REASON]: 'invalid_error' })),
     }),
-    'an error: {name?, message, stack?}',
+    'an error: {name?, message, stack?, nonRetryable?}',
   ),
 )
-  .Decode(({ name, message, stack }): ErrorDetails => (stack === undefined ? { name: name ?? 'Error', message } : { name: name ?? 'Error', message, stack }))
+  .Decode(
+    ({ name, message, stack, nonRetryable }): ErrorDetails => ({
+      name: name ?? 'Error',
+      message,
+      ...(stack === undefined ? {} : { stack }),
+      ...(nonRetryable === undefined ? {} : { nonRetryable }),
+    }),
+  )
   .Encode((error) => error);
 
 const taskFields = {
