@@ -221,6 +221,22 @@ describe('RunExecutor', () => {
       expect(coordinator.retryDelays).toEqual([undefined]);
     });
 
+    it('records the flag with the failure, so a replay of it (after a re-execution) is not retried either', async () => {
+      await executor.execute(run('declining', { final: true }), new RunLease('run-1', 3));
+      const [recorded] = coordinator.recorded;
+      expect(recorded.error).toMatchObject({ message: 'card declined', nonRetryable: true });
+
+      const replayed = new FakeCoordinator();
+      const options = resolveWorkerOptions({ workflows: [declining], coordinatorUrl: 'http://unused' });
+      const stored: StoredTask = { key: recorded.key, kind: 'task', seq: 0, status: 'failed', attempts: 1, output: null, error: recorded.error ?? null };
+      await new RunExecutor(replayed as unknown as CoordinatorApi, new WorkflowRegistry(options), options).execute(
+        { ...run('declining', { final: true }), tasks: [stored] },
+        new RunLease('run-1', 4),
+      );
+      expect(executions).toEqual(['charge']);
+      expect(replayed.retryDelays).toEqual([undefined]);
+    });
+
     it('a handler that throws a nonRetryable error fails its run for good', async () => {
       await executor.execute(run('refusing', {}), new RunLease('run-1', 3));
       expect(coordinator.failed).toEqual([expect.objectContaining({ message: 'input can never be processed' })]);

@@ -278,9 +278,11 @@ class RunContext implements WorkflowContext {
   }
 }
 
-/** The recorded outcome, as every execution (first or replay) sees it; `nonRetryable` only the execution that ran it. */
+/** The recorded outcome, as every execution (first or replay) sees it. */
 function outcomeOf<T>(task: StoredTask, nonRetryable = false): T {
-  if (task.status === 'failed') throw new TaskFailedError(task.key, task.error ?? { name: 'Error', message: 'task failed' }, { nonRetryable });
+  if (task.status === 'failed') {
+    throw new TaskFailedError(task.key, task.error ?? { name: 'Error', message: 'task failed' }, { nonRetryable: nonRetryable || task.error?.nonRetryable === true });
+  }
   return task.output as T;
 }
 

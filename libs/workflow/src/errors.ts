@@ -60,8 +60,8 @@ export class RunSuspendedError extends WorkflowError {
 
 /**
  * A task exhausted its attempts, or its last attempt threw a nonRetryable error (then this error is
- * nonRetryable too, so its run is not retried either); its recorded error is `details`. The flag is
- * known to the execution that ran the task: a later replay of the recorded failure reads only `details`.
+ * nonRetryable too, so its run is not retried either); its recorded error is `details`, which keeps
+ * the flag, so a replay of the recorded failure (after a re-execution) is nonRetryable as well.
  */
 export class TaskFailedError extends WorkflowError {
   override name = 'TaskFailedError';
@@ -119,7 +119,12 @@ export class ChildRunTimeoutError extends WorkflowError {
  */
 export function toErrorDetails(error: unknown): ErrorDetails {
   if (error instanceof Error) {
-    return { name: safeText(error.name), message: safeText(error.message), stack: error.stack === undefined ? undefined : safeText(error.stack) };
+    return {
+      name: safeText(error.name),
+      message: safeText(error.message),
+      stack: error.stack === undefined ? undefined : safeText(error.stack),
+      ...(isNonRetryable(error) ? { nonRetryable: true } : {}),
+    };
   }
   return { name: 'Error', message: safeText(typeof error === 'string' ? error : (JSON.stringify(error) ?? String(error))) };
 }

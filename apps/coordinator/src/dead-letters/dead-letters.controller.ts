@@ -1,29 +1,26 @@
-import { type DeadLetterPage, parseDeadLetterId, parseListDeadLettersQuery, type RedriveResult } from '@nest-durable/client';
-import { Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
-import { Audience } from '../auth/auth.decorators';
+import { API, type DeadLetterPage, type EndpointInput, type RedriveResult } from '@nest-durable/client';
+import { Controller } from '@nestjs/common';
+import { Input, Route } from '../http/route.decorators';
 import { DeadLettersService } from './dead-letters.service';
 
 /** The client API over dead letters: list, redrive, delete. */
-@Audience('client')
-@Controller('v1/dead-letters')
+@Controller()
 export class DeadLettersController {
   constructor(private readonly deadLetters: DeadLettersService) {}
 
-  @Get()
-  list(@Query() query: Record<string, unknown>): Promise<DeadLetterPage> {
-    return this.deadLetters.list(parseListDeadLettersQuery(query));
+  @Route(API.listDeadLetters)
+  list(@Input() { query }: EndpointInput<typeof API.listDeadLetters>): Promise<DeadLetterPage> {
+    return this.deadLetters.list(query);
   }
 
   /** Puts its run back in motion (a new attempt, or a new wake-up) and removes the dead letter. */
-  @Post(':id/redrive')
-  @HttpCode(200)
-  redrive(@Param('id') id: string): Promise<RedriveResult> {
-    return this.deadLetters.redrive(parseDeadLetterId(id));
+  @Route(API.redriveDeadLetter)
+  redrive(@Input() { params }: EndpointInput<typeof API.redriveDeadLetter>): Promise<RedriveResult> {
+    return this.deadLetters.redrive(params.id);
   }
 
-  @Delete(':id')
-  @HttpCode(204)
-  async delete(@Param('id') id: string): Promise<void> {
-    await this.deadLetters.delete(parseDeadLetterId(id));
+  @Route(API.deleteDeadLetter)
+  async delete(@Input() { params }: EndpointInput<typeof API.deleteDeadLetter>): Promise<void> {
+    await this.deadLetters.delete(params.id);
   }
 }

@@ -1,4 +1,4 @@
-import { DeadLetterNotFoundError, type DeadLetterPage, type DeadLetterView, isTerminalStatus, type ListDeadLettersQuery, type RedriveResult, type RunStatus, type StreamDeadLetterReport, type StreamDeadLetterResponse } from '@nest-durable/client';
+import { DeadLetterNotFoundError, type DeadLetterPage, type DeadLetterView, isTerminalStatus, type ListDeadLettersQuery, type RedriveResult, queueName, type RunStatus, type StreamDeadLetterReport, type StreamDeadLetterResponse } from '@nest-durable/client';
 import { RunControlRepository } from '@app/locking';
 import { DeadLetterRepository, type DeadLetterRow } from './dead-letter.repository';
 import { Database } from '@app/persistence';
@@ -63,20 +63,22 @@ export class DeadLettersService {
    * failed as `stalled` if that claim went idle (the workers that took it keep dying), so republish
    * cannot bring it back. One transaction: both or neither.
    */
-  async recordStreamDeadLetter(report: StreamDeadLetterReport & { queue: string }): Promise<StreamDeadLetterResponse> {
+  async recordStreamDeadLetter(report: StreamDeadLetterReport): Promise<StreamDeadLetterResponse> {
+    const { name, version, shard } = report.workflow;
+    const queue = queueName(name, version, shard);
     const outcome = await this.db.transaction(async (tx) => {
       const taken = await this.control.failStalledTakenWith(
-        report.queue,
+        queue,
         report.wakeup,
         this.config.claimMinIdleTimeMs,
         `the wake-up it was taken with was delivered ${report.deliveries} times and the workers that took it stopped without finishing`,
         tx,
       );
       // The run it last took if any (a redrive acts on it), else the run it was published for.
-      const deadLetterId = await this.deadLetters.recordStream(tx, { ...report, runId: taken?.runId ?? report.runId });
+      const deadLetterId = await this.deadLetters.recordStream(tx, { ...report, queue, runId: taken?.runId ?? report.runId });
       return { deadLetterId, runFailed: taken?.failed ?? false };
     });
-    this.logger.warn('a Streams wake-up was delivered too often; dead-lettered', { queue: report.queue, wakeup: report.wakeup, ...outcome });
+    this.logger.warn('a Streams wake-up was delivered too often; dead-lettered', { queue, wakeup: report.wakeup, ...outcome });
     return outcome;
   }
 }

@@ -1,10 +1,11 @@
 import { NotificationListenerHealth, OutboxHealth } from '@app/outbox';
 import { RedisHealth } from '@nest-durable/worker/redis';
-import { ArgumentsHost, Catch, Controller, Get, HttpException, Inject, Optional, UseFilters } from '@nestjs/common';
+import { API } from '@nest-durable/client';
+import { ArgumentsHost, Catch, Controller, HttpException, Inject, Optional, UseFilters } from '@nestjs/common';
 import type { Response } from 'express';
 import { HealthCheck, HealthCheckService, type HealthIndicatorFunction, TypeOrmHealthIndicator } from '@nestjs/terminus';
-import { Audience } from '../auth/auth.decorators';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config/coordinator.config';
+import { Route } from '../http/route.decorators';
 
 /** A failed check answers 503 with terminus' own body (which indicator is down, and why). */
 @Catch(HttpException)
@@ -18,9 +19,8 @@ class HealthReportFilter {
  * Liveness: the process serves HTTP. Readiness: PostgreSQL answers, the LISTEN session is up, and
  * with a publisher, Redis answers and the outbox keeps up (degraded past its thresholds).
  */
-@Audience('public')
 @UseFilters(HealthReportFilter)
-@Controller('health')
+@Controller()
 export class HealthController {
   constructor(
     private readonly health: HealthCheckService,
@@ -31,13 +31,13 @@ export class HealthController {
     @Optional() private readonly outbox?: OutboxHealth,
   ) {}
 
-  @Get('live')
+  @Route(API.live)
   @HealthCheck()
   live() {
     return this.health.check([]);
   }
 
-  @Get('ready')
+  @Route(API.ready)
   @HealthCheck()
   ready() {
     const checks: HealthIndicatorFunction[] = [

@@ -1,15 +1,15 @@
 import { MetricsService } from '@app/metrics';
-import { Controller, Get, Header, Res } from '@nestjs/common';
+import { API } from '@nest-durable/client';
+import { Controller, Header, Res } from '@nestjs/common';
 import type { Response } from 'express';
-import { Audience } from '../auth/auth.decorators';
+import { Route } from '../http/route.decorators';
 
 /** Prometheus text format, unauthenticated (like health). */
-@Audience('public')
-@Controller('metrics')
+@Controller()
 export class MetricsController {
   constructor(private readonly metrics: MetricsService) {}
 
-  @Get()
+  @Route(API.metrics)
   @Header('cache-control', 'no-store')
   async scrape(@Res() response: Response): Promise<void> {
     const { contentType, body } = await this.metrics.text();

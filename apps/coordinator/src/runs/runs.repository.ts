@@ -27,11 +27,11 @@ export class RunsRepository {
   }
 
   /** Newest first; ids are time-ordered, so the cursor is the last id of the previous page. */
-  list(query: ListRunsQuery & { afterId?: string }): Promise<RunEntity[]> {
+  list(query: ListRunsQuery): Promise<RunEntity[]> {
     const where: FindOptionsWhere<RunEntity> = {};
     if (query.workflow) where.workflow = query.workflow;
     if (query.status) where.status = query.status;
-    if (query.afterId) where.id = LessThan(query.afterId);
+    if (query.cursor) where.id = LessThan(query.cursor);
     return this.runs.find({ where, order: { id: 'DESC' }, take: query.limit });
   }
 }

@@ -1,4 +1,4 @@
-import { EventAccepted, isTerminalStatus, JsonValue, ListRunsQuery, parseRunId, RunAlreadyTerminalError, RunNotFoundError, RunNotSleepingError, RunNotFailedError, RunPage, RunView, StartRunRequest } from '@nest-durable/client';
+import { EventAccepted, isTerminalStatus, JsonValue, ListRunsQuery, RunAlreadyTerminalError, RunNotFoundError, RunNotSleepingError, RunNotFailedError, RunPage, RunView, StartRunRequest } from '@nest-durable/client';
 import { ControlOutcome, RunControlRepository } from '@app/locking';
 import { NotificationListener, RUN_FINISHED_CHANNEL } from '@app/outbox';
 import { RunEntity, uuidv7 } from '@app/persistence';
@@ -54,8 +54,7 @@ export class RunsService {
   }
 
   async list(query: ListRunsQuery): Promise<RunPage> {
-    const afterId = query.cursor === undefined ? undefined : parseRunId(query.cursor, 'cursor');
-    const runs = await this.repository.list({ ...query, limit: query.limit + 1, afterId });
+    const runs = await this.repository.list({ ...query, limit: query.limit + 1 });
     const page = runs.slice(0, query.limit);
     return {
       runs: page.map((run) => toRunView(run)),

@@ -1,11 +1,8 @@
-import { Audience } from '../auth/auth.decorators';
-import { ClaimResponse, ReportsResponse, HeartbeatResponse, parseClaimRequest, parseCompleteRunRequest, parseFailRunRequest, parseHeartbeatRequest, parseReleaseRunRequest, parseReportsRequest, parseRunId, parseStartChildRequest, parseStreamDeadLetterReport, parseSuspendRequest, parseTakeRunsRequest, parseTaskResultRequest, StreamDeadLetterResponse, TakeRunsResponse, StepResponse, TaskResultResponse, queueName } from '@nest-durable/client';
-import { HeartbeatRepository, ReportRepository, StepRepository } from '@app/locking';
-import { uuidv7 } from '@app/persistence';
-import { Body, Controller, HttpCode, Param, Post, Res } from '@nestjs/common';
+import { API, type ClaimResponse, type EndpointInput, type HeartbeatResponse, type ReportsResponse, type RevisionResponse, type StepResponse, type StreamDeadLetterResponse, type TakeRunsResponse, type TaskResultResponse } from '@nest-durable/client';
+import { Controller, Res } from '@nestjs/common';
 import type { Response } from 'express';
 import { DeadLettersService } from '../dead-letters/dead-letters.service';
-import { CoordinatorMetrics } from '../metrics/coordinator.metrics';
+import { Input, Route } from '../http/route.decorators';
 import { ClaimsService } from './claims.service';
 import { WorkerWritesService } from './worker-writes.service';
 
@@ -13,23 +10,17 @@ import { WorkerWritesService } from './worker-writes.service';
  * The worker protocol. Every write after the claim carries `expectedRevision`; a stale one gets
  * 409 `revision_conflict` and changes nothing.
  */
-@Audience('worker')
-@Controller('v1/worker')
+@Controller()
 export class WorkerApiController {
   constructor(
     private readonly claims: ClaimsService,
-    private readonly heartbeats: HeartbeatRepository,
-    private readonly reportRepository: ReportRepository,
-    private readonly steps: StepRepository,
-    private readonly metrics: CoordinatorMetrics,
     private readonly writes: WorkerWritesService,
     private readonly deadLetters: DeadLettersService,
   ) {}
 
-  @Post('claims')
-  @HttpCode(200)
-  async claim(@Body() body: unknown, @Res({ passthrough: true }) response: Response): Promise<ClaimResponse> {
-    return { runs: await this.claims.claim(parseClaimRequest(body), disconnected(response)) };
+  @Route(API.claimRuns)
+  async claim(@Input() { body }: EndpointInput<typeof API.claimRuns>, @Res({ passthrough: true }) response: Response): Promise<ClaimResponse> {
+    return { runs: await this.claims.claim(body, disconnected(response)) };
   }
 
   /**
@@ -37,75 +28,60 @@ export class WorkerApiController {
    * as a claim chooses them. Of the wake-ups that took nothing, those in `requeue` go back to the
    * transport (their queue still has runs waiting); the others are done with.
    */
-  @Post('takes')
-  @HttpCode(200)
-  take(@Body() body: unknown, @Res({ passthrough: true }) response: Response): Promise<TakeRunsResponse> {
-    return this.claims.take(parseTakeRunsRequest(body), disconnected(response));
+  @Route(API.takeRuns)
+  take(@Input() { body }: EndpointInput<typeof API.takeRuns>, @Res({ passthrough: true }) response: Response): Promise<TakeRunsResponse> {
+    return this.claims.take(body, disconnected(response));
   }
 
   /** A Streams wake-up delivered more than MAX_DELIVERIES times: recorded, and its run failed if its claim went idle. */
-  @Post('dead-letters')
-  @HttpCode(200)
-  recordDeadLetter(@Body() body: unknown): Promise<StreamDeadLetterResponse> {
-    const report = parseStreamDeadLetterReport(body);
-    const { name, version, shard } = report.workflow;
-    return this.deadLetters.recordStreamDeadLetter({ ...report, queue: queueName(name, version, shard) });
+  @Route(API.reportDeadLetter)
+  recordDeadLetter(@Input() { body }: EndpointInput<typeof API.reportDeadLetter>): Promise<StreamDeadLetterResponse> {
+    return this.deadLetters.recordStreamDeadLetter(body);
   }
 
-  @Post('heartbeats')
-  @HttpCode(200)
-  async heartbeat(@Body() body: unknown): Promise<HeartbeatResponse> {
-    const { runs } = parseHeartbeatRequest(body);
-    const lost = await this.heartbeats.refresh(runs);
-    this.metrics.heartbeats.inc(runs.length - lost.length);
-    return { lost };
+  @Route(API.heartbeat)
+  async heartbeat(@Input() { body }: EndpointInput<typeof API.heartbeat>): Promise<HeartbeatResponse> {
+    return { lost: await this.writes.heartbeat(body.runs) };
   }
 
-  @Post('runs/:id/tasks')
-  @HttpCode(200)
-  async recordTask(@Param('id') id: string, @Body() body: unknown): Promise<TaskResultResponse> {
-    return { task: await this.writes.recordTask(parseRunId(id), parseTaskResultRequest(body)) };
+  @Route(API.recordTask)
+  async recordTask(@Input() { params, body }: EndpointInput<typeof API.recordTask>): Promise<TaskResultResponse> {
+    return { task: await this.writes.recordTask(params.id, body) };
   }
 
   /** Task results, completions and failures of several runs in one request and one transaction. */
-  @Post('reports')
-  @HttpCode(200)
-  async reports(@Body() body: unknown): Promise<ReportsResponse> {
-    return { outcomes: await this.writes.apply(parseReportsRequest(body)) };
+  @Route(API.report)
+  async reports(@Input() { body }: EndpointInput<typeof API.report>): Promise<ReportsResponse> {
+    return { outcomes: await this.writes.apply(body.reports) };
   }
 
-  @Post('runs/:id/complete')
-  @HttpCode(200)
-  complete(@Param('id') id: string, @Body() body: unknown): Promise<{ revision: number }> {
-    return this.writes.complete(parseRunId(id), parseCompleteRunRequest(body));
+  @Route(API.completeRun)
+  complete(@Input() { params, body }: EndpointInput<typeof API.completeRun>): Promise<RevisionResponse> {
+    return this.writes.complete(params.id, body);
   }
 
   /** Fails the run, or with `retryDelayMs` schedules its next attempt (workflow-level retry). */
-  @Post('runs/:id/fail')
-  @HttpCode(200)
-  fail(@Param('id') id: string, @Body() body: unknown): Promise<{ revision: number }> {
-    return this.writes.fail(parseRunId(id), parseFailRunRequest(body));
+  @Route(API.failRun)
+  fail(@Input() { params, body }: EndpointInput<typeof API.failRun>): Promise<RevisionResponse> {
+    return this.writes.fail(params.id, body);
   }
 
   /** Suspends the run at a sleep, event or retry-wait step (or resolves the step at once). */
-  @Post('runs/:id/suspend')
-  @HttpCode(200)
-  suspend(@Param('id') id: string, @Body() body: unknown): Promise<StepResponse> {
-    return this.steps.suspend(parseRunId(id), parseSuspendRequest(body));
+  @Route(API.suspendRun)
+  suspend(@Input() { params, body }: EndpointInput<typeof API.suspendRun>): Promise<StepResponse> {
+    return this.writes.suspend(params.id, body);
   }
 
   /** Starts a child run (in the parent's shard unless it names one); with `wait` the parent suspends until the child is terminal. */
-  @Post('runs/:id/children')
-  @HttpCode(200)
-  startChild(@Param('id') id: string, @Body() body: unknown): Promise<StepResponse> {
-    return this.steps.startChild(parseRunId(id), parseStartChildRequest(body), uuidv7());
+  @Route(API.startChild)
+  startChild(@Input() { params, body }: EndpointInput<typeof API.startChild>): Promise<StepResponse> {
+    return this.writes.startChild(params.id, body);
   }
 
   /** Gives the run back (worker shutting down) so another worker takes it at once. */
-  @Post('runs/:id/release')
-  @HttpCode(200)
-  release(@Param('id') id: string, @Body() body: unknown): Promise<{ revision: number }> {
-    return this.reportRepository.release(parseRunId(id), parseReleaseRunRequest(body).expectedRevision);
+  @Route(API.releaseRun)
+  release(@Input() { params, body }: EndpointInput<typeof API.releaseRun>): Promise<RevisionResponse> {
+    return this.writes.release(params.id, body.expectedRevision);
   }
 }
 

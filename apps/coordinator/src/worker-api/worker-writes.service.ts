@@ -1,15 +1,16 @@
-import { CompleteRunRequest, DatabaseUnavailableError, EngineError, FailRunRequest, ReportOutcome, StoredTask, TaskResultRequest, WorkerReport } from '@nest-durable/client';
-import { ReportRepository, type RunOutcome } from '@app/locking';
-import { Database, type SqlExecutor } from '@app/persistence';
+import { CompleteRunRequest, DatabaseUnavailableError, EngineError, FailRunRequest, HeartbeatRequest, ReportOutcome, StartChildRequest, StepResponse, StoredTask, SuspendRequest, TaskResultRequest, WorkerReport } from '@nest-durable/client';
+import { HeartbeatRepository, ReportRepository, type RunOutcome, StepRepository } from '@app/locking';
+import { Database, type SqlExecutor, uuidv7 } from '@app/persistence';
 import { Injectable, Logger } from '@nestjs/common';
 import { CoordinatorMetrics } from '../metrics/coordinator.metrics';
 
 type Finished = { status: 'completed' | 'failed'; workflow: string } | undefined;
 
 /**
- * A worker's writes under its claims (task results, completions, failures), alone or coalesced:
- * a batch of reports runs in one transaction, one commit for all of them. Each report is
- * revision-checked on its own, so a stale one is refused without affecting the others.
+ * A worker's writes under its claims: heartbeats, task results, completions and failures (alone or
+ * coalesced: a batch of reports runs in one transaction, one commit for all of them), suspensions,
+ * child runs and releases. Each is revision-checked on its own, so a stale one is refused (409)
+ * without affecting the others.
  */
 @Injectable()
 export class WorkerWritesService {
@@ -17,9 +18,33 @@ export class WorkerWritesService {
 
   constructor(
     private readonly reports: ReportRepository,
+    private readonly heartbeats: HeartbeatRepository,
+    private readonly steps: StepRepository,
     private readonly db: Database,
     private readonly metrics: CoordinatorMetrics,
   ) {}
+
+  /** Refreshes the claims; returns the runs the worker no longer holds. */
+  async heartbeat(runs: HeartbeatRequest['runs']): Promise<string[]> {
+    const lost = await this.heartbeats.refresh(runs);
+    this.metrics.heartbeats.inc(runs.length - lost.length);
+    return lost;
+  }
+
+  /** Suspends the run at a sleep, event or retry-wait step (or resolves the step at once). */
+  suspend(runId: string, request: SuspendRequest): Promise<StepResponse> {
+    return this.steps.suspend(runId, request);
+  }
+
+  /** Starts a child run (in the parent's shard unless it names one); with `wait` the parent suspends until the child is terminal. */
+  startChild(runId: string, request: StartChildRequest): Promise<StepResponse> {
+    return this.steps.startChild(runId, request, uuidv7());
+  }
+
+  /** Gives the run back (worker shutting down) so another worker takes it at once. */
+  release(runId: string, expectedRevision: number): Promise<{ revision: number }> {
+    return this.reports.release(runId, expectedRevision);
+  }
 
   recordTask(runId: string, task: TaskResultRequest): Promise<StoredTask> {
     return this.reports.recordTask(runId, task);
@@ -151,7 +176,7 @@ export class WorkerWritesService {
   }
 }
 
-function toOutcome(result: unknown): ReportOutcome {
+function toOutcome(result: StoredTask | Error): ReportOutcome {
   if (result instanceof EngineError) return { ok: false, statusCode: result.statusCode, reason: result.reason, message: result.message };
   if (result instanceof Error) throw result;
   return { ok: true, result };

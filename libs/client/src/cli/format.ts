@@ -88,7 +88,8 @@ export function formatDeadLetterList(deadLetters: DeadLetterView[], nextCursor: 
   if (deadLetters.length === 0) return 'no dead letters';
   const table = formatTable(
     ['id', 'origin', 'run', 'queue', 'reason', 'created', 'message'],
-    deadLetters.map((letter) => [letter.id, letter.origin, letter.runId, letter.queue, letter.reason, letter.createdAt, letter.message]),
+    // A Streams wake-up that named no run has none.
+    deadLetters.map((letter) => [letter.id, letter.origin, letter.runId ?? '-', letter.queue, letter.reason, letter.createdAt, letter.message]),
   );
   return nextCursor ? `${table}\nmore: --cursor ${nextCursor}` : table;
 }

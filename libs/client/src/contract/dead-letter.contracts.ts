@@ -1,50 +1,47 @@
-import { fail, type JsonValue, parseInteger, rejectUnknownFields } from './validation';
+import { type Static, type StaticDecode, Type } from '@sinclair/typebox';
+import { AnyJson, Closed, DeadLetterId, IntegerIn, withDefaults } from './fields';
 
 /**
  * Something dispatch gave up on: an outbox row that ran out of publish attempts (`outbox`), or a
  * Redis Streams message delivered more than MAX_DELIVERIES times (`stream`). Its run is in PostgreSQL
  * as always; a dead letter says why it may not be moving.
  */
-export interface DeadLetterView {
-  id: string;
-  origin: 'outbox' | 'stream';
-  runId: string;
-  queue: string;
-  /** `publish_failed` or `delivered_too_often`. */
-  reason: string;
-  message: string;
-  /** Origin-specific: publish attempts; the stream, entry id and delivery count. */
-  detail: JsonValue;
-  createdAt: string;
-}
+export const DeadLetterView = Closed(
+  {
+    id: Type.String(),
+    origin: Type.Union([Type.Literal('outbox'), Type.Literal('stream')]),
+    runId: Type.Union([Type.String({ format: 'uuid' }), Type.Null()], { description: 'null when the wake-up named no run' }),
+    queue: Type.String(),
+    reason: Type.String({ description: '`publish_failed` or `delivered_too_often`' }),
+    message: Type.String(),
+    detail: AnyJson('origin-specific: publish attempts; the stream, entry id and delivery count'),
+    createdAt: Type.String({ format: 'date-time' }),
+  },
+  { title: 'DeadLetterView' },
+);
+export type DeadLetterView = Static<typeof DeadLetterView>;
 
-export interface DeadLetterPage {
-  deadLetters: DeadLetterView[];
-  nextCursor: string | null;
-}
+export const DeadLetterPage = Closed({ deadLetters: Type.Array(DeadLetterView), nextCursor: Type.Union([Type.String(), Type.Null()]) }, { title: 'DeadLetterPage' });
+export type DeadLetterPage = Static<typeof DeadLetterPage>;
 
 /** What a redrive did: the failed run queued again as a new attempt, or its wake-up published again. */
-export interface RedriveResult {
-  action: 'retried' | 'republished' | 'none';
-  /** The run's status afterwards. */
-  runStatus: string;
-}
+export const RedriveResult = Closed(
+  {
+    action: Type.Union([Type.Literal('retried'), Type.Literal('republished'), Type.Literal('none')]),
+    runStatus: Type.String({ description: "the run's status afterwards" }),
+  },
+  { title: 'RedriveResult' },
+);
+export type RedriveResult = Static<typeof RedriveResult>;
 
-export interface ListDeadLettersQuery {
-  limit: number;
-  /** The last id of the previous page. */
-  cursor?: string;
-}
+export const ListDeadLettersQuery = withDefaults(
+  Closed({
+    limit: Type.Optional(IntegerIn('limit', 1, 500)),
+    /** The last id of the previous page. */
+    cursor: Type.Optional(DeadLetterId('cursor')),
+  }),
+  { limit: 50 },
+);
+export type ListDeadLettersQuery = StaticDecode<typeof ListDeadLettersQuery>;
 
-export function parseListDeadLettersQuery(raw: Record<string, unknown>): ListDeadLettersQuery {
-  rejectUnknownFields(raw, ['limit', 'cursor'], 'query');
-  return {
-    limit: raw.limit === undefined ? 50 : parseInteger(raw.limit, 'limit', 1, 500),
-    cursor: raw.cursor === undefined ? undefined : parseDeadLetterId(raw.cursor, 'cursor'),
-  };
-}
-
-export function parseDeadLetterId(value: unknown, field = 'dead_letter_id'): string {
-  if (typeof value !== 'string' || !/^[1-9]\d{0,17}$/.test(value)) fail(`invalid_${field}`, `${field} must be a positive integer`);
-  return value;
-}
+export const DeadLetterPath = Type.Object({ id: DeadLetterId('dead_letter_id') });

@@ -1,3 +1,5 @@
+import { type Static, Type } from '@sinclair/typebox';
+
 /**
  * Domain errors shared by the coordinator (which maps them to HTTP at its edge) and the SDK
  * (which rebuilds them from error bodies). `reason` is the stable, machine-readable part.
@@ -88,12 +90,16 @@ export class RunNotFailedError extends EngineError {
 }
 
 /** Body of every error response of the coordinator. */
-export interface ErrorBody {
-  statusCode: number;
-  error: string;
-  reason: string;
-  message: string;
-}
+export const ErrorBody = Type.Object(
+  {
+    statusCode: Type.Integer(),
+    error: Type.String({ description: 'the HTTP status text' }),
+    reason: Type.String({ description: 'stable and machine-readable: `invalid_<field>`, `unknown_field`, `run_not_found`, `revision_conflict`, …' }),
+    message: Type.String({ description: 'one line for a human' }),
+  },
+  { additionalProperties: false, title: 'ErrorBody' },
+);
+export type ErrorBody = Static<typeof ErrorBody>;
 
 /** Missing or wrong bearer token (401): nothing was read or changed. */
 export class UnauthorizedError extends EngineError {

@@ -1,159 +1,130 @@
-import type { RunStatus, StepKind, TaskStatus } from './run-status';
-import {
-  fail,
-  JsonValue,
-  parseIdentifier,
-  parseInteger,
-  parseJson,
-  parseKey,
-  parseTimestamp,
-  rejectUnknownFields,
-  requireArray,
-  requireObject,
-} from './validation';
+import { type Static, type StaticDecode, Type } from '@sinclair/typebox';
+import { AnyJson, Closed, Identifier, IntegerIn, Key, ListOf, Nullable, OneOf, RunId, Timestamp, withDefaults } from './fields';
+import { JsonDocument } from './json-document';
+import { RUN_STATUSES, STEP_KINDS, TASK_STATUSES } from './run-status';
+
+/** The client API's schemas: runs as clients see them, and what clients send. */
+
+const Text = Type.String();
+const Time = Type.String({ format: 'date-time' });
+const NullableTime = Type.Union([Time, Type.Null()]);
 
 /** Failure details stored for a failed task or run. */
-export interface ErrorDetails {
-  name: string;
-  message: string;
-  stack?: string;
-  /** Set when the engine itself failed the run, e.g. `stalled` (see RUN_FAILURE_REASONS). */
-  reason?: string;
-}
+export const ErrorDetails = Closed(
+  {
+    name: Text,
+    message: Text,
+    stack: Type.Optional(Text),
+    /** The error was thrown as nonRetryable (WorkflowError): a replay of its failure is not retried either. */
+    nonRetryable: Type.Optional(Type.Boolean({ description: 'thrown as nonRetryable: neither the task nor its run is retried' })),
+    /** Set when the engine itself failed the run, e.g. `stalled` (see RUN_FAILURE_REASONS). */
+    reason: Type.Optional(Type.String({ description: 'set when the engine itself failed the run, e.g. `stalled`' })),
+  },
+  { title: 'ErrorDetails' },
+);
+export type ErrorDetails = Static<typeof ErrorDetails>;
 
-export interface TaskView {
-  key: string;
-  kind: StepKind;
-  name: string;
-  status: TaskStatus;
-  attempts: number;
-  output: JsonValue;
-  error: ErrorDetails | null;
-  createdAt: string;
-}
+export const TaskView = Closed(
+  {
+    key: Text,
+    kind: OneOf('kind', STEP_KINDS),
+    name: Text,
+    status: OneOf('status', [...TASK_STATUSES, 'waiting']),
+    attempts: Type.Integer(),
+    output: AnyJson(),
+    error: Nullable(ErrorDetails),
+    createdAt: Time,
+  },
+  { title: 'TaskView' },
+);
+export type TaskView = Static<typeof TaskView>;
 
-export interface RunView {
-  id: string;
-  workflow: string;
-  version: string;
-  status: RunStatus;
-  revision: number;
-  attempt: number;
-  priority: number;
-  /** Times the run was taken over after its worker stopped heartbeating. */
-  stalls: number;
-  input: JsonValue;
-  output: JsonValue;
-  error: ErrorDetails | null;
-  idempotencyKey: string | null;
-  /** Routing shard (null: none). */
-  shard: string | null;
-  parentId: string | null;
-  /** When the run is (or was) due; null while it waits for an event or a child without a timeout. */
-  runAt: string | null;
-  createdAt: string;
-  updatedAt: string;
-  startedAt: string | null;
-  finishedAt: string | null;
-  tasks?: TaskView[];
-}
+export const RunView = Closed(
+  {
+    id: Type.String({ format: 'uuid' }),
+    workflow: Text,
+    version: Text,
+    status: OneOf('status', RUN_STATUSES),
+    revision: Type.Integer(),
+    attempt: Type.Integer(),
+    priority: Type.Integer(),
+    stalls: Type.Integer({ description: 'times the run was taken over after its worker stopped heartbeating' }),
+    input: AnyJson(),
+    output: AnyJson(),
+    error: Nullable(ErrorDetails),
+    idempotencyKey: Type.Union([Text, Type.Null()]),
+    shard: Type.Union([Text, Type.Null()], { description: 'routing shard (null: none)' }),
+    parentId: Type.Union([Text, Type.Null()]),
+    runAt: Type.Union([Time, Type.Null()], { description: 'when the run is (or was) due; null while it waits for an event or a child without a timeout' }),
+    createdAt: Time,
+    updatedAt: Time,
+    startedAt: NullableTime,
+    finishedAt: NullableTime,
+    tasks: Type.Optional(Type.Array(TaskView, { description: 'its steps (with a single run, not in lists)' })),
+  },
+  { title: 'RunView' },
+);
+export type RunView = Static<typeof RunView>;
 
-export interface RunPage {
-  runs: RunView[];
-  nextCursor: string | null;
-}
+export const RunPage = Closed({ runs: Type.Array(RunView), nextCursor: Type.Union([Text, Type.Null()], { description: 'pass it back as `cursor` for the next page' }) }, { title: 'RunPage' });
+export type RunPage = Static<typeof RunPage>;
+
+export const StartedRuns = Closed({ runs: Type.Array(RunView, { description: 'in request order' }) }, { title: 'StartedRuns' });
+export type StartedRuns = Static<typeof StartedRuns>;
 
 export const PRIORITY_MIN = -1000;
 export const PRIORITY_MAX = 1000;
 
-export interface StartRunRequest {
-  workflow: string;
-  version: string;
-  input: JsonValue;
-  idempotencyKey?: string;
-  /** Routing shard (e.g. a region): only workers serving that shard take the run. */
-  shard?: string;
-  /** Higher runs first among runs that are due. Default 0. */
-  priority: number;
-  runAt?: Date;
-}
-
-export function parseStartRunRequest(raw: unknown): StartRunRequest {
-  const body = requireObject(raw, 'request body');
-  rejectUnknownFields(body, ['workflow', 'version', 'input', 'idempotencyKey', 'shard', 'priority', 'runAt'], 'request body');
-  return {
-    workflow: parseIdentifier(body.workflow, 'workflow'),
-    version: parseIdentifier(body.version, 'version'),
-    input: parseJson(body.input, 'input'),
-    idempotencyKey: body.idempotencyKey === undefined ? undefined : parseKey(body.idempotencyKey, 'idempotencyKey'),
-    shard: body.shard === undefined ? undefined : parseIdentifier(body.shard, 'shard'),
-    priority: body.priority === undefined ? 0 : parseInteger(body.priority, 'priority', PRIORITY_MIN, PRIORITY_MAX),
-    runAt: body.runAt === undefined ? undefined : parseTimestamp(body.runAt, 'runAt'),
-  };
-}
+export const StartRunRequest = withDefaults(
+  Closed(
+    {
+      workflow: Identifier('workflow'),
+      version: Identifier('version'),
+      input: Type.Optional(JsonDocument('input')),
+      idempotencyKey: Type.Optional(Key('idempotencyKey')),
+      /** Routing shard (e.g. a region): only workers serving that shard take the run. */
+      shard: Type.Optional(Identifier('shard')),
+      /** Higher runs first among runs that are due. */
+      priority: Type.Optional(IntegerIn('priority', PRIORITY_MIN, PRIORITY_MAX)),
+      runAt: Type.Optional(Timestamp('runAt')),
+    },
+    { title: 'StartRunRequest' },
+  ),
+  { input: null, priority: 0 },
+);
+export type StartRunRequest = StaticDecode<typeof StartRunRequest>;
 
 export const BATCH_MAX = 1_000;
 
 /** `POST /v1/runs/batch`: up to BATCH_MAX runs in one transaction. */
-export function parseStartRunsBatch(raw: unknown): StartRunRequest[] {
-  const body = requireObject(raw, 'request body');
-  rejectUnknownFields(body, ['runs'], 'request body');
-  return requireArray(body.runs, 'runs', BATCH_MAX).map(parseStartRunRequest);
-}
+export const StartRunsBatch = Closed({ runs: ListOf('runs', StartRunRequest, 1, BATCH_MAX, 'runs to start') }, { title: 'StartRunsBatch' });
+export type StartRunsBatch = StaticDecode<typeof StartRunsBatch>;
 
 export const LIST_LIMIT_MAX = 500;
 
-export interface ListRunsQuery {
-  workflow?: string;
-  status?: RunStatus;
-  limit: number;
-  cursor?: string;
-}
-
-export function parseListRunsQuery(raw: Record<string, unknown>, statuses: readonly RunStatus[]): ListRunsQuery {
-  rejectUnknownFields(raw, ['workflow', 'status', 'limit', 'cursor'], 'query');
-  if (raw.status !== undefined && !statuses.includes(raw.status as RunStatus)) {
-    fail('invalid_status', `status must be one of ${statuses.join(', ')}`);
-  }
-  return {
-    workflow: raw.workflow === undefined ? undefined : parseIdentifier(raw.workflow, 'workflow'),
-    status: raw.status as RunStatus | undefined,
-    limit: raw.limit === undefined ? 50 : parseInteger(raw.limit, 'limit', 1, LIST_LIMIT_MAX),
-    cursor: raw.cursor === undefined ? undefined : parseKey(raw.cursor, 'cursor'),
-  };
-}
+export const ListRunsQuery = withDefaults(
+  Closed({
+    workflow: Type.Optional(Identifier('workflow')),
+    status: Type.Optional(OneOf('status', RUN_STATUSES)),
+    limit: Type.Optional(IntegerIn('limit', 1, LIST_LIMIT_MAX)),
+    cursor: Type.Optional(RunId('cursor')),
+  }),
+  { limit: 50 },
+);
+export type ListRunsQuery = StaticDecode<typeof ListRunsQuery>;
 
 export const WAIT_MS_MAX = 60_000;
 
-export function parseWaitMs(raw: unknown): number {
-  return raw === undefined ? 0 : parseInteger(raw, 'waitMs', 0, WAIT_MS_MAX);
-}
+export const RunResultQuery = withDefaults(Closed({ waitMs: Type.Optional(IntegerIn('waitMs', 0, WAIT_MS_MAX)) }), { waitMs: 0 });
 
-export interface SendEventRequest {
-  data: JsonValue;
-}
+export const RunPath = Type.Object({ id: RunId('run_id') });
+export const RunEventPath = Type.Object({ id: RunId('run_id'), name: Identifier('event_name') });
 
-export function parseSendEventRequest(raw: unknown): SendEventRequest {
-  const body = raw === undefined ? {} : requireObject(raw, 'request body');
-  rejectUnknownFields(body, ['data'], 'request body');
-  return { data: parseJson(body.data, 'data') };
-}
+export const SendEventRequest = withDefaults(Closed({ data: Type.Optional(JsonDocument('data')) }, { title: 'SendEventRequest' }), { data: null });
+export type SendEventRequest = StaticDecode<typeof SendEventRequest>;
 
-export interface EventAccepted {
-  /** True when the run was waiting for this event and has been woken; false when it is kept for a later wait. */
-  delivered: boolean;
-}
-
-export function parseErrorDetails(raw: unknown, field: string): ErrorDetails {
-  const error = requireObject(raw, field);
-  rejectUnknownFields(error, ['name', 'message', 'stack'], field);
-  if (typeof error.message !== 'string') fail(`invalid_${field}`, `${field}.message must be a string`);
-  const details = parseJson(
-    { name: typeof error.name === 'string' ? error.name : 'Error', message: error.message, stack: error.stack },
-    field,
-  ) as unknown as ErrorDetails;
-  if (details.stack !== undefined && typeof details.stack !== 'string') {
-    fail(`invalid_${field}`, `${field}.stack must be a string`);
-  }
-  return details;
-}
+export const EventAccepted = Closed(
+  { delivered: Type.Boolean({ description: 'true when the run was waiting for this event and has been woken; false when it is kept for a later wait' }) },
+  { title: 'EventAccepted' },
+);
+export type EventAccepted = Static<typeof EventAccepted>;

@@ -1,169 +1,182 @@
+import { Kind, type StaticDecode, type TArray, type TObject, type TransformOptions, TransformKind, type TSchema, type TUnion } from '@sinclair/typebox';
+import { compiled } from './compiled-check';
 import { InvalidRequestError } from './errors';
+import { Identifier, REASON, RunId } from './fields';
+import { DOCUMENT_FIELD, DOCUMENT_SHAPE, documentProblem, JSON_DOCUMENT_KIND, type TJsonDocument } from './json-document';
 
 /**
- * One rule for every identifier that reaches the database columns and (later) Redis keys:
- * workflow names, versions, shards and event names. Keys are built by joining identifiers with
- * ':' so the character set excludes it.
+ * Validation by the contract's schemas: a compiled check (TypeBox's TypeCompiler), and only for a value
+ * it refuses, a walk that finds the first problem in the order a reader expects (unknown fields, then
+ * each field in the order the schema declares them) and its stable reason. A value it accepts is then
+ * decoded: defaults filled in, run ids in lower case, timestamps as Dates, and the rules no JSON Schema
+ * keyword says (they throw their own InvalidRequestError).
  */
-export const IDENTIFIER_MAX_LENGTH = 128;
-const IDENTIFIER_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
-
-/**
- * Idempotency keys, worker ids, step keys and names are chosen by users: any printable text, bounded.
- * Not lone UTF-16 surrogates: UTF-8 cannot carry one, so it would be stored as U+FFFD and two keys
- * would become one.
- */
-export const KEY_MAX_LENGTH = 255;
-// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this refuses
-const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f]/;
-
-const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-/** JSON documents (run input, task output, run output) are bounded in size. */
-export const JSON_MAX_BYTES = 1024 * 1024;
-
-/**
- * Deepest nesting of arrays and objects in a request body, the body itself being level 1. Validation,
- * JSON.stringify and the driver all recurse into documents: bounded here, none of them can run out of
- * stack (they did at ~3,500 levels). A document inside the deepest envelope (a worker report) still
- * gets 124 levels.
- */
-export const JSON_MAX_DEPTH = 128;
-
-export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
 
 export function fail(reason: string, message: string): never {
   throw new InvalidRequestError(reason, message);
 }
 
-export function requireObject(value: unknown, what: string): Record<string, unknown> {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    fail('invalid_body', `${what} must be a JSON object`);
-  }
-  return value as Record<string, unknown>;
+/**
+ * The value `schema` describes, decoded, or an InvalidRequestError with the reason of its first problem.
+ * `what` names the value in messages (`request body`, `query`).
+ */
+export function decode<T extends TSchema>(schema: T, value: unknown, what: string): StaticDecode<T> {
+  if (!compiled(schema).Check(value)) throw refusal(schema, value, what);
+  return decodeChecked(schema, value) as StaticDecode<T>;
 }
 
-/** A JSON array of `min`-`max` items; the reason is `invalid_<field>`. */
-export function requireArray(value: unknown, field: string, max: number, min = 1): unknown[] {
-  if (!Array.isArray(value) || value.length < min || value.length > max) {
-    fail(`invalid_${field}`, `${field} must be an array of ${min}-${max} items`);
-  }
-  return value;
+/**
+ * A query as Express reads it (every value text, or a list of texts when repeated), decoded: integer fields
+ * are read from decimal text first.
+ */
+export function decodeQuery<T extends TSchema>(schema: T, query: Record<string, unknown>): StaticDecode<T> {
+  const properties = (schema as unknown as TObject).properties;
+  const isInteger = (key: string, value: unknown) => Object.hasOwn(properties, key) && properties[key].type === 'integer' && typeof value === 'string' && /^-?\d+$/.test(value);
+  // fromEntries defines each key as its own property: `__proto__=…` stays a field (an unknown one), not a prototype.
+  const read = Object.fromEntries(Object.entries(query).map(([key, value]) => [key, isInteger(key, value) ? Number(value) : value]));
+  return decode(schema, read, 'query');
 }
 
-/** Rejects fields the endpoint does not know, so a typo is an error rather than silently ignored. */
-export function rejectUnknownFields(body: Record<string, unknown>, allowed: readonly string[], what: string): void {
-  const unknown = Object.keys(body).filter((key) => !allowed.includes(key));
-  if (unknown.length > 0) {
-    fail('unknown_field', `${what} has unknown field(s): ${unknown.join(', ')}`);
-  }
+/** Checks one value against a field's rule: `parseRunId(id)` is the run id, lower case, or a 400 `invalid_run_id`. */
+export function parseRunId(value: unknown, field = 'run_id'): string {
+  return decode(RunId(field), value, field);
 }
 
 export function parseIdentifier(value: unknown, field: string): string {
-  if (typeof value !== 'string' || value.length === 0) {
-    fail(`invalid_${field}`, `${field} must be a non-empty string`);
-  }
-  if (value.length > IDENTIFIER_MAX_LENGTH || !IDENTIFIER_PATTERN.test(value)) {
-    fail(
-      `invalid_${field}`,
-      `${field} must be 1-${IDENTIFIER_MAX_LENGTH} characters of letters, digits, '.', '_' or '-', starting with a letter or digit`,
-    );
-  }
-  return value;
+  return decode(Identifier(field), value, field);
 }
 
-export function parseKey(value: unknown, field: string): string {
-  if (
-    typeof value !== 'string' ||
-    value.length === 0 ||
-    value.length > KEY_MAX_LENGTH ||
-    CONTROL_CHARACTERS.test(value) ||
-    !value.isWellFormed()
-  ) {
-    fail(`invalid_${field}`, `${field} must be 1-${KEY_MAX_LENGTH} characters with no control characters or lone UTF-16 surrogates`);
-  }
-  return value;
-}
+// ---- Refusals --------------------------------------------------------------------------------
 
-export function parseRunId(value: unknown, field = 'run_id'): string {
-  if (typeof value !== 'string' || !UUID_PATTERN.test(value)) {
-    fail(`invalid_${field}`, `${field} must be a UUID`);
-  }
-  return value.toLowerCase();
-}
+type Problem = { kind: 'schema'; schema: TSchema; path: string; value: unknown } | { kind: 'unknown_fields'; path: string; fields: string[] };
 
-export function parseInteger(value: unknown, field: string, min: number, max: number): number {
-  const parsed = typeof value === 'string' && /^-?\d+$/.test(value) ? Number(value) : value;
-  if (typeof parsed !== 'number' || !Number.isInteger(parsed) || parsed < min || parsed > max) {
-    fail(`invalid_${field}`, `${field} must be an integer from ${min} to ${max}`);
-  }
-  return parsed;
-}
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const passes = (schema: TSchema, value: unknown) => compiled(schema).Check(value);
 
-const TIMESTAMP_MIN = Date.UTC(1970, 0, 1);
-const TIMESTAMP_MAX = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
-
-export function parseTimestamp(value: unknown, field: string): Date {
-  const date = typeof value === 'string' ? new Date(value) : undefined;
-  if (!date || Number.isNaN(date.getTime()) || date.getTime() < TIMESTAMP_MIN || date.getTime() > TIMESTAMP_MAX) {
-    fail(`invalid_${field}`, `${field} must be an ISO 8601 timestamp between the years 1970 and 9999`);
+function refusal(schema: TSchema, value: unknown, what: string): InvalidRequestError {
+  const problem = firstProblem(schema, value, '') ?? { kind: 'schema', schema, path: '', value };
+  const where = problem.path === '' ? what : problem.path;
+  if (problem.kind === 'unknown_fields') {
+    return new InvalidRequestError('unknown_field', `${where} has unknown field(s): ${problem.fields.join(', ')}`);
   }
-  return date;
+  const refused = problem.schema;
+  if (refused[Kind] === JSON_DOCUMENT_KIND && problem.value !== undefined) {
+    const found = documentProblem(problem.value, (refused as TJsonDocument)[DOCUMENT_FIELD], where);
+    if (found) return new InvalidRequestError(found.reason, found.message);
+  }
+  const reason = (refused[REASON] as string | undefined) ?? 'invalid_body';
+  const rule = refused.description ?? (refused[Kind] === 'Object' ? 'a JSON object' : 'as described in the API description');
+  return new InvalidRequestError(reason, `${where} must be ${rule}`);
 }
 
 /**
- * Refuses a parsed JSON body nested deeper than JSON_MAX_DEPTH. Walks it with a stack of its own
- * rather than recursing, since recursing is what a deep body must not be able to break.
+ * The first problem of a value `schema` refuses: in an object, unknown fields first, then its fields in
+ * the order the schema declares them (a missing one is refused as that field); in an array, its length,
+ * then its items in order; in a union with a discriminator, fields none of its variants knows, then the
+ * discriminator, then the variant it names.
  */
-export function assertJsonDepth(body: unknown): void {
-  // Containers still to visit and their depths, side by side (no object per entry: bodies can hold many).
-  const containers: object[] = [];
-  const depths: number[] = [];
-  if (body !== null && typeof body === 'object') {
-    containers.push(body);
-    depths.push(1);
-  }
-  while (containers.length > 0) {
-    const container = containers.pop()!;
-    const depth = depths.pop()!;
-    if (depth > JSON_MAX_DEPTH) fail('json_too_deep', `the request body nests arrays and objects deeper than ${JSON_MAX_DEPTH} levels`);
-    for (const item of Array.isArray(container) ? container : Object.values(container)) {
-      if (item !== null && typeof item === 'object') {
-        containers.push(item);
-        depths.push(depth + 1);
+function firstProblem(schema: TSchema, value: unknown, path: string): Problem | undefined {
+  if (passes(schema, value)) return undefined;
+  const here: Problem = { kind: 'schema', schema, path, value };
+  switch (schema[Kind]) {
+    case 'Object': {
+      const object = schema as TObject;
+      if (!isObject(value)) return here;
+      if (object.additionalProperties === false) {
+        const unknown = Object.keys(value).filter((key) => !Object.hasOwn(object.properties, key));
+        if (unknown.length > 0) return { kind: 'unknown_fields', path, fields: unknown };
       }
+      const required = object.required ?? [];
+      for (const [key, property] of Object.entries(object.properties)) {
+        const field = path === '' ? key : `${path}.${key}`;
+        if (value[key] === undefined) {
+          if (required.includes(key)) return { kind: 'schema', schema: property, path: field, value: undefined };
+          continue;
+        }
+        const problem = firstProblem(property, value[key], field);
+        if (problem) return problem;
+      }
+      return here;
     }
+    case 'Array': {
+      const array = schema as TArray;
+      if (!Array.isArray(value) || value.length < (array.minItems ?? 0) || value.length > (array.maxItems ?? Infinity)) return here;
+      for (const [index, item] of value.entries()) {
+        const problem = firstProblem(array.items, item, `${path}[${index}]`);
+        if (problem) return problem;
+      }
+      return here;
+    }
+    case 'Union': {
+      const tag = discriminator(schema);
+      if (!tag) return here;
+      if (!isObject(value)) return { kind: 'schema', schema: { [Kind]: 'Object' } as unknown as TSchema, path, value };
+      const variants = (schema as TUnion).anyOf as TObject[];
+      const unknown = Object.keys(value).filter((key) => !variants.some((variant) => Object.hasOwn(variant.properties, key)));
+      if (unknown.length > 0) return { kind: 'unknown_fields', path, fields: unknown };
+      const variant = variantOf(schema as TUnion, tag, value);
+      if (!variant) return { kind: 'schema', schema: tagSchema(schema as TUnion, tag), path: path === '' ? tag : `${path}.${tag}`, value: value[tag] };
+      return firstProblem(variant, value, path);
+    }
+    case JSON_DOCUMENT_KIND: {
+      const shape = (schema as TJsonDocument)[DOCUMENT_SHAPE];
+      return (shape && value !== undefined && firstProblem(shape, value, path)) || here;
+    }
+    default:
+      return here;
   }
+}
+
+/** The property a union's variants are told apart by (OpenAPI's `discriminator`), if it has one. */
+function discriminator(schema: TSchema): string | undefined {
+  return (schema as { discriminator?: { propertyName: string } }).discriminator?.propertyName;
+}
+
+function variantOf(union: TUnion, tag: string, value: Record<string, unknown>): TSchema | undefined {
+  return union.anyOf.find((variant) => (variant as TObject).properties[tag]?.const === value[tag]);
+}
+
+/** What the discriminator of a union may be: one of its variants' values, refused with the reason they give. */
+function tagSchema(union: TUnion, tag: string): TSchema {
+  const values = union.anyOf.map((variant) => (variant as TObject).properties[tag].const as string);
+  return { [Kind]: 'Union', [REASON]: (union.anyOf[0] as TObject).properties[tag][REASON], description: `one of ${values.join(', ')}` } as unknown as TSchema;
+}
+
+// ---- Decoding --------------------------------------------------------------------------------
+
+const transforming = new WeakMap<TSchema, boolean>();
+
+/** Whether decoding `schema` changes anything (only those parts are walked). */
+function hasTransform(schema: TSchema): boolean {
+  let known = transforming.get(schema);
+  if (known === undefined) {
+    const inner: TSchema[] =
+      schema[Kind] === 'Object' ? Object.values((schema as TObject).properties) : schema[Kind] === 'Array' ? [(schema as TArray).items] : schema[Kind] === 'Union' ? (schema as TUnion).anyOf : [];
+    known = TransformKind in schema || inner.some(hasTransform);
+    transforming.set(schema, known);
+  }
+  return known;
 }
 
 /**
- * Accepts any JSON value except text PostgreSQL jsonb rejects: NUL characters (SQLSTATE 22P05)
- * and lone UTF-16 surrogates (22P02). Stored, either would wedge a run on every redelivery.
+ * Decodes a value `schema` accepted. (TypeBox's own Decode checks every variant of a union again,
+ * documents included; a discriminator says which variant a value is.)
  */
-export function parseJson(value: unknown, field: string): JsonValue {
-  if (value === undefined) return null;
-  assertStorableJson(value, field);
-  const bytes = Buffer.byteLength(JSON.stringify(value));
-  if (bytes > JSON_MAX_BYTES) {
-    fail(`${field}_too_large`, `${field} is ${bytes} bytes; the limit is ${JSON_MAX_BYTES}`);
+function decodeChecked(schema: TSchema, value: unknown): unknown {
+  if (!hasTransform(schema)) return value;
+  let decoded = value;
+  if (schema[Kind] === 'Object' && isObject(value)) {
+    const properties = (schema as TObject).properties;
+    const object: Record<string, unknown> = {};
+    for (const [key, item] of Object.entries(value)) object[key] = Object.hasOwn(properties, key) ? decodeChecked(properties[key], item) : item;
+    decoded = object;
+  } else if (schema[Kind] === 'Array' && Array.isArray(value)) {
+    decoded = value.map((item) => decodeChecked((schema as TArray).items, item));
+  } else if (schema[Kind] === 'Union') {
+    const tag = discriminator(schema);
+    const variant = tag ? variantOf(schema as TUnion, tag, value as Record<string, unknown>) : (schema as TUnion).anyOf.find((candidate) => passes(candidate, value));
+    decoded = decodeChecked(variant!, value);
   }
-  return value as JsonValue;
-}
-
-function assertStorableJson(value: unknown, field: string): void {
-  if (typeof value === 'string') {
-    assertStorableText(value, field);
-  } else if (Array.isArray(value)) {
-    for (const item of value) assertStorableJson(item, field);
-  } else if (value !== null && typeof value === 'object') {
-    for (const [key, item] of Object.entries(value)) {
-      assertStorableText(key, field);
-      assertStorableJson(item, field);
-    }
-  }
-}
-
-function assertStorableText(text: string, field: string): void {
-  if (text.includes('\u0000')) fail('json_nul_character', `${field} contains a NUL character (\\u0000)`);
-  if (!text.isWellFormed()) fail('json_invalid_unicode', `${field} contains a lone UTF-16 surrogate`);
+  const transform = (schema as { [TransformKind]?: TransformOptions })[TransformKind];
+  return transform ? transform.Decode(decoded) : decoded;
 }

@@ -1,0 +1,379 @@
+import { type StaticDecode, type TSchema, Type } from '@sinclair/typebox';
+import { DeadLetterPage, DeadLetterPath, ListDeadLettersQuery, RedriveResult } from './dead-letter.contracts';
+import {
+  EventAccepted,
+  ListRunsQuery,
+  RunEventPath,
+  RunPage,
+  RunPath,
+  RunResultQuery,
+  RunView,
+  SendEventRequest,
+  StartedRuns,
+  StartRunRequest,
+  StartRunsBatch,
+} from './run.contracts';
+import {
+  ClaimRequest,
+  ClaimResponse,
+  CompleteRunRequest,
+  FailRunRequest,
+  HeartbeatRequest,
+  HeartbeatResponse,
+  ReleaseRunRequest,
+  ReportsRequest,
+  ReportsResponse,
+  RevisionResponse,
+  StartChildRequest,
+  StepResponse,
+  StreamDeadLetterReport,
+  StreamDeadLetterResponse,
+  SuspendRequest,
+  TakeRunsRequest,
+  TakeRunsResponse,
+  TaskResultRequest,
+  TaskResultResponse,
+  WorkerPath,
+} from './worker.contracts';
+
+/**
+ * Every route of the coordinator's HTTP API, once: the coordinator serves each from its entry (path, method,
+ * status, audience, and the schemas it validates its input with), and the API description at /docs-json is
+ * built from the same entries (see openApiDocument).
+ */
+export interface Endpoint {
+  method: 'get' | 'post' | 'delete';
+  /** OpenAPI style: `/v1/runs/{id}`. */
+  path: string;
+  /** Whose bearer token it takes: CLIENT_TOKEN, WORKER_TOKEN, or none. */
+  audience: 'client' | 'worker' | 'public';
+  tag: string;
+  summary: string;
+  params?: TSchema;
+  query?: TSchema;
+  body?: TSchema;
+  /** A body that may be left out (read as `{}`). */
+  bodyOptional?: boolean;
+  /** The status of a success, unless the handler sets another of `responses`. */
+  status: number;
+  responses: Record<number, { description: string; schema?: TSchema; contentType?: string }>;
+  /** Refusals of this route beyond the ones every route has (400 for bad input, 401, 503). */
+  errors?: Partial<Record<404 | 409, string>>;
+}
+
+/** What a route's handler gets: its path parameters, query and body, validated and decoded. */
+export type EndpointInput<E extends Endpoint> = {
+  params: E['params'] extends TSchema ? StaticDecode<E['params']> : undefined;
+  query: E['query'] extends TSchema ? StaticDecode<E['query']> : undefined;
+  body: E['body'] extends TSchema ? StaticDecode<E['body']> : undefined;
+};
+
+const endpoint = <const E extends Endpoint>(entry: E): E => entry;
+const json = (description: string, schema: TSchema) => ({ description, schema });
+
+const RUN_NOT_FOUND = 'run_not_found';
+const revisioned = { 404: RUN_NOT_FOUND, 409: 'revision_conflict: the run is no longer at `expectedRevision` in a running state (nothing changed)' } as const;
+
+/** Each health indicator's state (`up`, `degraded`, `down`), with what it found. */
+const Indicators = Type.Record(Type.String(), Type.Object({ status: Type.Union([Type.Literal('up'), Type.Literal('degraded'), Type.Literal('down')]) }));
+
+/** A terminus report: `status` overall, and each indicator's state under `info` (up), `error` (not up) and `details` (all). */
+const HealthReport = Type.Object(
+  {
+    status: Type.Union([Type.Literal('ok'), Type.Literal('degraded'), Type.Literal('error'), Type.Literal('shutting_down')]),
+    info: Type.Optional(Indicators),
+    error: Type.Optional(Indicators),
+    details: Indicators,
+  },
+  { title: 'HealthReport' },
+);
+
+export const API = {
+  // ---- runs (clients) ----
+  startRun: endpoint({
+    method: 'post',
+    path: '/v1/runs',
+    audience: 'client',
+    tag: 'runs',
+    summary: 'Start a run',
+    body: StartRunRequest,
+    status: 201,
+    responses: { 201: json('The new run', RunView), 200: json('The existing run: its idempotency key was used for this workflow already', RunView) },
+  }),
+  startRuns: endpoint({
+    method: 'post',
+    path: '/v1/runs/batch',
+    audience: 'client',
+    tag: 'runs',
+    summary: 'Start up to 1,000 runs in one transaction (an existing idempotency key gives the existing run)',
+    body: StartRunsBatch,
+    status: 201,
+    responses: { 201: json('The runs, in request order', StartedRuns) },
+  }),
+  listRuns: endpoint({
+    method: 'get',
+    path: '/v1/runs',
+    audience: 'client',
+    tag: 'runs',
+    summary: 'List runs, newest first',
+    query: ListRunsQuery,
+    status: 200,
+    responses: { 200: json('A page of runs', RunPage) },
+  }),
+  getRun: endpoint({
+    method: 'get',
+    path: '/v1/runs/{id}',
+    audience: 'client',
+    tag: 'runs',
+    summary: 'A run with its steps',
+    params: RunPath,
+    status: 200,
+    responses: { 200: json('The run', RunView) },
+    errors: { 404: RUN_NOT_FOUND },
+  }),
+  runResult: endpoint({
+    method: 'get',
+    path: '/v1/runs/{id}/result',
+    audience: 'client',
+    tag: 'runs',
+    summary: 'Wait up to waitMs for the run to be terminal (woken by its final transition), then return it as it is',
+    params: RunPath,
+    query: RunResultQuery,
+    status: 200,
+    responses: { 200: json('The run', RunView) },
+    errors: { 404: RUN_NOT_FOUND },
+  }),
+  cancelRun: endpoint({
+    method: 'post',
+    path: '/v1/runs/{id}/cancel',
+    audience: 'client',
+    tag: 'runs',
+    summary: 'Cancel the run and its unfinished child runs',
+    params: RunPath,
+    status: 200,
+    responses: { 200: json('The cancelled run', RunView) },
+    errors: { 404: RUN_NOT_FOUND, 409: 'run_terminal: the run already finished' },
+  }),
+  sendEvent: endpoint({
+    method: 'post',
+    path: '/v1/runs/{id}/events/{name}',
+    audience: 'client',
+    tag: 'runs',
+    summary: 'Deliver an event to a run waiting for it, or keep it for its next wait of that name',
+    params: RunEventPath,
+    body: SendEventRequest,
+    bodyOptional: true,
+    status: 202,
+    responses: { 202: json('Accepted', EventAccepted) },
+    errors: { 404: RUN_NOT_FOUND, 409: 'run_terminal: the run already finished' },
+  }),
+  wakeRun: endpoint({
+    method: 'post',
+    path: '/v1/runs/{id}/wake',
+    audience: 'client',
+    tag: 'runs',
+    summary: 'End a durable sleep now',
+    params: RunPath,
+    status: 200,
+    responses: { 200: json('The run', RunView) },
+    errors: { 404: RUN_NOT_FOUND, 409: 'run_not_sleeping: the run is not in a durable sleep' },
+  }),
+  retryRun: endpoint({
+    method: 'post',
+    path: '/v1/runs/{id}/retry',
+    audience: 'client',
+    tag: 'runs',
+    summary: 'Run a failed run again as its next attempt, resuming from its completed steps',
+    params: RunPath,
+    status: 200,
+    responses: { 200: json('The run, queued again', RunView) },
+    errors: { 404: RUN_NOT_FOUND, 409: 'run_not_failed: only a failed run can be retried' },
+  }),
+
+  // ---- dead letters (clients) ----
+  listDeadLetters: endpoint({
+    method: 'get',
+    path: '/v1/dead-letters',
+    audience: 'client',
+    tag: 'dead letters',
+    summary: 'What dispatch gave up on, newest first',
+    query: ListDeadLettersQuery,
+    status: 200,
+    responses: { 200: json('A page of dead letters', DeadLetterPage) },
+  }),
+  redriveDeadLetter: endpoint({
+    method: 'post',
+    path: '/v1/dead-letters/{id}/redrive',
+    audience: 'client',
+    tag: 'dead letters',
+    summary: 'Put its run back in motion (a new attempt, or a new wake-up) and remove it',
+    params: DeadLetterPath,
+    status: 200,
+    responses: { 200: json('What the redrive did', RedriveResult) },
+    errors: { 404: 'dead_letter_not_found' },
+  }),
+  deleteDeadLetter: endpoint({
+    method: 'delete',
+    path: '/v1/dead-letters/{id}',
+    audience: 'client',
+    tag: 'dead letters',
+    summary: 'Remove it',
+    params: DeadLetterPath,
+    status: 204,
+    responses: { 204: { description: 'Removed' } },
+    errors: { 404: 'dead_letter_not_found' },
+  }),
+
+  // ---- worker protocol ----
+  claimRuns: endpoint({
+    method: 'post',
+    path: '/v1/worker/claims',
+    audience: 'worker',
+    tag: 'worker protocol',
+    summary: 'Claim ready runs of the given workflow versions, long-polling up to waitMs when none is ready',
+    body: ClaimRequest,
+    status: 200,
+    responses: { 200: json('The runs claimed (none when waitMs passed)', ClaimResponse) },
+  }),
+  takeRuns: endpoint({
+    method: 'post',
+    path: '/v1/worker/takes',
+    audience: 'worker',
+    tag: 'worker protocol',
+    summary: 'Take runs for wake-ups a transport (Redis) delivered: up to one per wake-up of each queue, chosen as a claim chooses them',
+    body: TakeRunsRequest,
+    status: 200,
+    responses: { 200: json('The runs taken, and the wake-ups to give back', TakeRunsResponse) },
+  }),
+  heartbeat: endpoint({
+    method: 'post',
+    path: '/v1/worker/heartbeats',
+    audience: 'worker',
+    tag: 'worker protocol',
+    summary: 'Refresh the claims of runs this worker holds',
+    body: HeartbeatRequest,
+    status: 200,
+    responses: { 200: json('The runs no longer held', HeartbeatResponse) },
+  }),
+  recordTask: endpoint({
+    method: 'post',
+    path: '/v1/worker/runs/{id}/tasks',
+    audience: 'worker',
+    tag: 'worker protocol',
+    summary: 'Record a task result (the first one written for a key wins)',
+    params: WorkerPath,
+    body: TaskResultRequest,
+    status: 200,
+    responses: { 200: json('The recorded task', TaskResultResponse) },
+    errors: revisioned,
+  }),
+  report: endpoint({
+    method: 'post',
+    path: '/v1/worker/reports',
+    audience: 'worker',
+    tag: 'worker protocol',
+    summary: 'Task results, completions and failures of several runs in one request and one transaction, each checked on its own',
+    body: ReportsRequest,
+    status: 200,
+    responses: { 200: json('One outcome per report, in order', ReportsResponse) },
+  }),
+  completeRun: endpoint({
+    method: 'post',
+    path: '/v1/worker/runs/{id}/complete',
+    audience: 'worker',
+    tag: 'worker protocol',
+    summary: 'Complete the run',
+    params: WorkerPath,
+    body: CompleteRunRequest,
+    status: 200,
+    responses: { 200: json('Completed', RevisionResponse) },
+    errors: revisioned,
+  }),
+  failRun: endpoint({
+    method: 'post',
+    path: '/v1/worker/runs/{id}/fail',
+    audience: 'worker',
+    tag: 'worker protocol',
+    summary: 'Fail the run, or with retryDelayMs schedule its next attempt',
+    params: WorkerPath,
+    body: FailRunRequest,
+    status: 200,
+    responses: { 200: json('Failed, or waiting for its next attempt', RevisionResponse) },
+    errors: revisioned,
+  }),
+  suspendRun: endpoint({
+    method: 'post',
+    path: '/v1/worker/runs/{id}/suspend',
+    audience: 'worker',
+    tag: 'worker protocol',
+    summary: 'Suspend the run at a sleep, event or retry-wait step (or resolve the step at once)',
+    params: WorkerPath,
+    body: SuspendRequest,
+    status: 200,
+    responses: { 200: json('The step', StepResponse) },
+    errors: { ...revisioned, 409: `${revisioned[409]}; step_conflict: the key was recorded as another kind of step` },
+  }),
+  startChild: endpoint({
+    method: 'post',
+    path: '/v1/worker/runs/{id}/children',
+    audience: 'worker',
+    tag: 'worker protocol',
+    summary: "Start a child run (in the parent's shard unless `shard` names one, null: none); with `wait` the parent suspends until it is terminal",
+    params: WorkerPath,
+    body: StartChildRequest,
+    status: 200,
+    responses: { 200: json('The step', StepResponse) },
+    errors: { ...revisioned, 409: `${revisioned[409]}; step_conflict: the key was recorded as another kind of step` },
+  }),
+  releaseRun: endpoint({
+    method: 'post',
+    path: '/v1/worker/runs/{id}/release',
+    audience: 'worker',
+    tag: 'worker protocol',
+    summary: 'Give the run back (worker shutting down), so another worker takes it at once',
+    params: WorkerPath,
+    body: ReleaseRunRequest,
+    status: 200,
+    responses: { 200: json('Queued again', RevisionResponse) },
+    errors: revisioned,
+  }),
+  reportDeadLetter: endpoint({
+    method: 'post',
+    path: '/v1/worker/dead-letters',
+    audience: 'worker',
+    tag: 'worker protocol',
+    summary: 'Hand over a Streams wake-up delivered too often: recorded, and its run failed (`stalled`) if its claim went idle',
+    body: StreamDeadLetterReport,
+    status: 200,
+    responses: { 200: json('The dead letter', StreamDeadLetterResponse) },
+  }),
+
+  // ---- operations (no token) ----
+  live: endpoint({
+    method: 'get',
+    path: '/health/live',
+    audience: 'public',
+    tag: 'operations',
+    summary: 'Liveness: the process serves HTTP',
+    status: 200,
+    responses: { 200: json('Up', HealthReport) },
+  }),
+  ready: endpoint({
+    method: 'get',
+    path: '/health/ready',
+    audience: 'public',
+    tag: 'operations',
+    summary: 'Readiness: PostgreSQL, the LISTEN session, and with a publisher Redis and the outbox',
+    status: 200,
+    responses: { 200: json('Up, or `degraded` when the outbox falls behind or dead letters pile up', HealthReport), 503: json('Down', HealthReport) },
+  }),
+  metrics: endpoint({
+    method: 'get',
+    path: '/metrics',
+    audience: 'public',
+    tag: 'operations',
+    summary: 'Prometheus metrics',
+    status: 200,
+    responses: { 200: { description: 'Prometheus text format', schema: Type.String(), contentType: 'text/plain' } },
+  }),
+} satisfies Record<string, Endpoint>;
