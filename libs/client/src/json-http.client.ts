@@ -79,7 +79,7 @@ export class JsonHttpClient {
     }
     if (!response.ok) {
       const error = parsed as Partial<ErrorBody> | undefined;
-      throw new EngineHttpError(response.status, error?.reason ?? `http_${response.status}`, error?.message ?? text);
+      throw new EngineHttpError(response.status, error?.reason ?? `http_${response.status}`, error?.message ?? (text || `HTTP ${response.status}`));
     }
     return parsed as T;
   }
