@@ -1,4 +1,4 @@
-import { EngineError, ErrorBody } from './contract';
+import { type Endpoint, type EndpointCall, type EndpointResult, EngineError, ErrorBody, endpointRequest } from './contract';
 
 /** An error response from the coordinator, rebuilt from its `{statusCode, reason, message}` body. */
 export class EngineHttpError extends EngineError {
@@ -34,6 +34,12 @@ export class JsonHttpClient {
     private readonly headers: Record<string, string> = {},
   ) {
     this.baseUrl = baseUrl.replace(/\/+$/, '');
+  }
+
+  /** Calls one endpoint of the contract, with what its schemas say it sends and answers. */
+  call<E extends Endpoint>(endpoint: E, call: EndpointCall<E>, signal?: AbortSignal): Promise<EndpointResult<E>> {
+    const { method, path, body } = endpointRequest(endpoint, call);
+    return this.request<EndpointResult<E>>(method, path, body, signal);
   }
 
   async request<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown, signal?: AbortSignal): Promise<T> {
@@ -73,7 +79,7 @@ export class JsonHttpClient {
     }
     if (!response.ok) {
       const error = parsed as Partial<ErrorBody> | undefined;
-      throw new EngineHttpError(response.status, error?.reason ?? `http_${response.status}`, error?.message ?? text);
+      throw new EngineHttpError(response.status, error?.reason ?? `http_${response.status}`, error?.message ?? (text || `HTTP ${response.status}`));
     }
     return parsed as T;
   }

@@ -1,5 +1,6 @@
-import type { DeadLetterPage, EventAccepted, JsonValue, RedriveResult, RunPage, RunStatus, RunView } from './contract';
-import { isTerminalStatus, WAIT_MS_MAX } from './contract';
+import type { StaticEncode } from '@sinclair/typebox';
+import type { DeadLetterPage, EventAccepted, JsonValue, RedriveResult, RunPage, RunStatus, RunView, StartRunRequest } from './contract';
+import { API, isTerminalStatus, WAIT_MS_MAX } from './contract';
 import { JsonHttpClient } from './json-http.client';
 
 export interface WorkflowClientOptions {
@@ -85,7 +86,7 @@ export class WorkflowClient {
   start<W extends TypedWorkflow<never, unknown>>(workflow: W, input: InputOf<W>, options?: StartOptions): Promise<TypedRunView<OutputOf<W>>>;
   start(workflow: WorkflowRef, input?: unknown, options?: StartOptions): Promise<RunView>;
   start(workflow: WorkflowRef, input?: unknown, options: StartOptions = {}): Promise<RunView> {
-    return this.http.request<RunView>('POST', '/v1/runs', startBody({ workflow, input, ...options }));
+    return this.http.call(API.startRun, { body: startBody({ workflow, input, ...options }) });
   }
 
   /**
@@ -93,18 +94,17 @@ export class WorkflowClient {
    * given (an idempotency key already used gives the existing run).
    */
   async startMany(runs: StartManyEntry[]): Promise<RunView[]> {
-    const response = await this.http.request<{ runs: RunView[] }>('POST', '/v1/runs/batch', { runs: runs.map(startBody) });
-    return response.runs;
+    return (await this.http.call(API.startRuns, { body: { runs: runs.map(startBody) } })).runs;
   }
 
   /** The run with its recorded steps (`tasks`), in the order they were recorded. */
   get(runId: string): Promise<RunView> {
-    return this.http.request<RunView>('GET', runPath(runId));
+    return this.http.call(API.getRun, { params: { id: runId } });
   }
 
   /** One page of runs, newest first (without their steps); pass `nextCursor` back as `cursor` for the next. */
   list(options: ListRunsOptions = {}): Promise<RunPage> {
-    return this.http.request<RunPage>('GET', `/v1/runs${queryString(options)}`);
+    return this.http.call(API.listRuns, { query: options });
   }
 
   /**
@@ -116,24 +116,24 @@ export class WorkflowClient {
     for (;;) {
       options.signal?.throwIfAborted();
       const waitMs = Math.max(0, Math.min(WAIT_MS_MAX, deadline - Date.now()));
-      const run = await this.http.request<RunView>('GET', `${runPath(runId)}/result?waitMs=${waitMs}`, undefined, options.signal);
+      const run = await this.http.call(API.runResult, { params: { id: runId }, query: { waitMs } }, options.signal);
       if (isTerminalStatus(run.status) || Date.now() >= deadline) return run;
     }
   }
 
   /** Cancels the run and its unfinished child runs; `409 run_terminal` if it already ended. */
   cancel(runId: string): Promise<RunView> {
-    return this.http.request<RunView>('POST', `${runPath(runId)}/cancel`);
+    return this.http.call(API.cancelRun, { params: { id: runId } });
   }
 
   /** Runs a failed run again as its next attempt, keeping its completed steps; `409 run_not_failed` otherwise. */
   retry(runId: string): Promise<RunView> {
-    return this.http.request<RunView>('POST', `${runPath(runId)}/retry`);
+    return this.http.call(API.retryRun, { params: { id: runId } });
   }
 
   /** Ends the run's durable sleep now; `409 run_not_sleeping` if it is not sleeping. */
   wake(runId: string): Promise<RunView> {
-    return this.http.request<RunView>('POST', `${runPath(runId)}/wake`);
+    return this.http.call(API.wakeRun, { params: { id: runId } });
   }
 
   /**
@@ -141,35 +141,25 @@ export class WorkflowClient {
    * kept for its next wait of that name. `409 run_terminal` if the run has ended.
    */
   sendEvent(runId: string, name: string, data?: JsonValue): Promise<EventAccepted> {
-    return this.http.request<EventAccepted>('POST', `${runPath(runId)}/events/${encodeURIComponent(name)}`, data === undefined ? undefined : { data });
+    return this.http.call(API.sendEvent, { params: { id: runId, name }, body: data === undefined ? undefined : { data } });
   }
 
   /** One page of dead letters (what dispatch gave up on), newest first. */
   listDeadLetters(options: ListDeadLettersOptions = {}): Promise<DeadLetterPage> {
-    return this.http.request<DeadLetterPage>('GET', `/v1/dead-letters${queryString(options)}`);
+    return this.http.call(API.listDeadLetters, { query: options });
   }
 
   /** Puts the dead letter's run back in motion (a new attempt or a new wake-up) and removes the letter. */
   redriveDeadLetter(id: string): Promise<RedriveResult> {
-    return this.http.request<RedriveResult>('POST', `/v1/dead-letters/${encodeURIComponent(id)}/redrive`);
+    return this.http.call(API.redriveDeadLetter, { params: { id } });
   }
 
   /** Removes the dead letter; `404 dead_letter_not_found` if there is none. */
   async deleteDeadLetter(id: string): Promise<void> {
-    await this.http.request<void>('DELETE', `/v1/dead-letters/${encodeURIComponent(id)}`);
+    await this.http.call(API.deleteDeadLetter, { params: { id } });
   }
 }
 
-function startBody({ workflow, input, idempotencyKey, shard, priority, runAt }: StartManyEntry) {
-  return { workflow: workflow.name, version: workflow.version, input, idempotencyKey, shard, priority, runAt: runAt?.toISOString() };
-}
-
-function runPath(runId: string): string {
-  return `/v1/runs/${encodeURIComponent(runId)}`;
-}
-
-function queryString(query: object): string {
-  const params = new URLSearchParams();
-  for (const [key, value] of Object.entries(query)) if (value !== undefined) params.set(key, String(value));
-  return params.size > 0 ? `?${params}` : '';
+function startBody({ workflow, input, idempotencyKey, shard, priority, runAt }: StartManyEntry): StaticEncode<typeof StartRunRequest> {
+  return { workflow: workflow.name, version: workflow.version, input: input as JsonValue, idempotencyKey, shard, priority, runAt: runAt?.toISOString() };
 }

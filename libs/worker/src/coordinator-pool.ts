@@ -1,4 +1,4 @@
-import { CoordinatorUnavailableError, EngineHttpError, JsonHttpClient } from '@nest-durable/client';
+import { CoordinatorUnavailableError, type Endpoint, type EndpointCall, type EndpointResult, EngineHttpError, endpointRequest, JsonHttpClient } from '@nest-durable/client';
 import { Logger } from '@nestjs/common';
 
 /** How long a coordinator that failed is avoided at first; each failure in a row doubles it, up to MAX_AVOID_MS. */
@@ -39,12 +39,18 @@ export class CoordinatorPool {
     return this.members.map((member) => member.url);
   }
 
+  /** Calls one endpoint of the contract (see `request`), with what its schemas say it sends and answers. */
+  call<E extends Endpoint>(endpoint: E, call: EndpointCall<E>, options: { signal?: AbortSignal; timeoutMs?: number } = {}): Promise<EndpointResult<E>> {
+    const { method, path, body } = endpointRequest(endpoint, call);
+    return this.request<EndpointResult<E>>(method, path, body, options);
+  }
+
   /**
    * Sends the request to one coordinator after another until one answers. `timeoutMs` bounds each
    * attempt (a coordinator that hangs, stopped or partitioned away, counts as failed); `signal` is
    * the caller's, ending every attempt.
    */
-  async request<T>(method: 'GET' | 'POST', path: string, body?: unknown, options: { signal?: AbortSignal; timeoutMs?: number } = {}): Promise<T> {
+  async request<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown, options: { signal?: AbortSignal; timeoutMs?: number } = {}): Promise<T> {
     const { signal, timeoutMs } = options;
     let lastError: unknown;
     for (const member of this.order()) {

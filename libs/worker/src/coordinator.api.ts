@@ -1,5 +1,5 @@
-import { parseReportsRequest, REPORTS_MAX, type ReportsResponse, type WorkerReport, EngineHttpError, isTransient } from '@nest-durable/client';
-import type { ClaimedRun, ClaimResponse, CompleteRunRequest, FailRunRequest, HeartbeatResponse, StartChildRequest, StepResponse, StoredTask, StreamDeadLetterReport, StreamDeadLetterResponse, SuspendRequest, TakeRunsResponse, TaskResultRequest, WorkflowRef } from '@nest-durable/client';
+import { API, type EndpointCall, type EndpointResult, EngineHttpError, isTransient, parseReportsRequest, REPORTS_MAX, type WorkerReport } from '@nest-durable/client';
+import type { ClaimedRun, CompleteRunRequest, FailRunRequest, StartChildRequest, StepResponse, StoredTask, StreamDeadLetterReport, StreamDeadLetterResponse, SuspendRequest, TakeRunsResponse, TaskResultRequest, WorkflowRef } from '@nest-durable/client';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { CoordinatorPool } from './coordinator-pool';
 import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker.options';
@@ -25,10 +25,9 @@ export class CoordinatorApi {
   }
 
   async claim(workflows: WorkflowRef[], limit: number, waitMs: number, signal?: AbortSignal): Promise<ClaimedRun[]> {
-    const response = await this.coordinators.request<ClaimResponse>(
-      'POST',
-      '/v1/worker/claims',
-      { workerId: this.options.workerId, workflows, limit, waitMs },
+    const response = await this.coordinators.call(
+      API.claimRuns,
+      { body: { workerId: this.options.workerId, workflows, limit, waitMs } },
       { signal, timeoutMs: waitMs + REQUEST_TIMEOUT_MS },
     );
     return response.runs;
@@ -36,7 +35,7 @@ export class CoordinatorApi {
 
   /** Resolves when a coordinator answers its liveness check. */
   async ping(): Promise<void> {
-    await this.coordinators.request('GET', '/health/live', undefined, { timeoutMs: 2_000 });
+    await this.coordinators.call(API.live, {}, { timeoutMs: 2_000 });
   }
 
   /**
@@ -45,21 +44,16 @@ export class CoordinatorApi {
    */
   async take(workflows: (WorkflowRef & { wakeups: string[] })[]): Promise<TakeRunsResponse> {
     if (workflows.length === 0) return { runs: [], requeue: [] };
-    return this.coordinators.request<TakeRunsResponse>('POST', '/v1/worker/takes', { workerId: this.options.workerId, workflows }, { timeoutMs: REQUEST_TIMEOUT_MS });
+    return this.coordinators.call(API.takeRuns, { body: { workerId: this.options.workerId, workflows } }, { timeoutMs: REQUEST_TIMEOUT_MS });
   }
 
   /** Hands the coordinator a Streams wake-up that was delivered too often (see StreamDeadLetterReport). */
   reportDeadLetter(report: Omit<StreamDeadLetterReport, 'workerId'>): Promise<StreamDeadLetterResponse> {
-    return this.report<StreamDeadLetterResponse>('/v1/worker/dead-letters', { workerId: this.options.workerId, ...report });
+    return this.report(API.reportDeadLetter, { body: { workerId: this.options.workerId, ...report } });
   }
 
   async heartbeat(runs: { id: string; expectedRevision: number }[], signal?: AbortSignal): Promise<string[]> {
-    const response = await this.coordinators.request<HeartbeatResponse>(
-      'POST',
-      '/v1/worker/heartbeats',
-      { workerId: this.options.workerId, runs },
-      { signal, timeoutMs: REQUEST_TIMEOUT_MS },
-    );
+    const response = await this.coordinators.call(API.heartbeat, { body: { workerId: this.options.workerId, runs } }, { signal, timeoutMs: REQUEST_TIMEOUT_MS });
     return response.lost;
   }
 
@@ -116,7 +110,7 @@ export class CoordinatorApi {
 
   private async sendBatch(batch: typeof this.pending): Promise<void> {
     try {
-      const { outcomes } = await this.report<ReportsResponse>('/v1/worker/reports', { reports: batch.map((entry) => entry.report) });
+      const { outcomes } = await this.report(API.report, { body: { reports: batch.map((entry) => entry.report) } });
       batch.forEach((entry, i) => {
         const outcome = outcomes[i];
         if (outcome.ok) entry.resolve(outcome.result);
@@ -134,15 +128,15 @@ export class CoordinatorApi {
   }
 
   suspend(runId: string, request: SuspendRequest): Promise<StepResponse> {
-    return this.report<StepResponse>(`/v1/worker/runs/${runId}/suspend`, request);
+    return this.report(API.suspendRun, { params: { id: runId }, body: request });
   }
 
   startChild(runId: string, request: StartChildRequest): Promise<StepResponse> {
-    return this.report<StepResponse>(`/v1/worker/runs/${runId}/children`, request);
+    return this.report(API.startChild, { params: { id: runId }, body: request });
   }
 
   async release(runId: string, expectedRevision: number): Promise<void> {
-    await this.coordinators.request('POST', `/v1/worker/runs/${runId}/release`, { expectedRevision }, { timeoutMs: REQUEST_TIMEOUT_MS });
+    await this.coordinators.call(API.releaseRun, { params: { id: runId }, body: { expectedRevision } }, { timeoutMs: REQUEST_TIMEOUT_MS });
   }
 
   /**
@@ -150,15 +144,15 @@ export class CoordinatorApi {
    * Retrying is safe: a write that did land makes its retry a 409 (revision moved on) or a replay
    * of the same task key (first result wins).
    */
-  private async report<T>(path: string, body: unknown): Promise<T> {
+  private async report<E extends (typeof API)[keyof typeof API]>(endpoint: E, call: EndpointCall<E>): Promise<EndpointResult<E>> {
     for (let attempt = 1; ; attempt++) {
       try {
         // A hung connection must not hold every run's reports: each attempt has a deadline.
-        return await this.coordinators.request<T>('POST', path, body, { timeoutMs: REQUEST_TIMEOUT_MS });
+        return await this.coordinators.call(endpoint, call, { timeoutMs: REQUEST_TIMEOUT_MS });
       } catch (error) {
         if (!isTransient(error) || attempt >= REPORT_ATTEMPTS) throw error;
         const delayMs = REPORT_FIRST_DELAY_MS * 2 ** (attempt - 1);
-        this.logger.warn(`${path} failed (${(error as Error).message}); retry ${attempt} in ${delayMs} ms`);
+        this.logger.warn(`${endpoint.path} failed (${(error as Error).message}); retry ${attempt} in ${delayMs} ms`);
         await new Promise((resolve) => setTimeout(resolve, delayMs));
       }
     }

@@ -13,6 +13,6 @@ export function describeFailure(error: unknown, url: string | undefined): string
   if (error instanceof EngineHttpError) return `${error.reason}: ${error.message}`;
   if (error instanceof CoordinatorUnavailableError) return `unreachable: no coordinator answered at ${url ?? 'its URL'} (${error.message})`;
   if (error instanceof UsageError) return error.message;
-  // Not a failure we expect: the stack helps whoever reports it.
-  return error instanceof Error ? (error.stack ?? error.message) : String(error);
+  // Not a failure we expect: still one line, naming what was thrown.
+  return error instanceof Error ? `${error.name}: ${error.message}`.replaceAll('\n', ' ') : String(error);
 }

@@ -69,7 +69,7 @@ export type EndpointInput<E extends Endpoint> = {
 };
 
 const endpoint = <const E extends Endpoint>(entry: E): E => entry;
-const json = (description: string, schema: TSchema) => ({ description, schema });
+const json = <S extends TSchema>(description: string, schema: S) => ({ description, schema });
 
 const RUN_NOT_FOUND = 'run_not_found';
 const revisioned = { 404: RUN_NOT_FOUND, 409: 'revision_conflict: the run is no longer at `expectedRevision` in a running state (nothing changed)' } as const;

@@ -1,4 +1,5 @@
 export * from './dead-letter.contracts';
+export * from './endpoint-call';
 export * from './endpoints';
 export * from './errors';
 export { IDENTIFIER_MAX_LENGTH, KEY_MAX_LENGTH } from './fields';

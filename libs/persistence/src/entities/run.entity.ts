@@ -12,7 +12,7 @@ export class RunEntity {
   @Column('text')
   version: string;
 
-  /** Where the run waits while ready: see queueName() in libs/streams. */
+  /** Where the run waits while ready: see queueName() in libs/client/src/contract/queue-naming.ts. */
   @Column('text')
   queue: string;
 

@@ -1,0 +1,27 @@
+import type { Static, StaticEncode, TSchema } from '@sinclair/typebox';
+import type { Endpoint } from './endpoints';
+
+type Encoded<S> = S extends TSchema ? StaticEncode<S> : never;
+
+/**
+ * What a call of `E` sends, typed from the endpoint's own schemas as the wire carries them (timestamps
+ * as ISO text, say): renaming a field or a path parameter in the contract breaks the callers' build.
+ */
+export type EndpointCall<E extends Endpoint> = (E['params'] extends TSchema ? { params: Encoded<E['params']> } : { params?: undefined }) &
+  (E['query'] extends TSchema ? { query?: Partial<Encoded<E['query']>> } : { query?: undefined }) &
+  (E['body'] extends TSchema ? (E extends { bodyOptional: true } ? { body?: Encoded<E['body']> } : { body: Encoded<E['body']> }) : { body?: undefined });
+
+/** What a success of `E` answers (its schema's type; `undefined` for an empty answer). */
+export type EndpointResult<E extends Endpoint> = E['responses'][E['status']] extends { schema: infer S extends TSchema } ? Static<S> : undefined;
+
+/** The method, path (parameters filled in, query appended) and body of a call of `endpoint`. */
+export function endpointRequest<E extends Endpoint>(
+  endpoint: E,
+  call: EndpointCall<E>,
+): { method: 'GET' | 'POST' | 'DELETE'; path: string; body: unknown } {
+  const { params, query, body } = call as { params?: Record<string, unknown>; query?: Record<string, unknown>; body?: unknown };
+  const path = endpoint.path.replace(/\{(\w+)\}/g, (_, name: string) => encodeURIComponent(String(params?.[name])));
+  const search = new URLSearchParams();
+  for (const [key, value] of Object.entries(query ?? {})) if (value !== undefined) search.set(key, String(value));
+  return { method: endpoint.method.toUpperCase() as 'GET' | 'POST' | 'DELETE', path: search.size > 0 ? `${path}?${search}` : path, body };
+}
