@@ -82,7 +82,7 @@ describe('reliable dispatch', () => {
     const c = await coordinator({ ...NO_POLL, dispatch: 'redis-streams', redisPrefix: prefix, streamPartitions: 3 });
     const runs = await Promise.all(Array.from({ length: 30 }, () => start(c)));
     const read = async () => {
-      const entries = await Promise.all([0, 1, 2].map((n) => redis.xrange(streamKey(prefix, 'echo:1', n), '-', '+')));
+      const entries = await Promise.all([0, 1, 2].map((n) => redis.xrange(streamKey(prefix, 'echo:1', n, 3), '-', '+')));
       return entries.map((list) => list.map(([, fields]) => ({ runId: runOf(fields) })));
     };
     const partitions = await eventually('all 30 runs in the streams', async () => {
@@ -102,7 +102,7 @@ describe('reliable dispatch', () => {
     const ids = await eventually(
       'all 300 runs in the streams',
       async () => {
-        const entries = (await Promise.all([0, 1].map((n) => redis.xrange(streamKey(prefix, 'echo:1', n), '-', '+')))).flat();
+        const entries = (await Promise.all([0, 1].map((n) => redis.xrange(streamKey(prefix, 'echo:1', n, 2), '-', '+')))).flat();
         return entries.length >= 300 ? entries.map(([, fields]) => runOf(fields)) : undefined;
       },
       20_000,

@@ -134,7 +134,7 @@ describe('subscribers', () => {
     const later = await client.start({ name: 'echo', version: '1' }, 'later', { runAt: new Date(Date.now() + 3_600_000) });
     // A consumer that took a wake-up and died, after earlier deliveries died too: added and read in one
     // transaction, so the live worker cannot read it first.
-    const stream = streamKey(prefix, 'echo:1', 0);
+    const stream = streamKey(prefix, 'echo:1', 0, 2);
     const [[, entryId]] = (await redis
       .multi()
       .xadd(stream, '*', 'run', later.id)
@@ -169,7 +169,7 @@ describe('subscribers', () => {
     const run = await client.start({ name: 'echo', version: '1' }, 'adopted', { runAt: new Date(Date.now() + 3_600_000) });
     await db.sql(`UPDATE runs SET due_at = now() WHERE id = $1`, [run.id]); // due, but no wake-up sent for it
     // What a blocking read given up by the client leaves behind: an entry delivered to this very consumer.
-    const stream = streamKey(prefix, 'echo:1', 0);
+    const stream = streamKey(prefix, 'echo:1', 0, 2);
     await redis
       .multi()
       .xadd(stream, '*', 'run', run.id)
@@ -185,7 +185,7 @@ describe('subscribers', () => {
     const prefix = testPrefix('cursor');
     const connection = new RedisConnection({ url: TEST_REDIS_URL, prefix });
     try {
-      const entries = new StreamEntries(connection, 'rescuer', 500);
+      const entries = new StreamEntries(connection, 'rescuer');
       await entries.whenReady();
       const stream = `${prefix}cursor`;
       await redis.xgroup('CREATE', stream, 'workers', '0', 'MKSTREAM');
@@ -214,14 +214,14 @@ describe('subscribers', () => {
     const prefix = testPrefix('give-back');
     const connection = new RedisConnection({ url: TEST_REDIS_URL, prefix });
     try {
-      const entries = new StreamEntries(connection, 'me', 500);
+      const entries = new StreamEntries(connection, 'me');
       await entries.whenReady();
       const stream = `${prefix}give-back`;
       await redis.xgroup('CREATE', stream, 'workers', '0', 'MKSTREAM');
       const original = await redis.xadd(stream, '*', 'run', 'r-1');
       await redis.xreadgroup('GROUP', 'workers', 'me', 'COUNT', 1, 'STREAMS', stream, '>');
       // What adoption hands over: the id alone (XCLAIM JUSTID).
-      const [adopted] = await entries.adopt([stream], new Set(), 1);
+      const [adopted] = await entries.adopt([stream], new Set(), 1, 0);
       expect(adopted).toEqual({ stream, id: original, fields: [] });
       await entries.giveBack([adopted]);
       let [[copy, fields]] = (await redis.xrange(stream, '-', '+')) as [string, string[]][];

@@ -23,7 +23,12 @@ export class RedisCluster {
 
   /** `host:port,…` of every node: the seed list REDIS_CLUSTER_NODES takes. */
   get seeds(): string {
-    return this.nodes.map((node) => `127.0.0.1:${node.port}`).join(',');
+    return this.seedNodes.map(({ host, port }) => `${host}:${port}`).join(',');
+  }
+
+  /** Every node, as the config holds REDIS_CLUSTER_NODES. */
+  get seedNodes(): { host: string; port: number }[] {
+    return this.nodes.map((node) => ({ host: '127.0.0.1', port: node.port }));
   }
 
   async start(): Promise<void> {
@@ -33,6 +38,8 @@ export class RedisCluster {
         '--cluster-enabled', 'yes',
         '--cluster-config-file', `nodes-${port}.conf`,
         '--cluster-node-timeout', String(this.nodeTimeoutMs),
+        // Replicas sync at once (not after the default 5 s wait for more replicas to join the transfer).
+        '--repl-diskless-sync-delay', '0',
         '--dir', this.dir,
       ]);
       await node.start();
@@ -42,33 +49,64 @@ export class RedisCluster {
     await this.waitHealthy();
   }
 
-  /** Until every live node reports the cluster `ok` with all 16384 slots served. */
+  /**
+   * Until every live node reports the cluster `ok` with all 16384 slots served, and every live replica
+   * has synced with its master (a replica that never synced refuses to take over when its master dies).
+   */
   async waitHealthy(timeoutMs = 30_000): Promise<void> {
-    await eventually(
-      'the Redis Cluster to be ok',
-      async () => {
-        for (const node of this.nodes.filter((n) => n.alive)) {
-          const info = await this.clusterInfo(node.port);
-          if (!/cluster_state:ok/.test(info) || !/cluster_slots_ok:16384/.test(info)) return false;
-        }
-        return true;
-      },
-      timeoutMs,
-    );
+    await eventually('the Redis Cluster to be ok', () => this.healthy(), timeoutMs);
   }
 
   /** The nodes that are masters now. */
   async masters(): Promise<RedisServer[]> {
-    const alive = this.nodes.find((n) => n.alive)!;
-    const client = new Redis(alive.port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 1 });
-    try {
-      await client.connect();
-      const lines = String(await client.cluster('NODES')).trim().split('\n');
-      const ports = lines.filter((line) => line.includes('master') && !line.includes('fail')).map((line) => Number(line.split(' ')[1].split(':')[1].split('@')[0]));
-      return this.nodes.filter((n) => n.alive && ports.includes(n.port));
-    } finally {
-      client.disconnect();
-    }
+    const ports = (await this.clusterNodes(this.nodes.find((n) => n.alive)!.port))
+      .filter((node) => node.flags.includes('master') && !node.flags.includes('fail'))
+      .map((node) => node.port);
+    return this.nodes.filter((n) => n.alive && ports.includes(n.port));
+  }
+
+  /** The master serving `slot` now, as every live node sees it (undefined while they disagree or none does). */
+  async masterOf(slot: number): Promise<RedisServer | undefined> {
+    const views = await Promise.all(this.nodes.filter((n) => n.alive).map((n) => this.clusterNodes(n.port)));
+    const owners = new Set(
+      views.map((nodes) => nodes.find((node) => node.flags.includes('master') && !node.flags.includes('fail') && node.slots.some(([from, to]) => slot >= from && slot <= to))?.port),
+    );
+    const [port] = owners;
+    return owners.size === 1 && port !== undefined ? this.nodes.find((n) => n.port === port && n.alive) : undefined;
+  }
+
+  /**
+   * `kill -9` of the master serving `slot`, then waits until its replica was promoted: every live
+   * node sees all the slots it served served by one live master, and reports the cluster ok.
+   */
+  async killMasterOf(slot: number, timeoutMs = 30_000): Promise<{ killed: RedisServer; promoted: RedisServer }> {
+    const killed = await this.masterOf(slot);
+    if (!killed) throw new Error(`no master serves slot ${slot}`);
+    const served = (await this.clusterNodes(killed.port)).find((node) => node.flags.includes('myself'))!.slots;
+    await killed.stop();
+    const promoted = await eventually(
+      `a replica of ${killed.port} to take over its slots`,
+      async () => {
+        const owners = await Promise.all(served.map(([from]) => this.masterOf(from)));
+        if (owners.some((owner) => !owner || owner === killed) || new Set(owners).size !== 1) return undefined;
+        return (await this.healthy()) ? owners[0] : undefined;
+      },
+      timeoutMs,
+    );
+    return { killed, promoted };
+  }
+
+  /** Starts a killed node again: it rejoins as a replica of the master that took its place. */
+  async rejoin(node: RedisServer, timeoutMs = 30_000): Promise<void> {
+    await node.start();
+    await eventually(
+      `node ${node.port} to rejoin as a replica`,
+      async () => {
+        const self = (await this.clusterNodes(node.port)).find((n) => n.flags.includes('myself'));
+        return !!self?.flags.includes('slave') && (await this.healthy());
+      },
+      timeoutMs,
+    );
   }
 
   async stop(): Promise<void> {
@@ -76,12 +114,52 @@ export class RedisCluster {
     rmSync(this.dir, { recursive: true, force: true });
   }
 
-  private async clusterInfo(port: number): Promise<string> {
-    const client = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => null });
+  private async healthy(): Promise<boolean> {
+    for (const node of this.nodes.filter((n) => n.alive)) {
+      const info = await this.command(node.port, 'CLUSTER', 'INFO');
+      if (!/cluster_state:ok/.test(info) || !/cluster_slots_ok:16384/.test(info)) return false;
+      const replication = await this.command(node.port, 'INFO', 'replication');
+      if (/role:slave/.test(replication) && !/master_link_status:up/.test(replication)) return false;
+    }
+    return true;
+  }
+
+  /** CLUSTER NODES as node `port` sees it: each node's port, flags and slot ranges. */
+  private async clusterNodes(port: number): Promise<{ port: number; flags: string[]; slots: [number, number][] }[]> {
+    return (await this.command(port, 'CLUSTER', 'NODES'))
+      .trim()
+      .split('\n')
+      .filter((line) => line.length > 0)
+      .map((line) => {
+        const [, address, flags, , , , , , ...slots] = line.split(' ');
+        return {
+          port: Number(address.split('@')[0].split(':').at(-1)),
+          flags: flags.split(','),
+          slots: slots.filter((range) => !range.startsWith('[')).map((range) => {
+            const [from, to = from] = range.split('-').map(Number);
+            return [from, to] as [number, number];
+          }),
+        };
+      });
+  }
+
+  /**
+   * One command on node `port` over a connection of its own ('' when the node does not answer within
+   * a second: the polls above must never wait on a node that hangs).
+   */
+  private async command(port: number, ...args: string[]): Promise<string> {
+    const client = new Redis(port, '127.0.0.1', {
+      lazyConnect: true,
+      enableReadyCheck: false,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+      connectTimeout: 1_000,
+      commandTimeout: 1_000,
+    });
     client.on('error', () => undefined);
     try {
       await client.connect();
-      return String(await client.cluster('INFO'));
+      return String(await client.call(args[0], ...args.slice(1)));
     } catch {
       return '';
     } finally {

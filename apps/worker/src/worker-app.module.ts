@@ -1,6 +1,7 @@
 import { redisSubscriber, RedisModule } from '@nest-durable/worker/redis';
 import { WorkflowDefinition } from '@nest-durable/workflow';
 import { WorkflowWorkerModule, type WorkflowWorkerModuleOptions } from '@nest-durable/worker';
+import { redisConnectionOptions } from '@app/config';
 import { MetricsModule } from '@app/metrics';
 import { DynamicModule, Module } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';
@@ -29,7 +30,7 @@ export function workerModuleOptions(
   if (config.subscriber === 'http') return worker;
   return {
     ...worker,
-    imports: [RedisModule.forRoot({ url: config.redisUrl, prefix: config.redisPrefix })],
+    imports: [RedisModule.forRoot(redisConnectionOptions(config))],
     subscriber: redisSubscriber(config.subscriber, {
       blockMs: config.redisBlockMs,
       streamPartitions: config.streamPartitions,

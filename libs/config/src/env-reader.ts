@@ -51,6 +51,17 @@ export class EnvReader {
       .filter((item) => item.length > 0);
   }
 
+  /** Comma-separated `host:port` pairs (an IPv6 host in brackets); empty when unset. */
+  hostPorts(name: string): { host: string; port: number }[] {
+    return this.list(name).map((item) => {
+      const match = /^(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9.-]+)):(\d{1,5})$/.exec(item);
+      if (!match || Number(match[3]) < 1 || Number(match[3]) > 65535) {
+        throw new ConfigError(`${name} must be comma-separated host:port pairs, got "${item}"`);
+      }
+      return { host: match[1] ?? match[2], port: Number(match[3]) };
+    });
+  }
+
   oneOf<T extends string>(name: string, allowed: readonly T[], fallback: T): T {
     const value = this.string(name, fallback);
     if (!allowed.includes(value as T)) throw new ConfigError(`${name} must be one of ${allowed.join(', ')}, got "${value}"`);
@@ -103,12 +114,37 @@ export function readLogging(read: EnvReader): { logLevel: LogLevelName; logForma
   };
 }
 
-export function readRedis(read: EnvReader): { redisUrl: string; redisPrefix: string; streamPartitions: number } {
+export interface RedisSettings {
+  /** The one Redis node; not used when `redisClusterNodes` names a cluster. */
+  redisUrl: string;
+  /** Seed nodes of a Redis Cluster (the client discovers the rest); empty for a single node. */
+  redisClusterNodes: { host: string; port: number }[];
+  redisPrefix: string;
+  streamPartitions: number;
+}
+
+export function readRedis(read: EnvReader): RedisSettings {
+  const redisClusterNodes = read.hostPorts('REDIS_CLUSTER_NODES');
+  if (redisClusterNodes.length > 0 && read.optionalString('REDIS_URL') !== undefined) {
+    throw new ConfigError('REDIS_URL and REDIS_CLUSTER_NODES are both set: set REDIS_URL for one Redis node or REDIS_CLUSTER_NODES for a Redis Cluster, not both');
+  }
   return {
     redisUrl: read.url('REDIS_URL', ['redis', 'rediss'], 'redis://127.0.0.1:6379'),
+    redisClusterNodes,
     redisPrefix: read.pattern('REDIS_PREFIX', /^[A-Za-z0-9._:-]{0,64}$/, 'up to 64 letters, digits or . _ : -', 'wf:'),
     streamPartitions: read.integer('STREAM_PARTITIONS', 4, 1, 1024),
   };
+}
+
+/** How to connect (what RedisModule.forRoot takes): the cluster when seed nodes are given, else the one node. */
+export function redisConnectionOptions(settings: Pick<RedisSettings, 'redisUrl' | 'redisClusterNodes' | 'redisPrefix'>): {
+  url?: string;
+  clusterNodes?: { host: string; port: number }[];
+  prefix: string;
+} {
+  return settings.redisClusterNodes.length > 0
+    ? { clusterNodes: settings.redisClusterNodes, prefix: settings.redisPrefix }
+    : { url: settings.redisUrl, prefix: settings.redisPrefix };
 }
 
 /** Loads an app's config, or prints the one line that says what is wrong and exits with 78 (EX_CONFIG). */

@@ -3,12 +3,11 @@ import type { DispatchMode } from './dispatch-message';
 import { PUBLISHER, STREAM_PARTITIONS, type StreamPartitionCount } from './publisher.interface';
 import { RedisSortedSetPublisher } from './publishers/redis-sorted-set.publisher';
 import { RedisStreamsPublisher } from './publishers/redis-streams.publisher';
-import { RedisModule } from '@nest-durable/worker/redis';
+import { type RedisConnectionOptions, RedisModule } from '@nest-durable/worker/redis';
 
 export interface PublisherOptions {
   mode: DispatchMode;
-  redisUrl: string;
-  redisPrefix: string;
+  redis: RedisConnectionOptions;
   /** redis-streams: the class providing the partition count (e.g. what the deployment agreed on). */
   partitions?: Omit<ClassProvider<StreamPartitionCount>, 'provide'>;
 }
@@ -31,7 +30,7 @@ export class PublisherModule {
     return {
       module: PublisherModule,
       global: true,
-      imports: [RedisModule.forRoot({ url: options.redisUrl, prefix: options.redisPrefix })],
+      imports: [RedisModule.forRoot(options.redis)],
       providers,
       exports: [PUBLISHER],
     };

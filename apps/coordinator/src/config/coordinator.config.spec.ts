@@ -30,6 +30,13 @@ describe('loadCoordinatorConfig', () => {
       'DISPATCH must be one of none, redis-zset, redis-streams, got "kafka"',
     );
     expect(() => loadCoordinatorConfig({ DATABASE_URL, ...TOKENS, REDIS_PREFIX: 'a b' })).toThrow('REDIS_PREFIX must be');
+    expect(loadCoordinatorConfig({ DATABASE_URL, ...TOKENS, REDIS_CLUSTER_NODES: 'r1:7000,r2:7000' }).redisClusterNodes).toEqual([
+      { host: 'r1', port: 7000 },
+      { host: 'r2', port: 7000 },
+    ]);
+    expect(() => loadCoordinatorConfig({ DATABASE_URL, ...TOKENS, REDIS_CLUSTER_NODES: 'r1:7000', REDIS_URL: 'redis://r1:6379' })).toThrow(
+      'REDIS_URL and REDIS_CLUSTER_NODES are both set',
+    );
   });
 
   it('requires DATABASE_URL', () => {

@@ -30,6 +30,8 @@ export interface CoordinatorConfig {
   /** Where ready runs are published: nowhere (workers use the claim API), a Redis sorted set, or Redis Streams. */
   dispatch: DispatchMode;
   redisUrl: string;
+  /** A Redis Cluster's seed nodes (REDIS_CLUSTER_NODES), used instead of redisUrl when not empty. */
+  redisClusterNodes: { host: string; port: number }[];
   redisPrefix: string;
   streamPartitions: number;
   outboxPollIntervalMs: number;

@@ -1,3 +1,4 @@
+import { redisConnectionOptions } from '@app/config';
 import { LeaderElectionModule } from '@app/locking';
 import { DEFAULT_OUTBOX_OPTIONS, OutboxModule } from '@app/outbox';
 import { PublisherModule } from '@app/streams';
@@ -22,8 +23,7 @@ export class CoordinatorDispatchModule {
       imports: [
         PublisherModule.forRoot({
           mode: config.dispatch,
-          redisUrl: config.redisUrl,
-          redisPrefix: config.redisPrefix,
+          redis: redisConnectionOptions(config),
           partitions: { useClass: StreamPartitions },
         }),
         OutboxModule.forRoot({

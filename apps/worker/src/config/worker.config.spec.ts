@@ -23,4 +23,18 @@ describe('loadWorkerConfig', () => {
     expect(() => loadWorkerConfig({ WORKER_CONCURRENCY: '0' })).toThrow('WORKER_CONCURRENCY must be an integer from 1 to 10000, got "0"');
     expect(() => loadWorkerConfig({ COORDINATOR_URL: 'localhost:3000' })).toThrow('COORDINATOR_URL must be a http or https URL');
   });
+
+  it('reads a Redis Cluster seed list, and refuses it beside REDIS_URL', () => {
+    expect(loadWorkerConfig({ REDIS_CLUSTER_NODES: 'redis-1:7000, 10.0.0.2:7001,[::1]:7002' }).redisClusterNodes).toEqual([
+      { host: 'redis-1', port: 7000 },
+      { host: '10.0.0.2', port: 7001 },
+      { host: '::1', port: 7002 },
+    ]);
+    expect(loadWorkerConfig({}).redisClusterNodes).toEqual([]);
+    expect(() => loadWorkerConfig({ REDIS_CLUSTER_NODES: 'redis-1' })).toThrow('REDIS_CLUSTER_NODES must be comma-separated host:port pairs, got "redis-1"');
+    expect(() => loadWorkerConfig({ REDIS_CLUSTER_NODES: 'redis-1:70000' })).toThrow('REDIS_CLUSTER_NODES must be comma-separated host:port pairs');
+    expect(() => loadWorkerConfig({ REDIS_CLUSTER_NODES: 'redis-1:7000', REDIS_URL: 'redis://redis:6379' })).toThrow(
+      'REDIS_URL and REDIS_CLUSTER_NODES are both set',
+    );
+  });
 });

@@ -15,6 +15,8 @@ export interface WorkerConfig {
   /** How this worker finds work: the claim API (default), or the Redis transport the coordinator publishes to. */
   subscriber: (typeof SUBSCRIBERS)[number];
   redisUrl: string;
+  /** A Redis Cluster's seed nodes (REDIS_CLUSTER_NODES), used instead of redisUrl when not empty. */
+  redisClusterNodes: { host: string; port: number }[];
   redisPrefix: string;
   redisBlockMs: number;
   /** Streams: partitions per queue when the coordinator has not published its count. */

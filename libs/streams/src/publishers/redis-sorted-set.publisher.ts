@@ -7,7 +7,8 @@ import { RedisConnection } from '@nest-durable/worker/redis';
 /**
  * Queue Per Workflow: one sorted set of wake-ups per workflow version (and shard), oldest first. The
  * outbox publishes a wake-up only once its run is due, so every member may be acted on at once;
- * which run a worker then gets is decided by the take in PostgreSQL.
+ * which run a worker then gets is decided by the take in PostgreSQL. All the sets share one hash
+ * slot (see sortedSetKey), so in a Redis Cluster they live on one master.
  */
 @Injectable()
 export class RedisSortedSetPublisher implements Publisher {
@@ -16,17 +17,16 @@ export class RedisSortedSetPublisher implements Publisher {
   constructor(private readonly redis: RedisConnection) {}
 
   async publish(messages: DispatchMessage[]): Promise<(Error | undefined)[]> {
-    const pipeline = this.redis.client.pipeline();
     const now = Date.now();
-    for (const message of messages) pipeline.zadd(sortedSetKey(this.redis.prefix, message.queue), now, sortedSetMember(message));
-    return settle(await pipeline.exec().catch((error: Error) => messages.map(() => [error, null] as [Error, null])), messages.length);
+    const results = await this.redis.sendEach(messages, (client, message) =>
+      client.zadd(sortedSetKey(this.redis.prefix, message.queue), now, sortedSetMember(message)),
+    );
+    return results.map(([error]) => error ?? undefined);
   }
 
   async undelivered(queues: string[]): Promise<Map<string, number>> {
-    const pipeline = this.redis.client.pipeline();
-    for (const queue of queues) pipeline.zcard(sortedSetKey(this.redis.prefix, queue));
-    const results = (await pipeline.exec()) ?? [];
-    return new Map(queues.map((queue, i) => [queue, Number(results[i]?.[1] ?? 0)]));
+    const results = await this.redis.sendEach(queues, (client, queue) => client.zcard(sortedSetKey(this.redis.prefix, queue)));
+    return new Map(queues.map((queue, i) => [queue, Number(throwIfFailed(results[i]))]));
   }
 }
 
@@ -35,8 +35,8 @@ export function sortedSetMember(message: Pick<DispatchMessage, 'id' | 'runId'>):
   return `${message.runId}:${message.id}`;
 }
 
-/** One error (or undefined) per command of an executed pipeline. */
-export function settle(results: [Error | null, unknown][] | null, count: number): (Error | undefined)[] {
-  if (!results) return Array.from({ length: count }, () => new Error('Redis pipeline was not executed'));
-  return results.map(([error]) => error ?? undefined);
+/** The reply of one of several commands, or its error thrown (a count that could not be read must not be taken for 0). */
+export function throwIfFailed([error, reply]: [Error | null, unknown]): unknown {
+  if (error) throw error;
+  return reply;
 }

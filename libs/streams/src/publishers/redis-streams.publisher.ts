@@ -3,11 +3,12 @@ import type { DispatchMessage } from '../dispatch-message';
 import { type Publisher, STREAM_PARTITIONS, type StreamPartitionCount } from '../publisher.interface';
 import { CONSUMER_GROUP, partitionCountKey, partitionFor, queueStreams, streamKey } from '@nest-durable/client';
 import { RedisConnection } from '@nest-durable/worker/redis';
-import { settle } from './redis-sorted-set.publisher';
+import { throwIfFailed } from './redis-sorted-set.publisher';
 
 /**
  * Sharded Redis Streams: a queue is split into `partitions` streams and a wake-up goes to the one
- * its run id hashes to. Every batch also (re)writes the partition count at a known key, so workers
+ * its run id hashes to. Partition n of every queue shares a hash slot, and the partitions spread over
+ * the slots (see streamKey), so in a Redis Cluster they spread over the masters. Every batch also (re)writes the partition count at a known key, so workers
  * read exactly the streams the deployment writes, even after Redis lost its contents. The count is
  * the deployment's, agreed in PostgreSQL (see StreamPartitions in the coordinator).
  */
@@ -33,13 +34,12 @@ export class RedisStreamsPublisher implements Publisher, OnApplicationBootstrap 
   }
 
   async publish(messages: DispatchMessage[]): Promise<(Error | undefined)[]> {
-    const pipeline = this.redis.client.pipeline();
-    for (const message of messages) {
-      pipeline.xadd(streamKey(this.redis.prefix, message.queue, partitionFor(message.runId, this.partitions)), '*', 'run', message.runId);
-    }
-    pipeline.set(partitionCountKey(this.redis.prefix), String(this.partitions));
-    const results = await pipeline.exec().catch((error: Error) => [...messages, null].map(() => [error, null] as [Error, null]));
-    return settle(results, messages.length + 1).slice(0, messages.length);
+    const streamOf = (message: DispatchMessage) => streamKey(this.redis.prefix, message.queue, partitionFor(message.runId, this.partitions), this.partitions);
+    const [results] = await Promise.all([
+      this.redis.sendEach(messages, (client, message) => client.xadd(streamOf(message), '*', 'run', message.runId)),
+      this.redis.client.set(partitionCountKey(this.redis.prefix), String(this.partitions)).catch(() => undefined),
+    ]);
+    return results.map(([error]) => error ?? undefined);
   }
 
   /**
@@ -48,25 +48,20 @@ export class RedisStreamsPublisher implements Publisher, OnApplicationBootstrap 
    * pending list): its length minus the group's pending count.
    */
   async undelivered(queues: string[]): Promise<Map<string, number>> {
-    const pipeline = this.redis.client.pipeline();
-    const streams = queues.map((queue) => queueStreams(this.redis.prefix, [queue], this.partitions));
-    for (const stream of streams.flat()) {
-      pipeline.xlen(stream);
-      pipeline.xpending(stream, CONSUMER_GROUP);
-    }
-    const results = (await pipeline.exec()) ?? [];
-    let at = 0;
-    return new Map(
-      queues.map((queue, i) => {
-        let count = 0;
-        for (const _ of streams[i]) {
-          const length = Number(results[at++]?.[1] ?? 0);
-          const [error, summary] = results[at++] ?? [];
-          const pending = error ? 0 : Number((summary as [number] | undefined)?.[0] ?? 0); // NOGROUP: nothing delivered yet
-          count += Math.max(0, length - pending);
-        }
-        return [queue, count];
-      }),
-    );
+    const streams = queueStreams(this.redis.prefix, queues, this.partitions);
+    const [lengths, pending] = await Promise.all([
+      this.redis.sendEach(streams, (client, stream) => client.xlen(stream)),
+      this.redis.sendEach(streams, (client, stream) => client.xpending(stream, CONSUMER_GROUP)),
+    ]);
+    const counts = new Map(queues.map((queue) => [queue, 0]));
+    streams.forEach((_, i) => {
+      const queue = queues[Math.floor(i / this.partitions)];
+      const [error, summary] = pending[i];
+      // NOGROUP: no worker read this stream yet, so nothing in it was delivered.
+      if (error && !error.message.includes('NOGROUP')) throw error;
+      const delivered = error ? 0 : Number((summary as [number])[0]);
+      counts.set(queue, counts.get(queue)! + Math.max(0, Number(throwIfFailed(lengths[i])) - delivered));
+    });
+    return counts;
   }
 }

@@ -1,7 +1,6 @@
 import type { ClaimedRun, WorkflowRef } from '@nest-durable/client';
 import { queueName, sortedSetKey } from '@nest-durable/client';
-import { RedisConnection } from './redis.connection';
-import type { Redis } from 'ioredis';
+import { type RedisClient, RedisConnection } from './redis.connection';
 import type { CoordinatorApi } from '../coordinator.api';
 import type { WorkflowRegistry } from '../workflow.registry';
 import { BLOCKING_GRACE_MS, MAX_GIVE_BACKS, type RedisSubscriberOptions, shuffled } from './redis-subscriber.options';
@@ -32,16 +31,17 @@ end
 return out`;
 
 /**
- * Redis sorted-set subscriber (one set of wake-ups per workflow version and shard). Blocks on its
- * queues with BZPOPMIN over a shuffled key order on a connection of its own, so work arrives the
- * moment it is published; popping removes a wake-up, so each reaches one worker. It pops at most as
- * many as it has free slots and takes that many runs of those queues at the coordinator, which picks
- * them as a claim would (priority, work stealing); wake-ups the coordinator hands back (their queue
- * still has runs waiting) go back into their sets, the others are done with.
+ * Redis sorted-set subscriber (one set of wake-ups per workflow version and shard, all in one hash
+ * slot: see sortedSetKey). Blocks on its queues with BZPOPMIN over a shuffled key order on a
+ * connection of its own, so work arrives the moment it is published; popping removes a wake-up, so
+ * each reaches one worker. It pops at most as many as it has free slots and takes that many runs of
+ * those queues at the coordinator, which picks them as a claim would (priority, work stealing);
+ * wake-ups the coordinator hands back (their queue still has runs waiting) go back into their sets,
+ * the others are done with.
  */
 export class RedisSortedSetSubscriber implements Subscriber {
   readonly name = 'redis-zset';
-  private readonly reader: Redis;
+  private readonly reader: RedisClient;
   private readonly refs = new Map<string, WorkflowRef>();
   /** Wake-ups that took no run (the work they announced was taken another way). */
   stale = 0;
@@ -105,10 +105,8 @@ export class RedisSortedSetSubscriber implements Subscriber {
   /** Wake-ups go back into their sets (best effort: else the republish daemon restores their runs). */
   private async putBack(members: [key: string, member: string][]): Promise<void> {
     if (members.length === 0) return;
-    const pipeline = this.redis.client.pipeline();
     const now = Date.now();
-    for (const [key, member] of members) pipeline.zadd(key, now, member);
-    await pipeline.exec().catch(() => undefined);
+    await this.redis.sendEach(members, (client, [key, member]) => client.zadd(key, now, member));
   }
 }
 

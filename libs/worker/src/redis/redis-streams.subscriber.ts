@@ -5,18 +5,25 @@ import type { CoordinatorApi } from '../coordinator.api';
 import type { WorkflowRegistry } from '../workflow.registry';
 import type { RedisSubscriberOptions } from './redis-subscriber.options';
 import { entryKey, StreamEntries, type StreamEntry } from './stream-entries';
+import { PartitionReaders } from './partition-readers';
 import { StreamLayout } from './stream-layout';
 import { delivery, type NextDelayParams, type Subscriber } from '../subscribers/subscriber.interface';
 
 /** Consumers idle and empty for this long are deleted (consumer names must not pile up). */
 const STALE_CONSUMER_MS = 3_600_000;
+/**
+ * An entry pending under this worker but unknown to it is taken back only once it is this old: a
+ * younger one may still be on its way (the reply of a read in flight, a give-back in progress).
+ */
+const ADOPT_MIN_IDLE_MS = 2_000;
 
 /**
  * Redis Streams subscriber. Reads its queues' partition streams (see StreamLayout) in one consumer
  * group, never more entries than it has free slots: first without blocking, bounded in total, then
- * one blocking read (entries beyond the free slots go back to the group). Each entry is a wake-up for
- * its queue; the worker takes as many runs of each queue at the coordinator, which picks them as a
- * claim would (priority, work stealing) and says which entry each run was taken with. An entry is
+ * blocking, one read per partition (see PartitionReaders; entries beyond the free slots go back to
+ * the group). Each entry is a wake-up for its queue; the worker takes as many runs of each queue at
+ * the coordinator, which picks them as a claim would (priority, work stealing) and says which entry
+ * each run was taken with. An entry is
  * acknowledged (XACK + XDEL) once its run is done here; one that took nothing is given back when its
  * queue still has runs waiting, else acknowledged. Entries left pending are recovered: those of
  * workers that died after `reclaimIdleMs` (XAUTOCLAIM), this worker's own unseen ones at once;
@@ -28,6 +35,7 @@ export class RedisStreamsSubscriber implements Subscriber {
   private readonly refs = new Map<string, WorkflowRef>();
   private readonly layout: StreamLayout;
   private readonly entries: StreamEntries;
+  private readonly readers: PartitionReaders;
   /** The entry behind each taken run, by run id and the revision it was taken at. */
   private readonly held = new Map<string, StreamEntry>();
   private lastRecovery = 0;
@@ -47,7 +55,8 @@ export class RedisStreamsSubscriber implements Subscriber {
   ) {
     for (const ref of registry.refs()) this.refs.set(queueName(ref.name, ref.version, ref.shard), ref);
     this.layout = new StreamLayout(redis, [...this.refs.keys()], options.streamPartitions);
-    this.entries = new StreamEntries(redis, consumer, options.blockMs);
+    this.entries = new StreamEntries(redis, consumer);
+    this.readers = new PartitionReaders(redis, this.entries, consumer, options.blockMs);
   }
 
   /** The partition streams read now. */
@@ -55,30 +64,32 @@ export class RedisStreamsSubscriber implements Subscriber {
     return this.layout.streams;
   }
 
-  async getReadyRuns(limit: number): Promise<ClaimedRun[]> {
+  async getReadyRuns(limit: number, signal: AbortSignal): Promise<ClaimedRun[]> {
     await this.entries.whenReady();
-    try {
-      await this.layout.follow();
-      const streams = this.layout.streams;
-      const found = await this.recover(limit);
-      found.push(...(await this.entries.readAvailable(streams, limit - found.length)));
-      if (found.length === 0) {
-        const { entries, givenUp } = await this.entries.readBlocking(streams, limit);
-        this.orphansSuspected ||= givenUp;
-        if (entries.length === 0) {
-          this.layout.recheck(); // nothing came: look for partitions this worker does not read yet
+    return this.readers.attend(async () => {
+      try {
+        await this.layout.follow();
+        const found = await this.recover(limit);
+        found.push(...this.readers.take(limit - found.length));
+        found.push(...(await this.entries.readAvailable(this.layout.byPartition, limit - found.length)));
+        if (found.length === 0) {
+          const { entries, givenUp } = await this.readers.next(this.layout.byPartition, limit, signal);
+          this.orphansSuspected ||= givenUp;
+          if (entries.length === 0) {
+            this.layout.recheck(); // nothing came: look for partitions this worker does not read yet
+            return [];
+          }
+          found.push(...entries, ...(await this.entries.readAvailable(this.layout.byPartition, limit - entries.length)));
+        }
+        return await this.take(found);
+      } catch (error) {
+        if (String((error as Error).message).includes('NOGROUP')) {
+          this.layout.lost(); // the streams or groups vanished (FLUSHALL, a new Redis, a failover that lost them): recreate them
           return [];
         }
-        found.push(...entries, ...(await this.entries.readAvailable(streams, limit - entries.length)));
+        throw error;
       }
-      return await this.take(found);
-    } catch (error) {
-      if (String((error as Error).message).includes('NOGROUP')) {
-        this.layout.lost(); // the streams or groups vanished (FLUSHALL, a new Redis): recreate them
-        return [];
-      }
-      throw error;
-    }
+    });
   }
 
   getNextDelay(params: NextDelayParams): number {
@@ -102,6 +113,10 @@ export class RedisStreamsSubscriber implements Subscriber {
     await this.entries.whenReady();
   }
 
+  async close(): Promise<void> {
+    await this.readers.close();
+  }
+
   /**
    * Entries left pending, recovered at the reclaim pace (half the idle time, at most 5 s): this
    * worker's own that it never saw (a read given up: also at once), then those of consumers idle past
@@ -113,7 +128,7 @@ export class RedisStreamsSubscriber implements Subscriber {
     if (!due && !this.orphansSuspected) return [];
     const streams = this.layout.streams;
     const known = new Set([...this.held.values()].map(entryKey));
-    const found = await this.entries.adopt(streams, known, limit);
+    const found = await this.entries.adopt(streams, known, limit, ADOPT_MIN_IDLE_MS);
     if (found.length > 0) this.logger.warn(`took back ${found.length} entries delivered to this worker by a read it never saw answered`);
     this.orphansSuspected = false;
     if (due) {
@@ -173,6 +188,8 @@ export class RedisStreamsSubscriber implements Subscriber {
     for (const entry of found) {
       const queue = this.layout.queueOf(entry.stream);
       const name = this.wakeupName(entry);
+      // Found twice (taken back while its read's reply was on its way): a wake-up is named once.
+      if (byName.has(`${queue}\u0000${name}`)) continue;
       byName.set(`${queue}\u0000${name}`, entry);
       wakeups.set(queue, [...(wakeups.get(queue) ?? []), name]);
     }

@@ -1,26 +1,48 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
-import { Redis, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
 
 export const REDIS_OPTIONS = Symbol('REDIS_OPTIONS');
 
+const NODE_ERROR_LOG_MS = 10_000;
+/** Longer than a failover the cluster client rides through (retries every 300 ms, up to 40 redirections). */
+const COMMAND_TIMEOUT_MS = 15_000;
+
 export interface RedisConnectionOptions {
-  url: string;
+  /** One Redis node: `redis://…` or `rediss://…`. */
+  url?: string;
+  /** Or the seed nodes of a Redis Cluster (the client discovers the others); when given, `url` must not be. */
+  clusterNodes?: { host: string; port: number }[];
   /** Every key this deployment uses starts with it, so deployments can share a Redis. */
   prefix: string;
 }
 
+/** A single node or a cluster: the commands callers send are the same. */
+export type RedisClient = Redis | Cluster;
+
+/** For a blocking reader: the client-side guard that ends a blocking read that never returns. */
+export interface BlockingReaderOptions {
+  blockingTimeout: number;
+  blockingTimeoutGrace: number;
+}
+
 /**
- * The one place that opens Redis connections. Commands fail fast while Redis is down (no offline
- * queue), so callers see the failure and fall back (the outbox retries, workers fail over);
- * ioredis keeps reconnecting in the background. Every connection is closed on shutdown.
+ * The one place that opens Redis connections, to a single node or a Redis Cluster. Commands fail
+ * fast while Redis is down (no offline queue), so callers see the failure and fall back (the outbox
+ * retries, workers fail over); ioredis keeps reconnecting in the background. In a cluster, ioredis
+ * follows MOVED/ASK redirections and refreshes its slot map, and a command whose node went away is
+ * retried every 300 ms (up to 40 redirections) while a replica takes over: a failover within a few
+ * seconds is ridden through, a longer one fails the command like an outage. No command waits for an
+ * answer longer than COMMAND_TIMEOUT_MS. Every connection is closed on shutdown.
  */
 @Injectable()
 export class RedisConnection implements OnApplicationShutdown {
   private readonly logger = new Logger(RedisConnection.name);
-  private readonly connections = new Set<Redis>();
-  readonly client: Redis;
+  private readonly connections = new Set<RedisClient>();
+  readonly client: RedisClient;
 
   constructor(@Inject(REDIS_OPTIONS) readonly options: RedisConnectionOptions) {
+    if (options.clusterNodes?.length && options.url) throw new Error('Redis: give either url or clusterNodes, not both');
+    if (!options.clusterNodes?.length && !options.url) throw new Error('Redis: give url or clusterNodes');
     this.client = this.open('commands');
   }
 
@@ -28,23 +50,48 @@ export class RedisConnection implements OnApplicationShutdown {
     return this.options.prefix;
   }
 
-  /** A separate connection, e.g. for one blocking reader (a blocking command occupies its whole connection). */
-  open(purpose: string, extra: RedisOptions = {}): Redis {
-    const connection = new Redis(this.options.url, {
-      enableOfflineQueue: false,
-      maxRetriesPerRequest: 1,
-      connectTimeout: 2_000,
-      retryStrategy: (times) => Math.min(100 * 2 ** times, 2_000),
-      ...extra,
-    });
+  /**
+   * A separate connection, e.g. for one blocking reader (a blocking command occupies its whole
+   * connection). In a cluster that is a Cluster client of its own rather than a socket per master:
+   * it connects to nodes as commands need them, so a reader whose reads name one slot holds a socket
+   * to that slot's master (and one to ask for the slot map), and it follows the slot through a
+   * failover or a resharding by itself. Readers sharing a socket per master would block each other,
+   * and which master serves a slot changes when one fails.
+   */
+  open(purpose: string, blocking?: BlockingReaderOptions): RedisClient {
+    // A command that gets no answer fails after COMMAND_TIMEOUT_MS (a blocking read has its own guard instead).
+    const nodeOptions: RedisOptions = { connectTimeout: 2_000, maxRetriesPerRequest: 1, ...(blocking ?? { commandTimeout: COMMAND_TIMEOUT_MS }) };
+    const connection: RedisClient = this.options.clusterNodes?.length
+      ? new Cluster(this.options.clusterNodes, {
+          enableOfflineQueue: false,
+          retryDelayOnFailover: 300,
+          retryDelayOnClusterDown: 300,
+          maxRedirections: 40,
+          slotsRefreshTimeout: 2_000,
+          clusterRetryStrategy: (times) => Math.min(100 * 2 ** times, 2_000),
+          redisOptions: nodeOptions,
+        })
+      : new Redis(this.options.url!, {
+          ...nodeOptions,
+          enableOfflineQueue: false,
+          retryStrategy: (times) => Math.min(100 * 2 ** times, 2_000),
+        });
     let down = false;
-    connection.on('error', (error) => {
+    connection.on('error', (error: Error) => {
       if (!down) this.logger.warn(`Redis (${purpose}) unavailable: ${error.message}`);
       down = true;
     });
     connection.on('ready', () => {
       if (down) this.logger.log(`Redis (${purpose}) is back`);
       down = false;
+    });
+    // A cluster stays ready while one node is away (a replica takes its slots), and ioredis tries the
+    // node again every few hundred ms meanwhile: one line per node and NODE_ERROR_LOG_MS, not one per try.
+    const reported = new Map<string, number>();
+    connection.on('node error', (error: Error, node: string) => {
+      if (Date.now() - (reported.get(node) ?? 0) < NODE_ERROR_LOG_MS) return;
+      reported.set(node, Date.now());
+      this.logger.warn(`Redis (${purpose}) node ${node} unavailable: ${error.message}`);
     });
     this.connections.add(connection);
     return connection;
@@ -54,7 +101,7 @@ export class RedisConnection implements OnApplicationShutdown {
    * Resolves once `connection` is connected (at once if it is), or fails after `timeoutMs`: without
    * an offline queue, a command sent while it is still connecting would fail at once.
    */
-  async whenReady(connection: Redis, timeoutMs = 2_000): Promise<void> {
+  async whenReady(connection: RedisClient, timeoutMs = 2_000): Promise<void> {
     if (connection.status === 'ready') return;
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
@@ -67,6 +114,23 @@ export class RedisConnection implements OnApplicationShutdown {
       };
       connection.once('ready', onReady);
     });
+  }
+
+  /**
+   * One command per item, all sent at once; resolves with each item's [error, reply], in order. Not
+   * a pipeline: a cluster pipeline must not span nodes, and one caught in a failover was seen never to
+   * settle (ioredis 6: part of it left unsent), while single commands follow their key through MOVED
+   * and failover retries on their own. Sent together they share the socket's round trip all the same.
+   */
+  async sendEach<T>(items: readonly T[], send: (client: RedisClient, item: T) => Promise<unknown>): Promise<[Error | null, unknown][]> {
+    return Promise.all(
+      items.map((item) =>
+        send(this.client, item).then(
+          (reply): [null, unknown] => [null, reply],
+          (error: Error): [Error, null] => [error, null],
+        ),
+      ),
+    );
   }
 
   async onApplicationShutdown(): Promise<void> {

@@ -1,7 +1,6 @@
 import { CONSUMER_GROUP } from '@nest-durable/client';
-import { RedisConnection } from './redis.connection';
-import type { Redis } from 'ioredis';
-import { BLOCKING_GRACE_MS, MAX_GIVE_BACKS, shuffled } from './redis-subscriber.options';
+import { type RedisClient, RedisConnection } from './redis.connection';
+import { MAX_GIVE_BACKS, shuffled } from './redis-subscriber.options';
 
 /** One entry of a partition stream: a wake-up for the stream's queue. */
 export interface StreamEntry {
@@ -10,7 +9,7 @@ export interface StreamEntry {
   fields: string[];
 }
 
-type RawEntry = [id: string, fields: string[]];
+export type RawEntry = [id: string, fields: string[]];
 
 /**
  * Reads at most ARGV[3] new entries in all, stream after stream (KEYS, in order), without blocking:
@@ -35,13 +34,14 @@ return out`;
 
 /**
  * Gives an entry back to the group for another consumer: a copy at the end of its stream (its fields
- * from ARGV[4..], or read from the stream when none are passed), with `hops` counting how often it was
- * given back; then the original acknowledged and deleted. A copy past ARGV[3] hops is not made: a
- * wake-up that keeps finding its work locked must not circle forever (republish restores the run).
+ * from ARGV[5..], or read from the stream when none are passed), with `hops` counting how often the
+ * coordinator handed it back (ARGV[4]: 1 for such a give-back, 0 for one this worker had no room
+ * for); then the original acknowledged and deleted. A copy past ARGV[3] hops is not made: a wake-up
+ * that keeps finding its work locked must not circle forever (republish restores the run).
  */
 const GIVE_BACK = `
 local fields = {}
-for i = 4, #ARGV do fields[#fields + 1] = ARGV[i] end
+for i = 5, #ARGV do fields[#fields + 1] = ARGV[i] end
 if #fields == 0 then
   local found = redis.call('XRANGE', KEYS[1], ARGV[2], ARGV[2])
   if #found > 0 then fields = found[1][2] end
@@ -51,10 +51,13 @@ for i = 1, #fields - 1, 2 do
   if fields[i] == 'hops' then hops = tonumber(fields[i + 1]) or 0
   else copy[#copy + 1] = fields[i]; copy[#copy + 1] = fields[i + 1] end
 end
+hops = hops + tonumber(ARGV[4])
 local added = 0
-if #copy > 0 and hops < tonumber(ARGV[3]) then
-  copy[#copy + 1] = 'hops'
-  copy[#copy + 1] = tostring(hops + 1)
+if #copy > 0 and hops <= tonumber(ARGV[3]) then
+  if hops > 0 then
+    copy[#copy + 1] = 'hops'
+    copy[#copy + 1] = tostring(hops)
+  end
   redis.call('XADD', KEYS[1], '*', unpack(copy))
   added = 1
 end
@@ -62,87 +65,66 @@ redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
 redis.call('XDEL', KEYS[1], ARGV[2])
 return added`;
 
-
 /** Done with an entry: acknowledged and deleted together (an entry left acknowledged but not deleted would count as undelivered forever). */
 const ACK = `
 redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
 return redis.call('XDEL', KEYS[1], ARGV[2])`;
 
 /**
- * The Redis side of a Streams consumer: reading (bounded, then blocking), giving entries back,
- * acknowledging them, and finding entries left pending (by dead consumers, or delivered to this one
- * by a read it never saw answered). Every script touches one key, so one slot.
+ * The Redis side of a Streams consumer, but for its blocking reads (PartitionReaders): reading what
+ * is there (bounded), giving entries back, acknowledging them, and finding entries left pending (by
+ * dead consumers, or delivered to this one by a read it never saw answered). Every script names the
+ * streams of one partition, so one hash slot; commands on several streams are sent one by one.
  */
 export class StreamEntries {
-  private readonly reader: Redis;
   /** Where XAUTOCLAIM resumes in each stream's pending list (it scans at most COUNT x 10 entries a call). */
   private readonly reclaimCursors = new Map<string, string>();
 
   constructor(
     private readonly redis: RedisConnection,
     private readonly consumer: string,
-    private readonly blockMs: number,
-  ) {
-    this.reader = redis.open('stream reader', { blockingTimeout: blockMs, blockingTimeoutGrace: BLOCKING_GRACE_MS });
-  }
+  ) {}
 
   async whenReady(): Promise<void> {
-    await Promise.all([this.redis.whenReady(this.reader), this.redis.whenReady(this.redis.client)]);
-  }
-
-  /** Up to `limit` new entries in all, without blocking, from the streams in a fresh random order. */
-  async readAvailable(streams: readonly string[], limit: number): Promise<StreamEntry[]> {
-    if (limit <= 0) return [];
-    const order = shuffled([...streams]);
-    const reply = (await this.redis.client.eval(READ_BOUNDED, order.length, ...order, CONSUMER_GROUP, this.consumer, limit)) as [string, RawEntry[]][];
-    return reply.flatMap(([stream, entries]) => entries.map(([id, fields]) => ({ stream, id, fields })));
+    await this.redis.whenReady(this.redis.client);
   }
 
   /**
-   * Blocks until an entry arrives on any stream. The reply holds at most one entry per stream
-   * (COUNT 1); entries beyond `limit` go back to the group at once. `givenUp` is true when the client
-   * gave the read up (no answer within the grace): Redis may have delivered entries it never saw.
+   * Up to `limit` new entries in all, without blocking: one script per partition (its streams share a
+   * slot), partitions and streams in a fresh random order, until `limit` is reached.
    */
-  async readBlocking(streams: readonly string[], limit: number): Promise<{ entries: StreamEntry[]; givenUp: boolean }> {
-    const order = shuffled([...streams]);
-    const startedAt = Date.now();
-    const reply = (await this.reader.xreadgroup(
-      'GROUP',
-      CONSUMER_GROUP,
-      this.consumer,
-      'COUNT',
-      1,
-      'BLOCK',
-      this.blockMs,
-      'STREAMS',
-      ...order,
-      ...order.map(() => '>'),
-    )) as [string, RawEntry[]][] | null;
-    const givenUp = !reply && Date.now() - startedAt >= this.blockMs + BLOCKING_GRACE_MS;
-    const entries = (reply ?? []).flatMap(([stream, list]) => list.map(([id, fields]) => ({ stream, id, fields })));
-    await this.giveBack(entries.splice(limit));
-    return { entries, givenUp };
+  async readAvailable(byPartition: readonly (readonly string[])[], limit: number): Promise<StreamEntry[]> {
+    const found: StreamEntry[] = [];
+    for (const streams of shuffled([...byPartition])) {
+      if (found.length >= limit) break;
+      if (streams.length === 0) continue;
+      const order = shuffled([...streams]);
+      const reply = (await this.redis.client.eval(READ_BOUNDED, order.length, ...order, CONSUMER_GROUP, this.consumer, limit - found.length)) as [
+        string,
+        RawEntry[],
+      ][];
+      found.push(...reply.flatMap(([stream, entries]) => entries.map(([id, fields]) => ({ stream, id, fields }))));
+    }
+    return found;
   }
 
+  /** Entries the coordinator handed back (their queue still has runs waiting): one more hop each. */
   async giveBack(entries: StreamEntry[]): Promise<void> {
-    for (const entry of entries) {
-      await this.redis.client.eval(GIVE_BACK, 1, entry.stream, CONSUMER_GROUP, entry.id, MAX_GIVE_BACKS, ...entry.fields);
-    }
+    await this.returnToGroup(entries, 1);
+  }
+
+  /** Entries this worker has no room for: back to the group for another consumer, not counted as a hop. */
+  async putBack(entries: StreamEntry[]): Promise<void> {
+    await this.returnToGroup(entries, 0);
   }
 
   async ack(entries: Pick<StreamEntry, 'stream' | 'id'>[]): Promise<void> {
-    if (entries.length === 0) return;
-    const pipeline = this.redis.client.pipeline();
-    for (const { stream, id } of entries) pipeline.eval(ACK, 1, stream, CONSUMER_GROUP, id);
-    await pipeline.exec();
+    failOnFirstError(await this.redis.sendEach(entries, (client, { stream, id }) => client.eval(ACK, 1, stream, CONSUMER_GROUP, id)));
   }
 
   /** Resets the idle time of entries this consumer is still working on (a long run must not look abandoned). */
   async touch(entries: Pick<StreamEntry, 'stream' | 'id'>[]): Promise<void> {
-    if (entries.length === 0) return;
-    const pipeline = this.redis.client.pipeline();
-    for (const { stream, id } of entries) pipeline.xclaim(stream, CONSUMER_GROUP, this.consumer, 0, id, 'JUSTID');
-    await pipeline.exec();
+    failOnFirstError(await this.redis.sendEach(entries, (client, { stream, id }) => claimJustId(client, stream, this.consumer, id)));
   }
 
   /**
@@ -173,30 +155,25 @@ export class StreamEntries {
   }
 
   /**
-   * Entries pending under this consumer that are not among `known` (delivered by a read it never saw
-   * answered), claimed back without counting a delivery (JUSTID: they were delivered once, to it).
+   * Entries pending under this consumer for `minIdleMs` or more that are not among `known` (delivered
+   * by a read it never saw answered), claimed back without counting a delivery (JUSTID: they were
+   * delivered once, to it). Younger ones may be on their way to it still (a read's reply, a give-back).
    */
-  async adopt(streams: readonly string[], known: Set<string>, limit: number): Promise<StreamEntry[]> {
-    const pipeline = this.redis.client.pipeline();
-    for (const stream of streams) pipeline.xpending(stream, CONSUMER_GROUP, '-', '+', limit + known.size, this.consumer);
-    const pending = (await pipeline.exec()) ?? [];
-    const adopted: StreamEntry[] = [];
-    for (const [i, stream] of streams.entries()) {
-      const ids = ((pending[i]?.[1] ?? []) as [string][]).map(([id]) => id).filter((id) => !known.has(entryKey({ stream, id })));
-      for (const id of ids.slice(0, limit - adopted.length)) {
-        const [claimed] = (await this.redis.client.xclaim(stream, CONSUMER_GROUP, this.consumer, 0, id, 'JUSTID')) as string[];
-        if (claimed) adopted.push({ stream, id: claimed, fields: [] });
-      }
-      if (adopted.length >= limit) break;
-    }
-    return adopted;
+  async adopt(streams: readonly string[], known: Set<string>, limit: number, minIdleMs: number): Promise<StreamEntry[]> {
+    const pending = await this.redis.sendEach(streams, (client, stream) =>
+      client.xpending(stream, CONSUMER_GROUP, 'IDLE', minIdleMs, '-', '+', limit + known.size, this.consumer),
+    );
+    const unseen = streams.flatMap((stream, i) =>
+      ((pending[i]?.[1] ?? []) as [string][]).map(([id]) => ({ stream, id })).filter((entry) => !known.has(entryKey(entry))),
+    ).slice(0, limit);
+    const claimed = await this.redis.sendEach(unseen, (client, { stream, id }) => claimJustId(client, stream, this.consumer, id));
+    failOnFirstError(claimed);
+    return unseen.filter((_, i) => (claimed[i][1] as string[]).length > 0).map((entry) => ({ ...entry, fields: [] }));
   }
 
   /** How many times each entry was delivered (XPENDING), in order. */
   async deliveryCounts(entries: StreamEntry[]): Promise<number[]> {
-    const pipeline = this.redis.client.pipeline();
-    for (const { stream, id } of entries) pipeline.xpending(stream, CONSUMER_GROUP, id, id, 1);
-    const pending = (await pipeline.exec()) ?? [];
+    const pending = await this.redis.sendEach(entries, (client, { stream, id }) => client.xpending(stream, CONSUMER_GROUP, id, id, 1));
     return entries.map((_, i) => Number((pending[i]?.[1] as [string, string, number, number][] | undefined)?.[0]?.[3] ?? 0));
   }
 
@@ -213,6 +190,23 @@ export class StreamEntries {
       }
     }
   }
+
+  private async returnToGroup(entries: StreamEntry[], hop: 0 | 1): Promise<void> {
+    failOnFirstError(
+      await this.redis.sendEach(entries, (client, entry) => client.eval(GIVE_BACK, 1, entry.stream, CONSUMER_GROUP, entry.id, MAX_GIVE_BACKS, hop, ...entry.fields)),
+    );
+  }
+}
+
+/** Several commands fail as one call would: with the first error among them. */
+function failOnFirstError(results: [Error | null, unknown][]): void {
+  const failed = results.find(([error]) => error);
+  if (failed) throw failed[0];
+}
+
+/** XCLAIM … JUSTID with min idle 0 (taken now, no delivery counted); through `call`, as ioredis's typings refuse this overload on a Redis | Cluster. */
+function claimJustId(client: RedisClient, stream: string, consumer: string, id: string): Promise<unknown> {
+  return client.call('XCLAIM', stream, CONSUMER_GROUP, consumer, '0', id, 'JUSTID');
 }
 
 /** An entry's identity across streams. */

@@ -1,4 +1,4 @@
-import { CONSUMER_GROUP, partitionCountKey, streamKey } from '@nest-durable/client';
+import { CONSUMER_GROUP, partitionCountKey, partitionStreams } from '@nest-durable/client';
 import { RedisConnection } from './redis.connection';
 import { Logger } from '@nestjs/common';
 
@@ -7,16 +7,17 @@ const REFRESH_MS = 2_000;
 
 /**
  * Which streams a Streams worker reads: every partition of each of its queues, as many as the
- * coordinator published (else `fallback`), followed as the count changes. A worker started before
- * any coordinator, or with another STREAM_PARTITIONS, thus comes to read exactly the streams the
- * deployment writes.
+ * coordinator published (else `fallback`), followed as the count changes (a new count renames the
+ * streams, see streamKey). A worker started before any coordinator, or with another
+ * STREAM_PARTITIONS, thus comes to read exactly the streams the deployment writes.
  */
 export class StreamLayout {
   private readonly logger = new Logger(StreamLayout.name);
   private partitions = 0;
   private readAt = 0;
   private ready = false;
-  private current: string[] = [];
+  private current: string[][] = [];
+  /** Every stream read so far, kept across count changes: reads in flight may still bring entries of an older layout. */
   private readonly where = new Map<string, { queue: string; partition: number }>();
 
   constructor(
@@ -25,7 +26,13 @@ export class StreamLayout {
     private readonly fallback: number,
   ) {}
 
+  /** Every partition stream read now. */
   get streams(): readonly string[] {
+    return this.current.flat();
+  }
+
+  /** The streams read now, by partition: those of one partition share a hash slot, so one command may name them all. */
+  get byPartition(): readonly (readonly string[])[] {
     return this.current;
   }
 
@@ -35,10 +42,6 @@ export class StreamLayout {
 
   partitionOf(stream: string): number {
     return this.where.get(stream)!.partition;
-  }
-
-  streamOf(queue: string, partition: number): string {
-    return streamKey(this.redis.prefix, queue, partition);
   }
 
   /** Re-read the count on the next follow (after an empty read: a partition may be missing). */
@@ -63,21 +66,16 @@ export class StreamLayout {
     const partitions = Number.isInteger(published) && published > 0 ? published : this.fallback;
     if (this.ready && partitions === this.partitions) return;
     if (this.partitions > 0 && partitions !== this.partitions) this.logger.log(`reading ${partitions} partition(s) per queue (was ${this.partitions})`);
-    const streams: string[] = [];
-    this.where.clear();
-    for (const queue of this.queues) {
-      for (let partition = 0; partition < partitions; partition++) {
-        const stream = this.streamOf(queue, partition);
-        streams.push(stream);
-        this.where.set(stream, { queue, partition });
-      }
+    const byPartition = Array.from({ length: partitions }, (_, partition) => partitionStreams(this.redis.prefix, this.queues, partition, partitions));
+    for (const [partition, streams] of byPartition.entries()) {
+      for (const [i, stream] of streams.entries()) this.where.set(stream, { queue: this.queues[i], partition });
     }
-    for (const stream of streams) {
+    for (const stream of byPartition.flat()) {
       await this.redis.client.xgroup('CREATE', stream, CONSUMER_GROUP, '0', 'MKSTREAM').catch((error: Error) => {
         if (!error.message.includes('BUSYGROUP')) throw error;
       });
     }
-    this.current = streams;
+    this.current = byPartition;
     this.partitions = partitions;
     this.ready = true;
   }
