@@ -55,11 +55,19 @@ export class CpuSampler {
   constructor(private readonly groups: Record<string, () => number[]>) {}
 
   private allGroups(): Record<string, number[]> {
-    return { ...Object.fromEntries(Object.entries(this.groups).map(([label, pids]) => [label, pids()])), postgres: pidsNamed('postgres'), redis: pidsNamed('redis-server') };
+    return {
+      ...Object.fromEntries(Object.entries(this.groups).map(([label, pids]) => [label, pids()])),
+      postgres: pidsNamed('postgres'),
+      redis: pidsNamed('redis-server'),
+    };
   }
 
   start(): void {
-    this.before = new Map(Object.values(this.allGroups()).flat().map((pid) => [pid, processSeconds(pid)]));
+    this.before = new Map(
+      Object.values(this.allGroups())
+        .flat()
+        .map((pid) => [pid, processSeconds(pid)]),
+    );
     this.machineBefore = machineTicks();
     this.startedAt = performance.now();
   }
@@ -78,4 +86,3 @@ export class CpuSampler {
     return { machine: busy, groups };
   }
 }
-

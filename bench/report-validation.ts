@@ -38,7 +38,11 @@ const failure = (i: number) => ({
   runId: runId(i),
   fail: {
     expectedRevision: 3,
-    error: { name: 'PaymentDeclinedError', message: `card declined for order ord_${i}`, stack: `PaymentDeclinedError: card declined\n${'    at charge (/app/dist/workflows/order.js:42:11)\n'.repeat(8)}` },
+    error: {
+      name: 'PaymentDeclinedError',
+      message: `card declined for order ord_${i}`,
+      stack: `PaymentDeclinedError: card declined\n${'    at charge (/app/dist/workflows/order.js:42:11)\n'.repeat(8)}`,
+    },
   },
 });
 
@@ -46,9 +50,19 @@ const CASES: { name: string; body: () => unknown }[] = [
   // An idle worker sends each write at once: one report per request.
   { name: 'one task result', body: () => ({ reports: [task(1)] }) },
   // A busy worker (50 slots) coalesces: task results, completions and a failure of concurrent runs.
-  { name: '50 reports (40 tasks, 8 completions, 2 failures)', body: () => ({ reports: [...Array.from({ length: 40 }, (_, i) => task(i)), ...Array.from({ length: 8 }, (_, i) => complete(100 + i)), failure(200), failure(201)] }) },
+  {
+    name: '50 reports (40 tasks, 8 completions, 2 failures)',
+    body: () => ({
+      reports: [...Array.from({ length: 40 }, (_, i) => task(i)), ...Array.from({ length: 8 }, (_, i) => complete(100 + i)), failure(200), failure(201)],
+    }),
+  },
   // A large document: a completion whose output is 1,000 records (about 500 KiB of JSON).
-  { name: 'one completion with a 500 KiB output', body: () => ({ reports: [{ type: 'complete', runId: runId(7), complete: { expectedRevision: 3, output: Array.from({ length: 1_000 }, (_, i) => orderOutput(i)) } }] }) },
+  {
+    name: 'one completion with a 500 KiB output',
+    body: () => ({
+      reports: [{ type: 'complete', runId: runId(7), complete: { expectedRevision: 3, output: Array.from({ length: 1_000 }, (_, i) => orderOutput(i)) } }],
+    }),
+  },
 ];
 
 function validate(body: unknown): void {
@@ -86,5 +100,7 @@ for (const { name, body: make } of CASES) {
   round(body);
   const rounds = Array.from({ length: ROUNDS }, () => round(body));
   const bytes = Buffer.byteLength(JSON.stringify(body));
-  console.log(`| ${name} | ${bytes.toLocaleString('en')} | ${median(rounds).toFixed(1)} | ${Math.min(...rounds).toFixed(1)}–${Math.max(...rounds).toFixed(1)} |`);
+  console.log(
+    `| ${name} | ${bytes.toLocaleString('en')} | ${median(rounds).toFixed(1)} | ${Math.min(...rounds).toFixed(1)}–${Math.max(...rounds).toFixed(1)} |`,
+  );
 }

@@ -59,9 +59,7 @@ async function benchMode(mode: Mode): Promise<Result> {
     };
     const completed = (workflow: string) => db.completed(workflow);
     const span = async (workflow: string) =>
-      Number(
-        (await db.client.query(`SELECT extract(epoch FROM max(finished_at) - min(started_at)) AS s FROM runs WHERE workflow = $1`, [workflow])).rows[0].s,
-      );
+      Number((await db.client.query(`SELECT extract(epoch FROM max(finished_at) - min(started_at)) AS s FROM runs WHERE workflow = $1`, [workflow])).rows[0].s);
 
     // Warm-up: JIT, connections, prepared plans.
     await api(base, 'POST', '/v1/runs/batch', { runs: Array.from({ length: 200 }, () => ({ workflow: 'echo', version: '1', input: 1 })) });
@@ -100,7 +98,12 @@ async function benchMode(mode: Mode): Promise<Result> {
     const chainLatency: number[] = [];
     for (let i = 0; i < W3A_CHAINS; i++) {
       const t0 = performance.now();
-      const run = await api<{ id: string }>(base, 'POST', '/v1/runs', { workflow: 'chain', version: '1', input: { steps: CHAIN_STEPS }, idempotencyKey: `w3a-${i}` });
+      const run = await api<{ id: string }>(base, 'POST', '/v1/runs', {
+        workflow: 'chain',
+        version: '1',
+        input: { steps: CHAIN_STEPS },
+        idempotencyKey: `w3a-${i}`,
+      });
       await api(base, 'GET', `/v1/runs/${run.id}/result?waitMs=20000`);
       chainLatency.push(performance.now() - t0);
     }
@@ -188,9 +191,7 @@ function markdown(results: Result[], when: string): string {
     ['peak RSS coordinator / worker (MB)', (r) => `${r.coordinatorPeakRssMb ?? '–'} / ${r.workerPeakRssMb ?? '–'}`],
   ];
   const header = `| measure | ${results.map((r) => r.mode).join(' | ')} |\n|---|${results.map(() => '---').join('|')}|\n`;
-  const body = rows
-    .map(([name, value]) => `| ${name} | ${results.map((r) => String(value(r)).replace(/null|undefined/g, '–')).join(' | ')} |`)
-    .join('\n');
+  const body = rows.map(([name, value]) => `| ${name} | ${results.map((r) => String(value(r)).replace(/null|undefined/g, '–')).join(' | ')} |`).join('\n');
   const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'CPU'}, ${round(totalmem() / 2 ** 30, 0)} GiB, Node ${process.version}`;
   return `Run ${when} on ${machine}.\n\n${header}${body}\n`;
 }

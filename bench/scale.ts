@@ -62,11 +62,18 @@ async function measure(target: Target, coordinatorCount: number, workerCount: nu
     const cpu = sampler.stop();
     const elapsed = (performance.now() - started) / 1000;
     const commitsPerSecond = ((await db.commits()) - commitsBefore) / elapsed;
-    const w1Span = Number((await db.client.query(`SELECT extract(epoch FROM max(finished_at) - min(started_at)) AS s FROM runs WHERE workflow = 'chain'`)).rows[0].s);
+    const w1Span = Number(
+      (await db.client.query(`SELECT extract(epoch FROM max(finished_at) - min(started_at)) AS s FROM runs WHERE workflow = 'chain'`)).rows[0].s,
+    );
 
     for (let i = 0; i < 2; i++) {
       await api(via(i), 'POST', '/v1/runs/batch', {
-        runs: Array.from({ length: W3B_CHAINS / 2 }, (_, n) => ({ workflow: 'chain', version: '1', input: { steps: CHAIN_STEPS }, idempotencyKey: `w3b-${i}-${n}` })),
+        runs: Array.from({ length: W3B_CHAINS / 2 }, (_, n) => ({
+          workflow: 'chain',
+          version: '1',
+          input: { steps: CHAIN_STEPS },
+          idempotencyKey: `w3b-${i}-${n}`,
+        })),
       });
     }
     await until('W3b drained', async () => (await db.completed('chain')) === W1_RUNS + W3B_CHAINS, 300_000);
@@ -105,8 +112,12 @@ function verdict(series: Step[]): string {
     .slice(0, 3)
     .map(([label, used]) => `${label} ${cores(used)}`)
     .join(', ');
-  const grows = stop === series[series.length - 1] ? `still grows at ${stop.workers} workers` : `stops growing at ${stop.workers} worker${stop.workers > 1 ? 's' : ''}`;
-  const saturated = stop.cpu.machine >= 0.9 ? `the ${CORES} cores are saturated (${round(stop.cpu.machine * 100, 0)}% busy)` : `the machine is ${round(stop.cpu.machine * 100, 0)}% busy`;
+  const grows =
+    stop === series[series.length - 1] ? `still grows at ${stop.workers} workers` : `stops growing at ${stop.workers} worker${stop.workers > 1 ? 's' : ''}`;
+  const saturated =
+    stop.cpu.machine >= 0.9
+      ? `the ${CORES} cores are saturated (${round(stop.cpu.machine * 100, 0)}% busy)`
+      : `the machine is ${round(stop.cpu.machine * 100, 0)}% busy`;
   return `${grows} (${stop.w1RunsPerSecond} runs/s, ${stop.commitsPerSecond} commits/s): ${saturated}; cores used: ${busiest}`;
 }
 

@@ -146,7 +146,16 @@ export async function startCoordinator(db: BenchDatabase, dispatch: string, env:
     ...env,
   });
   const url = `http://127.0.0.1:${port}`;
-  await until(`the coordinator\n${proc.output}`, () => fetch(`${url}/health/ready`).then((r) => r.ok, () => false), 60_000, 100);
+  await until(
+    `the coordinator\n${proc.output}`,
+    () =>
+      fetch(`${url}/health/ready`).then(
+        (r) => r.ok,
+        () => false,
+      ),
+    60_000,
+    100,
+  );
   return { proc, url };
 }
 
@@ -163,6 +172,15 @@ export async function startWorker(coordinatorUrls: string[], subscriber: Mode, e
     SUBSCRIBER: subscriber,
     ...env,
   });
-  await until(`the worker\n${proc.output}`, () => fetch(`http://127.0.0.1:${port}/health/ready`).then((r) => r.ok, () => false), 60_000, 100);
+  await until(
+    `the worker\n${proc.output}`,
+    () =>
+      fetch(`http://127.0.0.1:${port}/health/ready`).then(
+        (r) => r.ok,
+        () => false,
+      ),
+    60_000,
+    100,
+  );
   return proc;
 }

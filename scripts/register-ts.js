@@ -8,10 +8,7 @@ const { transformSync } = require('@swc/core');
 
 const root = path.resolve(__dirname, '..');
 const aliases = new Map(
-  Object.entries(require(path.join(root, 'tsconfig.json')).compilerOptions.paths).map(([alias, [target]]) => [
-    alias,
-    path.join(root, target, 'index.ts'),
-  ]),
+  Object.entries(require(path.join(root, 'tsconfig.json')).compilerOptions.paths).map(([alias, [target]]) => [alias, path.join(root, target, 'index.ts')]),
 );
 
 const resolve = Module._resolveFilename;

@@ -156,14 +156,22 @@ try {
   });
   await waitFor(
     'the coordinator to be ready',
-    () => fetch(`${coordinatorUrl}/health/ready`).then((r) => r.ok, () => false),
+    () =>
+      fetch(`${coordinatorUrl}/health/ready`).then(
+        (r) => r.ok,
+        () => false,
+      ),
     60_000,
   );
   const workerPort = Number(process.env.WORKER_PORT ?? 3001);
   startApp('worker', 'dist/apps/worker/apps/worker/src/main.js', { COORDINATOR_URL: coordinatorUrl, WORKER_PORT: String(workerPort) });
   await waitFor(
     'the worker to be ready',
-    () => fetch(`http://127.0.0.1:${workerPort}/health/ready`).then((r) => r.ok, () => false),
+    () =>
+      fetch(`http://127.0.0.1:${workerPort}/health/ready`).then(
+        (r) => r.ok,
+        () => false,
+      ),
     60_000,
   );
   log(`ready: coordinator on ${coordinatorUrl}, one worker (health on :${workerPort}). Try:`);

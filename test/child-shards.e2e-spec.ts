@@ -31,7 +31,11 @@ describe('child runs and shards', () => {
     db = await createTestDatabase('child_shards');
     coordinator = await startCoordinator(db.url, { claimPollIntervalMs: 100 });
     const workflows = [parentWorkflow, routingParentWorkflow, chainWorkflow];
-    for (const [workerId, shards] of [['eu-worker', ['eu-west']], ['us-worker', ['us-east']], ['plain-worker', []]] as const) {
+    for (const [workerId, shards] of [
+      ['eu-worker', ['eu-west']],
+      ['us-worker', ['us-east']],
+      ['plain-worker', []],
+    ] as const) {
       workers.push(await startCustomWorker(coordinator.url, { workflows, workerId, shards: [...shards], claimWaitMs: 1_000 }));
     }
     client = new WorkflowClient({ url: coordinator.url });
@@ -53,7 +57,7 @@ describe('child runs and shards', () => {
     return row;
   };
 
-  it('runs a child without a shard of its own in its parent\'s shard, on the worker serving only that shard', async () => {
+  it("runs a child without a shard of its own in its parent's shard, on the worker serving only that shard", async () => {
     const parent = await client.start(parentWorkflow, { steps: 2 }, { shard: 'eu-west' });
     const done = await client.waitForResult(parent.id, { timeoutMs: 15_000 });
     expect(done).toMatchObject({ status: 'completed', output: { steps: 2 } });
@@ -66,7 +70,10 @@ describe('child runs and shards', () => {
   });
 
   it('routes a child to the shard it names, or to no shard with null', async () => {
-    for (const [shard, queue, worker] of [['us-east', 'chain:1:us-east', 'us-worker'], [null, 'chain:1', 'plain-worker']] as const) {
+    for (const [shard, queue, worker] of [
+      ['us-east', 'chain:1:us-east', 'us-worker'],
+      [null, 'chain:1', 'plain-worker'],
+    ] as const) {
       const parent = await client.start(routingParentWorkflow, { shard, wait: true }, { shard: 'eu-west' });
       expect(await client.waitForResult(parent.id, { timeoutMs: 15_000 })).toMatchObject({ status: 'completed', output: { child: { steps: 1 } } });
       const child = await childOf(parent.id);
@@ -104,12 +111,18 @@ describe('child runs and shards', () => {
     const [run] = claimed.body.runs as ClaimedRun[];
     const child = { expectedRevision: run.revision, key: 'child:c#1', seq: 0, name: 'c', workflow: 'chain', version: '1', input: { steps: 1 }, wait: false };
 
-    const refused = await request(coordinator.url).post(`/v1/worker/runs/${run.id}/children`).send({ ...child, shard: 'eu west' }).expect(400);
+    const refused = await request(coordinator.url)
+      .post(`/v1/worker/runs/${run.id}/children`)
+      .send({ ...child, shard: 'eu west' })
+      .expect(400);
     expect(refused.body.reason).toBe('invalid_shard');
     expect(await childOf(parent.id)).toBeUndefined();
     expect(await client.get(parent.id)).toMatchObject({ status: 'running', revision: run.revision, tasks: [] });
 
-    await request(coordinator.url).post(`/v1/worker/runs/${run.id}/children`).send({ ...child, shard: null }).expect(200);
+    await request(coordinator.url)
+      .post(`/v1/worker/runs/${run.id}/children`)
+      .send({ ...child, shard: null })
+      .expect(200);
     expect(await childOf(parent.id)).toMatchObject({ queue: 'chain:1' });
   });
 });

@@ -65,11 +65,33 @@ describe('wf (the command line)', () => {
       const inputFile = join(files, 'input.json');
       await writeFile(inputFile, JSON.stringify({ ms: 5, note: 'from a file' }));
       const runAt = LATER();
-      const args = ['runs', 'start', 'sleepy', '1', '--input', `@${inputFile}`, '--idempotency-key', 'cli-options', '--priority', '7', '--shard', 'eu', '--run-at', runAt.toISOString()];
+      const args = [
+        'runs',
+        'start',
+        'sleepy',
+        '1',
+        '--input',
+        `@${inputFile}`,
+        '--idempotency-key',
+        'cli-options',
+        '--priority',
+        '7',
+        '--shard',
+        'eu',
+        '--run-at',
+        runAt.toISOString(),
+      ];
       const result = await wf([...args, '--json'], env);
       expect(result).toMatchObject({ code: 0, stderr: '' });
       const run = JSON.parse(result.stdout) as RunView;
-      expect(run).toMatchObject({ status: 'queued', input: { ms: 5, note: 'from a file' }, idempotencyKey: 'cli-options', priority: 7, shard: 'eu', runAt: runAt.toISOString() });
+      expect(run).toMatchObject({
+        status: 'queued',
+        input: { ms: 5, note: 'from a file' },
+        idempotencyKey: 'cli-options',
+        priority: 7,
+        shard: 'eu',
+        runAt: runAt.toISOString(),
+      });
       // The same key again: the same run, printed for a human.
       const again = await wf(args, env);
       expect(again).toMatchObject({ code: 0, stdout: `run ${run.id} (sleepy 1) queued\n`, stderr: '' });
@@ -133,7 +155,10 @@ describe('wf (the command line)', () => {
       await client.waitForResult(run.id, { timeoutMs: 10_000 });
       const ok = await wf(['runs', 'watch', run.id, '--json'], env);
       expect(ok).toMatchObject({ code: 0, stderr: '' });
-      const events = ok.stdout.trimEnd().split('\n').map((line) => JSON.parse(line) as { type: string; step?: { key: string }; run?: RunView });
+      const events = ok.stdout
+        .trimEnd()
+        .split('\n')
+        .map((line) => JSON.parse(line) as { type: string; step?: { key: string }; run?: RunView });
       expect(events.map((event) => event.step?.key ?? event.run?.status)).toEqual(['step#1', 'step#2', 'completed']);
       const failed = await client.start(flakyWorkflow, { failTimes: 100 });
       const watchFailed = await wf(['runs', 'watch', failed.id], env);
@@ -214,7 +239,10 @@ describe('wf (the command line)', () => {
     it('lists, redrives and deletes them', async () => {
       const deadClient = new WorkflowClient({ url: dead.url });
       const deadEnv = { WF_URL: dead.url };
-      const [redriven, deleted] = await deadClient.startMany([{ workflow: echoWorkflow, input: 1 }, { workflow: echoWorkflow, input: 2 }]);
+      const [redriven, deleted] = await deadClient.startMany([
+        { workflow: echoWorkflow, input: 1 },
+        { workflow: echoWorkflow, input: 2 },
+      ]);
       const letters = await eventually('both runs dead-lettered', async () => {
         const { deadLetters } = await deadClient.listDeadLetters();
         return deadLetters.length === 2 ? new Map(deadLetters.map((letter) => [letter.runId, letter.id])) : undefined;
@@ -258,7 +286,10 @@ describe('wf (the command line)', () => {
     });
 
     it('exits 2 for a coordinator URL that is not an http URL', async () => {
-      expect(await wf(['runs', 'list'], { WF_URL: 'localhost:3000' })).toMatchObject({ code: 2, stderr: 'wf: the coordinator URL (--url or WF_URL) must be an http(s) URL, not "localhost:3000"\n' });
+      expect(await wf(['runs', 'list'], { WF_URL: 'localhost:3000' })).toMatchObject({
+        code: 2,
+        stderr: 'wf: the coordinator URL (--url or WF_URL) must be an http(s) URL, not "localhost:3000"\n',
+      });
     });
 
     it('prints help and its version with exit code 0', async () => {
@@ -269,9 +300,17 @@ describe('wf (the command line)', () => {
     });
 
     it("prints the API's reason and message in one line and exits 1", async () => {
-      expect(await wf(['runs', 'get', UNKNOWN_RUN], env)).toEqual({ code: 1, signal: null, stdout: '', stderr: `wf: run_not_found: run ${UNKNOWN_RUN} does not exist\n` });
+      expect(await wf(['runs', 'get', UNKNOWN_RUN], env)).toEqual({
+        code: 1,
+        signal: null,
+        stdout: '',
+        stderr: `wf: run_not_found: run ${UNKNOWN_RUN} does not exist\n`,
+      });
       expect(await wf(['runs', 'get', 'not-a-run'], env)).toMatchObject({ code: 1, stderr: expect.stringMatching(/^wf: invalid_run_id: [^\n]+\n$/) });
-      expect(await wf(['runs', 'start', 'echo', '1', '--priority', '5000'], env)).toMatchObject({ code: 1, stderr: expect.stringMatching(/^wf: invalid_priority: [^\n]+\n$/) });
+      expect(await wf(['runs', 'start', 'echo', '1', '--priority', '5000'], env)).toMatchObject({
+        code: 1,
+        stderr: expect.stringMatching(/^wf: invalid_priority: [^\n]+\n$/),
+      });
     });
 
     it('says which URL it could not reach, preferring --url to WF_URL', async () => {

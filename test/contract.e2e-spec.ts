@@ -25,14 +25,18 @@ const NO_SUCH_RUN = '01a22c37-316c-762f-a717-4521456009df';
 /** Sends a request with a JSON body whatever the method (fetch sends none with GET); resolves with its status and reason. */
 function sendWithBody(url: string, method: string, body: string): Promise<{ status: number; reason?: string }> {
   return new Promise((resolve, reject) => {
-    const sent = httpRequest(url, { method: method.toUpperCase(), headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (response) => {
-      let text = '';
-      response.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
-      response.on('end', () => {
-        const type = response.headers['content-type'] ?? '';
-        resolve({ status: response.statusCode!, reason: type.startsWith('application/json') ? (JSON.parse(text) as { reason?: string }).reason : undefined });
-      });
-    });
+    const sent = httpRequest(
+      url,
+      { method: method.toUpperCase(), headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+      (response) => {
+        let text = '';
+        response.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
+        response.on('end', () => {
+          const type = response.headers['content-type'] ?? '';
+          resolve({ status: response.statusCode!, reason: type.startsWith('application/json') ? (JSON.parse(text) as { reason?: string }).reason : undefined });
+        });
+      },
+    );
     sent.on('error', reject);
     sent.end(body);
   });
@@ -159,7 +163,13 @@ describe('HTTP contract', () => {
       const run = await start();
       expect((await call('post', '/v1/runs', { body: { workflow: 'echo', version: '1', idempotencyKey: 'k-1' } })).status).toBe(201);
       expect((await call('post', '/v1/runs', { body: { workflow: 'echo', version: '1', idempotencyKey: 'k-1' } })).status).toBe(200);
-      expect((await call('post', '/v1/runs/batch', { body: { runs: [{ workflow: 'echo', version: '1', priority: 5, shard: 'eu', runAt: '2030-01-01T00:00:00Z' }] } })).status).toBe(201);
+      expect(
+        (
+          await call('post', '/v1/runs/batch', {
+            body: { runs: [{ workflow: 'echo', version: '1', priority: 5, shard: 'eu', runAt: '2030-01-01T00:00:00Z' }] },
+          })
+        ).status,
+      ).toBe(201);
       expect((await call('get', '/v1/runs', { query: '?limit=2' })).body.nextCursor).toEqual(expect.any(String));
       await call('get', '/v1/runs/{id}', { params: { id: run.id } });
       await call('get', '/v1/runs/{id}/result', { params: { id: run.id }, query: '?waitMs=0' });
@@ -175,10 +185,15 @@ describe('HTTP contract', () => {
       expect((await call('post', '/v1/worker/runs/{id}/suspend', { params: { id: sleeper.id }, body: sleep })).body.suspended).toBe(true);
       const woken = (await call('post', '/v1/runs/{id}/wake', { params: { id: sleeper.id } })).body;
       expect(Date.parse(woken.runAt)).toBeLessThanOrEqual(Date.now());
-      expect((await call('post', '/v1/runs/{id}/events/{name}', { params: { id: sleeper.id, name: 'approved' }, body: { data: { ok: true } } })).status).toBe(202);
+      expect((await call('post', '/v1/runs/{id}/events/{name}', { params: { id: sleeper.id, name: 'approved' }, body: { data: { ok: true } } })).status).toBe(
+        202,
+      );
 
       const again = await claimOne();
-      await call('post', '/v1/worker/runs/{id}/fail', { params: { id: sleeper.id }, body: { expectedRevision: again.revision, error: { name: 'Error', message: 'boom' } } });
+      await call('post', '/v1/worker/runs/{id}/fail', {
+        params: { id: sleeper.id },
+        body: { expectedRevision: again.revision, error: { name: 'Error', message: 'boom' } },
+      });
       expect((await call('post', '/v1/runs/{id}/retry', { params: { id: sleeper.id } })).body).toMatchObject({ status: 'queued', attempt: 2 });
     });
 
@@ -187,11 +202,44 @@ describe('HTTP contract', () => {
       const [first, second, third] = [await start(), await start(), await start()];
       const held = await claimOne();
       expect(held.id).toBe(first.id);
-      expect((await call('post', '/v1/worker/heartbeats', { body: { workerId: 'contract', runs: [{ id: held.id, expectedRevision: held.revision }, { id: NO_SUCH_RUN, expectedRevision: 1 }] } })).body.lost).toEqual([NO_SUCH_RUN]);
-      const task = { expectedRevision: held.revision, key: 'charge#1', seq: 0, name: 'charge', status: 'completed', attempts: 1, output: { charged: 42 }, error: null };
+      expect(
+        (
+          await call('post', '/v1/worker/heartbeats', {
+            body: {
+              workerId: 'contract',
+              runs: [
+                { id: held.id, expectedRevision: held.revision },
+                { id: NO_SUCH_RUN, expectedRevision: 1 },
+              ],
+            },
+          })
+        ).body.lost,
+      ).toEqual([NO_SUCH_RUN]);
+      const task = {
+        expectedRevision: held.revision,
+        key: 'charge#1',
+        seq: 0,
+        name: 'charge',
+        status: 'completed',
+        attempts: 1,
+        output: { charged: 42 },
+        error: null,
+      };
       await call('post', '/v1/worker/runs/{id}/tasks', { params: { id: held.id }, body: task });
-      expect((await call('post', '/v1/worker/runs/{id}/tasks', { params: { id: held.id }, body: { ...task, expectedRevision: held.revision + 5 } })).status).toBe(409);
-      const child = { expectedRevision: held.revision, key: 'child:bill#1', seq: 1, name: 'bill', workflow: 'echo', version: '1', input: 1, wait: false, timeoutMs: null };
+      expect(
+        (await call('post', '/v1/worker/runs/{id}/tasks', { params: { id: held.id }, body: { ...task, expectedRevision: held.revision + 5 } })).status,
+      ).toBe(409);
+      const child = {
+        expectedRevision: held.revision,
+        key: 'child:bill#1',
+        seq: 1,
+        name: 'bill',
+        workflow: 'echo',
+        version: '1',
+        input: 1,
+        wait: false,
+        timeoutMs: null,
+      };
       await call('post', '/v1/worker/runs/{id}/children', { params: { id: held.id }, body: child });
       const reports = [
         { type: 'task', runId: held.id, task: { ...task, key: 'ship#1', seq: 2, name: 'ship' } },
@@ -207,7 +255,9 @@ describe('HTTP contract', () => {
       await call('post', '/v1/worker/runs/{id}/release', { params: { id: released.id }, body: { expectedRevision: released.revision } });
       const last = await claimOne();
       await call('post', '/v1/worker/runs/{id}/complete', { params: { id: last.id }, body: { expectedRevision: last.revision, output: null } });
-      expect((await call('post', '/v1/worker/runs/{id}/complete', { params: { id: 'not-a-uuid' }, body: { expectedRevision: 1 } })).body.reason).toBe('invalid_run_id');
+      expect((await call('post', '/v1/worker/runs/{id}/complete', { params: { id: 'not-a-uuid' }, body: { expectedRevision: 1 } })).body.reason).toBe(
+        'invalid_run_id',
+      );
     });
 
     it('dead letters: a worker hands one over; list, redrive, delete', async () => {

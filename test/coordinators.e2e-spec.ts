@@ -79,7 +79,11 @@ describe('several coordinators (real processes)', () => {
     const run = await viaA.start({ name: 'approval', version: '1' }, { timeoutMs: 600_000 });
     await eventually('the run to wait for its event (claimed through b)', async () => (await getRun(a.url, run.id)).status === 'waiting');
     const result = viaB.waitForResult(run.id, { timeoutMs: 60_000 });
-    const sent = await fetch(`${a.url}/v1/runs/${run.id}/events/approved`, { method: 'POST', headers: JSON_HEADERS, body: JSON.stringify({ data: { by: 'alice' } }) });
+    const sent = await fetch(`${a.url}/v1/runs/${run.id}/events/approved`, {
+      method: 'POST',
+      headers: JSON_HEADERS,
+      body: JSON.stringify({ data: { by: 'alice' } }),
+    });
     expect(sent.status).toBe(202);
     await expect(result).resolves.toMatchObject({ status: 'completed' });
   }, 30_000);
@@ -90,9 +94,7 @@ describe('several coordinators (real processes)', () => {
       const a = await coordinator('coordinator-a', dispatch);
       const b = await coordinator('coordinator-b', dispatch);
       const subscriber = { SUBSCRIBER: mode, REDIS_PREFIX: dispatch.REDIS_PREFIX, REDIS_BLOCK_MS: '500' };
-      const workers = await Promise.all(
-        [1, 2, 3, 4].map((n) => worker(`${mode}-w${n}`, n % 2 ? [a.url, b.url] : [b.url, a.url], subscriber)),
-      );
+      const workers = await Promise.all([1, 2, 3, 4].map((n) => worker(`${mode}-w${n}`, n % 2 ? [a.url, b.url] : [b.url, a.url], subscriber)));
 
       const runs: RunView[] = [];
       for (let batch = 0; batch < 4; batch++) {
@@ -105,13 +107,18 @@ describe('several coordinators (real processes)', () => {
       const started = new Set(runs.map((run) => run.id));
       expect(started.size).toBe(2_000);
 
-      const completed = async () => Number((await db.sql<{ count: string }>(`SELECT count(*) FROM runs WHERE status = 'completed' AND id = ANY($1)`, [[...started]]))[0].count);
+      const completed = async () =>
+        Number((await db.sql<{ count: string }>(`SELECT count(*) FROM runs WHERE status = 'completed' AND id = ANY($1)`, [[...started]]))[0].count);
       await eventually('a few hundred runs done before the kill', async () => (await completed()) >= 300, 60_000);
       a.process.signal('SIGKILL');
       await a.process.exited;
       const [{ killedAt }] = await db.sql<{ killedAt: Date }>(`SELECT clock_timestamp() AS "killedAt"`);
 
-      await eventually(`every run completed (${mode})\n${workers.map((w) => w.output.slice(-2_000)).join('\n')}`, async () => (await completed()) === 2_000, 90_000);
+      await eventually(
+        `every run completed (${mode})\n${workers.map((w) => w.output.slice(-2_000)).join('\n')}`,
+        async () => (await completed()) === 2_000,
+        90_000,
+      );
       const sample = await Promise.all(runs.slice(0, 50).map((run) => getRun(b.url, run.id)));
       expect(sample.map((run) => run.output)).toEqual(sample.map(() => ({ steps: 3 })));
 

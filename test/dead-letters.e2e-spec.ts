@@ -63,17 +63,27 @@ describe('dead letters', () => {
       // Redis answers again, but the dead letters are still there.
       await eventually('readiness degraded, not down', async () => (await http().get('/health/ready')).body.status === 'degraded');
       const byRun = new Map(page.deadLetters.map((letter) => [letter.runId, letter.id]));
-      expect((await http().post(`/v1/dead-letters/${byRun.get(doomed.id)}/redrive`).expect(200)).body).toEqual({
+      expect(
+        (
+          await http()
+            .post(`/v1/dead-letters/${byRun.get(doomed.id)}/redrive`)
+            .expect(200)
+        ).body,
+      ).toEqual({
         action: 'republished',
         runStatus: 'queued',
       });
       await eventually('the redriven run published again', async () =>
         (await redis.zrange(sortedSetKey(prefix, 'echo:1'), '0', '-1')).some((member) => member.startsWith(doomed.id)),
       );
-      await http().delete(`/v1/dead-letters/${byRun.get(deleted.id)}`).expect(204);
+      await http()
+        .delete(`/v1/dead-letters/${byRun.get(deleted.id)}`)
+        .expect(204);
       expect((await list()).deadLetters).toEqual([]);
       await eventually('readiness up again', async () => (await readiness()).status === 'ok');
-      await http().delete(`/v1/dead-letters/${byRun.get(deleted.id)}`).expect(404);
+      await http()
+        .delete(`/v1/dead-letters/${byRun.get(deleted.id)}`)
+        .expect(404);
     } finally {
       redis.disconnect();
     }
@@ -91,15 +101,19 @@ describe('dead letters', () => {
     });
     const run = await start();
     const [claimed] = (
-      await http().post('/v1/worker/takes').send({ workerId: 'ghost', workflows: [{ name: 'echo', version: '1', wakeups: ['0/1-0'] }] }).expect(200)
+      await http()
+        .post('/v1/worker/takes')
+        .send({ workerId: 'ghost', workflows: [{ name: 'echo', version: '1', wakeups: ['0/1-0'] }] })
+        .expect(200)
     ).body.runs as ClaimedRun[];
     expect(claimed).toMatchObject({ id: run.id, wakeup: '0/1-0' });
     const report = { workerId: 'w', workflow: { name: 'echo', version: '1' }, wakeup: '0/1-0', deliveries: 6 };
 
     // While the ghost's claim is fresh, the run is left alone; the letter is recorded once however often it is reported.
     expect((await http().post('/v1/worker/dead-letters').send(report).expect(200)).body).toMatchObject({ runFailed: false });
-    await eventually('the ghost claim to go idle', async () =>
-      (await db.sql(`SELECT 1 FROM runs WHERE id = $1 AND heartbeat_at < now() - interval '300 milliseconds'`, [run.id])).length > 0,
+    await eventually(
+      'the ghost claim to go idle',
+      async () => (await db.sql(`SELECT 1 FROM runs WHERE id = $1 AND heartbeat_at < now() - interval '300 milliseconds'`, [run.id])).length > 0,
     );
     const second = (await http().post('/v1/worker/dead-letters').send(report).expect(200)).body as { deadLetterId: string; runFailed: boolean };
     expect(second.runFailed).toBe(true);
@@ -131,15 +145,22 @@ describe('dead letters', () => {
       republishIntervalMs: 3_600_000,
     });
     const take = async (workerId: string) =>
-      ((await http().post('/v1/worker/takes').send({ workerId, workflows: [{ name: 'echo', version: '1', wakeups: ['0/7-0'] }] }).expect(200))
-        .body.runs as ClaimedRun[])[0];
+      (
+        (
+          await http()
+            .post('/v1/worker/takes')
+            .send({ workerId, workflows: [{ name: 'echo', version: '1', wakeups: ['0/7-0'] }] })
+            .expect(200)
+        ).body.runs as ClaimedRun[]
+      )[0];
     const first = await start();
     expect((await take('ghost-1')).id).toBe(first.id);
     // The entry is reclaimed by another worker, which takes another run with it; both workers die.
     const second = await start();
     expect((await take('ghost-2')).id).toBe(second.id);
-    await eventually('both claims idle', async () =>
-      (await db.sql(`SELECT 1 FROM runs WHERE status = 'running' AND heartbeat_at < now() - interval '300 milliseconds'`)).length === 2,
+    await eventually(
+      'both claims idle',
+      async () => (await db.sql(`SELECT 1 FROM runs WHERE status = 'running' AND heartbeat_at < now() - interval '300 milliseconds'`)).length === 2,
     );
     const report = { workerId: 'w', workflow: { name: 'echo', version: '1' }, wakeup: '0/7-0', deliveries: 6 };
     expect((await http().post('/v1/worker/dead-letters').send(report).expect(200)).body).toMatchObject({ runFailed: true });

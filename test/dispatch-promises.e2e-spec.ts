@@ -65,8 +65,7 @@ describe('dispatch promises', () => {
     return worker;
   }
 
-  const startBatch = async (url: string, runs: object[]) =>
-    (await request(url).post('/v1/runs/batch').send({ runs }).expect(201)).body.runs as RunView[];
+  const startBatch = async (url: string, runs: object[]) => (await request(url).post('/v1/runs/batch').send({ runs }).expect(201)).body.runs as RunView[];
   const countWhere = async (where: string, values: unknown[] = []) =>
     Number((await db.sql<{ n: string }>(`SELECT count(*) AS n FROM runs WHERE ${where}`, values))[0].n);
 
@@ -92,7 +91,11 @@ describe('dispatch promises', () => {
         const outbox = await db.sql(`SELECT status, count(*) FROM outbox GROUP BY status`);
         const subscriber = worker.app.get<FailoverSubscriber>(SUBSCRIBER);
         const streams = await Promise.all(
-          queueStreams(prefix, ['chain:1', 'echo:1'], 4).map(async (stream) => [stream, await redis.xlen(stream), await redis.xpending(stream, 'workers').catch(() => null)]),
+          queueStreams(prefix, ['chain:1', 'echo:1'], 4).map(async (stream) => [
+            stream,
+            await redis.xlen(stream),
+            await redis.xpending(stream, 'workers').catch(() => null),
+          ]),
         );
         throw new Error(`${error.message}\n${JSON.stringify({ statuses, outbox, streams, subscriber: subscriber.name, failovers: subscriber.failovers })}`);
       });
@@ -135,7 +138,10 @@ describe('dispatch promises', () => {
       const primary = worker.app.get<FailoverSubscriber>(SUBSCRIBER).primary as RedisStreamsSubscriber;
       await coordinatorFor('redis-streams', prefix, { port, streamPartitions: 4 });
       expect(await redis.get(partitionCountKey(prefix))).toBe('4');
-      const runs = await startBatch(url, Array.from({ length: 100 }, () => ({ workflow: 'echo', version: '1', input: 1 })));
+      const runs = await startBatch(
+        url,
+        Array.from({ length: 100 }, () => ({ workflow: 'echo', version: '1', input: 1 })),
+      );
       await eventually('every run completed', async () => (await countWhere(`status = 'completed'`)) === runs.length, 15_000);
       expect(primary.readStreams).toEqual(expect.arrayContaining(queueStreams(prefix, ['echo:1'], 4)));
       // Through its partition streams, not its HTTP backup.

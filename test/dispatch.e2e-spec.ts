@@ -24,7 +24,11 @@ describe('reliable dispatch', () => {
     return started;
   };
   const start = (c: RunningCoordinator, workflow = 'echo', input: unknown = { n: 1 }) =>
-    request(c.url).post('/v1/runs').send({ workflow, version: '1', input }).expect(201).then((r) => r.body as { id: string });
+    request(c.url)
+      .post('/v1/runs')
+      .send({ workflow, version: '1', input })
+      .expect(201)
+      .then((r) => r.body as { id: string });
   /** The runs whose wake-ups a sorted set holds (members are `<runId>:<outbox id>`). */
   const members = async (key: string) => (await redis.zrange(key, '0', '-1')).map((m) => ({ runId: m.split(':')[0] }));
   /** The run a stream entry's wake-up names. */
@@ -66,9 +70,7 @@ describe('reliable dispatch', () => {
     const c = await coordinator({ ...NO_POLL, dispatch: 'redis-zset', redisPrefix: prefix });
     await db.sql(`SET wf.dispatch = 'redis-zset'`);
     await db.sql('BEGIN');
-    await db.sql(
-      `INSERT INTO runs (id, workflow, version, queue, status) VALUES ('01a22c37-316c-762f-a717-000000000001', 'echo', '1', 'echo:1', 'queued')`,
-    );
+    await db.sql(`INSERT INTO runs (id, workflow, version, queue, status) VALUES ('01a22c37-316c-762f-a717-000000000001', 'echo', '1', 'echo:1', 'queued')`);
     await db.sql('ROLLBACK');
     await db.sql('RESET wf.dispatch');
     const committed = await start(c);
@@ -141,11 +143,7 @@ describe('reliable dispatch', () => {
       await server.start();
       const delivered = new Redis(server.url);
       try {
-        await eventually(
-          'every run delivered after Redis came back',
-          async () => (await delivered.zcard(sortedSetKey(prefix, 'echo:1'))) === 5,
-          15_000,
-        );
+        await eventually('every run delivered after Redis came back', async () => (await delivered.zcard(sortedSetKey(prefix, 'echo:1'))) === 5, 15_000);
         const ids = (await delivered.zrange(sortedSetKey(prefix, 'echo:1'), '0', '-1')).map((m) => m.split(':')[0]);
         expect(new Set(ids)).toEqual(new Set(runs.map((r) => r.id)));
       } finally {
@@ -170,9 +168,7 @@ describe('reliable dispatch', () => {
     });
     const doomed = await start(strict);
     const [dead] = await eventually('the row in the dead-letter table', async () => {
-      const rows = await db.sql<{ run_id: string; origin: string; reason: string; detail: unknown }>(
-        'SELECT run_id, origin, reason, detail FROM dead_letters',
-      );
+      const rows = await db.sql<{ run_id: string; origin: string; reason: string; detail: unknown }>('SELECT run_id, origin, reason, detail FROM dead_letters');
       return rows.length > 0 ? rows : undefined;
     });
     expect(dead).toMatchObject({ run_id: doomed.id, origin: 'outbox', reason: 'publish_failed', detail: { attempts: 3 } });
@@ -182,8 +178,7 @@ describe('reliable dispatch', () => {
   it('reconnects its LISTEN session after pg_terminate_backend and keeps publishing by NOTIFY', async () => {
     const prefix = testPrefix('listen');
     const c = await coordinator({ ...NO_POLL, dispatch: 'redis-zset', redisPrefix: prefix, listenerProbeIntervalMs: 200 });
-    const listeners = () =>
-      db.sql<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = $1 AND query LIKE 'LISTEN%'`, [db.name]);
+    const listeners = () => db.sql<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = $1 AND query LIKE 'LISTEN%'`, [db.name]);
     const [before] = await eventually('the LISTEN session', async () => ((await listeners()).length > 0 ? listeners() : undefined));
     await db.sql('SELECT pg_terminate_backend($1)', [before.pid]);
     await eventually('a new LISTEN session', async () => (await listeners()).some((l) => l.pid !== before.pid));
@@ -208,7 +203,10 @@ describe('reliable dispatch', () => {
     await eventually('its wake-up', async () => (await redis.zpopmin(key)).length > 0);
     // (the wake-up names below are the consumer's own: each worker names the wake-ups it holds)
     const take = (workerId: string) =>
-      request(c.url).post('/v1/worker/takes').send({ workerId, workflows: [{ name: 'echo', version: '1', wakeups: [workerId] }] }).expect(200);
+      request(c.url)
+        .post('/v1/worker/takes')
+        .send({ workerId, workflows: [{ name: 'echo', version: '1', wakeups: [workerId] }] })
+        .expect(200);
     expect((await take('ghost')).body.runs).toMatchObject([{ id: run.id }]);
 
     // The ghost never heartbeats: once its claim is idle, a wake-up reappears for the queue.

@@ -117,10 +117,9 @@ describe('durable execution', () => {
   const http = () => request(coordinator.url);
   const transitions = async (runId: string) =>
     (
-      await db.sql<{ from_status: string | null; to_status: string }>(
-        'SELECT from_status, to_status FROM run_transitions WHERE run_id = $1 ORDER BY id',
-        [runId],
-      )
+      await db.sql<{ from_status: string | null; to_status: string }>('SELECT from_status, to_status FROM run_transitions WHERE run_id = $1 ORDER BY id', [
+        runId,
+      ])
     ).map((t) => `${t.from_status ?? 'new'}>${t.to_status}`);
   const finish = (run: RunView, timeoutMs = 15_000) => client.waitForResult(run.id, { timeoutMs });
   const statusOf = async (runId: string) => (await client.get(runId)).status;
@@ -159,7 +158,10 @@ describe('durable execution', () => {
     it('resumes a waiting run when its event arrives, with the event data', async () => {
       const run = await client.start({ name: 'approval', version: '1' }, { timeoutMs: 60_000 });
       await eventually('the run to wait', async () => (await statusOf(run.id)) === 'waiting');
-      const sent = await http().post(`/v1/runs/${run.id}/events/approved`).send({ data: { by: 'alice' } }).expect(202);
+      const sent = await http()
+        .post(`/v1/runs/${run.id}/events/approved`)
+        .send({ data: { by: 'alice' } })
+        .expect(202);
       expect(sent.body).toEqual({ delivered: true });
       expect(await finish(run)).toMatchObject({ status: 'completed', output: { by: 'alice' } });
     });
@@ -273,10 +275,9 @@ describe('durable execution', () => {
     worker = await startCustomWorker(coordinator.url, { workflows: EXAMPLE_WORKFLOWS, workerId: 'staying' });
     const done = await finish(run, 20_000);
     expect(done).toMatchObject({ status: 'completed', output: { steps: 40 } });
-    const claims = await db.sql<{ worker_id: string }>(
-      `SELECT worker_id FROM run_transitions WHERE run_id = $1 AND to_status = 'running' ORDER BY id`,
-      [run.id],
-    );
+    const claims = await db.sql<{ worker_id: string }>(`SELECT worker_id FROM run_transitions WHERE run_id = $1 AND to_status = 'running' ORDER BY id`, [
+      run.id,
+    ]);
     expect(claims.map((claim) => claim.worker_id)).toEqual(['leaving', 'staying']);
   });
 

@@ -84,10 +84,9 @@ describe('an app outside the monorepo, on the packed packages', () => {
       ['create-account', 'completed'],
       ['send-welcome-mail', 'completed'],
     ]);
-    const takenBy = await db.sql<{ worker_id: string }>(
-      "SELECT DISTINCT worker_id FROM run_transitions WHERE run_id = $1 AND to_status = 'running'",
-      [done.id],
-    );
+    const takenBy = await db.sql<{ worker_id: string }>("SELECT DISTINCT worker_id FROM run_transitions WHERE run_id = $1 AND to_status = 'running'", [
+      done.id,
+    ]);
     expect(takenBy).toEqual([{ worker_id: 'example-worker' }]);
   });
 

@@ -91,10 +91,9 @@ describe('fault tolerance (real processes)', () => {
       if (step <= recordedBeforeKill) expect(runsOfStep.map((e) => e.worker_id)).toEqual(['w-killed']);
       else expect(runsOfStep.at(-1)?.worker_id).toBe('w-rescuer');
     }
-    const claims = await db.sql<{ worker_id: string }>(
-      `SELECT worker_id FROM run_transitions WHERE run_id = $1 AND to_status = 'running' ORDER BY id`,
-      [run.id],
-    );
+    const claims = await db.sql<{ worker_id: string }>(`SELECT worker_id FROM run_transitions WHERE run_id = $1 AND to_status = 'running' ORDER BY id`, [
+      run.id,
+    ]);
     expect(claims.map((claim) => claim.worker_id)).toEqual(['w-killed', 'w-rescuer']);
   }, 60_000);
 
@@ -115,10 +114,7 @@ describe('fault tolerance (real processes)', () => {
     await zombie.waitForOutput('is no longer ours');
     expect(await runRow(run.id)).toEqual(finished);
     expect(await recordedSteps(run.id)).toBe(4);
-    const transitions = await db.sql<{ count: string }>(
-      `SELECT count(*) FROM run_transitions WHERE run_id = $1 AND to_status = 'completed'`,
-      [run.id],
-    );
+    const transitions = await db.sql<{ count: string }>(`SELECT count(*) FROM run_transitions WHERE run_id = $1 AND to_status = 'completed'`, [run.id]);
     expect(transitions[0].count).toBe('1');
   }, 60_000);
 

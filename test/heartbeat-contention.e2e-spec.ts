@@ -56,37 +56,41 @@ describe('heartbeats and reports under load (real processes, a private PostgreSQ
     await postgres?.destroy();
   }, 60_000);
 
-  it('never deadlocks, never takes a run from a live worker, and never reports a live claim as lost', async () => {
-    let started = 0;
-    const until = Date.now() + LOAD_MS;
-    while (Date.now() < until) {
-      const unfinished = await count(`status <> 'completed'`);
-      if (unfinished < IN_FLIGHT) {
-        // Runs of different lengths finish out of the order they were claimed in, as in production.
-        const runs = Array.from({ length: IN_FLIGHT - unfinished }, (_, i) => ({
-          workflow: 'chain',
-          version: '1',
-          input: { steps: 1 + ((started + i) % 3), stepMs: (started + i) % 40 },
-        }));
-        const response = await fetch(`${coordinatorUrl}/v1/runs/batch`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ runs }),
-        });
-        expect(response.status).toBe(201);
-        started += runs.length;
+  it(
+    'never deadlocks, never takes a run from a live worker, and never reports a live claim as lost',
+    async () => {
+      let started = 0;
+      const until = Date.now() + LOAD_MS;
+      while (Date.now() < until) {
+        const unfinished = await count(`status <> 'completed'`);
+        if (unfinished < IN_FLIGHT) {
+          // Runs of different lengths finish out of the order they were claimed in, as in production.
+          const runs = Array.from({ length: IN_FLIGHT - unfinished }, (_, i) => ({
+            workflow: 'chain',
+            version: '1',
+            input: { steps: 1 + ((started + i) % 3), stepMs: (started + i) % 40 },
+          }));
+          const response = await fetch(`${coordinatorUrl}/v1/runs/batch`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ runs }),
+          });
+          expect(response.status).toBe(201);
+          started += runs.length;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 50));
       }
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-    await eventually('every run to complete', async () => (await count(`status <> 'completed'`)) === 0, 60_000);
+      await eventually('every run to complete', async () => (await count(`status <> 'completed'`)) === 0, 60_000);
 
-    expect(started).toBeGreaterThan(1_000);
-    expect(workers.every((worker) => worker.alive)).toBe(true);
-    expect(deadlocks(postgres.output)).toEqual([]);
-    const takeovers = await sql.query(`SELECT run_id, worker_id FROM run_transitions WHERE from_status = 'running' AND to_status = 'running'`);
-    expect(takeovers.rows).toEqual([]);
-    for (const worker of workers) expect(worker.output).not.toContain('claim lost');
-  }, LOAD_MS + 120_000);
+      expect(started).toBeGreaterThan(1_000);
+      expect(workers.every((worker) => worker.alive)).toBe(true);
+      expect(deadlocks(postgres.output)).toEqual([]);
+      const takeovers = await sql.query(`SELECT run_id, worker_id FROM run_transitions WHERE from_status = 'running' AND to_status = 'running'`);
+      expect(takeovers.rows).toEqual([]);
+      for (const worker of workers) expect(worker.output).not.toContain('claim lost');
+    },
+    LOAD_MS + 120_000,
+  );
 
   /** Each deadlock the server logged, with the statements involved (the lines after it). */
   function deadlocks(log: string): string[] {

@@ -3,17 +3,7 @@ import fc from 'fast-check';
 import request from 'supertest';
 import { type RunningCoordinator, startCoordinator } from './support/apps';
 import { createTestDatabase, type TestDatabase } from './support/database';
-import {
-  events,
-  type Fixtures,
-  type FuzzRequest,
-  hostileWrites,
-  queries,
-  resolveRequest,
-  runStarts,
-  workerReports,
-  workerWrites,
-} from './support/http-fuzz';
+import { events, type Fixtures, type FuzzRequest, hostileWrites, queries, resolveRequest, runStarts, workerReports, workerWrites } from './support/http-fuzz';
 import { snapshotTables } from './support/snapshot';
 
 /**
@@ -48,7 +38,10 @@ describe('HTTP API under fuzzed input', () => {
 
   async function claimOne(workflow: string): Promise<{ id: string; revision: number }> {
     await http().post('/v1/runs').send({ workflow, version: '1' }).expect(201);
-    const claimed = await http().post('/v1/worker/claims').send({ workerId: 'fixtures', workflows: [{ name: workflow, version: '1' }], limit: 1 }).expect(200);
+    const claimed = await http()
+      .post('/v1/worker/claims')
+      .send({ workerId: 'fixtures', workflows: [{ name: workflow, version: '1' }], limit: 1 })
+      .expect(200);
     return claimed.body.runs[0];
   }
 
@@ -74,8 +67,13 @@ describe('HTTP API under fuzzed input', () => {
       [fixtures.queued, fixtures.running.id, fixtures.waiting.id],
     ]);
     const state = new Map(rows.map((row) => [row.id, row]));
-    const at = (id: string, status: string, revision?: number) => state.get(id)?.status === status && (revision === undefined || state.get(id)?.revision === revision);
-    if (!at(fixtures.queued, 'queued') || !at(fixtures.running.id, 'running', fixtures.running.revision) || !at(fixtures.waiting.id, 'waiting', fixtures.waiting.revision)) {
+    const at = (id: string, status: string, revision?: number) =>
+      state.get(id)?.status === status && (revision === undefined || state.get(id)?.revision === revision);
+    if (
+      !at(fixtures.queued, 'queued') ||
+      !at(fixtures.running.id, 'running', fixtures.running.revision) ||
+      !at(fixtures.waiting.id, 'waiting', fixtures.waiting.revision)
+    ) {
       fixtures = await createFixtures();
     }
   }
@@ -93,7 +91,9 @@ describe('HTTP API under fuzzed input', () => {
 
   /** Every step but retry waits (which are re-armed), by run and key. */
   async function steps(): Promise<Map<string, { status: string; row: string }>> {
-    const rows = await db.sql<{ id: string; status: string; row: string }>(`SELECT run_id || ' ' || key AS id, status, t::text AS row FROM tasks t WHERE kind <> 'retry'`);
+    const rows = await db.sql<{ id: string; status: string; row: string }>(
+      `SELECT run_id || ' ' || key AS id, status, t::text AS row FROM tasks t WHERE kind <> 'retry'`,
+    );
     return new Map(rows.map(({ id, status, row }) => [id, { status, row }]));
   }
 
@@ -123,7 +123,8 @@ describe('HTTP API under fuzzed input', () => {
     for (const [id, step] of stepsBefore) {
       if (step.status === 'waiting') continue;
       const now = stepsAfter.get(id);
-      if (now ? now.row !== step.row : step.status !== 'failed') throw new Error(`recorded step ${id} changed from ${step.row} to ${now?.row ?? 'nothing'}: ${what}`);
+      if (now ? now.row !== step.row : step.status !== 'failed')
+        throw new Error(`recorded step ${id} changed from ${step.row} to ${now?.row ?? 'nothing'}: ${what}`);
     }
     if (refusals.length > 0) {
       const after = await snapshotTables(db);

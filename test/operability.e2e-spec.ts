@@ -63,11 +63,7 @@ describe('operability', () => {
     });
 
     it('accepts the client token, and leaves health, metrics and the API description open', async () => {
-      await request(coordinator.url)
-        .post('/v1/runs')
-        .set('authorization', `Bearer ${CLIENT_TOKEN}`)
-        .send({ workflow: 'echo', version: '1' })
-        .expect(201);
+      await request(coordinator.url).post('/v1/runs').set('authorization', `Bearer ${CLIENT_TOKEN}`).send({ workflow: 'echo', version: '1' }).expect(201);
       await request(coordinator.url).get('/health/live').expect(200);
       await request(coordinator.url).get('/metrics').expect(200);
       const docs = await request(coordinator.url).get('/docs-json').expect(200);
@@ -87,8 +83,14 @@ describe('operability', () => {
         .send({ workerId: 'w', workflows: [{ name: 'metered', version: '1' }], limit: 1 })
         .expect(200);
       const revision = claim.body.runs[0].revision;
-      await http().post('/v1/worker/heartbeats').send({ workerId: 'w', runs: [{ id: run.id, expectedRevision: revision }] }).expect(200);
-      await http().post(`/v1/worker/runs/${run.id}/complete`).send({ expectedRevision: revision - 1, output: 1 }).expect(409);
+      await http()
+        .post('/v1/worker/heartbeats')
+        .send({ workerId: 'w', runs: [{ id: run.id, expectedRevision: revision }] })
+        .expect(200);
+      await http()
+        .post(`/v1/worker/runs/${run.id}/complete`)
+        .send({ expectedRevision: revision - 1, output: 1 })
+        .expect(409);
       await http().post(`/v1/worker/runs/${run.id}/complete`).send({ expectedRevision: revision, output: 1 }).expect(200);
 
       const text = (await http().get('/metrics').expect(200)).text;
@@ -98,7 +100,14 @@ describe('operability', () => {
       expect(text).toMatch(/wf_claim_duration_seconds_count 1\b/);
       expect(text).toContain('wf_revision_conflicts_total 1');
       expect(text).toContain('wf_heartbeats_total 1');
-      for (const series of ['wf_outbox_processed_total', 'wf_outbox_failed_total', 'wf_outbox_dead_lettered_total', 'wf_outbox_in_flight', 'wf_outbox_backlog_age_seconds', 'wf_outbox_dead_letters']) {
+      for (const series of [
+        'wf_outbox_processed_total',
+        'wf_outbox_failed_total',
+        'wf_outbox_dead_lettered_total',
+        'wf_outbox_in_flight',
+        'wf_outbox_backlog_age_seconds',
+        'wf_outbox_dead_letters',
+      ]) {
         expect(text).toContain(`\n${series} `);
       }
     } finally {

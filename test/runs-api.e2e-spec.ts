@@ -64,7 +64,15 @@ describe('runs API', () => {
     expect(response.body.runs[0]).toMatchObject({ workflow: 'echo', input: 1, status: 'queued' });
     expect(response.body.runs[1].id).toBe(existing.body.id);
     expect(response.body.runs[2]).toMatchObject({ workflow: 'chain', priority: 3 });
-    const bad = await http().post('/v1/runs/batch').send({ runs: [{ workflow: 'echo', version: '1' }, { workflow: 'bad:name', version: '1' }] }).expect(400);
+    const bad = await http()
+      .post('/v1/runs/batch')
+      .send({
+        runs: [
+          { workflow: 'echo', version: '1' },
+          { workflow: 'bad:name', version: '1' },
+        ],
+      })
+      .expect(400);
     expect(bad.body.reason).toBe('invalid_workflow');
   });
 
@@ -141,7 +149,10 @@ describe('runs API', () => {
     const waiting = http().get(`/v1/runs/${run.id}/result`).query({ waitMs: 30_000 });
     const parked = waiting.then((response) => response);
     await new Promise((resolve) => setTimeout(resolve, 100));
-    await http().post(`/v1/worker/runs/${run.id}/complete`).send({ expectedRevision: run.revision, output: { ok: 1 } }).expect(200);
+    await http()
+      .post(`/v1/worker/runs/${run.id}/complete`)
+      .send({ expectedRevision: run.revision, output: { ok: 1 } })
+      .expect(200);
     const result = await parked;
     expect(result.status).toBe(200);
     expect(result.body).toMatchObject({ id: created.body.id, status: 'completed', output: { ok: 1 } });
@@ -169,15 +180,28 @@ describe('runs API', () => {
 
   it(`accepts JSON nested to the depth limit (${JSON_MAX_DEPTH} levels, the body's own object included)`, async () => {
     const input = nested(JSON_MAX_DEPTH - 1);
-    const created = await http().post('/v1/runs').set('content-type', 'application/json').send(`{"workflow":"echo","version":"1","input":${input}}`).expect(201);
+    const created = await http()
+      .post('/v1/runs')
+      .set('content-type', 'application/json')
+      .send(`{"workflow":"echo","version":"1","input":${input}}`)
+      .expect(201);
     expect(JSON.stringify(created.body.input)).toBe(input);
   });
 
   describe('refuses bad input with a clear error (400 unless said) and changes nothing', () => {
     const RUN = '01a22c37-316c-762f-a717-4521456009df';
-    const task = (fields: object) => http().post(`/v1/worker/runs/${RUN}/tasks`).send({ expectedRevision: 1, key: 'a#1', seq: 0, name: 'a', status: 'completed', attempts: 1, ...fields });
-    const suspend = (fields: object) => http().post(`/v1/worker/runs/${RUN}/suspend`).send({ expectedRevision: 1, key: 'k', seq: 0, kind: 'sleep', name: 'n', delayMs: 1, ...fields });
-    const child = (fields: object) => http().post(`/v1/worker/runs/${RUN}/children`).send({ expectedRevision: 1, key: 'c', seq: 0, name: 'c', workflow: 'echo', version: '1', wait: true, ...fields });
+    const task = (fields: object) =>
+      http()
+        .post(`/v1/worker/runs/${RUN}/tasks`)
+        .send({ expectedRevision: 1, key: 'a#1', seq: 0, name: 'a', status: 'completed', attempts: 1, ...fields });
+    const suspend = (fields: object) =>
+      http()
+        .post(`/v1/worker/runs/${RUN}/suspend`)
+        .send({ expectedRevision: 1, key: 'k', seq: 0, kind: 'sleep', name: 'n', delayMs: 1, ...fields });
+    const child = (fields: object) =>
+      http()
+        .post(`/v1/worker/runs/${RUN}/children`)
+        .send({ expectedRevision: 1, key: 'c', seq: 0, name: 'c', workflow: 'echo', version: '1', wait: true, ...fields });
     const raw = (path: string, body: string, type = 'application/json') => http().post(path).set('content-type', type).send(body);
     // Every JSON endpoint, with a body that is valid but for one deep value: the 8 that read a JSON document
     // (input, output, data, error) recursed into it; the depth check comes before anything reads the body.
@@ -215,11 +239,7 @@ describe('runs API', () => {
       ['bad shard', () => start({ workflow: 'echo', version: '1', shard: 'eu west' }), 'invalid_shard'],
       ['empty batch', () => http().post('/v1/runs/batch').send({ runs: [] }), 'invalid_runs'],
       ['array body', () => http().post('/v1/runs').send([1]), 'invalid_body'],
-      [
-        'malformed JSON',
-        () => http().post('/v1/runs').set('content-type', 'application/json').send('{"workflow":'),
-        'invalid_json',
-      ],
+      ['malformed JSON', () => http().post('/v1/runs').set('content-type', 'application/json').send('{"workflow":'), 'invalid_json'],
       ['malformed run id', () => http().get('/v1/runs/123'), 'invalid_run_id'],
       ['SQL in run id', () => http().get("/v1/runs/1'%20OR%201=1--"), 'invalid_run_id'],
       ['negative waitMs', () => http().get('/v1/runs/01a22c37-316c-762f-a717-4521456009df/result?waitMs=-1'), 'invalid_waitMs'],
@@ -228,27 +248,121 @@ describe('runs API', () => {
       ['bad cursor', () => http().get('/v1/runs?cursor=abc'), 'invalid_cursor'],
       ['unknown query field', () => http().get('/v1/runs?sort=asc'), 'unknown_field'],
       ['claim without workflows', () => http().post('/v1/worker/claims').send({ workerId: 'w', workflows: [], limit: 1 }), 'invalid_workflows'],
-      ['claim limit 0', () => http().post('/v1/worker/claims').send({ workerId: 'w', workflows: [{ name: 'e', version: '1' }], limit: 0 }), 'invalid_limit'],
-      ['claim without workerId', () => http().post('/v1/worker/claims').send({ workflows: [{ name: 'e', version: '1' }], limit: 1 }), 'invalid_workerId'],
-      ['control character in workerId', () => http().post('/v1/worker/claims').send({ workerId: 'w\u0007', workflows: [{ name: 'e', version: '1' }], limit: 1 }), 'invalid_workerId'],
-      ['take without wake-ups', () => http().post('/v1/worker/takes').send({ workerId: 'w', workflows: [{ name: 'echo', version: '1', wakeups: [] }] }), 'invalid_wakeups'],
-      ['heartbeat with a negative revision', () => http().post('/v1/worker/heartbeats').send({ workerId: 'w', runs: [{ id: '01a22c37-316c-762f-a717-4521456009df', expectedRevision: -1 }] }), 'invalid_expectedRevision'],
-      ['task without seq', () => http().post('/v1/worker/runs/01a22c37-316c-762f-a717-4521456009df/tasks').send({ expectedRevision: 1, key: 'a#1', name: 'a', status: 'completed', attempts: 1 }), 'invalid_seq'],
-      ['task output with NUL', () => http().post('/v1/worker/runs/01a22c37-316c-762f-a717-4521456009df/tasks').send({ expectedRevision: 1, key: 'a#1', seq: 0, name: 'a', status: 'completed', attempts: 1, output: '\u0000' }), 'json_nul_character'],
-      ['suspend of an unknown kind', () => http().post('/v1/worker/runs/01a22c37-316c-762f-a717-4521456009df/suspend').send({ expectedRevision: 1, key: 'k', seq: 0, kind: 'nap', name: 'n', delayMs: 1 }), 'invalid_kind'],
+      [
+        'claim limit 0',
+        () =>
+          http()
+            .post('/v1/worker/claims')
+            .send({ workerId: 'w', workflows: [{ name: 'e', version: '1' }], limit: 0 }),
+        'invalid_limit',
+      ],
+      [
+        'claim without workerId',
+        () =>
+          http()
+            .post('/v1/worker/claims')
+            .send({ workflows: [{ name: 'e', version: '1' }], limit: 1 }),
+        'invalid_workerId',
+      ],
+      [
+        'control character in workerId',
+        () =>
+          http()
+            .post('/v1/worker/claims')
+            .send({ workerId: 'w\u0007', workflows: [{ name: 'e', version: '1' }], limit: 1 }),
+        'invalid_workerId',
+      ],
+      [
+        'take without wake-ups',
+        () =>
+          http()
+            .post('/v1/worker/takes')
+            .send({ workerId: 'w', workflows: [{ name: 'echo', version: '1', wakeups: [] }] }),
+        'invalid_wakeups',
+      ],
+      [
+        'heartbeat with a negative revision',
+        () =>
+          http()
+            .post('/v1/worker/heartbeats')
+            .send({ workerId: 'w', runs: [{ id: '01a22c37-316c-762f-a717-4521456009df', expectedRevision: -1 }] }),
+        'invalid_expectedRevision',
+      ],
+      [
+        'task without seq',
+        () =>
+          http()
+            .post('/v1/worker/runs/01a22c37-316c-762f-a717-4521456009df/tasks')
+            .send({ expectedRevision: 1, key: 'a#1', name: 'a', status: 'completed', attempts: 1 }),
+        'invalid_seq',
+      ],
+      [
+        'task output with NUL',
+        () =>
+          http()
+            .post('/v1/worker/runs/01a22c37-316c-762f-a717-4521456009df/tasks')
+            .send({ expectedRevision: 1, key: 'a#1', seq: 0, name: 'a', status: 'completed', attempts: 1, output: '\u0000' }),
+        'json_nul_character',
+      ],
+      [
+        'suspend of an unknown kind',
+        () =>
+          http()
+            .post('/v1/worker/runs/01a22c37-316c-762f-a717-4521456009df/suspend')
+            .send({ expectedRevision: 1, key: 'k', seq: 0, kind: 'nap', name: 'n', delayMs: 1 }),
+        'invalid_kind',
+      ],
       ['event with a bad name', () => http().post('/v1/runs/01a22c37-316c-762f-a717-4521456009df/events/a%20b').send({}), 'invalid_event_name'],
       ...deepBodies.map(([path, body]): [string, () => request.Test, string] => [`JSON nested 5,000 deep to ${path}`, () => raw(path, body), 'json_too_deep']),
-      ['run input one level past the depth limit', () => raw('/v1/runs', `{"workflow":"echo","version":"1","input":${nested(JSON_MAX_DEPTH)}}`), 'json_too_deep'],
-      ['task output nested too deep in a report', () => raw('/v1/worker/reports', `{"reports":[{"type":"task","runId":"${RUN}","task":{"output":${nested(JSON_MAX_DEPTH)}}}]}`), 'json_too_deep'],
+      [
+        'run input one level past the depth limit',
+        () => raw('/v1/runs', `{"workflow":"echo","version":"1","input":${nested(JSON_MAX_DEPTH)}}`),
+        'json_too_deep',
+      ],
+      [
+        'task output nested too deep in a report',
+        () => raw('/v1/worker/reports', `{"reports":[{"type":"task","runId":"${RUN}","task":{"output":${nested(JSON_MAX_DEPTH)}}}]}`),
+        'json_too_deep',
+      ],
       ['lone high surrogate in idempotency key', () => start({ workflow: 'echo', version: '1', idempotencyKey: 'k-\ud800' }), 'invalid_idempotencyKey'],
       ['lone low surrogate in idempotency key', () => start({ workflow: 'echo', version: '1', idempotencyKey: 'k-\udfff' }), 'invalid_idempotencyKey'],
-      ['lone surrogate in an idempotency key of a batch', () => http().post('/v1/runs/batch').send({ runs: [{ workflow: 'echo', version: '1', idempotencyKey: '\udc00' }] }), 'invalid_idempotencyKey'],
-      ['lone surrogate in workerId', () => http().post('/v1/worker/claims').send({ workerId: 'w\ud800', workflows: [{ name: 'e', version: '1' }], limit: 1 }), 'invalid_workerId'],
+      [
+        'lone surrogate in an idempotency key of a batch',
+        () =>
+          http()
+            .post('/v1/runs/batch')
+            .send({ runs: [{ workflow: 'echo', version: '1', idempotencyKey: '\udc00' }] }),
+        'invalid_idempotencyKey',
+      ],
+      [
+        'lone surrogate in workerId',
+        () =>
+          http()
+            .post('/v1/worker/claims')
+            .send({ workerId: 'w\ud800', workflows: [{ name: 'e', version: '1' }], limit: 1 }),
+        'invalid_workerId',
+      ],
       ['lone surrogate in a heartbeat workerId', () => http().post('/v1/worker/heartbeats').send({ workerId: '\udfff', runs: [] }), 'invalid_workerId'],
-      ['lone surrogate in a take workerId', () => http().post('/v1/worker/takes').send({ workerId: '\udfff', workflows: [{ name: 'echo', version: '1', wakeups: ['a'] }] }), 'invalid_workerId'],
+      [
+        'lone surrogate in a take workerId',
+        () =>
+          http()
+            .post('/v1/worker/takes')
+            .send({ workerId: '\udfff', workflows: [{ name: 'echo', version: '1', wakeups: ['a'] }] }),
+        'invalid_workerId',
+      ],
       ['lone surrogate in a task key', () => task({ key: 'tx-\udfff' }), 'invalid_key'],
       ['lone surrogate in a task name', () => task({ name: 'a\ud800' }), 'invalid_name'],
-      ['lone surrogate in a reported task key', () => http().post('/v1/worker/reports').send({ reports: [{ type: 'task', runId: RUN, task: { expectedRevision: 1, key: 'tx-\udfff', seq: 0, name: 'tx', status: 'completed', attempts: 1 } }] }), 'invalid_key'],
+      [
+        'lone surrogate in a reported task key',
+        () =>
+          http()
+            .post('/v1/worker/reports')
+            .send({
+              reports: [{ type: 'task', runId: RUN, task: { expectedRevision: 1, key: 'tx-\udfff', seq: 0, name: 'tx', status: 'completed', attempts: 1 } }],
+            }),
+        'invalid_key',
+      ],
       ['lone surrogate in a suspend key', () => suspend({ key: 'sleep:n#1\ud800' }), 'invalid_key'],
       ['lone surrogate in a retry step name', () => suspend({ kind: 'retry', name: '\udbff' }), 'invalid_name'],
       ['lone surrogate in an event step name', () => suspend({ kind: 'event', name: 'e\udc00' }), 'invalid_name'],
@@ -260,7 +374,12 @@ describe('runs API', () => {
       ['run start sent as text/plain', () => raw('/v1/runs', '{"workflow":"echo","version":"1"}', 'text/plain'), 'unsupported_media_type', 415],
       ['body without a content type', () => http().post('/v1/runs').send(Buffer.from('{"workflow":"echo","version":"1"}')), 'unsupported_media_type', 415],
       ['worker report sent as a form', () => raw('/v1/worker/reports', 'reports=1', 'application/x-www-form-urlencoded'), 'unsupported_media_type', 415],
-      ['JSON in a charset other than UTF-8', () => raw('/v1/runs', '{"workflow":"echo","version":"1"}', 'application/json; charset=latin1'), 'unsupported_media_type', 415],
+      [
+        'JSON in a charset other than UTF-8',
+        () => raw('/v1/runs', '{"workflow":"echo","version":"1"}', 'application/json; charset=latin1'),
+        'unsupported_media_type',
+        415,
+      ],
     ];
 
     it('refuses a body over the size limit with 413', async () => {

@@ -86,13 +86,11 @@ describe('a pool of two connections', () => {
 
     expect(sleeps.map((response) => [response.status, response.body.suspended])).toEqual(sleepers.map(() => [200, true]));
     expect(staleSleeps.map((response) => [response.status, response.body.reason])).toEqual(staleSleepers.map(() => [409, 'revision_conflict']));
-    expect(batches.map((response) => [response.status, response.body.outcomes.map((outcome: { ok: boolean; statusCode?: number }) => outcome.statusCode ?? 200)])).toEqual(
-      batches.map(() => [200, [200, 409]]),
-    );
+    expect(
+      batches.map((response) => [response.status, response.body.outcomes.map((outcome: { ok: boolean; statusCode?: number }) => outcome.statusCode ?? 200)]),
+    ).toEqual(batches.map(() => [200, [200, 409]]));
 
-    const states = new Map(
-      (await db.sql<{ id: string; status: string; attempt: number }>('SELECT id, status, attempt FROM runs')).map((row) => [row.id, row]),
-    );
+    const states = new Map((await db.sql<{ id: string; status: string; attempt: number }>('SELECT id, status, attempt FROM runs')).map((row) => [row.id, row]));
     for (const run of [...sleepers, ...retried]) expect(states.get(run.id)?.status).toBe('waiting');
     for (const run of retried) expect(states.get(run.id)?.attempt).toBe(2);
     for (const run of [...staleSleepers, ...staleRetried]) expect(states.get(run.id)).toMatchObject({ status: 'running', attempt: 1 });

@@ -10,12 +10,28 @@ const RUN_ID = '01a230b8-72e9-7baf-9699-50ffa6cb475c';
 const planned: PlannedRun = { key: 'soak-0', input: { seed: 7, steps: 2, stepMs: 1, sleepMs: 0 }, atMs: 0 };
 const [first, second] = expectedValues(planned.input);
 
-const transition = (from: string | null, to: string, revision: number, workerId: string | null = 'w1', at = 1_000 + revision): TransitionRow => ({ from, to, revision, workerId, at });
+const transition = (from: string | null, to: string, revision: number, workerId: string | null = 'w1', at = 1_000 + revision): TransitionRow => ({
+  from,
+  to,
+  revision,
+  workerId,
+  at,
+});
 const goodHistory = () => [transition(null, 'queued', 0, null), transition('queued', 'running', 1), transition('running', 'completed', 2)];
 
 /** A run that did everything right: two steps by w1, each journaled once. */
 function goodState(): SoakState {
-  const run: RunRow = { id: RUN_ID, key: 'soak-0', status: 'completed', revision: 2, output: { value: second, by: ['w1', 'w1'], completedBy: 'w1' }, error: null, claimedBy: 'w1', createdAt: 1_000, finishedAt: 1_100 };
+  const run: RunRow = {
+    id: RUN_ID,
+    key: 'soak-0',
+    status: 'completed',
+    revision: 2,
+    output: { value: second, by: ['w1', 'w1'], completedBy: 'w1' },
+    error: null,
+    claimedBy: 'w1',
+    createdAt: 1_000,
+    finishedAt: 1_100,
+  };
   const steps: StepRow[] = [
     { key: 'step#1', kind: 'task', seq: 0, status: 'completed', output: { value: first, by: 'w1' }, createdAt: 1_001 },
     { key: 'step#2', kind: 'task', seq: 1, status: 'completed', output: { value: second, by: 'w1' }, createdAt: 1_002 },
@@ -24,8 +40,14 @@ function goodState(): SoakState {
     runs: [run],
     steps: new Map([[RUN_ID, steps]]),
     transitions: new Map([[RUN_ID, goodHistory()]]),
-    executions: new Map([[`${RUN_ID} 1`, 1], [`${RUN_ID} 2`, 1]]),
-    executors: new Map([[`${RUN_ID} 1`, new Set(['w1'])], [`${RUN_ID} 2`, new Set(['w1'])]]),
+    executions: new Map([
+      [`${RUN_ID} 1`, 1],
+      [`${RUN_ID} 2`, 1],
+    ]),
+    executors: new Map([
+      [`${RUN_ID} 1`, new Set(['w1'])],
+      [`${RUN_ID} 2`, new Set(['w1'])],
+    ]),
   };
 }
 
@@ -104,7 +126,12 @@ describe('the soak checks', () => {
 
   it('accept a takeover in a chain, and refuse every broken chain', () => {
     const run = { status: 'completed', revision: 3 };
-    const takeover = [transition(null, 'queued', 0, null), transition('queued', 'running', 1), transition('running', 'running', 2, 'w2'), transition('running', 'completed', 3, 'w2')];
+    const takeover = [
+      transition(null, 'queued', 0, null),
+      transition('queued', 'running', 1),
+      transition('running', 'running', 2, 'w2'),
+      transition('running', 'completed', 3, 'w2'),
+    ];
     expect(checkChain(run, takeover)).toBeUndefined();
     expect(checkChain(run, takeover.slice(1))).toMatch(/NULL→queued/);
     expect(checkChain(run, [takeover[0], takeover[1], transition('waiting', 'running', 2), takeover[3]])).toMatch(/starts from waiting/);
@@ -131,7 +158,11 @@ describe('the soak checks', () => {
     expect(liveTakeovers(transitions, [], 4_500)).toEqual({ total: 1, unexplained: 1 });
     expect(liveTakeovers(transitions, [{ kind: 'kill-coordinator', at: 2_000, downMs: 500 }], 4_500)).toEqual({ total: 1, unexplained: 0 });
 
-    const lifetimes = new Map([['w2', { from: 0 }], ['w3', { from: 0 }], ['w4', { from: 2_500 }]]);
+    const lifetimes = new Map([
+      ['w2', { from: 0 }],
+      ['w3', { from: 0 }],
+      ['w4', { from: 2_500 }],
+    ]);
     expect(checkWorkersTakeWork(lifetimes, transitions, 4_000, 2_000)).toEqual(['w3']);
   });
 });

@@ -50,8 +50,7 @@ describe('Redis subscribers with worker processes', () => {
     return worker;
   }
 
-  const startBatch = async (runs: object[]) =>
-    (await request(coordinator!.url).post('/v1/runs/batch').send({ runs }).expect(201)).body.runs as RunView[];
+  const startBatch = async (runs: object[]) => (await request(coordinator!.url).post('/v1/runs/batch').send({ runs }).expect(201)).body.runs as RunView[];
 
   describe.each(['redis-zset', 'redis-streams'] as const)('%s', (mode) => {
     it('4 workers drain 1,000 runs: each runs once, and a busy queue does not starve a quiet one', async () => {

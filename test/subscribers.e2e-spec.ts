@@ -81,7 +81,10 @@ describe('subscribers', () => {
       const flaky = await client.start({ name: 'flaky', version: '1' }, { failTimes: 1 });
       const approval = await client.start({ name: 'approval', version: '1' }, { timeoutMs: 60_000 });
       await eventually('the approval run to wait', async () => (await client.get(approval.id)).status === 'waiting');
-      await request(coordinator.url).post(`/v1/runs/${approval.id}/events/approved`).send({ data: { ok: true } }).expect(202);
+      await request(coordinator.url)
+        .post(`/v1/runs/${approval.id}/events/approved`)
+        .send({ data: { ok: true } })
+        .expect(202);
 
       expect(await finish(client, order)).toMatchObject({ status: 'completed', output: { status: 'shipped' } });
       expect(await finish(client, chain)).toMatchObject({ status: 'completed', output: { steps: 5 } });
@@ -156,7 +159,13 @@ describe('subscribers', () => {
       },
       20_000,
     );
-    expect(dead).toEqual({ origin: 'stream', run_id: later.id, queue: 'echo:1', reason: 'delivered_too_often', detail: { wakeup: `0/${entryId}`, deliveries: 3 } });
+    expect(dead).toEqual({
+      origin: 'stream',
+      run_id: later.id,
+      queue: 'echo:1',
+      reason: 'delivered_too_often',
+      detail: { wakeup: `0/${entryId}`, deliveries: 3 },
+    });
     // The worker acknowledges it once the coordinator has recorded it.
     await eventually('the entry acknowledged', async () => ((await redis.xpending(stream, 'workers')) as [number])[0] === 0);
     expect((subscriber.primary as RedisStreamsSubscriber).deadLettered).toBe(1);
@@ -170,18 +179,14 @@ describe('subscribers', () => {
     await db.sql(`UPDATE runs SET due_at = now() WHERE id = $1`, [run.id]); // due, but no wake-up sent for it
     // What a blocking read given up by the client leaves behind: an entry delivered to this very consumer.
     const stream = streamKey(prefix, 'echo:1', 0, 2);
-    await redis
-      .multi()
-      .xadd(stream, '*', 'run', run.id)
-      .xreadgroup('GROUP', 'workers', 'forgetful', 'COUNT', 1, 'STREAMS', stream, '>')
-      .exec();
+    await redis.multi().xadd(stream, '*', 'run', run.id).xreadgroup('GROUP', 'workers', 'forgetful', 'COUNT', 1, 'STREAMS', stream, '>').exec();
     // Long before another worker could claim it (60 s idle), this one takes it back and runs it.
     expect(await client.waitForResult(run.id, { timeoutMs: 15_000 })).toMatchObject({ status: 'completed', output: 'adopted' });
     const pending = (await redis.xpending(stream, 'workers')) as [number, ...unknown[]];
     expect(pending[0]).toBe(0);
   }, 30_000);
 
-  it('reclaims a dead consumer\'s entry behind many live ones, resuming its scan where it stopped', async () => {
+  it("reclaims a dead consumer's entry behind many live ones, resuming its scan where it stopped", async () => {
     const prefix = testPrefix('cursor');
     const connection = new RedisConnection({ url: TEST_REDIS_URL, prefix });
     try {

@@ -111,9 +111,7 @@ describe('due timers', () => {
     const client = (c: RunningCoordinator) => new WorkflowClient({ url: c.url });
     const startedAt = Date.now();
     const runs = await Promise.all(
-      Array.from({ length: 40 }, (_, i) =>
-        client(i % 2 ? a : b).start({ name: 'echo', version: '1' }, i, { runAt: new Date(startedAt + 300 + 10 * i) }),
-      ),
+      Array.from({ length: 40 }, (_, i) => client(i % 2 ? a : b).start({ name: 'echo', version: '1' }, i, { runAt: new Date(startedAt + 300 + 10 * i) })),
     );
     const read = async () => (await Promise.all([0, 1].map((n) => redis.xrange(streamKey(prefix, 'echo:1', n, 2), '-', '+')))).flat();
     await eventually('all 40 runs in the streams', async () => (await read()).length >= 40, 10_000);
@@ -144,8 +142,7 @@ describe('due timers', () => {
 
     it('reloads after the LISTEN session reconnects: a due time it was not told of still fires on time', async () => {
       const { client } = await httpStack();
-      const listeners = () =>
-        db.sql<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = $1 AND query LIKE 'LISTEN%'`, [db.name]);
+      const listeners = () => db.sql<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = $1 AND query LIKE 'LISTEN%'`, [db.name]);
       const [before] = await eventually('the LISTEN session', async () => ((await listeners()).length > 0 ? listeners() : undefined));
       // Written with triggers off: no NOTIFY, as if it had been sent while the session was down.
       await db.sql(`SET session_replication_role = replica`);

@@ -100,8 +100,7 @@ describe('worker protocol', () => {
   });
 
   it('orders due runs by priority, then by due time, and holds back runs not yet due', async () => {
-    const create = (priority: number, runAt?: string) =>
-      http().post('/v1/runs').send({ workflow: 'echo', version: '1', priority, runAt }).expect(201);
+    const create = (priority: number, runAt?: string) => http().post('/v1/runs').send({ workflow: 'echo', version: '1', priority, runAt }).expect(201);
     const low = (await create(0)).body.id;
     const high = (await create(5)).body.id;
     const later = (await create(10, new Date(Date.now() + 60_000).toISOString())).body.id;
@@ -161,7 +160,9 @@ describe('worker protocol', () => {
       .send({ expectedRevision: run.revision, key: 'charge#1', seq: 0, name: 'charge', status: 'completed', attempts: 1, output: { charged: 42 } })
       .expect(200);
     const suspend = (revision: number, fields: object) =>
-      http().post(`/v1/worker/runs/${id}/suspend`).send({ expectedRevision: revision, seq: 0, delayMs: 0, attempts: 1, ...fields });
+      http()
+        .post(`/v1/worker/runs/${id}/suspend`)
+        .send({ expectedRevision: revision, seq: 0, delayMs: 0, attempts: 1, ...fields });
     const steps = () => db.sql('SELECT key, kind, status, attempts, output FROM tasks WHERE run_id = $1 ORDER BY key', [id]);
     const recorded = await steps();
 
@@ -225,7 +226,10 @@ describe('worker protocol', () => {
     const [run] = await claim('w1', 1);
     const until = Date.now() + 2_500;
     while (Date.now() < until) {
-      const beat = await http().post('/v1/worker/heartbeats').send({ workerId: 'w1', runs: [{ id, expectedRevision: run.revision }] }).expect(200);
+      const beat = await http()
+        .post('/v1/worker/heartbeats')
+        .send({ workerId: 'w1', runs: [{ id, expectedRevision: run.revision }] })
+        .expect(200);
       expect(beat.body.lost).toEqual([]);
       expect(await claim('w2', 1, 400)).toEqual([]);
     }
@@ -254,7 +258,11 @@ describe('worker protocol', () => {
       { ok: true, result: { revision: a.revision + 1 } },
       expect.objectContaining({ ok: false, statusCode: 404, reason: 'run_not_found' }),
     ]);
-    expect((await http().get(`/v1/runs/${a.id}`).expect(200)).body).toMatchObject({ status: 'completed', output: 'a-done', tasks: [expect.objectContaining({ output: 7 })] });
+    expect((await http().get(`/v1/runs/${a.id}`).expect(200)).body).toMatchObject({
+      status: 'completed',
+      output: 'a-done',
+      tasks: [expect.objectContaining({ output: 7 })],
+    });
     expect((await http().get(`/v1/runs/${b.id}`).expect(200)).body).toMatchObject({ status: 'running', revision: b.revision, tasks: [] });
   });
 
@@ -270,10 +278,7 @@ describe('worker protocol', () => {
         ],
       })
       .expect(200);
-    expect(response.body.outcomes).toEqual([
-      expect.objectContaining({ ok: false, statusCode: 409 }),
-      { ok: true, result: { revision: run.revision + 1 } },
-    ]);
+    expect(response.body.outcomes).toEqual([expect.objectContaining({ ok: false, statusCode: 409 }), { ok: true, result: { revision: run.revision + 1 } }]);
     expect((await http().get(`/v1/runs/${id}`).expect(200)).body).toMatchObject({ status: 'completed', output: 'current' });
   });
 
@@ -295,7 +300,8 @@ describe('worker protocol', () => {
       { ok: true, result: { revision: run.revision + 1 } },
       expect.objectContaining({ ok: false, statusCode: 409, reason: 'revision_conflict' }),
     ]);
-    const finished = first === 'complete' ? { status: 'completed', output: 'done' } : { status: 'failed', error: expect.objectContaining({ message: 'broke' }) };
+    const finished =
+      first === 'complete' ? { status: 'completed', output: 'done' } : { status: 'failed', error: expect.objectContaining({ message: 'broke' }) };
     expect((await http().get(`/v1/runs/${id}`).expect(200)).body).toMatchObject({ ...finished, revision: run.revision + 1 });
     const ends = await db.sql(`SELECT to_status FROM run_transitions WHERE run_id = $1 AND from_status = 'running'`, [id]);
     expect(ends).toEqual([{ to_status: finished.status }]);
@@ -303,12 +309,17 @@ describe('worker protocol', () => {
 
   describe('takes (wake-ups from a transport)', () => {
     const take = async (workerId: string, wakeups: string[]) =>
-      (await http().post('/v1/worker/takes').send({ workerId, workflows: [{ ...ECHO[0], wakeups }] }).expect(200)).body as {
+      (
+        await http()
+          .post('/v1/worker/takes')
+          .send({ workerId, workflows: [{ ...ECHO[0], wakeups }] })
+          .expect(200)
+      ).body as {
         runs: ClaimedRun[];
         requeue: { queue: string; wakeup: string }[];
       };
 
-    it('takes the queue\'s best runs, one per wake-up, each attributed to one; wake-ups for work already taken are done with', async () => {
+    it("takes the queue's best runs, one per wake-up, each attributed to one; wake-ups for work already taken are done with", async () => {
       await startRuns(2);
       const taken = await take('w1', ['a', 'b', 'c']);
       expect(taken.runs.map((run) => run.wakeup).sort()).toEqual(['a', 'b']);
@@ -347,20 +358,38 @@ describe('worker protocol', () => {
       const [parent] = (await api().post('/v1/worker/claims').send({ workerId: 'w', workflows: PARENT, limit: 1 }).expect(200)).body.runs as ClaimedRun[];
       await api()
         .post(`/v1/worker/runs/${parent.id}/children`)
-        .send({ expectedRevision: parent.revision, key: 'child:sub#1', seq: 0, name: 'sub', workflow: 'chain', version: '1', input: { steps: 1 }, wait: true, timeoutMs: 300 })
+        .send({
+          expectedRevision: parent.revision,
+          key: 'child:sub#1',
+          seq: 0,
+          name: 'sub',
+          workflow: 'chain',
+          version: '1',
+          input: { steps: 1 },
+          wait: true,
+          timeoutMs: 300,
+        })
         .expect(200);
       const [{ id: childId }] = await db.sql<{ id: string }>(`SELECT id FROM runs WHERE parent_id = $1`, [parent.id]);
       await api().post('/v1/worker/claims').send({ workerId: 'doomed', workflows: CHAIN, limit: 1 }).expect(200);
       // Once the child's claim is idle and the parent's timeout has passed, one claim over both queues sees both.
-      await eventually('the child idle and the parent due', async () =>
-        (await db.sql(
-          `SELECT 1 FROM runs c JOIN runs p ON p.id = c.parent_id
+      await eventually(
+        'the child idle and the parent due',
+        async () =>
+          (
+            await db.sql(
+              `SELECT 1 FROM runs c JOIN runs p ON p.id = c.parent_id
             WHERE c.id = $1 AND c.heartbeat_at < now() - interval '200 milliseconds' AND p.due_at <= now()`,
-          [childId],
-        )).length > 0,
+              [childId],
+            )
+          ).length > 0,
       );
-      const claimed = (await api().post('/v1/worker/claims').send({ workerId: 'w2', workflows: [...PARENT, ...CHAIN], limit: 5 }).expect(200)).body
-        .runs as ClaimedRun[];
+      const claimed = (
+        await api()
+          .post('/v1/worker/claims')
+          .send({ workerId: 'w2', workflows: [...PARENT, ...CHAIN], limit: 5 })
+          .expect(200)
+      ).body.runs as ClaimedRun[];
       expect(claimed.map((run) => run.id)).toEqual([parent.id]);
       expect(claimed[0].tasks).toEqual([expect.objectContaining({ key: 'child:sub#1', status: 'completed', output: { timedOut: true } })]);
       expect((await api().get(`/v1/runs/${childId}`).expect(200)).body).toMatchObject({ status: 'failed', error: { reason: 'stalled' } });
@@ -370,10 +399,7 @@ describe('worker protocol', () => {
   });
 
   it('404s a write to an unknown run and 400s a malformed id', async () => {
-    await http()
-      .post('/v1/worker/runs/01a22c37-316c-762f-a717-4521456009df/complete')
-      .send({ expectedRevision: 1, output: null })
-      .expect(404);
+    await http().post('/v1/worker/runs/01a22c37-316c-762f-a717-4521456009df/complete').send({ expectedRevision: 1, output: null }).expect(404);
     const response = await http().post('/v1/worker/runs/not-a-uuid/complete').send({ expectedRevision: 1 }).expect(400);
     expect(response.body.reason).toBe('invalid_run_id');
   });

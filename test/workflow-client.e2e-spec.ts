@@ -146,7 +146,10 @@ describe('WorkflowClient', () => {
     });
 
     it('lists, redrives and deletes dead letters', async () => {
-      const [redriven, deleted] = await deadClient.startMany([{ workflow: echoWorkflow, input: 1 }, { workflow: echoWorkflow, input: 2 }]);
+      const [redriven, deleted] = await deadClient.startMany([
+        { workflow: echoWorkflow, input: 1 },
+        { workflow: echoWorkflow, input: 2 },
+      ]);
       const page = await eventually('both runs dead-lettered', async () => {
         const found = await deadClient.listDeadLetters();
         return found.deadLetters.length === 2 ? found : undefined;

@@ -35,11 +35,7 @@ describe('example workflows end to end', () => {
     const result = await request(coordinator.url).get(`/v1/runs/${response.body.id}/result?waitMs=10000`).expect(200);
     expect(result.body.status).toBe('completed');
     expect(result.body.output).toMatchObject({ orderId: 'o-1', status: 'shipped' });
-    expect(result.body.tasks.map((task: { name: string }) => task.name)).toEqual([
-      'reserve-inventory',
-      'charge-payment',
-      'ship-order',
-    ]);
+    expect(result.body.tasks.map((task: { name: string }) => task.name)).toEqual(['reserve-inventory', 'charge-payment', 'ship-order']);
     expect(result.body.tasks.every((task: { status: string; attempts: number }) => task.status === 'completed' && task.attempts === 1)).toBe(true);
   });
 
@@ -108,10 +104,9 @@ describe('example workflows end to end', () => {
     const runs = await Promise.all(Array.from({ length: 60 }, (_, i) => client.start(chainWorkflow, { steps: 3 + (i % 3) })));
     const done = await Promise.all(runs.map((run) => client.waitForResult(run.id, { timeoutMs: 20_000 })));
     expect(done.every((run) => run.status === 'completed' && run.revision === 2)).toBe(true);
-    const [claims] = await db.sql<{ count: string }>(
-      `SELECT count(*) FROM run_transitions WHERE to_status = 'running' AND run_id = ANY($1)`,
-      [runs.map((run) => run.id)],
-    );
+    const [claims] = await db.sql<{ count: string }>(`SELECT count(*) FROM run_transitions WHERE to_status = 'running' AND run_id = ANY($1)`, [
+      runs.map((run) => run.id),
+    ]);
     expect(Number(claims.count)).toBe(60);
   });
 });

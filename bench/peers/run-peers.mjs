@@ -33,7 +33,8 @@ const RESULT_POLL_MS = 1;
 const log = (message) => process.stdout.write(`[peers] ${message}\n`);
 const now = () => performance.timeOrigin + performance.now();
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-const round = (value, digits = 1) => (value === null || value === undefined || !Number.isFinite(value) ? null : Math.round(value * 10 ** digits) / 10 ** digits);
+const round = (value, digits = 1) =>
+  value === null || value === undefined || !Number.isFinite(value) ? null : Math.round(value * 10 ** digits) / 10 ** digits;
 const rand = () => randomBytes(3).toString('hex');
 
 function percentile(values, p) {
@@ -311,9 +312,10 @@ async function dbosDriver() {
     commits: () => database.commits(),
     // A workflow is finished when its SUCCESS status is written (updated_at, epoch ms, set by the executor).
     async lastEnd(tag) {
-      const { rows } = await database.db.query(`SELECT max(updated_at)::float8 AS t FROM dbos.workflow_status WHERE workflow_uuid LIKE $1 AND status = 'SUCCESS'`, [
-        `${tag}-%`,
-      ]);
+      const { rows } = await database.db.query(
+        `SELECT max(updated_at)::float8 AS t FROM dbos.workflow_status WHERE workflow_uuid LIKE $1 AND status = 'SUCCESS'`,
+        [`${tag}-%`],
+      );
       return Number(rows[0].t);
     },
     async teardown() {

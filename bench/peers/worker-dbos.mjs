@@ -12,11 +12,14 @@ DBOS.setConfig({ name: 'peerbench', systemDatabaseUrl: process.env.DATABASE_URL,
 
 DBOS.registerWorkflow(
   async function single(tag) {
-    const startedAt = await DBOS.runStep(async () => {
-      const at = now();
-      started(tag, at);
-      return at;
-    }, { name: 'step' });
+    const startedAt = await DBOS.runStep(
+      async () => {
+        const at = now();
+        started(tag, at);
+        return at;
+      },
+      { name: 'step' },
+    );
     finished(tag);
     return { startedAt };
   },
@@ -32,10 +35,13 @@ DBOS.registerWorkflow(
 DBOS.registerWorkflow(
   async function chain(tag, steps) {
     for (let step = 0; step < steps; step++) {
-      await DBOS.runStep(async () => {
-        if (step === 0) started(tag);
-        return step;
-      }, { name: `step${step}` });
+      await DBOS.runStep(
+        async () => {
+          if (step === 0) started(tag);
+          return step;
+        },
+        { name: `step${step}` },
+      );
     }
     finished(tag);
     return { steps };

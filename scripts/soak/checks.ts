@@ -63,26 +63,40 @@ export function checkRuns(plan: PlannedRun[], state: SoakState, violations: Viol
     }
   }
   const planned = new Set(plan.map((run) => run.key));
-  for (const run of state.runs) if (!planned.has(run.key ?? '')) violations.add('one run per start', `run ${run.id} with key ${run.key} was never started by the soak`);
+  for (const run of state.runs)
+    if (!planned.has(run.key ?? '')) violations.add('one run per start', `run ${run.id} with key ${run.key} was never started by the soak`);
   return figures;
 }
 
 /** Steps step#1..step#n, each once, completed, with the right value, from a worker that executed it; the sleep if planned. */
-function checkSteps(runId: string, planned: PlannedRun, steps: { key: string; status: string; output: unknown }[], values: number[], state: SoakState): string | undefined {
+function checkSteps(
+  runId: string,
+  planned: PlannedRun,
+  steps: { key: string; status: string; output: unknown }[],
+  values: number[],
+  state: SoakState,
+): string | undefined {
   const keys = steps.map((step) => step.key);
   const expectedKeys = values.map((_, i) => `step#${i + 1}`);
   if (!isDeepStrictEqual([...keys].sort(), [...expectedKeys].sort())) return `task steps ${JSON.stringify(keys)}, expected ${JSON.stringify(expectedKeys)}`;
   for (const step of steps) {
     const n = Number(step.key.slice('step#'.length));
     const result = step.output as SoakStepResult | null;
-    if (step.status !== 'completed' || result?.value !== values[n - 1]) return `${step.key} is ${step.status} with ${JSON.stringify(result)}, expected value ${values[n - 1]}`;
+    if (step.status !== 'completed' || result?.value !== values[n - 1])
+      return `${step.key} is ${step.status} with ${JSON.stringify(result)}, expected value ${values[n - 1]}`;
     if (!state.executors.get(`${runId} ${n}`)?.has(result.by)) {
       return `${step.key} was recorded as executed by ${result.by}, whose journal has no execution of it (executed by ${[...(state.executors.get(`${runId} ${n}`) ?? [])].join(', ') || 'nobody'})`;
     }
   }
   const sleeps = (state.steps.get(runId) ?? []).filter((step) => step.kind === 'sleep');
   const expectedSleeps = planned.input.sleepMs > 0 ? ['sleep:pause#1'] : [];
-  if (!isDeepStrictEqual(sleeps.map((step) => step.key), expectedSleeps) || sleeps.some((step) => step.status !== 'completed')) {
+  if (
+    !isDeepStrictEqual(
+      sleeps.map((step) => step.key),
+      expectedSleeps,
+    ) ||
+    sleeps.some((step) => step.status !== 'completed')
+  ) {
     return `sleep steps ${JSON.stringify(sleeps)}, expected ${JSON.stringify(expectedSleeps)} completed`;
   }
   return undefined;
@@ -121,7 +135,8 @@ export function checkChain(run: Pick<RunRow, 'status' | 'revision'>, transitions
   }
   const last = transitions.at(-1)!;
   if (!TERMINAL.has(last.to)) return `ends at ${last.to}, not terminal: ${show()}`;
-  if (last.to !== run.status || last.revision !== run.revision) return `ends at ${last.to}@${last.revision} but the run is ${run.status}@${run.revision}: ${show()}`;
+  if (last.to !== run.status || last.revision !== run.revision)
+    return `ends at ${last.to}@${last.revision} but the run is ${run.status}@${run.revision}: ${show()}`;
   return undefined;
 }
 
@@ -138,7 +153,8 @@ export function checkWorkersTakeWork(
   const from = loadEnd - windowMs;
   const claimed = new Set<string>();
   for (const history of transitions.values()) {
-    for (const transition of history) if (transition.to === 'running' && transition.at >= from && transition.at <= loadEnd) claimed.add(transition.workerId ?? '');
+    for (const transition of history)
+      if (transition.to === 'running' && transition.at >= from && transition.at <= loadEnd) claimed.add(transition.workerId ?? '');
   }
   return [...lifetimes].filter(([worker, life]) => life.from <= from && (life.to ?? Infinity) >= loadEnd && !claimed.has(worker)).map(([worker]) => worker);
 }

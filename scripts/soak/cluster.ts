@@ -52,7 +52,12 @@ export class Servers {
 
   private async startWatched(name: string, server: PostgresServer | RedisServer): Promise<void> {
     await server.start();
-    this.watchdog.watch(name, server.exited, () => server.output, () => this.startWatched(name, server));
+    this.watchdog.watch(
+      name,
+      server.exited,
+      () => server.output,
+      () => this.startWatched(name, server),
+    );
   }
 }
 
@@ -128,7 +133,12 @@ export class ModeCluster {
     const coordinator = new AppProcess(`${this.mode}-coordinator-${++this.coordinatorCount}`, 'apps/coordinator/src/main.ts', this.coordinatorEnv);
     this.processes.push(coordinator);
     this.coordinator = coordinator;
-    this.watchdog.watch(coordinator.name, coordinator.exited, () => coordinator.output, () => this.startCoordinator());
+    this.watchdog.watch(
+      coordinator.name,
+      coordinator.exited,
+      () => coordinator.output,
+      () => this.startCoordinator(),
+    );
     this.coordinatorStarted = coordinator.waitForOutput('listening on', 60_000);
     return this.coordinatorStarted;
   }
@@ -148,10 +158,15 @@ export class ModeCluster {
     const worker = new AppProcess(id, 'test/fixtures/fault-worker.main.ts', { ...this.workerEnv, WORKER_ID: id });
     this.processes.push(worker);
     this.workers.set(id, worker);
-    this.watchdog.watch(id, worker.exited, () => worker.output, async () => {
-      this.workers.delete(id);
-      await this.startWorker();
-    });
+    this.watchdog.watch(
+      id,
+      worker.exited,
+      () => worker.output,
+      async () => {
+        this.workers.delete(id);
+        await this.startWorker();
+      },
+    );
     await worker.waitForOutput(`ready ${id}`, 60_000);
     const lifetime: { from: number; to?: number } = { from: Date.now() };
     this.lifetimes.set(id, lifetime);

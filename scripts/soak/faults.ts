@@ -130,7 +130,9 @@ export class FaultInjector {
    * run is still running, under a newer claim, when a stopped worker wakes up).
    */
   private async victim(among: 'any' | 'longest'): Promise<AppProcess> {
-    const candidates = [...this.cluster.workers.values()].filter((worker) => worker !== this.stopped && worker.alive && this.cluster.lifetimes.has(worker.name));
+    const candidates = [...this.cluster.workers.values()].filter(
+      (worker) => worker !== this.stopped && worker.alive && this.cluster.lifetimes.has(worker.name),
+    );
     if (candidates.length === 0) throw new Error('no running worker to pick');
     const holders = await this.query<{ worker: string }>(
       `SELECT claimed_by AS worker FROM runs WHERE status = 'running' ORDER BY (input->>'stepMs')::int DESC, random()`,

@@ -28,7 +28,10 @@ export class RunStarter {
     let next = 0;
     while (this.ids.size < this.plan.length && !signal.aborted) {
       while (next < this.plan.length && this.plan[next].atMs <= Date.now() - startedAt) next++;
-      const due = this.plan.slice(0, next).filter((run) => !this.ids.has(run.key)).slice(0, BATCH_MAX);
+      const due = this.plan
+        .slice(0, next)
+        .filter((run) => !this.ids.has(run.key))
+        .slice(0, BATCH_MAX);
       if (due.length > 0 && (await this.start(due))) continue;
       await delay(due.length > 0 ? 250 : TICK_MS, undefined, { signal }).catch(() => undefined);
     }

@@ -37,7 +37,14 @@ const EVIDENCE_PER_CHECK = 3;
 const log = (message: string) => process.stdout.write(`[soak] ${message}\n`);
 
 /** Soaks one mode: its own database, coordinator and workers; load and faults; then the checks. */
-export async function soakMode(mode: Mode, options: SoakOptions, servers: Servers, workDir: string, violations: Violations, signal: AbortSignal): Promise<ModeResult> {
+export async function soakMode(
+  mode: Mode,
+  options: SoakOptions,
+  servers: Servers,
+  workDir: string,
+  violations: Violations,
+  signal: AbortSignal,
+): Promise<ModeResult> {
   const began = Date.now();
   const postgres = servers.postgres!;
   const database = `soak_${mode.replace(/-/g, '_')}`;
@@ -77,7 +84,10 @@ export async function soakMode(mode: Mode, options: SoakOptions, servers: Server
     if (signal.aborted) return result;
     const drained = await drain(databaseUrl, plan.length, signal);
     if (!drained.done && !signal.aborted) {
-      violations.add('every run completes', `${plan.length - drained.finished} of ${plan.length} runs still unfinished ${drained.waitedMs} ms after the last start`);
+      violations.add(
+        'every run completes',
+        `${plan.length - drained.finished} of ${plan.length} runs still unfinished ${drained.waitedMs} ms after the last start`,
+      );
     }
   } finally {
     await cluster.stop();
@@ -91,7 +101,10 @@ export async function soakMode(mode: Mode, options: SoakOptions, servers: Server
 
   const state = await readState(databaseUrl, journalDir);
   result.deadLetters = await countDeadLetters(databaseUrl);
-  writeFileSync(join(dir, 'runs.json'), JSON.stringify(state.runs.map((run) => ({ ...run, steps: state.steps.get(run.id), transitions: state.transitions.get(run.id) }))));
+  writeFileSync(
+    join(dir, 'runs.json'),
+    JSON.stringify(state.runs.map((run) => ({ ...run, steps: state.steps.get(run.id), transitions: state.transitions.get(run.id) }))),
+  );
   result.figures = checkRuns(plan, state, violations);
   const longKeys = new Set(plan.filter((run) => run.input.stepMs >= LONG_STEP_MS).map((run) => run.key));
   const longRuns = new Set(state.runs.filter((run) => longKeys.has(run.key ?? '')).map((run) => run.id));
@@ -100,7 +113,9 @@ export async function soakMode(mode: Mode, options: SoakOptions, servers: Server
   result.takeovers = liveTakeovers(state.transitions, injector.injected, TIMING.stopMs);
   for (const worker of checkWorkersTakeWork(cluster.lifetimes, state.transitions, loadEnd, IDLE_WORKER_WINDOW_MS)) {
     const app = cluster.processes.find((candidate) => candidate.name === worker)!;
-    violations.add('every worker keeps taking work', `${worker} took no run in the last ${IDLE_WORKER_WINDOW_MS / 1000} s of the load`, [`${worker}:\n${tail(app.output)}`]);
+    violations.add('every worker keeps taking work', `${worker} took no run in the last ${IDLE_WORKER_WINDOW_MS / 1000} s of the load`, [
+      `${worker}:\n${tail(app.output)}`,
+    ]);
   }
   attachEvidence(violations, cluster, state);
   result.wallMs = Date.now() - began;
@@ -113,7 +128,10 @@ async function drain(databaseUrl: string, total: number, signal: AbortSignal): P
   const began = Date.now();
   let [finished, progressAt] = [-1, Date.now()];
   while (!signal.aborted && Date.now() - progressAt < 60_000) {
-    const [row] = await adminQuery<{ n: number }>(databaseUrl, `SELECT count(*)::int AS n FROM runs WHERE workflow = 'soak' AND status IN ('completed', 'failed', 'cancelled')`).catch(() => [{ n: finished }]);
+    const [row] = await adminQuery<{ n: number }>(
+      databaseUrl,
+      `SELECT count(*)::int AS n FROM runs WHERE workflow = 'soak' AND status IN ('completed', 'failed', 'cancelled')`,
+    ).catch(() => [{ n: finished }]);
     if (row.n >= total) return { done: true, finished: row.n, waitedMs: Date.now() - began };
     if (row.n > finished) [finished, progressAt] = [row.n, Date.now()];
     await delay(500, undefined, { signal }).catch(() => undefined);
@@ -153,7 +171,9 @@ function attachEvidence(violations: Violations, cluster: ModeCluster, state: Soa
     const count = (shown.get(violation.check) ?? 0) + 1;
     if (!runId || count > EVIDENCE_PER_CHECK) continue;
     shown.set(violation.check, count);
-    const history = (state.transitions.get(runId) ?? []).map((t) => `${new Date(t.at).toISOString()} ${t.from ?? 'NULL'}→${t.to}@${t.revision} ${t.workerId ?? ''}`);
+    const history = (state.transitions.get(runId) ?? []).map(
+      (t) => `${new Date(t.at).toISOString()} ${t.from ?? 'NULL'}→${t.to}@${t.revision} ${t.workerId ?? ''}`,
+    );
     const steps = (state.steps.get(runId) ?? []).map((step) => `${step.key} ${step.status} ${JSON.stringify(step.output)}`);
     const lines = cluster.processes.flatMap((app) =>
       app.output
@@ -161,6 +181,10 @@ function attachEvidence(violations: Violations, cluster: ModeCluster, state: Soa
         .filter((line) => line.includes(runId))
         .map((line) => `${app.name}: ${line.slice(0, 400)}`),
     );
-    violation.evidence.push(`transitions:\n${history.join('\n')}`, `steps:\n${steps.join('\n')}`, lines.length > 0 ? lines.slice(0, 30).join('\n') : `no process logged ${runId}`);
+    violation.evidence.push(
+      `transitions:\n${history.join('\n')}`,
+      `steps:\n${steps.join('\n')}`,
+      lines.length > 0 ? lines.slice(0, 30).join('\n') : `no process logged ${runId}`,
+    );
   }
 }

@@ -34,15 +34,27 @@ export function summaryTable(options: SoakOptions, results: ModeResult[], violat
     ['steps recorded twice or wrong', (r) => String(violations.in(r.mode).filter((v) => v.check === 'each step recorded once').length)],
     [
       'steps executed more than once (allowed)',
-      (r) => (r.figures ? `${r.figures.stepsExecutedTwice} of ${r.figures.stepsRecorded} (${((100 * r.figures.stepsExecutedTwice) / Math.max(1, r.figures.stepsRecorded)).toFixed(2)}%)` : '–'),
+      (r) =>
+        r.figures
+          ? `${r.figures.stepsExecutedTwice} of ${r.figures.stepsRecorded} (${((100 * r.figures.stepsExecutedTwice) / Math.max(1, r.figures.stepsRecorded)).toFixed(2)}%)`
+          : '–',
     ],
     ['invalid transition histories', (r) => (r.figures ? String(r.figures.invalidChains) : '–')],
-    ['runs written by a worker that no longer held them', (r) => String(violations.in(r.mode).filter((v) => v.check === 'writes only from the claim holder').length)],
+    [
+      'runs written by a worker that no longer held them',
+      (r) => String(violations.in(r.mode).filter((v) => v.check === 'writes only from the claim holder').length),
+    ],
     ['processes that exited on their own', (r) => String(violations.in(r.mode).filter((v) => v.check === 'no process exits on its own').length)],
     ['other violations', (r) => String(violations.in(r.mode).filter((v) => !COUNTED.has(v.check)).length)],
     [FAULT_LABELS['kill-worker'], (r) => workerKills(r.recoveries)],
     ...MAJOR_FAULTS.map((kind) => [FAULT_LABELS[kind], (r: ModeResult) => majorFault(r.recoveries, kind)] as [string, (r: ModeResult) => string]),
-    ['short runs, start to finish: p50 / p99 / max', (r) => (r.shortRunMs?.length ? `${seconds(percentile(r.shortRunMs, 50))} / ${seconds(percentile(r.shortRunMs, 99))} / ${seconds(Math.max(...r.shortRunMs))}` : '–')],
+    [
+      'short runs, start to finish: p50 / p99 / max',
+      (r) =>
+        r.shortRunMs?.length
+          ? `${seconds(percentile(r.shortRunMs, 50))} / ${seconds(percentile(r.shortRunMs, 99))} / ${seconds(Math.max(...r.shortRunMs))}`
+          : '–',
+    ],
     ['start requests that failed (retried)', (r) => String(r.failedStarts)],
     ['takeovers from live workers (away from faults)', (r) => (r.takeovers ? `${r.takeovers.total} (${r.takeovers.unexplained})` : '–')],
     ['dead letters: outbox / stream', (r) => (r.deadLetters ? `${r.deadLetters.outbox} / ${r.deadLetters.stream}` : '–')],

@@ -37,10 +37,7 @@ export async function startWorker(coordinatorUrl: string, overrides: Partial<Wor
 }
 
 /** Boots a worker hosting the given workflows (test-only workflows beside the examples). */
-export async function startCustomWorker(
-  coordinatorUrl: string,
-  options: Omit<WorkflowWorkerModuleOptions, 'coordinatorUrl'>,
-): Promise<RunningWorker> {
+export async function startCustomWorker(coordinatorUrl: string, options: Omit<WorkflowWorkerModuleOptions, 'coordinatorUrl'>): Promise<RunningWorker> {
   @Module({ imports: [WorkflowWorkerModule.forRoot({ coordinatorUrl, claimWaitMs: 5_000, ...options })] })
   class CustomWorkerModule {}
   const app = await NestFactory.createApplicationContext(CustomWorkerModule, { logger: capturedLogger });

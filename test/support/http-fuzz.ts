@@ -84,9 +84,7 @@ function sometimes<T>(arbitrary: fc.Arbitrary<T>, oneIn: number): fc.Arbitrary<T
 
 /** An object of these fields, now and then with an unknown one. */
 function body(shape: Record<string, fc.Arbitrary<Fuzzed>>): fc.Arbitrary<Fuzzed> {
-  return fc
-    .tuple(fc.record(shape), sometimes(fc.tuple(text, value), 8))
-    .map(([fields, extra]) => (extra ? { ...fields, [extra[0]]: extra[1] } : fields));
+  return fc.tuple(fc.record(shape), sometimes(fc.tuple(text, value), 8)).map(([fields, extra]) => (extra ? { ...fields, [extra[0]]: extra[1] } : fields));
 }
 
 const heldRun = new Ref('running run', (f) => f.running.id);
@@ -195,7 +193,10 @@ const report = fc.oneof(
   body({ type: field('complete'), runId, complete }),
   body({ type: field('fail'), runId, fail: failure }),
 );
-export const workerReports = post(path('/v1/worker/reports'), body({ reports: fc.oneof({ weight: 5, arbitrary: fc.array(report, { maxLength: 4 }) }, { weight: 1, arbitrary: value }) }));
+export const workerReports = post(
+  path('/v1/worker/reports'),
+  body({ reports: fc.oneof({ weight: 5, arbitrary: fc.array(report, { maxLength: 4 }) }, { weight: 1, arbitrary: value }) }),
+);
 
 const workflows = fc.oneof(fc.constant<Fuzzed>([{ name: 'echo', version: '1' }]), value);
 export const workerWrites = fc.oneof(
@@ -230,13 +231,24 @@ export const workerWrites = fc.oneof(
     }),
   ),
   // Claims never long-poll here: the only valid waitMs is 0 (or none).
-  post(path('/v1/worker/claims'), body({ workerId: field('fuzz-worker', 'w\ud800'), workflows, limit: field(1, 0, 501), waitMs: fc.constantFrom(undefined, 0, -1, 60_001, '0', 'x', null) })),
-  post(path('/v1/worker/heartbeats'), body({ workerId: field('fuzz-worker'), runs: fc.oneof(fc.array(body({ id: runId, expectedRevision: fuzzedRevision }), { maxLength: 3 }), value) })),
+  post(
+    path('/v1/worker/claims'),
+    body({ workerId: field('fuzz-worker', 'w\ud800'), workflows, limit: field(1, 0, 501), waitMs: fc.constantFrom(undefined, 0, -1, 60_001, '0', 'x', null) }),
+  ),
+  post(
+    path('/v1/worker/heartbeats'),
+    body({ workerId: field('fuzz-worker'), runs: fc.oneof(fc.array(body({ id: runId, expectedRevision: fuzzedRevision }), { maxLength: 3 }), value) }),
+  ),
   post(
     path('/v1/worker/takes'),
     body({
       workerId: field('fuzz-worker', 'w\ud800'),
-      workflows: fc.oneof(fc.array(body({ name: field('echo'), version: field('1'), wakeups: fc.oneof(fc.array(field('w1', 'w2', ''), { maxLength: 3 }), value) }), { maxLength: 2 }), value),
+      workflows: fc.oneof(
+        fc.array(body({ name: field('echo'), version: field('1'), wakeups: fc.oneof(fc.array(field('w1', 'w2', ''), { maxLength: 3 }), value) }), {
+          maxLength: 2,
+        }),
+        value,
+      ),
     }),
   ),
 );
@@ -295,7 +307,15 @@ const query = fc.array(queryPart, { maxLength: 4 }).map((parts) => (parts.length
 export const queries = fc.oneof(
   fc.record({ method: fc.constant<'GET'>('GET'), path: fc.tuple(fc.constant('/v1/runs'), query) }),
   // waitMs beyond 0 would long-poll: the result endpoint gets a query without it.
-  fc.record({ method: fc.constant<'GET'>('GET'), path: fc.tuple(fc.constant('/v1/runs/'), runSegment, fc.constant('/result'), query.filter((q) => !/waitMs=0*[1-9]/.test(q))) }),
+  fc.record({
+    method: fc.constant<'GET'>('GET'),
+    path: fc.tuple(
+      fc.constant('/v1/runs/'),
+      runSegment,
+      fc.constant('/result'),
+      query.filter((q) => !/waitMs=0*[1-9]/.test(q)),
+    ),
+  }),
 );
 
 /** The path (with the fixtures' ids in it) and the body text of a fuzzed request. */

@@ -35,12 +35,17 @@ export class RedisCluster {
     for (let i = 0; i < 6; i++) {
       const port = await freeClusterPort();
       const node = new RedisServer(port, [
-        '--cluster-enabled', 'yes',
-        '--cluster-config-file', `nodes-${port}.conf`,
-        '--cluster-node-timeout', String(this.nodeTimeoutMs),
+        '--cluster-enabled',
+        'yes',
+        '--cluster-config-file',
+        `nodes-${port}.conf`,
+        '--cluster-node-timeout',
+        String(this.nodeTimeoutMs),
         // Replicas sync at once (not after the default 5 s wait for more replicas to join the transfer).
-        '--repl-diskless-sync-delay', '0',
-        '--dir', this.dir,
+        '--repl-diskless-sync-delay',
+        '0',
+        '--dir',
+        this.dir,
       ]);
       await node.start();
       this.nodes.push(node);
@@ -69,7 +74,11 @@ export class RedisCluster {
   async masterOf(slot: number): Promise<RedisServer | undefined> {
     const views = await Promise.all(this.nodes.filter((n) => n.alive).map((n) => this.clusterNodes(n.port)));
     const owners = new Set(
-      views.map((nodes) => nodes.find((node) => node.flags.includes('master') && !node.flags.includes('fail') && node.slots.some(([from, to]) => slot >= from && slot <= to))?.port),
+      views.map(
+        (nodes) =>
+          nodes.find((node) => node.flags.includes('master') && !node.flags.includes('fail') && node.slots.some(([from, to]) => slot >= from && slot <= to))
+            ?.port,
+      ),
     );
     const [port] = owners;
     return owners.size === 1 && port !== undefined ? this.nodes.find((n) => n.port === port && n.alive) : undefined;
@@ -135,10 +144,12 @@ export class RedisCluster {
         return {
           port: Number(address.split('@')[0].split(':').at(-1)),
           flags: flags.split(','),
-          slots: slots.filter((range) => !range.startsWith('[')).map((range) => {
-            const [from, to = from] = range.split('-').map(Number);
-            return [from, to] as [number, number];
-          }),
+          slots: slots
+            .filter((range) => !range.startsWith('['))
+            .map((range) => {
+              const [from, to = from] = range.split('-').map(Number);
+              return [from, to] as [number, number];
+            }),
         };
       });
   }

@@ -48,7 +48,12 @@ export class RedisServer {
     this.exit = exitOf(child);
     const probe = new Redis(this.url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
     probe.on('error', () => undefined);
-    await eventually('redis-server to answer', () => probe.connect().then(() => probe.ping().then(() => true), () => false));
+    await eventually('redis-server to answer', () =>
+      probe.connect().then(
+        () => probe.ping().then(() => true),
+        () => false,
+      ),
+    );
     probe.disconnect();
   }
 

@@ -58,11 +58,7 @@ export class CoordinatorModule implements NestModule {
         DeadLettersModule,
         HealthModule,
       ],
-      providers: [
-        { provide: APP_FILTER, useClass: EngineExceptionFilter },
-        { provide: APP_GUARD, useClass: BearerTokenGuard },
-        HttpDrain,
-      ],
+      providers: [{ provide: APP_FILTER, useClass: EngineExceptionFilter }, { provide: APP_GUARD, useClass: BearerTokenGuard }, HttpDrain],
     };
   }
 }

@@ -9,7 +9,9 @@ async function main(): Promise<void> {
   const app = await NestFactory.create(WorkerAppModule.register(config), { logger: createAppLogger(config.logFormat, config.logLevel) });
   app.enableShutdownHooks();
   await app.listen(config.port, config.host);
-  new Logger('Worker').log(`taking work from ${config.coordinatorUrls.join(', ')} with the ${config.subscriber} subscriber; health on http://${config.host}:${config.port}`);
+  new Logger('Worker').log(
+    `taking work from ${config.coordinatorUrls.join(', ')} with the ${config.subscriber} subscriber; health on http://${config.host}:${config.port}`,
+  );
 }
 
 void main();

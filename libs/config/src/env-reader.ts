@@ -126,7 +126,9 @@ export interface RedisSettings {
 export function readRedis(read: EnvReader): RedisSettings {
   const redisClusterNodes = read.hostPorts('REDIS_CLUSTER_NODES');
   if (redisClusterNodes.length > 0 && read.optionalString('REDIS_URL') !== undefined) {
-    throw new ConfigError('REDIS_URL and REDIS_CLUSTER_NODES are both set: set REDIS_URL for one Redis node or REDIS_CLUSTER_NODES for a Redis Cluster, not both');
+    throw new ConfigError(
+      'REDIS_URL and REDIS_CLUSTER_NODES are both set: set REDIS_URL for one Redis node or REDIS_CLUSTER_NODES for a Redis Cluster, not both',
+    );
   }
   return {
     redisUrl: read.url('REDIS_URL', ['redis', 'rediss'], 'redis://127.0.0.1:6379'),

@@ -66,7 +66,8 @@ export class PersistenceModule {
               synchronize: false,
               extra: { max: poolSize, connectionTimeoutMillis: 10_000, options: `-c wf.dispatch=${dispatch}` },
               // An idle pooled connection that dies is dropped by the pool and replaced on demand.
-              poolErrorHandler: (error: Error) => poolLogger.warn(`an idle PostgreSQL connection was lost (${error.message}); the pool opens a new one when needed`),
+              poolErrorHandler: (error: Error) =>
+                poolLogger.warn(`an idle PostgreSQL connection was lost (${error.message}); the pool opens a new one when needed`),
             };
           },
         }),

@@ -17,7 +17,13 @@ class FakeCoordinator {
       if (this.hang) return;
       this.served++;
       response.writeHead(this.status, { 'content-type': 'application/json' });
-      response.end(JSON.stringify(this.status === 200 ? { name: this.name } : { statusCode: this.status, reason: this.status === 503 ? 'database_unavailable' : 'not_found', message: 'refused' }));
+      response.end(
+        JSON.stringify(
+          this.status === 200
+            ? { name: this.name }
+            : { statusCode: this.status, reason: this.status === 503 ? 'database_unavailable' : 'not_found', message: 'refused' },
+        ),
+      );
     });
     await new Promise<void>((resolve) => this.server!.listen(port, '127.0.0.1', resolve));
   }

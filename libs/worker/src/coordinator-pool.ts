@@ -1,4 +1,12 @@
-import { CoordinatorUnavailableError, type Endpoint, type EndpointCall, type EndpointResult, EngineHttpError, endpointRequest, JsonHttpClient } from '@nest-durable/client';
+import {
+  CoordinatorUnavailableError,
+  type Endpoint,
+  type EndpointCall,
+  type EndpointResult,
+  EngineHttpError,
+  endpointRequest,
+  JsonHttpClient,
+} from '@nest-durable/client';
 import { Logger } from '@nestjs/common';
 
 /** How long a coordinator that failed is avoided at first; each failure in a row doubles it, up to MAX_AVOID_MS. */

@@ -1,5 +1,27 @@
-import { API, type EndpointCall, type EndpointResult, EngineHttpError, isTransient, parseReportsRequest, REPORTS_MAX, type WorkerReport } from '@nest-durable/client';
-import type { ClaimedRun, CompleteRunRequest, FailRunRequest, StartChildRequest, StepResponse, StoredTask, StreamDeadLetterReport, StreamDeadLetterResponse, SuspendRequest, TakeRunsResponse, TaskResultRequest, WorkflowRef } from '@nest-durable/client';
+import {
+  API,
+  type EndpointCall,
+  type EndpointResult,
+  EngineHttpError,
+  isTransient,
+  parseReportsRequest,
+  REPORTS_MAX,
+  type WorkerReport,
+} from '@nest-durable/client';
+import type {
+  ClaimedRun,
+  CompleteRunRequest,
+  FailRunRequest,
+  StartChildRequest,
+  StepResponse,
+  StoredTask,
+  StreamDeadLetterReport,
+  StreamDeadLetterResponse,
+  SuspendRequest,
+  TakeRunsResponse,
+  TaskResultRequest,
+  WorkflowRef,
+} from '@nest-durable/client';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { CoordinatorPool } from './coordinator-pool';
 import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker.options';
@@ -53,7 +75,11 @@ export class CoordinatorApi {
   }
 
   async heartbeat(runs: { id: string; expectedRevision: number }[], signal?: AbortSignal): Promise<string[]> {
-    const response = await this.coordinators.call(API.heartbeat, { body: { workerId: this.options.workerId, runs } }, { signal, timeoutMs: REQUEST_TIMEOUT_MS });
+    const response = await this.coordinators.call(
+      API.heartbeat,
+      { body: { workerId: this.options.workerId, runs } },
+      { signal, timeoutMs: REQUEST_TIMEOUT_MS },
+    );
     return response.lost;
   }
 

@@ -1,4 +1,13 @@
-import { type ClaimedRun, type ErrorDetails, type JsonValue, MAX_DELAY_MS, parseIdentifier, type StoredTask, isRevisionConflict, isTransient } from '@nest-durable/client';
+import {
+  type ClaimedRun,
+  type ErrorDetails,
+  type JsonValue,
+  MAX_DELAY_MS,
+  parseIdentifier,
+  type StoredTask,
+  isRevisionConflict,
+  isTransient,
+} from '@nest-durable/client';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import {
   ChildRunFailedError,
@@ -126,14 +135,16 @@ class RunContext implements WorkflowContext {
     const retry = this.history.retryOf(step.key);
     const done = await this.runAttempts(step.key, step.seq, name, fn, options, retry ? Number(retry.attempts) : 0);
     this.lease.throwIfEnded();
-    const stored = await this.call(() => this.api.recordTask(this.runId, {
-      expectedRevision: this.lease.revision,
-      key: step.key,
-      seq: step.seq,
-      name,
-      attempts: done.attempts,
-      ...(done.ok ? { status: 'completed' as const, output: done.output, error: null } : { status: 'failed' as const, output: null, error: done.error }),
-    }));
+    const stored = await this.call(() =>
+      this.api.recordTask(this.runId, {
+        expectedRevision: this.lease.revision,
+        key: step.key,
+        seq: step.seq,
+        name,
+        attempts: done.attempts,
+        ...(done.ok ? { status: 'completed' as const, output: done.output, error: null } : { status: 'failed' as const, output: null, error: done.error }),
+      }),
+    );
     return outcomeOf<T>(stored, !done.ok && done.nonRetryable);
   }
 
@@ -281,7 +292,9 @@ class RunContext implements WorkflowContext {
 /** The recorded outcome, as every execution (first or replay) sees it. */
 function outcomeOf<T>(task: StoredTask, nonRetryable = false): T {
   if (task.status === 'failed') {
-    throw new TaskFailedError(task.key, task.error ?? { name: 'Error', message: 'task failed' }, { nonRetryable: nonRetryable || task.error?.nonRetryable === true });
+    throw new TaskFailedError(task.key, task.error ?? { name: 'Error', message: 'task failed' }, {
+      nonRetryable: nonRetryable || task.error?.nonRetryable === true,
+    });
   }
   return task.output as T;
 }

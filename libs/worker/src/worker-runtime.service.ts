@@ -58,10 +58,7 @@ export class WorkerRuntime implements OnApplicationBootstrap, BeforeApplicationS
     if (running.length > 0) {
       this.logger.log(`waiting up to ${this.options.shutdownGraceMs} ms for ${running.length} running run(s)`);
       let timer: NodeJS.Timeout | undefined;
-      await Promise.race([
-        Promise.all(running),
-        new Promise((resolve) => (timer = setTimeout(resolve, this.options.shutdownGraceMs))),
-      ]);
+      await Promise.race([Promise.all(running), new Promise((resolve) => (timer = setTimeout(resolve, this.options.shutdownGraceMs)))]);
       clearTimeout(timer);
     }
     const unfinished = [...this.active.values()].map((entry) => entry.lease).filter((lease) => lease.isHeld);
@@ -165,7 +162,12 @@ export class WorkerRuntime implements OnApplicationBootstrap, BeforeApplicationS
     if (leases.length === 0) return;
     try {
       const deadline = AbortSignal.timeout(Math.max(HEARTBEAT_MIN_DEADLINE_MS, 3 * this.options.heartbeatIntervalMs));
-      const lost = new Set(await this.api.heartbeat(leases.map((lease) => ({ id: lease.runId, expectedRevision: lease.revision })), deadline));
+      const lost = new Set(
+        await this.api.heartbeat(
+          leases.map((lease) => ({ id: lease.runId, expectedRevision: lease.revision })),
+          deadline,
+        ),
+      );
       this.counters.heartbeats += leases.length - lost.size;
       for (const lease of leases) {
         // A run this worker began to finish or suspend meanwhile is lost to that write, not to another owner.

@@ -26,10 +26,12 @@ function runtimeWithOneRun() {
     getNextDelay: () => 0,
   };
   const leases: RunLease[] = [];
-  const executor = { execute: (_run: ClaimedRun, lease: RunLease) => {
+  const executor = {
+    execute: (_run: ClaimedRun, lease: RunLease) => {
       leases.push(lease);
       return new Promise<void>(() => undefined);
-    }, };
+    },
+  };
   const answers: ((lost: string[]) => void)[] = [];
   const api = { heartbeat: () => new Promise<string[]>((resolve) => answers.push(resolve)) };
   const options = resolveWorkerOptions({ workflows: [], coordinatorUrl: 'http://unused', heartbeatIntervalMs: HEARTBEAT_INTERVAL_MS });

@@ -163,7 +163,9 @@ describe('WorkflowWorkerModule', () => {
       );
       expect(app.get<ResolvedWorkerOptions>(WORKER_OPTIONS).coordinatorUrl).toBe('http://127.0.0.1:4000');
       await expect(
-        compile(WorkflowWorkerModule.forRootAsync({ useFactory: async () => ({ workflows: [echo], coordinatorUrl: 'http://127.0.0.1:4000', concurrency: 1.5 }) })),
+        compile(
+          WorkflowWorkerModule.forRootAsync({ useFactory: async () => ({ workflows: [echo], coordinatorUrl: 'http://127.0.0.1:4000', concurrency: 1.5 }) }),
+        ),
       ).rejects.toThrow('concurrency must be a positive integer, got 1.5');
     });
 

@@ -19,10 +19,7 @@ import { WorkerRuntime } from './worker-runtime.service';
 import { WorkflowRegistry } from './workflow.registry';
 
 /** How to provide the subscriber: the same shapes as any Nest provider, without `provide`. */
-export type SubscriberProvider =
-  | Omit<ClassProvider, 'provide'>
-  | Omit<FactoryProvider, 'provide'>
-  | Omit<ExistingProvider, 'provide'>;
+export type SubscriberProvider = Omit<ClassProvider, 'provide'> | Omit<FactoryProvider, 'provide'> | Omit<ExistingProvider, 'provide'>;
 
 /**
  * What shapes the module rather than the worker, given the same way to `forRoot` and `forRootAsync`:

@@ -17,7 +17,7 @@ describe('WorkflowError', () => {
     expect(new WorkflowError('card declined', { nonRetryable: true }).nonRetryable).toBe(true);
   });
 
-  it("names a subclass after it, and keeps what caused it", () => {
+  it('names a subclass after it, and keeps what caused it', () => {
     class CardDeclinedError extends WorkflowError {}
     const cause = new Error('402 from the bank');
     const error = new CardDeclinedError('card declined', { nonRetryable: true, cause });

@@ -16,9 +16,7 @@ describe('loadCoordinatorConfig', () => {
   });
 
   it('refuses to start without tokens unless auth is explicitly disabled', () => {
-    expect(() => loadCoordinatorConfig({ DATABASE_URL })).toThrow(
-      'CLIENT_TOKEN is required (or set AUTH_DISABLED=true to run without authentication)',
-    );
+    expect(() => loadCoordinatorConfig({ DATABASE_URL })).toThrow('CLIENT_TOKEN is required (or set AUTH_DISABLED=true to run without authentication)');
     expect(() => loadCoordinatorConfig({ DATABASE_URL, CLIENT_TOKEN: TOKENS.CLIENT_TOKEN })).toThrow('WORKER_TOKEN is required');
     expect(() => loadCoordinatorConfig({ DATABASE_URL, ...TOKENS, WORKER_TOKEN: 'short' })).toThrow('WORKER_TOKEN must be at least 16 characters');
     expect(loadCoordinatorConfig({ DATABASE_URL, AUTH_DISABLED: 'true' })).toMatchObject({ authDisabled: true });
@@ -44,8 +42,8 @@ describe('loadCoordinatorConfig', () => {
   });
 
   it('refuses an idle time that is not larger than the heartbeat interval', () => {
-    expect(() =>
-      loadCoordinatorConfig({ DATABASE_URL, ...TOKENS, CLAIM_MIN_IDLE_TIME_MS: '1000', HEARTBEAT_INTERVAL_MS: '1000' }),
-    ).toThrow('CLAIM_MIN_IDLE_TIME_MS (1000) must be larger than HEARTBEAT_INTERVAL_MS (1000)');
+    expect(() => loadCoordinatorConfig({ DATABASE_URL, ...TOKENS, CLAIM_MIN_IDLE_TIME_MS: '1000', HEARTBEAT_INTERVAL_MS: '1000' })).toThrow(
+      'CLAIM_MIN_IDLE_TIME_MS (1000) must be larger than HEARTBEAT_INTERVAL_MS (1000)',
+    );
   });
 });

@@ -65,7 +65,6 @@ export interface CoordinatorConfig {
   applicationName: string;
 }
 
-
 /** Every coordinator session's application_name starts with this. */
 export const COORDINATOR_APPLICATION_NAME = 'wf-coordinator';
 
@@ -105,7 +104,10 @@ export function loadCoordinatorConfig(env: Record<string, string | undefined>): 
     applicationName: `${COORDINATOR_APPLICATION_NAME} ${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`,
   };
   if (!config.authDisabled) {
-    for (const [name, token] of [['CLIENT_TOKEN', config.clientToken], ['WORKER_TOKEN', config.workerToken]] as const) {
+    for (const [name, token] of [
+      ['CLIENT_TOKEN', config.clientToken],
+      ['WORKER_TOKEN', config.workerToken],
+    ] as const) {
       if (!token) throw new ConfigError(`${name} is required (or set AUTH_DISABLED=true to run without authentication)`);
       if (token.length < 16) throw new ConfigError(`${name} must be at least 16 characters`);
     }

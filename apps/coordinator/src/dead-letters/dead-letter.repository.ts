@@ -24,10 +24,10 @@ export class DeadLetterRepository {
 
   /** Newest first; the cursor is the last id of the previous page. */
   list(limit: number, beforeId?: string): Promise<DeadLetterRow[]> {
-    return this.db.query<DeadLetterRow>(
-      `SELECT ${COLUMNS} FROM dead_letters WHERE $2::bigint IS NULL OR id < $2::bigint ORDER BY id DESC LIMIT $1`,
-      [limit, beforeId ?? null],
-    );
+    return this.db.query<DeadLetterRow>(`SELECT ${COLUMNS} FROM dead_letters WHERE $2::bigint IS NULL OR id < $2::bigint ORDER BY id DESC LIMIT $1`, [
+      limit,
+      beforeId ?? null,
+    ]);
   }
 
   /** Locks the dead letter for the rest of the transaction (a redrive and a delete of the same one take turns). */

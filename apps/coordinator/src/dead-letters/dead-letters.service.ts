@@ -1,4 +1,15 @@
-import { DeadLetterNotFoundError, type DeadLetterPage, type DeadLetterView, isTerminalStatus, type ListDeadLettersQuery, type RedriveResult, queueName, type RunStatus, type StreamDeadLetterReport, type StreamDeadLetterResponse } from '@nest-durable/client';
+import {
+  DeadLetterNotFoundError,
+  type DeadLetterPage,
+  type DeadLetterView,
+  isTerminalStatus,
+  type ListDeadLettersQuery,
+  type RedriveResult,
+  queueName,
+  type RunStatus,
+  type StreamDeadLetterReport,
+  type StreamDeadLetterResponse,
+} from '@nest-durable/client';
 import { RunControlRepository } from '@app/locking';
 import { DeadLetterRepository, type DeadLetterRow } from './dead-letter.repository';
 import { Database } from '@app/persistence';

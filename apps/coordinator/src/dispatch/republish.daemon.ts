@@ -44,7 +44,10 @@ export class RepublishDaemon implements SingletonDaemon, OnModuleInit {
   start(): void {
     this.timer = setInterval(() => {
       this.running ??= this.republish()
-        .then(() => undefined, (error: Error) => this.logger.warn(`republish failed: ${error.message}`))
+        .then(
+          () => undefined,
+          (error: Error) => this.logger.warn(`republish failed: ${error.message}`),
+        )
         .finally(() => (this.running = undefined));
     }, this.config.republishIntervalMs);
   }

@@ -40,10 +40,7 @@ export class HealthController {
   @Route(API.ready)
   @HealthCheck()
   ready() {
-    const checks: HealthIndicatorFunction[] = [
-      () => this.database.pingCheck('database').withTimeout(2_000),
-      () => this.listener.isHealthy(),
-    ];
+    const checks: HealthIndicatorFunction[] = [() => this.database.pingCheck('database').withTimeout(2_000), () => this.listener.isHealthy()];
     if (this.redis) checks.push(() => this.redis!.isHealthy());
     if (this.outbox) {
       const thresholds = { backlogAgeSeconds: this.config.outboxBacklogDegradedSeconds, deadLetters: this.config.deadLettersDegraded };

@@ -1,4 +1,16 @@
-import { EventAccepted, isTerminalStatus, JsonValue, ListRunsQuery, RunAlreadyTerminalError, RunNotFoundError, RunNotSleepingError, RunNotFailedError, RunPage, RunView, StartRunRequest } from '@nest-durable/client';
+import {
+  EventAccepted,
+  isTerminalStatus,
+  JsonValue,
+  ListRunsQuery,
+  RunAlreadyTerminalError,
+  RunNotFoundError,
+  RunNotSleepingError,
+  RunNotFailedError,
+  RunPage,
+  RunView,
+  StartRunRequest,
+} from '@nest-durable/client';
 import { ControlOutcome, RunControlRepository } from '@app/locking';
 import { NotificationListener, RUN_FINISHED_CHANNEL } from '@app/outbox';
 import { RunEntity, uuidv7 } from '@app/persistence';
@@ -41,7 +53,10 @@ export class RunsService {
     const inserted = await this.control.start(runs);
     for (const run of inserted.values()) this.metrics.runsStarted.inc({ workflow: run.workflow });
     const duplicates = runs.filter((run) => !inserted.has(run.id));
-    const existing = duplicates.length > 0 ? await this.repository.findByIdempotencyKeys(duplicates.map((run) => ({ workflow: run.workflow, idempotencyKey: run.idempotencyKey! }))) : new Map();
+    const existing =
+      duplicates.length > 0
+        ? await this.repository.findByIdempotencyKeys(duplicates.map((run) => ({ workflow: run.workflow, idempotencyKey: run.idempotencyKey! })))
+        : new Map();
     return runs.map((run) => {
       const created = inserted.get(run.id);
       return { run: toRunView(created ?? existing.get(`${run.workflow}\u0000${run.idempotencyKey}`)!), created: created !== undefined };

@@ -7,7 +7,14 @@ const ids = (runs: { runId: string }[]) => runs.map((r) => r.runId);
 describe('DueSchedule', () => {
   it('hands out runs soonest first, only those due', () => {
     const schedule = new DueSchedule(100);
-    for (const [id, at] of [['c', 30], ['a', 10], ['b', 20], ['b2', 20], ['d', 40]] as const) schedule.add(run(id, at));
+    for (const [id, at] of [
+      ['c', 30],
+      ['a', 10],
+      ['b', 20],
+      ['b2', 20],
+      ['d', 40],
+    ] as const)
+      schedule.add(run(id, at));
     expect(schedule.next?.runId).toBe('a');
     expect(ids(schedule.takeDue(20))).toEqual(['a', 'b', 'b2']);
     expect(ids(schedule.takeDue(25))).toEqual([]);
@@ -27,7 +34,12 @@ describe('DueSchedule', () => {
 
   it('stays within capacity by dropping the latest, and says from when it may miss due times', () => {
     const schedule = new DueSchedule(3);
-    for (const [id, at] of [['a', 10], ['b', 20], ['c', 30]] as const) schedule.add(run(id, at));
+    for (const [id, at] of [
+      ['a', 10],
+      ['b', 20],
+      ['c', 30],
+    ] as const)
+      schedule.add(run(id, at));
     expect(schedule.completeBefore).toBe(Infinity);
     schedule.add(run('late', 50));
     expect(schedule.completeBefore).toBe(50);

@@ -1,4 +1,15 @@
-import { API, type ClaimResponse, type EndpointInput, type HeartbeatResponse, type ReportsResponse, type RevisionResponse, type StepResponse, type StreamDeadLetterResponse, type TakeRunsResponse, type TaskResultResponse } from '@nest-durable/client';
+import {
+  API,
+  type ClaimResponse,
+  type EndpointInput,
+  type HeartbeatResponse,
+  type ReportsResponse,
+  type RevisionResponse,
+  type StepResponse,
+  type StreamDeadLetterResponse,
+  type TakeRunsResponse,
+  type TaskResultResponse,
+} from '@nest-durable/client';
 import { Controller, Res } from '@nestjs/common';
 import type { Response } from 'express';
 import { DeadLettersService } from '../dead-letters/dead-letters.service';

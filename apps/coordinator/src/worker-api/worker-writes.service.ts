@@ -1,4 +1,17 @@
-import { CompleteRunRequest, DatabaseUnavailableError, EngineError, FailRunRequest, HeartbeatRequest, ReportOutcome, StartChildRequest, StepResponse, StoredTask, SuspendRequest, TaskResultRequest, WorkerReport } from '@nest-durable/client';
+import {
+  CompleteRunRequest,
+  DatabaseUnavailableError,
+  EngineError,
+  FailRunRequest,
+  HeartbeatRequest,
+  ReportOutcome,
+  StartChildRequest,
+  StepResponse,
+  StoredTask,
+  SuspendRequest,
+  TaskResultRequest,
+  WorkerReport,
+} from '@nest-durable/client';
 import { HeartbeatRepository, ReportRepository, type RunOutcome, StepRepository } from '@app/locking';
 import { Database, type SqlExecutor, uuidv7 } from '@app/persistence';
 import { Injectable, Logger } from '@nestjs/common';
@@ -77,11 +90,13 @@ export class WorkerWritesService {
     const applied =
       reports.length === 1
         ? await this.applyEach(reports)
-        : await this.db.transaction((tx) => this.applyTogether(tx, reports)).catch((error: Error) => {
-            if (error instanceof DatabaseUnavailableError) throw error;
-            this.logger.warn('a report batch failed as a whole; applying its reports one by one', { error: error.message });
-            return this.applyEach(reports);
-          });
+        : await this.db
+            .transaction((tx) => this.applyTogether(tx, reports))
+            .catch((error: Error) => {
+              if (error instanceof DatabaseUnavailableError) throw error;
+              this.logger.warn('a report batch failed as a whole; applying its reports one by one', { error: error.message });
+              return this.applyEach(reports);
+            });
     for (const { finished } of applied) this.count(finished);
     return applied.map(({ outcome }) => outcome);
   }
@@ -97,9 +112,19 @@ export class WorkerWritesService {
     const applied = new Array<{ outcome: ReportOutcome; finished: Finished }>(reports.length);
     const tasks = reports.flatMap((report, index) => (report.type === 'task' ? [{ index, runId: report.runId, task: report.task }] : []));
     const finals = reports.flatMap((report, index): { index: number; runId: string; expectedRevision: number; outcome: RunOutcome }[] => {
-      if (report.type === 'complete') return [{ index, runId: report.runId, expectedRevision: report.complete.expectedRevision, outcome: { status: 'completed' as const, output: report.complete.output } }];
+      if (report.type === 'complete')
+        return [
+          {
+            index,
+            runId: report.runId,
+            expectedRevision: report.complete.expectedRevision,
+            outcome: { status: 'completed' as const, output: report.complete.output },
+          },
+        ];
       if (report.type === 'fail' && report.fail.retryDelayMs === undefined) {
-        return [{ index, runId: report.runId, expectedRevision: report.fail.expectedRevision, outcome: { status: 'failed' as const, error: report.fail.error } }];
+        return [
+          { index, runId: report.runId, expectedRevision: report.fail.expectedRevision, outcome: { status: 'failed' as const, error: report.fail.error } },
+        ];
       }
       return [];
     });
@@ -118,9 +143,10 @@ export class WorkerWritesService {
       const results = await this.reports.finishMany(finals, tx);
       finals.forEach(({ index, outcome }, i) => {
         const result = results[i];
-        applied[index] = result instanceof Error
-          ? { outcome: toOutcome(result), finished: undefined }
-          : { outcome: { ok: true, result: { revision: result.revision } }, finished: { status: outcome.status, workflow: result.workflow } };
+        applied[index] =
+          result instanceof Error
+            ? { outcome: toOutcome(result), finished: undefined }
+            : { outcome: { ok: true, result: { revision: result.revision } }, finished: { status: outcome.status, workflow: result.workflow } };
       });
     }
     for (const [index, report] of reports.entries()) {

@@ -14,12 +14,14 @@ export class MetricsController {
     const failover = subscriber instanceof FailoverSubscriber ? subscriber : undefined;
     const primary = (failover?.primary ?? subscriber) as Subscriber & { stale?: number };
     metrics.gauge('worker_runs_active', 'Runs executing on this worker', () => runtime.activeRuns);
-    metrics.externalCounter('worker_runs_taken_total', 'Runs this worker took', () =>
-      [...runtime.counters.taken.values()].reduce((sum, n) => sum + n, 0),
-    );
+    metrics.externalCounter('worker_runs_taken_total', 'Runs this worker took', () => [...runtime.counters.taken.values()].reduce((sum, n) => sum + n, 0));
     metrics.externalCounter('worker_heartbeats_total', 'Claims refreshed by this worker', () => runtime.counters.heartbeats);
     metrics.externalCounter('worker_subscriber_failovers_total', 'Switches from the primary subscriber to the HTTP backup', () => failover?.failovers ?? 0);
-    metrics.externalCounter('worker_stale_deliveries_total', 'Wake-ups that took no run (the work they announced was taken another way)', () => primary.stale ?? 0);
+    metrics.externalCounter(
+      'worker_stale_deliveries_total',
+      'Wake-ups that took no run (the work they announced was taken another way)',
+      () => primary.stale ?? 0,
+    );
     metrics.gauge('worker_subscriber_on_backup', '1 while the worker takes work from its HTTP backup', () => (failover?.usingBackup ? 1 : 0));
   }
 

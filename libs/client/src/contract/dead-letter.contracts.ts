@@ -21,7 +21,10 @@ export const DeadLetterView = Closed(
 );
 export type DeadLetterView = Static<typeof DeadLetterView>;
 
-export const DeadLetterPage = Closed({ deadLetters: Type.Array(DeadLetterView), nextCursor: Type.Union([Type.String(), Type.Null()]) }, { title: 'DeadLetterPage' });
+export const DeadLetterPage = Closed(
+  { deadLetters: Type.Array(DeadLetterView), nextCursor: Type.Union([Type.String(), Type.Null()]) },
+  { title: 'DeadLetterPage' },
+);
 export type DeadLetterPage = Static<typeof DeadLetterPage>;
 
 /** What a redrive did: the failed run queued again as a new attempt, or its wake-up published again. */

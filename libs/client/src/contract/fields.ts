@@ -149,7 +149,9 @@ export function AnyJson(description = 'any JSON value'): TUnsafe<JsonValue> {
 type Simplify<T> = { [K in keyof T]: T[K] } & {};
 
 /** What `schema` decodes to once `defaults` filled the fields it left out. */
-export type WithDefaults<T extends TObject, D> = Simplify<Omit<StaticDecode<T>, keyof D> & { [K in keyof D & keyof StaticDecode<T>]-?: Exclude<StaticDecode<T>[K], undefined> }>;
+export type WithDefaults<T extends TObject, D> = Simplify<
+  Omit<StaticDecode<T>, keyof D> & { [K in keyof D & keyof StaticDecode<T>]-?: Exclude<StaticDecode<T>[K], undefined> }
+>;
 
 /**
  * `schema` whose optional fields in `defaults` read as their default when left out: the API description
@@ -160,7 +162,10 @@ export function withDefaults<T extends TObject, const D extends { [K in keyof St
   defaults: D,
 ): TTransform<T, WithDefaults<T, D>> {
   const properties = Object.fromEntries(
-    Object.entries(schema.properties).map(([key, property]) => [key, key in defaults ? CloneType(property, { default: (defaults as Record<string, unknown>)[key] }) : property]),
+    Object.entries(schema.properties).map(([key, property]) => [
+      key,
+      key in defaults ? CloneType(property, { default: (defaults as Record<string, unknown>)[key] }) : property,
+    ]),
   );
   const documented = CloneType(schema, {}) as T;
   documented.properties = properties as T['properties'];

@@ -45,10 +45,7 @@ export function openApiDocument(endpoints: Record<string, Endpoint> = API): Open
   const error = (description: string) => ({ description, content: { 'application/json': { schema: toJson(ErrorBody) } } });
   const paths: OpenApiDocument['paths'] = {};
   for (const [operationId, endpoint] of Object.entries(endpoints)) {
-    const parameters = [
-      ...parametersOf(endpoint.params, 'path', toJson),
-      ...parametersOf(endpoint.query, 'query', toJson),
-    ];
+    const parameters = [...parametersOf(endpoint.params, 'path', toJson), ...parametersOf(endpoint.query, 'query', toJson)];
     const responses: Record<string, object> = {};
     for (const [status, response] of Object.entries(endpoint.responses)) {
       responses[status] = response.schema
@@ -56,7 +53,8 @@ export function openApiDocument(endpoints: Record<string, Endpoint> = API): Open
         : { description: response.description };
     }
     const readsInput = parameters.length > 0 || endpoint.body !== undefined;
-    if (readsInput) responses[400] = error('Invalid request (`reason` names the field: `invalid_<field>`, `unknown_field`, `json_too_deep`, …): nothing was changed');
+    if (readsInput)
+      responses[400] = error('Invalid request (`reason` names the field: `invalid_<field>`, `unknown_field`, `json_too_deep`, …): nothing was changed');
     if (endpoint.audience !== 'public') responses[401] = error('Missing or wrong bearer token: nothing was read or changed');
     for (const [status, reasons] of Object.entries(endpoint.errors ?? {})) responses[status] = error(reasons);
     if (endpoint.body !== undefined) {
@@ -71,9 +69,7 @@ export function openApiDocument(endpoints: Record<string, Endpoint> = API): Open
       summary: endpoint.summary,
       security: endpoint.audience === 'public' ? [] : [{ [endpoint.audience]: [] }],
       ...(parameters.length > 0 ? { parameters } : {}),
-      ...(endpoint.body
-        ? { requestBody: { required: !endpoint.bodyOptional, content: { 'application/json': { schema: toJson(endpoint.body) } } } }
-        : {}),
+      ...(endpoint.body ? { requestBody: { required: !endpoint.bodyOptional, content: { 'application/json': { schema: toJson(endpoint.body) } } } } : {}),
       responses,
     };
   }

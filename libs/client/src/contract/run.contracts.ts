@@ -66,7 +66,10 @@ export const RunView = Closed(
 );
 export type RunView = Static<typeof RunView>;
 
-export const RunPage = Closed({ runs: Type.Array(RunView), nextCursor: Type.Union([Text, Type.Null()], { description: 'pass it back as `cursor` for the next page' }) }, { title: 'RunPage' });
+export const RunPage = Closed(
+  { runs: Type.Array(RunView), nextCursor: Type.Union([Text, Type.Null()], { description: 'pass it back as `cursor` for the next page' }) },
+  { title: 'RunPage' },
+);
 export type RunPage = Static<typeof RunPage>;
 
 export const StartedRuns = Closed({ runs: Type.Array(RunView, { description: 'in request order' }) }, { title: 'StartedRuns' });

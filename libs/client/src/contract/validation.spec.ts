@@ -101,13 +101,23 @@ describe('contract validation', () => {
         runAt: new Date('2030-01-01T00:00:00Z'),
       });
       const [report] = parseReportsRequest({ reports: [{ type: 'task', runId: RUN, task: task({ status: 'failed', error: { message: 'boom' } }) }] });
-      expect(report).toEqual({ type: 'task', runId: RUN.toLowerCase(), task: task({ status: 'failed', output: null, error: { name: 'Error', message: 'boom' } }) });
+      expect(report).toEqual({
+        type: 'task',
+        runId: RUN.toLowerCase(),
+        task: task({ status: 'failed', output: null, error: { name: 'Error', message: 'boom' } }),
+      });
       expect(parseRunId(RUN)).toBe(RUN.toLowerCase());
     });
 
     it('applies the rules no schema keyword says', () => {
       const wakeups = (count: number, prefix: string) => Array.from({ length: count }, (_, i) => `${prefix}${i}`);
-      const take = (a: number, b: number) => ({ workerId: 'w', workflows: [{ name: 'a', version: '1', wakeups: wakeups(a, 'a') }, { name: 'b', version: '1', wakeups: wakeups(b, 'b') }] });
+      const take = (a: number, b: number) => ({
+        workerId: 'w',
+        workflows: [
+          { name: 'a', version: '1', wakeups: wakeups(a, 'a') },
+          { name: 'b', version: '1', wakeups: wakeups(b, 'b') },
+        ],
+      });
       expect(decode(TakeRunsRequest, take(250, 250), 'request body').workflows).toHaveLength(2);
       expect(refusal(TakeRunsRequest, take(250, 251)).reason).toBe('invalid_wakeups');
       expect(refusal(TakeRunsRequest, { workerId: 'w', workflows: [{ name: 'a', version: '1', wakeups: ['x', 'x'] }] }).reason).toBe('invalid_wakeups');
@@ -119,7 +129,9 @@ describe('contract validation', () => {
       for (const limit of ['1e2', ' 10', '10.0', ['1', '2'], '0']) {
         expect(() => decodeQuery(ListRunsQuery, { limit })).toThrow(expect.objectContaining({ reason: 'invalid_limit' }));
       }
-      expect(() => decodeQuery(ListRunsQuery, { workflow: '5', sort: 'asc' })).toThrow(expect.objectContaining({ reason: 'unknown_field', message: 'query has unknown field(s): sort' }));
+      expect(() => decodeQuery(ListRunsQuery, { workflow: '5', sort: 'asc' })).toThrow(
+        expect.objectContaining({ reason: 'unknown_field', message: 'query has unknown field(s): sort' }),
+      );
       expect(() => decodeQuery(ListRunsQuery, JSON.parse('{"__proto__":["a","b"]}'))).toThrow(expect.objectContaining({ reason: 'unknown_field' }));
     });
 
@@ -161,9 +173,12 @@ describe('contract validation', () => {
       const a = Type.Object({ a: Type.String() }, { title: 'Same' });
       const b = Type.Object({ b: Type.String() }, { title: 'Same' });
       const endpoint = { method: 'post', path: '/x', audience: 'public', tag: 't', summary: 's', status: 200 } as const;
-      expect(() => openApiDocument({ one: { ...endpoint, responses: { 200: { description: 'a', schema: a } } }, two: { ...endpoint, path: '/y', responses: { 200: { description: 'b', schema: b } } } })).toThrow(
-        'two different schemas are titled Same',
-      );
+      expect(() =>
+        openApiDocument({
+          one: { ...endpoint, responses: { 200: { description: 'a', schema: a } } },
+          two: { ...endpoint, path: '/y', responses: { 200: { description: 'b', schema: b } } },
+        }),
+      ).toThrow('two different schemas are titled Same');
     });
   });
 });

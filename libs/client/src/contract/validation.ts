@@ -31,7 +31,8 @@ export function decode<T extends TSchema>(schema: T, value: unknown, what: strin
  */
 export function decodeQuery<T extends TSchema>(schema: T, query: Record<string, unknown>): StaticDecode<T> {
   const properties = (schema as unknown as TObject).properties;
-  const isInteger = (key: string, value: unknown) => Object.hasOwn(properties, key) && properties[key].type === 'integer' && typeof value === 'string' && /^-?\d+$/.test(value);
+  const isInteger = (key: string, value: unknown) =>
+    Object.hasOwn(properties, key) && properties[key].type === 'integer' && typeof value === 'string' && /^-?\d+$/.test(value);
   // fromEntries defines each key as its own property: `__proto__=…` stays a field (an unknown one), not a prototype.
   const read = Object.fromEntries(Object.entries(query).map(([key, value]) => [key, isInteger(key, value) ? Number(value) : value]));
   return decode(schema, read, 'query');
@@ -151,7 +152,13 @@ function hasTransform(schema: TSchema): boolean {
   let known = transforming.get(schema);
   if (known === undefined) {
     const inner: TSchema[] =
-      schema[Kind] === 'Object' ? Object.values((schema as TObject).properties) : schema[Kind] === 'Array' ? [(schema as TArray).items] : schema[Kind] === 'Union' ? (schema as TUnion).anyOf : [];
+      schema[Kind] === 'Object'
+        ? Object.values((schema as TObject).properties)
+        : schema[Kind] === 'Array'
+          ? [(schema as TArray).items]
+          : schema[Kind] === 'Union'
+            ? (schema as TUnion).anyOf
+            : [];
     known = TransformKind in schema || inner.some(hasTransform);
     transforming.set(schema, known);
   }
@@ -174,7 +181,9 @@ function decodeChecked(schema: TSchema, value: unknown): unknown {
     decoded = value.map((item) => decodeChecked((schema as TArray).items, item));
   } else if (schema[Kind] === 'Union') {
     const tag = discriminator(schema);
-    const variant = tag ? variantOf(schema as TUnion, tag, value as Record<string, unknown>) : (schema as TUnion).anyOf.find((candidate) => passes(candidate, value));
+    const variant = tag
+      ? variantOf(schema as TUnion, tag, value as Record<string, unknown>)
+      : (schema as TUnion).anyOf.find((candidate) => passes(candidate, value));
     decoded = decodeChecked(variant!, value);
   }
   const transform = (schema as { [TransformKind]?: TransformOptions })[TransformKind];

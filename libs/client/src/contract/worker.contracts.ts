@@ -165,12 +165,18 @@ export const TaskResultRequest = Type.Union(
 );
 export type TaskResultRequest = StaticDecode<typeof TaskResultRequest>;
 
-export const TaskResultResponse = Closed({ task: StoredTask }, { title: 'TaskResultResponse', description: 'the recorded result: the first one written for this key wins, later writers adopt it' });
+export const TaskResultResponse = Closed(
+  { task: StoredTask },
+  { title: 'TaskResultResponse', description: 'the recorded result: the first one written for this key wins, later writers adopt it' },
+);
 export type TaskResultResponse = Static<typeof TaskResultResponse>;
 
-export const CompleteRunRequest = withDefaults(Closed({ expectedRevision: Revision, output: Type.Optional(JsonDocument('output')) }, { title: 'CompleteRunRequest' }), {
-  output: null,
-});
+export const CompleteRunRequest = withDefaults(
+  Closed({ expectedRevision: Revision, output: Type.Optional(JsonDocument('output')) }, { title: 'CompleteRunRequest' }),
+  {
+    output: null,
+  },
+);
 export type CompleteRunRequest = StaticDecode<typeof CompleteRunRequest>;
 
 export const FailRunRequest = Closed(
@@ -201,10 +207,13 @@ const Attempts = Type.Optional(IntegerIn('attempts', 0, ATTEMPTS_MAX));
 export const SuspendRequest = Type.Union(
   [
     withDefaults(Closed({ ...stepFields, kind: Tag('kind', 'sleep'), name: Key('name'), delayMs: Delay('delayMs'), attempts: Attempts }), { attempts: 0 }),
-    withDefaults(Closed({ ...stepFields, kind: Tag('kind', 'event'), name: Identifier('name'), delayMs: Type.Optional(Nullable(Delay('delayMs'))), attempts: Attempts }), {
-      delayMs: null,
-      attempts: 0,
-    }),
+    withDefaults(
+      Closed({ ...stepFields, kind: Tag('kind', 'event'), name: Identifier('name'), delayMs: Type.Optional(Nullable(Delay('delayMs'))), attempts: Attempts }),
+      {
+        delayMs: null,
+        attempts: 0,
+      },
+    ),
     withDefaults(Closed({ ...stepFields, kind: Tag('kind', 'retry'), name: Key('name'), delayMs: Delay('delayMs'), attempts: Attempts }), { attempts: 0 }),
   ],
   { title: 'SuspendRequest', ...discriminated('kind') },
@@ -324,8 +333,14 @@ export function parseReportsRequest(raw: unknown): WorkerReport[] {
 
 export const ReportOutcome = Type.Union(
   [
-    Closed({ ok: Type.Literal(true), result: Type.Union([StoredTask, RevisionResponse], { description: 'a task report: the recorded task; an outcome: the revision' }) }),
-    Closed({ ok: Type.Literal(false), statusCode: Type.Integer(), reason: Type.String(), message: Type.String() }, { description: 'refused, as the request alone would have been' }),
+    Closed({
+      ok: Type.Literal(true),
+      result: Type.Union([StoredTask, RevisionResponse], { description: 'a task report: the recorded task; an outcome: the revision' }),
+    }),
+    Closed(
+      { ok: Type.Literal(false), statusCode: Type.Integer(), reason: Type.String(), message: Type.String() },
+      { description: 'refused, as the request alone would have been' },
+    ),
   ],
   { title: 'ReportOutcome' },
 );

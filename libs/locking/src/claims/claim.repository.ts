@@ -100,7 +100,9 @@ const CLAIM: PreparedStatement = {
                                      ELSE '{"timedOut": true}'::jsonb END
            FROM claimed c
           WHERE t.run_id = c.id AND t.status = 'waiting'
-         RETURNING t.run_id, ${STEP_COLUMNS.split(', ').map((column) => `t.${column}`).join(', ')}
+         RETURNING t.run_id, ${STEP_COLUMNS.split(', ')
+           .map((column) => `t.${column}`)
+           .join(', ')}
        ), unused AS MATERIALIZED (
          SELECT u.queue, u.ref, u.k - coalesce(t.n, 0) AS rank
            FROM wakeups u LEFT JOIN taken t USING (queue)
@@ -180,9 +182,7 @@ export class ClaimRepository {
       wakeups.map((w) => w.ref),
     ]);
     return {
-      runs: rows
-        .filter((row) => row.kind === 'run')
-        .map(({ kind: _, wakeup, ...run }) => (wakeup === null ? run : { ...run, wakeup })),
+      runs: rows.filter((row) => row.kind === 'run').map(({ kind: _, wakeup, ...run }) => (wakeup === null ? run : { ...run, wakeup })),
       stalled: rows.filter((row) => row.kind === 'stalled').map(({ id, workflow }) => ({ id, workflow })),
       requeue: rows.filter((row) => row.kind === 'requeue').map((row) => ({ queue: row.queue, wakeup: row.wakeup! })),
     };

@@ -39,8 +39,11 @@ export class RunControlRepository {
    */
   async start(runs: NewRun[]): Promise<Map<string, RunEntity>> {
     const rows = await this.db.query<RunEntity>(
-      prepared('wf_start_runs', `WITH ${INSERT_RUNS}, notified AS (SELECT ${NOTIFY_INSERTED_QUEUES} AS n)
-       SELECT ${RUN_COLUMNS} FROM inserted, notified`),
+      prepared(
+        'wf_start_runs',
+        `WITH ${INSERT_RUNS}, notified AS (SELECT ${NOTIFY_INSERTED_QUEUES} AS n)
+       SELECT ${RUN_COLUMNS} FROM inserted, notified`,
+      ),
       insertRunsParams(runs),
     );
     return new Map(rows.map((row) => [row.id, row]));
@@ -113,12 +116,7 @@ export class RunControlRepository {
          SELECT key, ${notifyReady('woken')} FROM step`,
         [id, name, json(data) ?? 'null'],
       );
-      await tx.query(`INSERT INTO run_events (run_id, name, data, consumed_by) VALUES ($1, $2, $3, $4)`, [
-        id,
-        name,
-        json(data),
-        delivered?.key ?? null,
-      ]);
+      await tx.query(`INSERT INTO run_events (run_id, name, data, consumed_by) VALUES ($1, $2, $3, $4)`, [id, name, json(data), delivered?.key ?? null]);
       return { previous: run.status, applied: true, delivered: delivered !== undefined };
     });
   }

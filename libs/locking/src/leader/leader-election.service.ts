@@ -73,9 +73,7 @@ export class LeaderElection implements OnApplicationBootstrap, OnApplicationShut
       await withTimeout(client.query('SELECT 1'), PROBE_TIMEOUT_MS);
       for (const entry of this.daemons.values()) {
         if (entry.leading) continue;
-        const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock(hashtext($1)) AS locked', [
-          `wf-daemon:${entry.daemon.name}`,
-        ]);
+        const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock(hashtext($1)) AS locked', [`wf-daemon:${entry.daemon.name}`]);
         if (rows[0].locked && !this.stopped) {
           entry.leading = true;
           this.logger.log(`leading ${entry.daemon.name}`);
@@ -116,8 +114,7 @@ export class LeaderElection implements OnApplicationBootstrap, OnApplicationShut
 
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
-  return Promise.race([
-    promise,
-    new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer in ${ms} ms`)), ms))),
-  ]).finally(() => clearTimeout(timer));
+  return Promise.race([promise, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer in ${ms} ms`)), ms)))]).finally(() =>
+    clearTimeout(timer),
+  );
 }

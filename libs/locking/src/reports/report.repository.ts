@@ -33,7 +33,9 @@ export class ReportRepository {
    */
   async recordTasks(items: { runId: string; task: TaskResultRequest }[], on: SqlExecutor = this.db): Promise<(StoredTask | Error)[]> {
     const rows = await on.query<{ owned: boolean; task: StoredTask | null }>(
-      prepared('wf_record_tasks', `WITH input AS (
+      prepared(
+        'wf_record_tasks',
+        `WITH input AS (
          SELECT * FROM unnest($1::uuid[], $2::integer[], $3::text[], $4::integer[], $5::text[], $6::text[],
                               $7::integer[], $8::jsonb[], $9::jsonb[])
                   WITH ORDINALITY AS i(run_id, revision, key, seq, name, status, attempts, output, error, n)
@@ -58,7 +60,8 @@ export class ReportRepository {
               (SELECT row_to_json(s) FROM (SELECT ${STEP_COLUMNS} FROM inserted t
                                             WHERE t.run_id = i.run_id AND t.key = i.key) s) AS task
          FROM input i LEFT JOIN owner o ON o.id = i.run_id AND o.revision = i.revision
-        ORDER BY i.n`),
+        ORDER BY i.n`,
+      ),
       [
         items.map(({ runId }) => runId),
         items.map(({ task }) => task.expectedRevision),
@@ -74,8 +77,14 @@ export class ReportRepository {
     const refused = indexesWhere(rows, (row) => !row.owned);
     // Owned but not inserted: a result for this key was recorded first; adopt it.
     const adopted = indexesWhere(rows, (row) => row.owned && row.task === null);
-    const conflicts = await conflictsFor(on, refused.map((i) => ({ runId: items[i].runId, expectedRevision: items[i].task.expectedRevision })));
-    const recorded = await findSteps(on, adopted.map((i) => ({ runId: items[i].runId, key: items[i].task.key })));
+    const conflicts = await conflictsFor(
+      on,
+      refused.map((i) => ({ runId: items[i].runId, expectedRevision: items[i].task.expectedRevision })),
+    );
+    const recorded = await findSteps(
+      on,
+      adopted.map((i) => ({ runId: items[i].runId, key: items[i].task.key })),
+    );
     const results: (StoredTask | Error)[] = rows.map((row) => row.task!);
     for (const [k, i] of refused.entries()) results[i] = conflicts[k];
     for (const [k, i] of adopted.entries()) results[i] = recorded[k]!;
@@ -101,7 +110,9 @@ export class ReportRepository {
     on: SqlExecutor = this.db,
   ): Promise<({ revision: number; workflow: string } | Error)[]> {
     const rows = await on.query<{ revision: number | null; workflow: string | null }>(
-      prepared('wf_finish_runs', `WITH input AS (
+      prepared(
+        'wf_finish_runs',
+        `WITH input AS (
          SELECT * FROM unnest($1::uuid[], $2::integer[], $3::text[], $4::jsonb[], $5::jsonb[])
                   WITH ORDINALITY AS i(run_id, revision, status, output, error, n)
        ), first_outcomes AS (
@@ -125,7 +136,8 @@ export class ReportRepository {
        )
        SELECT f.revision, f.workflow
          FROM input i LEFT JOIN finished f ON f.n = i.n CROSS JOIN announced
-        ORDER BY i.n`),
+        ORDER BY i.n`,
+      ),
       [
         items.map((item) => item.runId),
         items.map((item) => item.expectedRevision),
@@ -135,7 +147,10 @@ export class ReportRepository {
       ],
     );
     const refused = indexesWhere(rows, (row) => row.revision === null);
-    const conflicts = await conflictsFor(on, refused.map((i) => items[i]));
+    const conflicts = await conflictsFor(
+      on,
+      refused.map((i) => items[i]),
+    );
     const results: ({ revision: number; workflow: string } | Error)[] = rows.map((row) => ({ revision: row.revision!, workflow: row.workflow! }));
     for (const [k, i] of refused.entries()) results[i] = conflicts[k];
     return results;
@@ -146,13 +161,7 @@ export class ReportRepository {
    * attempt + 1. Completed steps are kept (it resumes from its checkpoints); failed ones and retry
    * waits are removed so they run again.
    */
-  async retryLater(
-    runId: string,
-    expectedRevision: number,
-    error: ErrorDetails,
-    delayMs: number,
-    on: SqlExecutor = this.db,
-  ): Promise<{ revision: number }> {
+  async retryLater(runId: string, expectedRevision: number, error: ErrorDetails, delayMs: number, on: SqlExecutor = this.db): Promise<{ revision: number }> {
     const [row] = await on.query<{ revision: number }>(
       `WITH retried AS (
          UPDATE runs

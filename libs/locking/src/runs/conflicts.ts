@@ -16,9 +16,7 @@ export async function conflictsFor(on: SqlExecutor, refused: { runId: string; ex
   if (refused.length === 0) return [];
   const rows = await on.query<{ id: string }>(`SELECT id FROM runs WHERE id = ANY($1::uuid[])`, [refused.map((item) => item.runId)]);
   const existing = new Set(rows.map((row) => row.id));
-  return refused.map(({ runId, expectedRevision }) =>
-    existing.has(runId) ? new RevisionConflictError(runId, expectedRevision) : new RunNotFoundError(runId),
-  );
+  return refused.map(({ runId, expectedRevision }) => (existing.has(runId) ? new RevisionConflictError(runId, expectedRevision) : new RunNotFoundError(runId)));
 }
 
 /** One recorded step of a run, by key. */
@@ -30,7 +28,9 @@ export async function findStep(on: SqlExecutor, runId: string, key: string): Pro
 export async function findSteps(on: SqlExecutor, wanted: { runId: string; key: string }[]): Promise<(StoredTask | undefined)[]> {
   if (wanted.length === 0) return [];
   const rows = await on.query<StoredTask & { n: string }>(
-    `SELECT w.n, ${STEP_COLUMNS.split(', ').map((column) => `t.${column}`).join(', ')}
+    `SELECT w.n, ${STEP_COLUMNS.split(', ')
+      .map((column) => `t.${column}`)
+      .join(', ')}
        FROM unnest($1::uuid[], $2::text[]) WITH ORDINALITY AS w(run_id, key, n)
        JOIN tasks t ON t.run_id = w.run_id AND t.key = w.key`,
     [wanted.map((item) => item.runId), wanted.map((item) => item.key)],

@@ -50,8 +50,12 @@ export function wakeParents(ended: string, except?: string): string {
                                             'output', e.output, 'error', e.error)
            FROM ${ended} e
           WHERE e.parent_id IS NOT NULL AND t.run_id = e.parent_id AND t.child_id = e.id
-            AND t.kind = 'child' AND t.status = 'waiting'${except ? `
-            AND e.parent_id NOT IN (SELECT id FROM ${except})` : ''}
+            AND t.kind = 'child' AND t.status = 'waiting'${
+              except
+                ? `
+            AND e.parent_id NOT IN (SELECT id FROM ${except})`
+                : ''
+            }
          RETURNING t.run_id
        ), woken_parents AS (
          UPDATE runs p SET due_at = now(), updated_at = now()

@@ -31,7 +31,8 @@ export class StepRepository {
       let resolvedOutput: JsonValue | undefined;
       if (step.kind === 'sleep' && step.delayMs === 0) resolvedOutput = null;
       if (step.kind === 'event') {
-        const [event] = await tx.query<{ data: JsonValue }>(`UPDATE run_events SET consumed_by = $3
+        const [event] = await tx.query<{ data: JsonValue }>(
+          `UPDATE run_events SET consumed_by = $3
             WHERE id = (SELECT id FROM run_events WHERE run_id = $1 AND name = $2 AND consumed_by IS NULL ORDER BY id LIMIT 1)
            RETURNING data`,
           [runId, step.name, step.key],
@@ -39,7 +40,8 @@ export class StepRepository {
         if (event) resolvedOutput = { timedOut: false, data: event.data };
       }
       if (resolvedOutput !== undefined) {
-        const [task] = await tx.query<StoredTask>(`INSERT INTO tasks (run_id, key, kind, seq, name, status, attempts, output)
+        const [task] = await tx.query<StoredTask>(
+          `INSERT INTO tasks (run_id, key, kind, seq, name, status, attempts, output)
            VALUES ($1, $2, $3, $4, $5, 'completed', 1, $6)
            RETURNING ${STEP_COLUMNS}`,
           [runId, step.key, step.kind, step.seq, step.name, json(resolvedOutput)],
@@ -47,7 +49,8 @@ export class StepRepository {
         return { suspended: false, task };
       }
 
-      const [task] = await tx.query<StoredTask>(`INSERT INTO tasks (run_id, key, kind, seq, name, status, attempts, output, wake_at)
+      const [task] = await tx.query<StoredTask>(
+        `INSERT INTO tasks (run_id, key, kind, seq, name, status, attempts, output, wake_at)
          VALUES ($1, $2, $3, $4, $5, 'waiting', $6, $7, now() + $8 * interval '1 millisecond')
          ON CONFLICT (run_id, key) DO UPDATE
            SET status = 'waiting', attempts = excluded.attempts, output = excluded.output, wake_at = excluded.wake_at
@@ -87,7 +90,8 @@ export class StepRepository {
           },
         ]),
       );
-      const [task] = await tx.query<StoredTask>(`INSERT INTO tasks (run_id, key, kind, seq, name, status, attempts, output, child_id, wake_at)
+      const [task] = await tx.query<StoredTask>(
+        `INSERT INTO tasks (run_id, key, kind, seq, name, status, attempts, output, child_id, wake_at)
          VALUES ($1, $2, 'child', $3, $4, $5, 1, $6, $7, now() + $8 * interval '1 millisecond')
          RETURNING ${STEP_COLUMNS}`,
         [
@@ -108,7 +112,8 @@ export class StepRepository {
 
   /** running -> waiting, due after `delayMs` (null: until something wakes it). Caller holds the row lock. */
   private async suspendRun(tx: SqlExecutor, runId: string, delayMs: number | null): Promise<void> {
-    await tx.query(`WITH suspended AS (
+    await tx.query(
+      `WITH suspended AS (
          UPDATE runs
             SET status = 'waiting', revision = revision + 1, heartbeat_at = NULL, updated_at = now(),
                 due_at = coalesce(now() + $2 * interval '1 millisecond', 'infinity')
@@ -135,10 +140,10 @@ export class StepRepository {
 
   /** Locks the run if it is running at the expected revision (else 409/404), and returns its shard. */
   private async lockRunning(tx: SqlExecutor, runId: string, expectedRevision: number): Promise<{ shard: string | null }> {
-    const [row] = await tx.query<{ shard: string | null }>(
-      `SELECT shard FROM runs WHERE id = $1 AND revision = $2 AND status = 'running' FOR UPDATE`,
-      [runId, expectedRevision],
-    );
+    const [row] = await tx.query<{ shard: string | null }>(`SELECT shard FROM runs WHERE id = $1 AND revision = $2 AND status = 'running' FOR UPDATE`, [
+      runId,
+      expectedRevision,
+    ]);
     if (!row) throw await conflictFor(tx, runId, expectedRevision);
     return row;
   }

@@ -37,14 +37,17 @@ export class OutboxRepository {
    */
   claimBatch(limit: number): Promise<OutboxRow[]> {
     return this.db.query<OutboxRow>(
-      prepared('wf_outbox_claim_batch', `UPDATE outbox SET status = 'in_flight', attempt_count = attempt_count + 1, updated_at = now()
+      prepared(
+        'wf_outbox_claim_batch',
+        `UPDATE outbox SET status = 'in_flight', attempt_count = attempt_count + 1, updated_at = now()
         WHERE set_config('synchronous_commit', 'off', true) = 'off'
           AND id = ANY(ARRAY(SELECT id FROM outbox
                               WHERE status IN ('pending', 'retry') AND next_attempt_at <= now()
                               ORDER BY next_attempt_at
                               LIMIT $1
                               FOR UPDATE SKIP LOCKED))
-       RETURNING id, run_id AS "runId", queue, attempt_count AS "attemptCount"`),
+       RETURNING id, run_id AS "runId", queue, attempt_count AS "attemptCount"`,
+      ),
       [limit],
     );
   }

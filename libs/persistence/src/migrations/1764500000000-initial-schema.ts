@@ -29,14 +29,10 @@ export class InitialSchema1764500000000 implements MigrationInterface {
         finished_at     timestamptz
       )`);
     // The claim query: due runs of one queue, highest priority first, oldest due first.
-    await queryRunner.query(
-      `CREATE INDEX runs_ready_idx ON runs (queue, priority DESC, due_at) WHERE status IN ('queued', 'waiting')`,
-    );
+    await queryRunner.query(`CREATE INDEX runs_ready_idx ON runs (queue, priority DESC, due_at) WHERE status IN ('queued', 'waiting')`);
     // Work stealing: running runs whose claim has gone idle.
     await queryRunner.query(`CREATE INDEX runs_running_heartbeat_idx ON runs (heartbeat_at) WHERE status = 'running'`);
-    await queryRunner.query(
-      `CREATE UNIQUE INDEX runs_idempotency_key_idx ON runs (workflow, idempotency_key) WHERE idempotency_key IS NOT NULL`,
-    );
+    await queryRunner.query(`CREATE UNIQUE INDEX runs_idempotency_key_idx ON runs (workflow, idempotency_key) WHERE idempotency_key IS NOT NULL`);
     // Listing newest first (ids are time-ordered UUIDv7), optionally by workflow.
     await queryRunner.query(`CREATE INDEX runs_workflow_id_idx ON runs (workflow, id DESC)`);
     await queryRunner.query(`CREATE INDEX runs_parent_idx ON runs (parent_id) WHERE parent_id IS NOT NULL`);

@@ -163,9 +163,9 @@ export class StreamEntries {
     const pending = await this.redis.sendEach(streams, (client, stream) =>
       client.xpending(stream, CONSUMER_GROUP, 'IDLE', minIdleMs, '-', '+', limit + known.size, this.consumer),
     );
-    const unseen = streams.flatMap((stream, i) =>
-      ((pending[i]?.[1] ?? []) as [string][]).map(([id]) => ({ stream, id })).filter((entry) => !known.has(entryKey(entry))),
-    ).slice(0, limit);
+    const unseen = streams
+      .flatMap((stream, i) => ((pending[i]?.[1] ?? []) as [string][]).map(([id]) => ({ stream, id })).filter((entry) => !known.has(entryKey(entry))))
+      .slice(0, limit);
     const claimed = await this.redis.sendEach(unseen, (client, { stream, id }) => claimJustId(client, stream, this.consumer, id));
     failOnFirstError(claimed);
     return unseen.filter((_, i) => (claimed[i][1] as string[]).length > 0).map((entry) => ({ ...entry, fields: [] }));
@@ -193,7 +193,9 @@ export class StreamEntries {
 
   private async returnToGroup(entries: StreamEntry[], hop: 0 | 1): Promise<void> {
     failOnFirstError(
-      await this.redis.sendEach(entries, (client, entry) => client.eval(GIVE_BACK, 1, entry.stream, CONSUMER_GROUP, entry.id, MAX_GIVE_BACKS, hop, ...entry.fields)),
+      await this.redis.sendEach(entries, (client, entry) =>
+        client.eval(GIVE_BACK, 1, entry.stream, CONSUMER_GROUP, entry.id, MAX_GIVE_BACKS, hop, ...entry.fields),
+      ),
     );
   }
 }
