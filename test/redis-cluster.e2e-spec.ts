@@ -10,7 +10,7 @@ import { startCoordinator, startCustomWorker } from './support/apps';
 import { createTestDatabase, type TestDatabase } from './support/database';
 import { eventually } from './support/poll';
 import { AppProcess, freePort, stopAllProcesses } from './support/processes';
-import { testPrefix } from './support/redis';
+import { type RedisServer, testPrefix } from './support/redis';
 import { RedisCluster } from './support/redis-cluster';
 
 const MODES = ['redis-zset', 'redis-streams'] as const;
@@ -114,7 +114,9 @@ describe('Redis Cluster', () => {
       try {
         const runs = await Promise.all(Array.from({ length: 30 }, (_, i) => client.start({ name: 'echo', version: '1' }, i)));
         const held = async () =>
-          mode === 'redis-zset' ? redis.zcard(sortedSetKey(prefix, 'echo:1')) : (await Promise.all(streams.map((s) => redis.xlen(s)))).reduce((a, b) => a + b, 0);
+          mode === 'redis-zset'
+            ? redis.zcard(sortedSetKey(prefix, 'echo:1'))
+            : (await Promise.all(streams.map((s) => redis.xlen(s)))).reduce((a, b) => a + b, 0);
         await eventually('the wake-ups published', async () => (await held()) === runs.length);
         // What the previous version left: the same wake-ups under its key names, none under the new ones.
         if (mode === 'redis-zset') {
@@ -124,7 +126,13 @@ describe('Redis Cluster', () => {
           for (const stream of streams) await redis.del(stream);
           for (const [i, run] of runs.entries()) await redis.xadd(`${prefix}workflow.tasks.echo:1.${i % PARTITIONS}`, '*', 'run', run.id);
         }
-        const config = loadWorkerConfig({ COORDINATOR_URL: coordinator.url, SUBSCRIBER: mode, REDIS_CLUSTER_NODES: cluster.seeds, REDIS_PREFIX: prefix, REDIS_BLOCK_MS: '500' });
+        const config = loadWorkerConfig({
+          COORDINATOR_URL: coordinator.url,
+          SUBSCRIBER: mode,
+          REDIS_CLUSTER_NODES: cluster.seeds,
+          REDIS_PREFIX: prefix,
+          REDIS_BLOCK_MS: '500',
+        });
         const worker = await startCustomWorker(coordinator.url, workerModuleOptions(config, EXAMPLE_WORKFLOWS));
         try {
           for (const run of runs) expect(await client.waitForResult(run.id, { timeoutMs: 30_000 })).toMatchObject({ status: 'completed' });
@@ -132,9 +140,10 @@ describe('Redis Cluster', () => {
         } finally {
           await worker.close();
         }
-        const old = mode === 'redis-zset'
-          ? await redis.zcard(`${prefix}workflow:echo:1`)
-          : (await Promise.all(Array.from({ length: PARTITIONS }, (_, n) => redis.xlen(`${prefix}workflow.tasks.echo:1.${n}`)))).reduce((a, b) => a + b, 0);
+        const old =
+          mode === 'redis-zset'
+            ? await redis.zcard(`${prefix}workflow:echo:1`)
+            : (await Promise.all(Array.from({ length: PARTITIONS }, (_, n) => redis.xlen(`${prefix}workflow.tasks.echo:1.${n}`)))).reduce((a, b) => a + b, 0);
         expect(old).toBe(runs.length);
       } finally {
         await coordinator.close();
@@ -143,9 +152,10 @@ describe('Redis Cluster', () => {
     }, 60_000);
   });
 
-  describe.each(MODES)('%s under load', (mode) => {
-    it('two coordinators and four worker processes finish 2,000 runs while a master is killed mid-load, each step run and recorded once', async () => {
-      const prefix = testPrefix(`cluster-load-${mode}`);
+  const FAULTS = ['a master', 'a coordinator'] as const;
+  describe.each(MODES.flatMap((mode) => FAULTS.map((fault) => [mode, fault] as const)))('%s under load', (mode, fault) => {
+    it(`two coordinators and four worker processes finish 2,000 runs while ${fault} is killed mid-load, each step run and recorded once`, async () => {
+      const prefix = testPrefix(`cluster-load-${mode}-${fault === 'a master' ? 'master' : 'coordinator'}`);
       const redis = { REDIS_CLUSTER_NODES: cluster.seeds, REDIS_PREFIX: prefix };
       const coordinators: { process: AppProcess; url: string }[] = [];
       for (const name of ['a', 'b']) {
@@ -190,11 +200,13 @@ describe('Redis Cluster', () => {
       );
       const failure = () => [...coordinators.map((c) => c.process), ...workers].map((p) => `--- ${p.name}\n${p.output.slice(-3_000)}`).join('\n');
 
-      const startRuns = async (count: number, steps: number) => {
+      const startRuns = async (count: number, steps: number, via: string[]) => {
         const runs: RunView[] = [];
         for (let batch = 0; batch * 500 < count; batch++) {
-          const body = { runs: Array.from({ length: Math.min(500, count - batch * 500) }, () => ({ workflow: 'side-effects', version: '1', input: { steps, stepMs: 1 } })) };
-          const response = await fetch(`${urls[batch % 2]}/v1/runs/batch`, { method: 'POST', headers: JSON_HEADERS, body: JSON.stringify(body) });
+          const body = {
+            runs: Array.from({ length: Math.min(500, count - batch * 500) }, () => ({ workflow: 'side-effects', version: '1', input: { steps, stepMs: 1 } })),
+          };
+          const response = await fetch(`${via[batch % via.length]}/v1/runs/batch`, { method: 'POST', headers: JSON_HEADERS, body: JSON.stringify(body) });
           expect(response.status).toBe(201);
           runs.push(...((await response.json()) as { runs: RunView[] }).runs);
         }
@@ -202,9 +214,16 @@ describe('Redis Cluster', () => {
       };
       const completed = (ids: string[]) => countWhere(`status = 'completed' AND id = ANY($1)`, [ids]);
 
-      const ids = await startRuns(2_000, 3);
+      const ids = await startRuns(2_000, 3, urls);
       await eventually('a few hundred runs done before the kill', async () => (await completed(ids)) >= 300, 60_000);
-      const { killed } = await cluster.killMasterOf(slotOf(mode, prefix, 'side-effects:1'));
+      let killedNode: RedisServer | undefined;
+      let alive = urls;
+      if (fault === 'a master') killedNode = (await cluster.killMasterOf(slotOf(mode, prefix, 'side-effects:1'))).killed;
+      else {
+        coordinators[0].process.signal('SIGKILL');
+        await coordinators[0].process.exited;
+        alive = [urls[1]];
+      }
       await eventually(`every run completed (${mode})\n${failure()}`, async () => (await completed(ids)) === 2_000, 120_000);
 
       const outputs = await db.sql<{ output: unknown; n: string }>(`SELECT output, count(*) AS n FROM runs WHERE id = ANY($1) GROUP BY output`, [ids]);
@@ -230,12 +249,12 @@ describe('Redis Cluster', () => {
         async () => workers.every((w) => count(w.output, 'taking work over HTTP until it recovers') === count(w.output, 'is back; taking work from it again')),
         30_000,
       );
-      const more = await startRuns(200, 1);
+      const more = await startRuns(200, 1, alive);
       await eventually(`the runs started after the failover completed\n${failure()}`, async () => (await completed(more)) === 200, 60_000);
       expect(await countWhere(`claimed_via IS NULL AND id = ANY($1)`, [more])).toBe(0);
 
       await Promise.all([...workers, ...coordinators.map((c) => c.process)].map((p) => p.stop()));
-      await cluster.rejoin(killed);
+      if (killedNode) await cluster.rejoin(killedNode);
     }, 240_000);
   });
 });
