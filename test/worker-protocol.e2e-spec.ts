@@ -138,6 +138,23 @@ describe('worker protocol', () => {
     await http().post(`/v1/worker/runs/${id}/complete`).send({ expectedRevision: run.revision, output: 'again' }).expect(409);
   });
 
+  it.each(['complete', 'fail'] as const)(
+    'answers the same outcome sent again (%s: the answer to the first was lost) as the first, not with a 409; another outcome is a 409',
+    async (type) => {
+      const [id] = await startRuns(1);
+      const [run] = await claim('w1', 1);
+      const body = type === 'complete' ? { expectedRevision: run.revision, output: { n: 1 } } : { expectedRevision: run.revision, error: { message: 'broke' } };
+      const first = await http().post(`/v1/worker/runs/${id}/${type}`).send(body).expect(200);
+      expect(first.body).toEqual({ revision: run.revision + 1 });
+      const again = await http().post(`/v1/worker/runs/${id}/${type}`).send(body).expect(200);
+      expect(again.body).toEqual(first.body);
+      const other = type === 'complete' ? { ...body, output: { n: 2 } } : { expectedRevision: run.revision, output: 'done' };
+      await http().post(`/v1/worker/runs/${id}/complete`).send(other).expect(409);
+      const transitions = await db.sql<{ count: string }>(`SELECT count(*) FROM run_transitions WHERE run_id = $1 AND from_status = 'running'`, [id]);
+      expect(transitions[0].count).toBe('1');
+    },
+  );
+
   it('records the first result of a task key; a later writer gets the stored one back', async () => {
     const [id] = await startRuns(1);
     const [run] = await claim('w1', 1);

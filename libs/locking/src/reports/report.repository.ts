@@ -147,13 +147,24 @@ export class ReportRepository {
       ],
     );
     const refused = indexesWhere(rows, (row) => row.revision === null);
+    const results: ({ revision: number; workflow: string } | Error | undefined)[] = rows.map((row) =>
+      row.revision === null ? undefined : { revision: row.revision, workflow: row.workflow! },
+    );
+    // Not a run this batch finished (a second outcome in one batch stays a 409).
+    const finishedNow = new Set(rows.flatMap((row, i) => (row.revision === null ? [] : [items[i].runId])));
+    const resent = refused.filter((i) => !finishedNow.has(items[i].runId));
+    const landed = await landedBefore(
+      on,
+      resent.map((i) => items[i]),
+    );
+    for (const [k, i] of resent.entries()) results[i] = landed[k];
+    const stillRefused = refused.filter((i) => results[i] === undefined);
     const conflicts = await conflictsFor(
       on,
-      refused.map((i) => items[i]),
+      stillRefused.map((i) => items[i]),
     );
-    const results: ({ revision: number; workflow: string } | Error)[] = rows.map((row) => ({ revision: row.revision!, workflow: row.workflow! }));
-    for (const [k, i] of refused.entries()) results[i] = conflicts[k];
-    return results;
+    for (const [k, i] of stillRefused.entries()) results[i] = conflicts[k];
+    return results as ({ revision: number; workflow: string } | Error)[];
   }
 
   /**
@@ -213,4 +224,33 @@ export class ReportRepository {
 /** Positions of the rows matching `test`. */
 function indexesWhere<T>(rows: T[], test: (row: T) => boolean): number[] {
   return rows.flatMap((row, index) => (test(row) ? [index] : []));
+}
+
+/**
+ * Outcomes that landed already: a worker sends one again when the answer to the first was lost (its
+ * connection died at COMMIT, which PostgreSQL may still have made durable). The first moved the run to
+ * `expectedRevision + 1` with this very status and output (or error), which nothing else can do (every
+ * write at that revision is fenced to its one holder), so the resend is answered as the first was
+ * instead of with a 409 that would make the worker give the run up. A different outcome stays a 409.
+ */
+async function landedBefore(
+  on: SqlExecutor,
+  items: { runId: string; expectedRevision: number; outcome: RunOutcome }[],
+): Promise<({ revision: number; workflow: string } | undefined)[]> {
+  if (items.length === 0) return [];
+  const rows = await on.query<{ n: string; revision: number; workflow: string }>(
+    `SELECT i.n, r.revision, r.workflow
+       FROM unnest($1::uuid[], $2::integer[], $3::text[], $4::jsonb[], $5::jsonb[]) WITH ORDINALITY AS i(run_id, revision, status, output, error, n)
+       JOIN runs r ON r.id = i.run_id AND r.revision = i.revision + 1 AND r.status = i.status
+      WHERE CASE WHEN i.status = 'completed' THEN r.output IS NOT DISTINCT FROM i.output ELSE r.error IS NOT DISTINCT FROM i.error END`,
+    [
+      items.map((item) => item.runId),
+      items.map((item) => item.expectedRevision),
+      items.map((item) => item.outcome.status),
+      items.map((item) => (item.outcome.status === 'completed' ? json(item.outcome.output) : null)),
+      items.map((item) => (item.outcome.status === 'failed' ? json(item.outcome.error) : null)),
+    ],
+  );
+  const byPosition = new Map(rows.map(({ n, revision, workflow }) => [Number(n), { revision, workflow }]));
+  return items.map((_, index) => byPosition.get(index + 1));
 }
