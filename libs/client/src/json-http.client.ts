@@ -25,6 +25,11 @@ export function isTransient(error: unknown): boolean {
   return error instanceof CoordinatorUnavailableError || (error instanceof EngineHttpError && error.statusCode >= 500);
 }
 
+/** Whether `value` is an http or https URL (what a coordinator's base URL must be). */
+export function isHttpUrl(value: unknown): value is string {
+  return typeof value === 'string' && URL.canParse(value) && ['http:', 'https:'].includes(new URL(value).protocol);
+}
+
 /** Small JSON-over-HTTP client shared by the typed workflow client and the worker protocol. */
 export class JsonHttpClient {
   private readonly baseUrl: string;

@@ -154,8 +154,13 @@ export function loadConfigOrExit<T>(app: string, load: () => T): T {
   try {
     return load();
   } catch (error) {
-    if (!(error instanceof ConfigError)) throw error;
-    console.error(`${app}: invalid configuration: ${error.message}`);
-    process.exit(78);
+    exitOnConfigError(app, error);
   }
+}
+
+/** For a ConfigError: prints its one line and exits with 78 (EX_CONFIG). Anything else is thrown on. */
+export function exitOnConfigError(app: string, error: unknown): never {
+  if (!(error instanceof ConfigError)) throw error;
+  console.error(`${app}: invalid configuration: ${error.message}`);
+  process.exit(78);
 }

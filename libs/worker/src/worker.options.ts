@@ -1,3 +1,4 @@
+import { isHttpUrl } from '@nest-durable/client';
 import type { WorkflowDefinition } from '@nest-durable/workflow';
 import { hostname } from 'node:os';
 
@@ -53,8 +54,4 @@ export function resolveWorkerOptions(options: WorkflowWorkerOptions): ResolvedWo
     throw new Error(`concurrency must be a positive integer, got ${resolved.concurrency}`);
   }
   return resolved;
-}
-
-function isHttpUrl(value: unknown): boolean {
-  return typeof value === 'string' && URL.canParse(value) && ['http:', 'https:'].includes(new URL(value).protocol);
 }

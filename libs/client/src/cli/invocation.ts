@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { isHttpUrl } from '../json-http.client';
 import { WorkflowClient } from '../workflow.client';
 import { UsageError } from './cli-errors';
 import { EXIT_OK } from './exit-codes';
@@ -60,13 +61,5 @@ export class Invocation {
       client: new WorkflowClient({ url, token: options.token ?? this.environment.token }),
       output: new Output(options.json === true, this.streams.stdout),
     };
-  }
-}
-
-function isHttpUrl(text: string): boolean {
-  try {
-    return ['http:', 'https:'].includes(new URL(text).protocol);
-  } catch {
-    return false;
   }
 }
