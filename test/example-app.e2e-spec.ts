@@ -11,7 +11,7 @@ const ROOT = join(__dirname, '..');
 const PACKAGES = ['client', 'workflow', 'worker'];
 
 /** What `npm pack --json` reports of each tarball. */
-type Packed = { name: string; filename: string }[];
+type Packed = { name: string; version: string; filename: string }[];
 
 /**
  * Proof that a team can adopt the engine without forking it: examples/nest-app, outside the
@@ -38,8 +38,9 @@ describe('an app outside the monorepo, on the packed packages', () => {
 
     cpSync(join(ROOT, 'examples/nest-app'), app, { recursive: true, filter: (source) => !/\/(node_modules|dist)$/.test(source) });
     const manifest = JSON.parse(readFileSync(join(app, 'package.json'), 'utf8'));
-    for (const { name, filename } of packed) {
-      expect(manifest.dependencies[name]).toBeDefined();
+    for (const { name, version, filename } of packed) {
+      // The example names the very version packed here, as an app on the registry would.
+      expect(manifest.dependencies[name]).toBe(version);
       manifest.dependencies[name] = `file:${join(dir, filename)}`;
     }
     writeFileSync(join(app, 'package.json'), JSON.stringify(manifest, null, 2));

@@ -67,7 +67,7 @@ describe('operability', () => {
       await request(coordinator.url).get('/health/live').expect(200);
       await request(coordinator.url).get('/metrics').expect(200);
       const docs = await request(coordinator.url).get('/docs-json').expect(200);
-      expect(docs.body.paths['/v1/runs'].post).toBeDefined();
+      expect(docs.body.paths['/v1/runs'].post.requestBody.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/StartRunRequest' });
     });
   });
 

@@ -98,6 +98,7 @@ describe('due timers', () => {
       expect(finished[3].output).toEqual({ timedOut: true });
       for (const run of runs) {
         const ms = await lateness(run.id);
+        // Never before its due time (a negative lateness is a run resumed early), and soon after it.
         expect(ms).toBeGreaterThanOrEqual(0);
         expect(ms).toBeLessThan(ON_TIME_MS);
       }
