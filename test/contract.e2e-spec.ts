@@ -273,10 +273,11 @@ describe('HTTP contract', () => {
       expect((await call('delete', '/v1/dead-letters/{id}', { params: { id: left.id } })).status).toBe(404);
     });
 
-    it('operations: health and metrics', async () => {
+    it('operations: health, metrics and the dashboard settings', async () => {
       await call('get', '/health/live');
       await call('get', '/health/ready');
       await call('get', '/metrics');
+      expect((await call('get', '/ui/config.json')).body).toEqual({ authRequired: false });
     });
 
     it('exercised every described operation', () => {

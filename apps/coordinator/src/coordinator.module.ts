@@ -4,6 +4,7 @@ import { DynamicModule, MiddlewareConsumer, Module, NestModule } from '@nestjs/c
 import { APP_FILTER, APP_GUARD } from '@nestjs/core';
 import { BearerTokenGuard } from './auth/bearer-token.guard';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from './config/coordinator.config';
+import { DashboardModule } from './dashboard/dashboard.module';
 import { DeadLettersModule } from './dead-letters/dead-letters.module';
 import { CoordinatorDispatchModule } from './dispatch/dispatch.module';
 import { HealthModule } from './health/health.module';
@@ -57,6 +58,7 @@ export class CoordinatorModule implements NestModule {
         WorkerApiModule,
         DeadLettersModule,
         HealthModule,
+        DashboardModule,
       ],
       providers: [{ provide: APP_FILTER, useClass: EngineExceptionFilter }, { provide: APP_GUARD, useClass: BearerTokenGuard }, HttpDrain],
     };

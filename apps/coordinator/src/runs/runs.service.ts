@@ -1,5 +1,6 @@
 import {
   EventAccepted,
+  InvalidRequestError,
   isTerminalStatus,
   JsonValue,
   ListRunsQuery,
@@ -69,6 +70,9 @@ export class RunsService {
   }
 
   async list(query: ListRunsQuery): Promise<RunPage> {
+    if (query.idempotencyKey !== undefined && query.workflow === undefined) {
+      throw new InvalidRequestError('invalid_idempotencyKey', 'an idempotency key is unique per workflow: search by it with `workflow` too');
+    }
     const runs = await this.repository.list({ ...query, limit: query.limit + 1 });
     const page = runs.slice(0, query.limit);
     return {

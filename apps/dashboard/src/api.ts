@@ -1,0 +1,86 @@
+import type { DashboardConfig, DeadLetterPage, EventAccepted, RedriveResult, RunPage, RunView } from '@nest-durable/client';
+import type { StatsView, TransitionPage, WorkerPage } from './types';
+
+/** The client token for this browser tab (sessionStorage: gone when the tab closes). */
+const TOKEN_KEY = 'wf.clientToken';
+
+export const token = {
+  get: (): string | null => sessionStorage.getItem(TOKEN_KEY),
+  set: (value: string) => sessionStorage.setItem(TOKEN_KEY, value),
+  clear: () => sessionStorage.removeItem(TOKEN_KEY),
+};
+
+/** An error answer of the API: its status, its machine-readable reason and its one line for a human. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly reason: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Told when the API refuses the token (401), so the app asks for it again. */
+let onUnauthorized: () => void = () => undefined;
+export function whenUnauthorized(listener: () => void): void {
+  onUnauthorized = listener;
+}
+
+export function authHeaders(): Record<string, string> {
+  const value = token.get();
+  return value ? { authorization: `Bearer ${value}` } : {};
+}
+
+async function request<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown): Promise<T> {
+  const response = await fetch(path, {
+    method,
+    headers: { ...authHeaders(), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  if (response.status === 204) return undefined as T;
+  const text = await response.text();
+  const parsed = text ? (JSON.parse(text) as unknown) : undefined;
+  if (!response.ok) {
+    const error = (parsed ?? {}) as { reason?: string; message?: string };
+    if (response.status === 401) onUnauthorized();
+    throw new ApiError(response.status, error.reason ?? 'http_error', error.message ?? `${method} ${path} answered ${response.status}`);
+  }
+  return parsed as T;
+}
+
+/** A query string of the set values only. */
+function query(values: Record<string, string | number | undefined>): string {
+  const params = new URLSearchParams();
+  for (const [name, value] of Object.entries(values)) if (value !== undefined && value !== '') params.set(name, String(value));
+  const text = params.toString();
+  return text ? `?${text}` : '';
+}
+
+const run = (id: string) => `/v1/runs/${encodeURIComponent(id)}`;
+
+export interface RunFilter {
+  workflow?: string;
+  version?: string;
+  status?: string;
+  createdAfter?: string;
+  createdBefore?: string;
+  idempotencyKey?: string;
+}
+
+/** The API calls the pages make, one per endpoint of the contract (libs/client/src/contract/endpoints.ts). */
+export const api = {
+  config: () => request<DashboardConfig>('GET', '/ui/config.json'),
+  stats: (window: '1h' | '24h') => request<StatsView>('GET', `/v1/stats${query({ window })}`),
+  listRuns: (filter: RunFilter, cursor?: string, limit = 25) => request<RunPage>('GET', `/v1/runs${query({ ...filter, cursor, limit })}`),
+  getRun: (id: string) => request<RunView>('GET', run(id)),
+  transitions: (id: string) => request<TransitionPage>('GET', `${run(id)}/transitions`),
+  cancel: (id: string) => request<RunView>('POST', `${run(id)}/cancel`),
+  retry: (id: string) => request<RunView>('POST', `${run(id)}/retry`),
+  wake: (id: string) => request<RunView>('POST', `${run(id)}/wake`),
+  sendEvent: (id: string, name: string, data: unknown) => request<EventAccepted>('POST', `${run(id)}/events/${encodeURIComponent(name)}`, { data }),
+  workers: () => request<WorkerPage>('GET', '/v1/workers'),
+  deadLetters: (cursor?: string) => request<DeadLetterPage>('GET', `/v1/dead-letters${query({ cursor, limit: 50 })}`),
+  redrive: (id: string) => request<RedriveResult>('POST', `/v1/dead-letters/${encodeURIComponent(id)}/redrive`),
+  deleteDeadLetter: (id: string) => request<void>('DELETE', `/v1/dead-letters/${encodeURIComponent(id)}`),
+};
