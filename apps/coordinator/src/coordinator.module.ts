@@ -14,6 +14,7 @@ import { CoordinatorMetricsModule } from './metrics/coordinator-metrics.module';
 import { RunsModule } from './runs/runs.module';
 import { TimersModule } from './timers/timers.module';
 import { WorkerApiModule } from './worker-api/worker-api.module';
+import { WorkersModule } from './workers/workers.module';
 
 @Module({})
 export class CoordinatorModule implements NestModule {
@@ -57,6 +58,7 @@ export class CoordinatorModule implements NestModule {
         RunsModule,
         WorkerApiModule,
         DeadLettersModule,
+        WorkersModule,
         HealthModule,
         DashboardModule,
       ],
