@@ -1,6 +1,6 @@
 import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { api, token, whenUnauthorized } from './api';
+import { type ApiError, api, token, whenUnauthorized } from './api';
 import { Problem } from './components/Problem';
 
 /**
@@ -29,11 +29,14 @@ export function TokenGate({ children }: { children: ComponentChildren }) {
       onSubmit={(event) => {
         event.preventDefault();
         const value = new FormData(event.currentTarget).get('token');
-        if (typeof value === 'string' && value.trim()) {
-          token.set(value.trim());
-          setRefused(false);
-          setState('ready');
-        }
+        if (typeof value !== 'string' || !value.trim()) return;
+        token.set(value.trim());
+        setRefused(false);
+        // Checked at once with the smallest authenticated read: a refusal (401) brings the form back.
+        api.listRuns({}, undefined, 1).then(
+          () => setState('ready'),
+          (caught: ApiError) => caught.status !== 401 && setError(caught),
+        );
       }}
     >
       <h1>Sign in</h1>

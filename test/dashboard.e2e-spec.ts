@@ -1,0 +1,228 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import type { RunView } from '@nest-durable/client';
+import { defineWorkflow } from '@nest-durable/workflow';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type Browser, chromium, type Page } from 'playwright-core';
+import { approvalWorkflow } from '../apps/worker/src/workflows/approval.workflow';
+import { type RunningCoordinator, type RunningWorker, startCoordinator, startCustomWorker } from './support/apps';
+import { createTestDatabase, type TestDatabase } from './support/database';
+import { eventually } from './support/poll';
+
+/** Debian's Chromium (.ci/run installs it when missing); playwright-core drives it, never a downloaded browser. */
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const ROOT = join(__dirname, '..');
+const SCREENSHOTS = join(ROOT, 'test-results', 'dashboard');
+const CLIENT_TOKEN = 'dashboard-client-token-0123';
+const WORKER_TOKEN = 'dashboard-worker-token-0123';
+/** Long enough for a live change to arrive through the feed (or, without it, the pages' 5 s poll). */
+const LIVE_MS = 15_000;
+
+/** Its task fails while `fragile.failing` is set (one attempt, so the run fails); a retry once it is cleared completes. */
+const fragile = { failing: true };
+const fragileWorkflow = defineWorkflow<null, string>({
+  name: 'dashboard-fragile',
+  version: '1',
+  handler: async (ctx) => {
+    await ctx.task('prepare', () => 'prepared');
+    return ctx.task(
+      'call-partner',
+      () => {
+        if (fragile.failing) throw new Error('the partner API answered 502');
+        return 'called';
+      },
+      { retry: { maxAttempts: 1 } },
+    );
+  },
+});
+
+/** A task, a durable sleep, then two more tasks: the timeline shows all four in order. */
+const stepsWorkflow = defineWorkflow<null, string>({
+  name: 'dashboard-steps',
+  version: '1',
+  handler: async (ctx) => {
+    await ctx.task('validate', () => true);
+    await ctx.sleep('cool-down', 50);
+    await ctx.task('charge', () => 'charged');
+    return ctx.task('notify', () => 'notified');
+  },
+});
+
+/**
+ * The web dashboard in a real browser (headless Chromium), against a real coordinator with authentication on
+ * and a real worker: the token form, the runs table, a run's steps, retry and cancel from the page, and a page
+ * that follows a run by itself. Each page is saved as a screenshot under test-results/dashboard.
+ */
+describe('dashboard', () => {
+  let db: TestDatabase;
+  let coordinator: RunningCoordinator;
+  let worker: RunningWorker;
+  let browser: Browser;
+  let page: Page;
+  let dashboardDir: string;
+
+  beforeAll(async () => {
+    // The bundle built from the sources as they are now, into a folder of the test's own.
+    dashboardDir = mkdtempSync(join(tmpdir(), 'wf-dashboard-'));
+    execFileSync(process.execPath, [join(ROOT, 'node_modules/vite/bin/vite.js'), 'build', 'apps/dashboard', '--outDir', dashboardDir, '--emptyOutDir', '--logLevel', 'error'], {
+      cwd: ROOT,
+      stdio: 'pipe',
+    });
+    mkdirSync(SCREENSHOTS, { recursive: true });
+    db = await createTestDatabase('dashboard');
+    coordinator = await startCoordinator(db.url, { authDisabled: false, clientToken: CLIENT_TOKEN, workerToken: WORKER_TOKEN, dashboardDir });
+    worker = await startCustomWorker(coordinator.url, {
+      workflows: [fragileWorkflow, stepsWorkflow, approvalWorkflow],
+      workerId: 'dashboard-worker',
+      claimWaitMs: 1_000,
+      headers: { authorization: `Bearer ${WORKER_TOKEN}` },
+    });
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-dev-shm-usage'],
+    });
+    // 1,024 px wide: the narrowest screen the dashboard is laid out for.
+    page = await browser.newPage({ viewport: { width: 1024, height: 800 } });
+    page.setDefaultTimeout(LIVE_MS);
+  }, 120_000);
+
+  afterEach(() => {
+    fragile.failing = true;
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await worker?.close();
+    await coordinator?.close();
+    await db?.drop();
+    if (dashboardDir) rmSync(dashboardDir, { recursive: true, force: true });
+  });
+
+  const api = async <T = RunView>(method: string, path: string, body?: unknown): Promise<T> => {
+    const response = await fetch(`${coordinator.url}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${CLIENT_TOKEN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    if (!response.ok) throw new Error(`${method} ${path} answered ${response.status}: ${await response.text()}`);
+    return (await response.json()) as T;
+  };
+  const start = (workflow: string, input: unknown = null) => api('POST', '/v1/runs', { workflow, version: '1', input });
+  const runStatus = async (id: string) => (await api('GET', `/v1/runs/${id}`)).status;
+  const screenshot = (name: string) => page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true });
+  /** The run page's status, as the page shows it (the badge beside its title). */
+  const shownStatus = (page: Page) => page.locator('.page-header .status').innerText();
+  /** Marks the document: a marker still there later proves the page changed without a reload. */
+  const markDocument = () => page.evaluate(() => Object.assign(window, { dashboardTestMarker: true }));
+  const stillSameDocument = () => page.evaluate(() => (window as { dashboardTestMarker?: boolean }).dashboardTestMarker === true);
+  const confirmDialog = (label: string) => page.getByRole('dialog').getByRole('button', { name: label, exact: true }).click();
+
+  it('asks once for the client token, refuses a wrong one, then keeps it for the session', async () => {
+    await page.goto(`${coordinator.url}/ui/`);
+    const token = page.getByLabel('Token');
+    await token.fill('not-the-client-token');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('alert').filter({ hasText: 'refused that token' }).waitFor();
+    await page.getByLabel('Token').fill(CLIENT_TOKEN);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Overview' }).waitFor();
+    // A deep link loads the app (index.html for every path under /ui), which remembers the token.
+    await page.goto(`${coordinator.url}/ui/runs`);
+    await page.getByRole('heading', { name: 'Runs' }).waitFor();
+    expect(await page.getByLabel('Token').count()).toBe(0);
+  });
+
+  it('shows a started run in the runs table without a reload', async () => {
+    await page.goto(`${coordinator.url}/ui/runs`);
+    await page.getByRole('heading', { name: 'Runs' }).waitFor();
+    await markDocument();
+    const run = await start('dashboard-steps');
+    await page.locator(`tr[data-run-id="${run.id}"]`).waitFor();
+    expect(await stillSameDocument()).toBe(true);
+    await eventually('the run to complete', async () => (await runStatus(run.id)) === 'completed', LIVE_MS);
+    await page.locator(`tr[data-run-id="${run.id}"] .status-completed`).waitFor();
+    await screenshot('runs');
+  });
+
+  it("shows a run's steps in order with their statuses", async () => {
+    const run = await start('dashboard-steps');
+    await eventually('the run to complete', async () => (await runStatus(run.id)) === 'completed', LIVE_MS);
+    await page.goto(`${coordinator.url}/ui/runs/${run.id}`);
+    await page.getByRole('heading', { name: `Run ${run.id}` }).waitFor();
+    const steps = page.getByRole('list', { name: 'Steps' }).getByRole('listitem');
+    await steps.nth(3).waitFor();
+    const shown = await steps.evaluateAll((items) =>
+      items.map((item) => `${item.querySelector('.step-kind')?.textContent} ${item.querySelector('.step-name')?.textContent} ${item.querySelector('.status')?.textContent}`),
+    );
+    expect(shown).toEqual(['task validate completed', 'sleep cool-down completed', 'task charge completed', 'task notify completed']);
+    expect(await shownStatus(page)).toBe('completed');
+    await screenshot('run');
+  });
+
+  it("shows a failed run's error, and retries it from the page", async () => {
+    const run = await start('dashboard-fragile');
+    await eventually('the run to fail', async () => (await runStatus(run.id)) === 'failed', LIVE_MS);
+    await page.goto(`${coordinator.url}/ui/runs/${run.id}`);
+    await page.getByRole('alert', { name: 'Run error' }).filter({ hasText: 'the partner API answered 502' }).waitFor();
+    const failedStep = page.locator('.step-failed');
+    expect(await failedStep.locator('.step-name').innerText()).toBe('call-partner');
+    expect(await failedStep.locator('.step-error').innerText()).toContain('the partner API answered 502');
+    await screenshot('run-failed');
+
+    fragile.failing = false;
+    await markDocument();
+    await page.getByRole('button', { name: 'Retry run' }).click();
+    await confirmDialog('Retry');
+    await eventually('the page to show the retried run completed', async () => (await shownStatus(page)) === 'completed', LIVE_MS);
+    expect(await stillSameDocument()).toBe(true);
+    expect(await api('GET', `/v1/runs/${run.id}`)).toMatchObject({ status: 'completed', attempt: 2, output: 'called' });
+  });
+
+  it('cancels a run from the page, after a confirmation', async () => {
+    const run = await start('approval', { timeoutMs: 3_600_000 });
+    await eventually('the run to wait for its event', async () => (await runStatus(run.id)) === 'waiting', LIVE_MS);
+    await page.goto(`${coordinator.url}/ui/runs/${run.id}`);
+    await page.getByRole('button', { name: 'Cancel run' }).click();
+    // Backing out of the confirmation changes nothing.
+    await page.getByRole('dialog').getByRole('button', { name: 'Back' }).click();
+    expect(await runStatus(run.id)).toBe('waiting');
+    await page.getByRole('button', { name: 'Cancel run' }).click();
+    await confirmDialog('Cancel run');
+    await page.getByRole('status').filter({ hasText: 'Cancelled.' }).waitFor();
+    expect(await runStatus(run.id)).toBe('cancelled');
+    await eventually('the page to show it cancelled', async () => (await shownStatus(page)) === 'cancelled', LIVE_MS);
+  });
+
+  it("updates a waiting run's page by itself when its event arrives through the API", async () => {
+    const run = await start('approval', { timeoutMs: 3_600_000 });
+    await page.goto(`${coordinator.url}/ui/runs/${run.id}`);
+    await eventually('the page to show it waiting', async () => (await shownStatus(page)) === 'waiting', LIVE_MS);
+    await page.locator('.step-waiting .step-name', { hasText: 'approved' }).waitFor();
+    await markDocument();
+    await api('POST', `/v1/runs/${run.id}/events/approved`, { data: { by: 'ops' } });
+    await eventually('the page to show it completed', async () => (await shownStatus(page)) === 'completed', LIVE_MS);
+    expect(await stillSameDocument()).toBe(true);
+    await page.locator('.step-completed .step-name', { hasText: 'approved' }).waitFor();
+  });
+
+  it('shows the overview, the workers and the dead letters', async () => {
+    await page.goto(`${coordinator.url}/ui/`);
+    await page.getByRole('heading', { name: 'Overview' }).waitFor();
+    await page.locator('.chart canvas').waitFor();
+    await page.getByRole('rowheader', { name: 'dashboard-steps@1' }).waitFor();
+    await screenshot('overview');
+
+    await page.getByRole('link', { name: 'Workers' }).click();
+    await page.getByRole('rowheader', { name: 'dashboard-worker' }).waitFor();
+    expect(await page.getByRole('row', { name: /dashboard-worker/ }).innerText()).toContain('dashboard-fragile@1');
+    await screenshot('workers');
+
+    await page.getByRole('link', { name: 'Dead letters' }).click();
+    await page.getByRole('heading', { name: 'Dead letters' }).waitFor();
+    await page.getByText('No dead letters.').waitFor();
+    await screenshot('dead-letters');
+  });
+});
