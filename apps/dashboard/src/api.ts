@@ -1,5 +1,5 @@
-import type { DashboardConfig, DeadLetterPage, EventAccepted, RedriveResult, RunPage, RunView } from '@nest-durable/client';
-import type { StatsView, TransitionPage, WorkerPage } from './types';
+import type { DashboardConfig, DeadLetterPage, EventAccepted, RedriveResult, RunPage, RunView, WorkerList } from '@nest-durable/client';
+import type { StatsView, TransitionPage } from './types';
 
 /** The client token for this browser tab (sessionStorage: gone when the tab closes). */
 const TOKEN_KEY = 'wf.clientToken';
@@ -79,7 +79,7 @@ export const api = {
   retry: (id: string) => request<RunView>('POST', `${run(id)}/retry`),
   wake: (id: string) => request<RunView>('POST', `${run(id)}/wake`),
   sendEvent: (id: string, name: string, data: unknown) => request<EventAccepted>('POST', `${run(id)}/events/${encodeURIComponent(name)}`, { data }),
-  workers: () => request<WorkerPage>('GET', '/v1/workers'),
+  workers: () => request<WorkerList>('GET', '/v1/workers'),
   deadLetters: (cursor?: string) => request<DeadLetterPage>('GET', `/v1/dead-letters${query({ cursor, limit: 50 })}`),
   redrive: (id: string) => request<RedriveResult>('POST', `/v1/dead-letters/${encodeURIComponent(id)}/redrive`),
   deleteDeadLetter: (id: string) => request<void>('DELETE', `/v1/dead-letters/${encodeURIComponent(id)}`),

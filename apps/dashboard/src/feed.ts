@@ -8,7 +8,7 @@ const POLL_MS = 5_000;
 const RECONNECT_MAX_MS = 10_000;
 
 /**
- * Follows GET /v1/feed (server-sent events, `event: run`), filtered by run id or workflow. Read with fetch, not
+ * Follows GET /v1/feed (server-sent events: `event: run` per change, `event: resync` when some may have been missed), filtered by run id or workflow. Read with fetch, not
  * EventSource, because EventSource cannot send the bearer token. Reconnects with backoff; when the feed is
  * missing (404) it falls back to calling `onChange(null)` every POLL_MS. Returns a function that stops it.
  */
@@ -34,6 +34,8 @@ export function followRuns(filter: { runId?: string; workflow?: string }, onChan
         const { done, value } = await reader.read();
         if (done) break;
         if (value.event === 'run') onChange(JSON.parse(value.data) as RunChange);
+        // The coordinator may have missed changes (its LISTEN session reconnected): read everything again.
+        if (value.event === 'resync') onChange(null);
       }
       delayMs = 500;
     } catch {

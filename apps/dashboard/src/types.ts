@@ -2,7 +2,7 @@ import type { RunStatus, TaskView } from '@nest-durable/client';
 
 /**
  * Shapes of the endpoints the dashboard-api work adds (GET /v1/stats, /v1/runs/{id}/transitions, /v1/workers,
- * the /v1/feed events, the run view's step times), as agreed, until the contract exports them.
+ * the /v1/feed events, the run view's step times), as agreed with it, until the contract exports them.
  */
 export interface StatsView {
   window: string;
@@ -35,21 +35,6 @@ export interface TransitionView {
 }
 export interface TransitionPage {
   items: TransitionView[];
-}
-
-export interface WorkerView {
-  id: string;
-  subscriber: string;
-  failedOver: boolean;
-  concurrency: number;
-  runsHeld: number;
-  online: boolean;
-  startedAt: string;
-  lastSeenAt: string;
-  workflows: { name: string; version: string; shards: string[] }[];
-}
-export interface WorkerPage {
-  items: WorkerView[];
 }
 
 /** One `event: run` of the live feed. */

@@ -34,6 +34,9 @@ export function RunDetail({ id }: { id: string }) {
         <h1 id="run-title">
           Run <span class="mono">{data.id}</span>
         </h1>
+        <span class="muted">
+          {data.workflow}@{data.version} · attempt {data.attempt}
+        </span>
         <Status status={data.status} />
       </header>
       <Problem error={run.error} />
