@@ -66,10 +66,14 @@ describe('dashboard', () => {
   beforeAll(async () => {
     // The bundle built from the sources as they are now, into a folder of the test's own.
     dashboardDir = mkdtempSync(join(tmpdir(), 'wf-dashboard-'));
-    execFileSync(process.execPath, [join(ROOT, 'node_modules/vite/bin/vite.js'), 'build', 'apps/dashboard', '--outDir', dashboardDir, '--emptyOutDir', '--logLevel', 'error'], {
-      cwd: ROOT,
-      stdio: 'pipe',
-    });
+    execFileSync(
+      process.execPath,
+      [join(ROOT, 'node_modules/vite/bin/vite.js'), 'build', 'apps/dashboard', '--outDir', dashboardDir, '--emptyOutDir', '--logLevel', 'error'],
+      {
+        cwd: ROOT,
+        stdio: 'pipe',
+      },
+    );
     mkdirSync(SCREENSHOTS, { recursive: true });
     db = await createTestDatabase('dashboard');
     coordinator = await startCoordinator(db.url, { authDisabled: false, clientToken: CLIENT_TOKEN, workerToken: WORKER_TOKEN, dashboardDir });
@@ -114,10 +118,10 @@ describe('dashboard', () => {
   const runStatus = async (id: string) => (await api('GET', `/v1/runs/${id}`)).status;
   const screenshot = (name: string) => page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true });
   /** The run page's status, as the page shows it (the badge beside its title). */
-  const shownStatus = (page: Page) => page.locator('.page-header .status').innerText();
+  const shownStatus = (page: Page) => page.locator('.page-header .status').textContent();
   /** Marks the document: a marker still there later proves the page changed without a reload. */
-  const markDocument = () => page.evaluate(() => Object.assign(window, { dashboardTestMarker: true }));
-  const stillSameDocument = () => page.evaluate(() => (window as { dashboardTestMarker?: boolean }).dashboardTestMarker === true);
+  const markDocument = () => page.evaluate(() => Object.assign(globalThis, { dashboardTestMarker: true }));
+  const stillSameDocument = () => page.evaluate(() => (globalThis as { dashboardTestMarker?: boolean }).dashboardTestMarker === true);
   const confirmDialog = (label: string) => page.getByRole('dialog').getByRole('button', { name: label, exact: true }).click();
 
   it('asks once for the client token, refuses a wrong one, then keeps it for the session', async () => {
@@ -155,7 +159,10 @@ describe('dashboard', () => {
     const steps = page.getByRole('list', { name: 'Steps' }).getByRole('listitem');
     await steps.nth(3).waitFor();
     const shown = await steps.evaluateAll((items) =>
-      items.map((item) => `${item.querySelector('.step-kind')?.textContent} ${item.querySelector('.step-name')?.textContent} ${item.querySelector('.status')?.textContent}`),
+      items.map(
+        (item) =>
+          `${item.querySelector('.step-kind')?.textContent} ${item.querySelector('.step-name')?.textContent} ${item.querySelector('.status')?.textContent}`,
+      ),
     );
     expect(shown).toEqual(['task validate completed', 'sleep cool-down completed', 'task charge completed', 'task notify completed']);
     expect(await shownStatus(page)).toBe('completed');
@@ -168,8 +175,8 @@ describe('dashboard', () => {
     await page.goto(`${coordinator.url}/ui/runs/${run.id}`);
     await page.getByRole('alert', { name: 'Run error' }).filter({ hasText: 'the partner API answered 502' }).waitFor();
     const failedStep = page.locator('.step-failed');
-    expect(await failedStep.locator('.step-name').innerText()).toBe('call-partner');
-    expect(await failedStep.locator('.step-error').innerText()).toContain('the partner API answered 502');
+    expect(await failedStep.locator('.step-name').textContent()).toBe('call-partner');
+    expect(await failedStep.locator('.step-error').textContent()).toContain('the partner API answered 502');
     await screenshot('run-failed');
 
     fragile.failing = false;
@@ -217,7 +224,7 @@ describe('dashboard', () => {
 
     await page.getByRole('link', { name: 'Workers' }).click();
     await page.getByRole('rowheader', { name: 'dashboard-worker' }).waitFor();
-    expect(await page.getByRole('row', { name: /dashboard-worker/ }).innerText()).toContain('dashboard-fragile@1');
+    expect(await page.getByRole('row', { name: /dashboard-worker/ }).textContent()).toContain('dashboard-fragile@1');
     await screenshot('workers');
 
     await page.getByRole('link', { name: 'Dead letters' }).click();

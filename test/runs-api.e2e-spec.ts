@@ -123,7 +123,14 @@ describe('runs API', () => {
       ids.push((await start({ workflow: 'ranged', version: i % 2 ? '2' : '1', idempotencyKey: `key-${i}` }).expect(201)).body.id);
     }
     const list = async (query: Record<string, string>) =>
-      ((await http().get('/v1/runs').query({ workflow: 'ranged', ...query }).expect(200)).body.runs as { id: string }[]).map((run) => run.id);
+      (
+        (
+          await http()
+            .get('/v1/runs')
+            .query({ workflow: 'ranged', ...query })
+            .expect(200)
+        ).body.runs as { id: string }[]
+      ).map((run) => run.id);
     expect(await list({ version: '2' })).toEqual([ids[5], ids[3], ids[1]]);
     expect(await list({ idempotencyKey: 'key-4' })).toEqual([ids[4]]);
     // A UUIDv7 starts with its creation millisecond: the range's edges are the times of runs 2 and 5.
