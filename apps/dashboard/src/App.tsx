@@ -22,7 +22,7 @@ export function App() {
       </a>
       <header class="top">
         <span class="brand">Workflows</span>
-        <nav aria-label="Pages">
+        <nav aria-label="Dashboard pages">
           {PAGES.map(([href, label]) => (
             <Link key={href} href={href} className={(active: boolean) => (active ? 'active' : '')}>
               {label}

@@ -3,9 +3,12 @@ import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import type { StatsView } from '../types';
 
-/** Runs started and finished per minute (uPlot draws on a canvas; the numbers are also in the table beside it). */
+const HEIGHT = 220;
+
+/** Runs started and finished per minute (uPlot draws on a canvas; its label gives the window's totals to a screen reader). */
 export function ThroughputChart({ throughput }: { throughput: StatsView['throughput'] }) {
   const host = useRef<HTMLDivElement>(null);
+  const total = (series: 'started' | 'finished') => throughput.reduce((sum, point) => sum + point[series], 0);
   useEffect(() => {
     if (!host.current) return;
     const data: uPlot.AlignedData = [
@@ -16,20 +19,34 @@ export function ThroughputChart({ throughput }: { throughput: StatsView['through
     const chart = new uPlot(
       {
         width: host.current.clientWidth || 600,
-        height: 220,
-        series: [{}, { label: 'started', stroke: '#2563eb', width: 2 }, { label: 'finished', stroke: '#16a34a', width: 2 }],
+        height: HEIGHT,
+        // The legend names the lines; the values per minute show on hover over the chart.
+        legend: { live: true },
+        series: [
+          {},
+          { label: 'started', stroke: '#2563eb', width: 2, points: { show: false } },
+          { label: 'finished', stroke: '#16a34a', width: 2, dash: [6, 3], points: { show: false } },
+        ],
         axes: [{}, { label: 'runs / minute' }],
         scales: { y: { range: (_u, _min, max) => [0, Math.max(1, max)] } },
       },
       data,
       host.current,
     );
-    const resize = () => host.current && chart.setSize({ width: host.current.clientWidth, height: 220 });
+    const resize = () => host.current && chart.setSize({ width: host.current.clientWidth, height: HEIGHT });
     window.addEventListener('resize', resize);
     return () => {
       window.removeEventListener('resize', resize);
       chart.destroy();
     };
   }, [throughput]);
-  return <div ref={host} class="chart" role="img" aria-label="Runs started and finished per minute" />;
+  return (
+    <div class="chart">
+      <div
+        ref={host}
+        role="img"
+        aria-label={`Runs started and finished per minute: ${total('started')} started, ${total('finished')} finished in the window`}
+      />
+    </div>
+  );
 }

@@ -100,7 +100,7 @@ export function DeadLetters() {
           )}
         </tbody>
       </table>
-      <nav class="pager" aria-label="Pages">
+      <nav class="pager" aria-label="Pages of dead letters">
         <button type="button" disabled={cursors.length === 0} onClick={() => setCursors(cursors.slice(0, -1))}>
           Previous page
         </button>

@@ -127,6 +127,13 @@ export function Overview() {
                   <td>{queue.hosted ? 'yes' : <strong class="warn">no live worker hosts it</strong>}</td>
                 </tr>
               ))}
+              {data.queues.length === 0 && (
+                <tr>
+                  <td colSpan={7} class="muted">
+                    No queue has unfinished runs or a worker online.
+                  </td>
+                </tr>
+              )}
             </tbody>
           </table>
           <p class="muted">

@@ -102,7 +102,7 @@ export function Runs() {
       {filters.key && !filters.workflow && <p class="muted">An idempotency key belongs to one workflow: choose the workflow to search by key.</p>}
       <Problem error={page.error} />
       <RunTable runs={page.data?.runs ?? []} loading={page.loading && !page.data} />
-      <nav class="pager" aria-label="Pages">
+      <nav class="pager" aria-label="Pages of runs">
         <button type="button" disabled={cursors.length === 0} onClick={() => setCursors(cursors.slice(0, -1))}>
           Previous page
         </button>
