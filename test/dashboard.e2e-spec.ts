@@ -90,7 +90,8 @@ describe('dashboard', () => {
     });
     // The other tests' tab is signed in already, as the token form leaves it (that form has a test of its own).
     page = await newTab();
-    await page.addInitScript((token) => sessionStorage.setItem('wf.clientToken', token), CLIENT_TOKEN);
+    // (A script's text: it runs in the browser, where sessionStorage is; the test's types are Node's.)
+    await page.addInitScript(`sessionStorage.setItem('wf.clientToken', ${JSON.stringify(CLIENT_TOKEN)})`);
   }, 120_000);
 
   afterEach(() => {
@@ -131,6 +132,19 @@ describe('dashboard', () => {
   /** Follows the link of the top navigation, with a click as a user would. */
   const navigateTo = (pageName: string) => page.getByRole('navigation', { name: 'Dashboard pages' }).getByRole('link', { name: pageName, exact: true }).click();
   const confirmDialog = (label: string) => page.getByRole('dialog').getByRole('button', { name: label, exact: true }).click();
+
+  it('serves index.html for every page under /ui without a token, its assets cached for good, and nothing outside its folder', async () => {
+    const index = await fetch(`${coordinator.url}/ui/runs/01a22c37-316c-762f-a717-4521456009df`);
+    expect([index.status, index.headers.get('cache-control')]).toEqual([200, 'no-cache']);
+    const asset = /\/ui\/assets\/[\w.-]+\.js/.exec(await index.text())![0];
+    const script = await fetch(`${coordinator.url}${asset}`);
+    expect([script.status, script.headers.get('cache-control')]).toEqual([200, 'public, max-age=31536000, immutable']);
+    expect((await fetch(`${coordinator.url}/ui/assets/missing.js`)).status).toBe(404);
+    expect((await fetch(`${coordinator.url}/ui/assets/..%2f..%2fpackage.json`)).status).toBe(403);
+    expect(await (await fetch(`${coordinator.url}/ui/config.json`)).json()).toEqual({ authRequired: true });
+    // The API itself still wants the token.
+    expect((await fetch(`${coordinator.url}/v1/runs`)).status).toBe(401);
+  });
 
   it('asks once for the client token, refuses a wrong one, then keeps it for the session', async () => {
     const page = await newTab();
