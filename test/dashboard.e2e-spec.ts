@@ -172,7 +172,12 @@ describe('dashboard', () => {
     expect(await stillSameDocument()).toBe(true);
     await eventually('the run to complete', async () => (await runStatus(run.id)) === 'completed', LIVE_MS);
     await page.locator(`tr[data-run-id="${run.id}"] .status-completed`).waitFor();
+    // A queued run of a version no online worker hosts is flagged: it will not start by itself.
+    const stranded = await start('dashboard-unhosted');
+    await page.locator(`tr[data-run-id="${stranded.id}"]`).getByText('no live worker hosts it').waitFor();
+    expect(await page.locator(`tr[data-run-id="${run.id}"] .warn`).count()).toBe(0);
     await screenshot('runs');
+    await api('POST', `/v1/runs/${stranded.id}/cancel`);
   });
 
   it("shows a run's steps in order with their statuses", async () => {
@@ -225,6 +230,27 @@ describe('dashboard', () => {
     await page.getByRole('status').filter({ hasText: 'Cancelled.' }).waitFor();
     expect(await runStatus(run.id)).toBe('cancelled');
     await eventually('the page to show it cancelled', async () => (await shownStatus(page)) === 'cancelled', LIVE_MS);
+  });
+
+  it('works from the keyboard: Tab reaches an action, Enter asks to confirm, Escape backs out', async () => {
+    const run = await start('approval', { timeoutMs: 3_600_000 });
+    await eventually('the run to wait for its event', async () => (await runStatus(run.id)) === 'waiting', LIVE_MS);
+    await page.goto(`${coordinator.url}/ui/runs/${run.id}`);
+    await page.getByRole('button', { name: 'Cancel run' }).waitFor();
+    const focused = () => page.evaluate(() => document.activeElement?.textContent?.trim());
+    let tabs = 0;
+    while ((await focused()) !== 'Cancel run') {
+      expect(++tabs).toBeLessThan(30);
+      await page.keyboard.press('Tab');
+    }
+    await page.keyboard.press('Enter');
+    const dialog = page.getByRole('dialog', { name: 'Cancel this run and its unfinished children?' });
+    await dialog.waitFor();
+    expect(await page.evaluate(() => document.activeElement?.closest('dialog') !== null)).toBe(true);
+    await page.keyboard.press('Escape');
+    await dialog.waitFor({ state: 'hidden' });
+    expect(await runStatus(run.id)).toBe('waiting');
+    await api('POST', `/v1/runs/${run.id}/cancel`);
   });
 
   it("updates a waiting run's page by itself when its event arrives through the API", async () => {

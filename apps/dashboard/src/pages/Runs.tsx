@@ -1,4 +1,4 @@
-import type { RunView } from '@nest-durable/client';
+import type { RunView, WorkerList } from '@nest-durable/client';
 import { RUN_STATUSES } from '@nest-durable/client/run-status';
 import { useState } from 'preact/hooks';
 import { Link, useLocation, useSearch } from 'wouter-preact';
@@ -45,6 +45,9 @@ export function Runs() {
   const [cursors, setCursors] = useState<string[]>([]);
   const cursor = cursors.at(-1);
   const page = useLoad(() => api.listRuns(toQuery(filters), cursor), [JSON.stringify(filters), cursor]);
+  // What the online workers host: a queued run of a version none hosts is flagged (it will not start by itself).
+  const workers = useLoad(() => api.workers().catch(() => undefined), [page.data]);
+  const hosted = workers.data && hostedVersions(workers.data);
   // Live on the first page only: a later page keeps still while it is read.
   useLiveRuns({ workflow: filters.workflow }, page.reload, cursor === undefined);
 
@@ -101,7 +104,7 @@ export function Runs() {
       </search>
       {filters.key && !filters.workflow && <p class="muted">An idempotency key belongs to one workflow: choose the workflow to search by key.</p>}
       <Problem error={page.error} />
-      <RunTable runs={page.data?.runs ?? []} loading={page.loading && !page.data} />
+      <RunTable runs={page.data?.runs ?? []} loading={page.loading && !page.data} hosted={hosted} />
       <nav class="pager" aria-label="Pages of runs">
         <button type="button" disabled={cursors.length === 0} onClick={() => setCursors(cursors.slice(0, -1))}>
           Previous page
@@ -114,7 +117,12 @@ export function Runs() {
   );
 }
 
-export function RunTable({ runs, loading = false }: { runs: RunView[]; loading?: boolean }) {
+/** `workflow@version` of every version an online worker hosts. */
+function hostedVersions({ items }: WorkerList): Set<string> {
+  return new Set(items.filter((worker) => worker.online).flatMap((worker) => worker.workflows.map((workflow) => `${workflow.name}@${workflow.version}`)));
+}
+
+function RunTable({ runs, loading, hosted }: { runs: RunView[]; loading: boolean; hosted: Set<string> | undefined }) {
   return (
     <table class="runs">
       <thead>
@@ -143,6 +151,7 @@ export function RunTable({ runs, loading = false }: { runs: RunView[]; loading?:
             </td>
             <td>
               <Status status={run.status} />
+              {hosted && run.status === 'queued' && !hosted.has(`${run.workflow}@${run.version}`) && <strong class="warn"> no live worker hosts it</strong>}
             </td>
             <td class="number">{run.attempt}</td>
             <td>
