@@ -237,7 +237,8 @@ describe('dashboard', () => {
     await eventually('the run to wait for its event', async () => (await runStatus(run.id)) === 'waiting', LIVE_MS);
     await page.goto(`${coordinator.url}/ui/runs/${run.id}`);
     await page.getByRole('button', { name: 'Cancel run' }).waitFor();
-    const focused = () => page.evaluate(() => document.activeElement?.textContent?.trim());
+    // Expressions evaluated in the page (its DOM is not in the test's types).
+    const focused = () => page.evaluate<string | undefined>('document.activeElement?.textContent?.trim()');
     let tabs = 0;
     while ((await focused()) !== 'Cancel run') {
       expect(++tabs).toBeLessThan(30);
@@ -246,7 +247,7 @@ describe('dashboard', () => {
     await page.keyboard.press('Enter');
     const dialog = page.getByRole('dialog', { name: 'Cancel this run and its unfinished children?' });
     await dialog.waitFor();
-    expect(await page.evaluate(() => document.activeElement?.closest('dialog') !== null)).toBe(true);
+    expect(await page.evaluate<boolean>("document.activeElement?.closest('dialog') != null")).toBe(true);
     await page.keyboard.press('Escape');
     await dialog.waitFor({ state: 'hidden' });
     expect(await runStatus(run.id)).toBe('waiting');
