@@ -177,6 +177,14 @@ describe('dashboard', () => {
     await page.locator(`tr[data-run-id="${stranded.id}"]`).getByText('no live worker hosts it').waitFor();
     expect(await page.locator(`tr[data-run-id="${run.id}"] .warn`).count()).toBe(0);
     await screenshot('runs');
+    // Filters: the address keeps them, the table follows.
+    await page.getByLabel('Status').selectOption('queued');
+    await page.locator(`tr[data-run-id="${run.id}"]`).waitFor({ state: 'detached' });
+    expect(await page.locator('tr[data-run-id]').evaluateAll((rows) => rows.map((row) => row.getAttribute('data-run-id')))).toEqual([stranded.id]);
+    expect(new URL(page.url()).search).toBe('?status=queued');
+    await page.getByLabel('Workflow').fill('dashboard-steps');
+    await page.getByLabel('Workflow').press('Enter');
+    await page.getByText('No runs match.').waitFor();
     await api('POST', `/v1/runs/${stranded.id}/cancel`);
   });
 

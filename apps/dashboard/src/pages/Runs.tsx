@@ -11,17 +11,22 @@ import { between, shortId } from '../format';
 import { useLoad } from '../use-load';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const RANGES = { '': 'any time', '15m': 'last 15 minutes', '1h': 'last hour', '24h': 'last day', '7d': 'last 7 days' } as const;
+const RANGES = { '': 'any time', '15m': 'last 15 minutes', '1h': 'last hour', '24h': 'last day', '7d': 'last 7 days', custom: 'between…' } as const;
 const RANGE_MS: Record<string, number> = { '15m': 900_000, '1h': 3_600_000, '24h': 86_400_000, '7d': 604_800_000 };
 
-/** The API's filter for the page's; a time range ends now, at each (re)load. */
+/** A `datetime-local` value (the browser's zone) as ISO 8601, or undefined when empty. */
+const isoOf = (local: string | undefined) => (local ? new Date(local).toISOString() : undefined);
+
+/** The API's filter for the page's; a preset time range ends now, at each (re)load; `between…` is `from` to `to`. */
 function toQuery(filters: Record<string, string>): RunFilter {
+  const custom = filters.range === 'custom';
   return {
     workflow: filters.workflow,
     version: filters.version,
     status: filters.status,
     idempotencyKey: filters.key,
-    createdAfter: filters.range ? new Date(Date.now() - RANGE_MS[filters.range]).toISOString() : undefined,
+    createdAfter: custom ? isoOf(filters.from) : filters.range ? new Date(Date.now() - RANGE_MS[filters.range]).toISOString() : undefined,
+    createdBefore: custom ? isoOf(filters.to) : undefined,
   };
 }
 
@@ -53,7 +58,8 @@ export function Runs() {
 
   const change = (name: string, value: string) => {
     setCursors([]);
-    setFilters({ ...filters, [name]: value });
+    // From the address as it is now: two changes in one event (Enter fires `change`, then `submit`) keep both.
+    setFilters({ ...Object.fromEntries(new URLSearchParams(window.location.search)), [name]: value });
   };
   const onSearch = (event: Event) => {
     event.preventDefault();
@@ -96,6 +102,16 @@ export function Runs() {
               ))}
             </select>
           </label>
+          {filters.range === 'custom' && (
+            <>
+              <label>
+                From <input type="datetime-local" step={1} value={filters.from ?? ''} onChange={(event) => change('from', event.currentTarget.value)} />
+              </label>
+              <label>
+                To <input type="datetime-local" step={1} value={filters.to ?? ''} onChange={(event) => change('to', event.currentTarget.value)} />
+              </label>
+            </>
+          )}
           <label>
             Run id or idempotency key <input name="search" type="search" value={search} onInput={(event) => setSearch(event.currentTarget.value)} />
           </label>
