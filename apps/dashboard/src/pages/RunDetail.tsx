@@ -117,7 +117,9 @@ function Timeline({ steps }: { steps: StepView[] }) {
   return (
     <ol class="timeline" aria-label="Steps">
       {steps.map((step) => {
-        const started = step.startedAt ?? step.createdAt;
+        // A task is recorded when it ends (its start is not reported); a suspension step when the run suspends there.
+        const started = step.startedAt ?? (step.kind === 'task' ? undefined : step.createdAt);
+        const ended = step.finishedAt ?? (step.kind === 'task' ? step.createdAt : undefined);
         return (
           <li key={step.key} class={`step step-${step.status}`} data-step={step.name}>
             <div class="step-head">
@@ -125,27 +127,28 @@ function Timeline({ steps }: { steps: StepView[] }) {
               <span class="muted">
                 {' '}
                 · {step.attempts} attempt{step.attempts === 1 ? '' : 's'}
-                {between(started, step.finishedAt) && ` · took ${between(started, step.finishedAt)}`}
+                {between(started, ended) && ` · took ${between(started, ended)}`}
               </span>
             </div>
             <div class="step-times">
-              started <Time at={started} compact />
-              {step.finishedAt && (
+              {started && (
                 <>
-                  {' '}
-                  · ended <Time at={step.finishedAt} compact />
+                  started <Time at={started} compact />{' '}
+                </>
+              )}
+              {ended && (
+                <>
+                  ended <Time at={ended} compact />{' '}
                 </>
               )}
               {step.wakeAt && step.status === 'waiting' && (
                 <>
-                  {' '}
-                  · wakes <Time at={step.wakeAt} compact />
+                  wakes <Time at={step.wakeAt} compact />{' '}
                 </>
               )}
               {step.childId && (
                 <>
-                  {' '}
-                  · child{' '}
+                  child{' '}
                   <Link href={`/runs/${step.childId}`} class="mono">
                     {step.childId}
                   </Link>
