@@ -13,6 +13,7 @@ import { CoordinatorMetricsModule } from './metrics/coordinator-metrics.module';
 import { RunsModule } from './runs/runs.module';
 import { TimersModule } from './timers/timers.module';
 import { WorkerApiModule } from './worker-api/worker-api.module';
+import { WorkflowsModule } from './workflows/workflows.module';
 
 @Module({})
 export class CoordinatorModule implements NestModule {
@@ -56,6 +57,7 @@ export class CoordinatorModule implements NestModule {
         RunsModule,
         WorkerApiModule,
         DeadLettersModule,
+        WorkflowsModule,
         HealthModule,
       ],
       providers: [{ provide: APP_FILTER, useClass: EngineExceptionFilter }, { provide: APP_GUARD, useClass: BearerTokenGuard }, HttpDrain],

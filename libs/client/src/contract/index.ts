@@ -9,5 +9,6 @@ export * from './run-status';
 export * from './run.contracts';
 export * from './validation';
 export * from './worker.contracts';
+export * from './workflow-control.contracts';
 export * from './hash-slot';
 export * from './queue-naming';
