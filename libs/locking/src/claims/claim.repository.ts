@@ -45,7 +45,7 @@ type Row = TakenRun & { kind: 'run' | 'stalled' | 'requeue'; wakeup: string | nu
  */
 const RATE_LIMIT_CTES = `rate_demand AS (
          SELECT w.family, w.queue, w.rate, w.tokens, w.admitted_at, w.rate_wakeup_at, coalesce(t.fresh, 0) AS used,
-                CASE WHEN w.takeovers AND w.fresh < w.n THEN (
+                CASE WHEN w.takeovers THEN (
                   SELECT x.id FROM runs x
                    WHERE x.status IN ('queued', 'waiting') AND x.queue = w.queue AND x.due_at <= now() AND x.id NOT IN (SELECT id FROM picked)
                    ORDER BY x.priority DESC, x.due_at LIMIT 1) END AS waiting
