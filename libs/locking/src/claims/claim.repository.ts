@@ -120,7 +120,7 @@ const CLAIM: PreparedStatement = {
                  WHERE status IN ('queued', 'waiting') AND queue = w.queue AND due_at <= now()
                    AND (concurrency_key IS NULL OR concurrency_key <> ALL (w.full_keys))
                  ORDER BY priority DESC, due_at
-                 LIMIT w.fresh * w.per_key + 1000) r
+                 LIMIT w.fresh * 4 + 50) r
           WHERE w.per_key IS NOT NULL AND w.fresh > 0
        ), keyed AS (
          SELECT r.id, r.status, r.stalls, w.queue, false AS idle, r.priority, r.due_at AS since
