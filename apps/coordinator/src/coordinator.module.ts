@@ -14,6 +14,7 @@ import { RunsModule } from './runs/runs.module';
 import { TimersModule } from './timers/timers.module';
 import { WorkerApiModule } from './worker-api/worker-api.module';
 import { WorkflowsModule } from './workflows/workflows.module';
+import { WorkersModule } from './workers/workers.module';
 
 @Module({})
 export class CoordinatorModule implements NestModule {
@@ -58,6 +59,7 @@ export class CoordinatorModule implements NestModule {
         WorkerApiModule,
         DeadLettersModule,
         WorkflowsModule,
+        WorkersModule,
         HealthModule,
       ],
       providers: [{ provide: APP_FILTER, useClass: EngineExceptionFilter }, { provide: APP_GUARD, useClass: BearerTokenGuard }, HttpDrain],

@@ -8,6 +8,7 @@ import type {
   RunStatus,
   RunView,
   StartRunRequest,
+  WorkerList,
   WorkflowLimits,
   WorkflowList,
   WorkflowView,
@@ -171,6 +172,11 @@ export class WorkflowClient {
   /** Removes the dead letter; `404 dead_letter_not_found` if there is none. */
   async deleteDeadLetter(id: string): Promise<void> {
     await this.http.call(API.deleteDeadLetter, { params: { id } });
+  }
+
+  /** The worker registry: every worker seen in the last hour, online ones first, with what each hosts. */
+  listWorkers(): Promise<WorkerList> {
+    return this.http.call(API.listWorkers, {});
   }
 
   /** The workflow versions known, with their pauses and limits. */

@@ -35,6 +35,7 @@ import {
   TaskResultResponse,
   WorkerPath,
 } from './worker.contracts';
+import { WorkerIdPath, WorkerList, WorkerRegistration } from './worker-registry.contracts';
 import { PauseRequest, WorkflowLimits, WorkflowList, WorkflowPath, WorkflowView } from './workflow-control.contracts';
 
 /**
@@ -225,6 +226,17 @@ export const API = {
     errors: { 404: 'dead_letter_not_found' },
   }),
 
+  // ---- workers (clients) ----
+  listWorkers: endpoint({
+    method: 'get',
+    path: '/v1/workers',
+    audience: 'client',
+    tag: 'workers',
+    summary: 'The worker registry: every worker seen in the last hour, whether it is online, and what it hosts',
+    status: 200,
+    responses: { 200: json('The workers, online ones first', WorkerList) },
+  }),
+
   // ---- workflow versions: pause, resume, limits (clients) ----
   listWorkflows: endpoint({
     method: 'get',
@@ -282,6 +294,17 @@ export const API = {
   }),
 
   // ---- worker protocol ----
+  registerWorker: endpoint({
+    method: 'put',
+    path: '/v1/worker/workers/{workerId}',
+    audience: 'worker',
+    tag: 'worker protocol',
+    summary: 'Say what this worker is and hosts; sent at start and then every intervalMs',
+    params: WorkerIdPath,
+    body: WorkerRegistration,
+    status: 204,
+    responses: { 204: { description: 'Registered' } },
+  }),
   claimRuns: endpoint({
     method: 'post',
     path: '/v1/worker/claims',
