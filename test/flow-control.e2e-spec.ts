@@ -2,7 +2,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/glob
 import { type RunView, WorkflowClient } from '@nest-durable/client';
 import type { Publisher } from '@app/streams';
 import { PUBLISHER } from '@app/streams';
+import { defineWorkflow } from '@nest-durable/workflow';
 import { Redis } from 'ioredis';
+import { setTimeout as delay } from 'node:timers/promises';
 import request from 'supertest';
 import { loadWorkerConfig } from '../apps/worker/src/config/worker.config';
 import { workerModuleOptions } from '../apps/worker/src/worker-app.module';
@@ -18,6 +20,17 @@ type Mode = (typeof MODES)[number];
 const echo = { name: 'echo', version: '1' };
 const chain = { name: 'chain', version: '1' };
 const sleepy = { name: 'sleepy', version: '1' };
+
+/** Declares its limit in code: one run at a time. */
+const singleFile = defineWorkflow<{ ms: number }, string>({
+  name: 'single-file',
+  version: '1',
+  limits: { concurrency: 1 },
+  handler: async (ctx, input) => {
+    await ctx.task('work', () => delay(input.ms));
+    return 'done';
+  },
+});
 
 /** Pause, resume, concurrency and rate limits of workflow versions, in every dispatch mode, against real PostgreSQL and Redis. */
 describe('flow control', () => {
@@ -230,4 +243,26 @@ describe('flow control', () => {
     });
     expect(await client.clearWorkflowLimits(chain)).toMatchObject({ limits: { concurrency: null, concurrencyPerKey: null, ratePerSecond: null } });
   });
+
+  it('applies limits declared in code once a worker registers them; an API-set limit wins until cleared', async () => {
+    const { coordinator, client } = await stack('http', { workers: 0 });
+    const workers = [0, 1].map((i) => startCustomWorker(coordinator.url, { workflows: [singleFile], concurrency: 5, workerId: `declaring-${i}` }));
+    for (const worker of await Promise.all(workers)) running.push(worker);
+    const declared = await eventually('the declared limit', async () => (await client.listWorkflows()).find((w) => w.name === 'single-file' && w.limits.concurrency));
+    expect(declared).toMatchObject({ codeLimits: { concurrency: 1 }, apiLimits: { concurrency: null }, limits: { concurrency: 1 } });
+
+    const sampleMost = async (runs: RunView[]) => {
+      let most = 0;
+      let done = false;
+      const finished = allDone(client, runs).finally(() => (done = true));
+      while (!done) most = Math.max(most, await countWhere(`workflow = 'single-file' AND status = 'running'`));
+      expect((await finished).every((run) => run.status === 'completed')).toBe(true);
+      return most;
+    };
+    expect(await sampleMost(await client.startMany(Array.from({ length: 6 }, () => ({ workflow: singleFile, input: { ms: 30 } }))))).toBe(1);
+
+    expect(await client.setWorkflowLimits(singleFile, { concurrency: 3 })).toMatchObject({ limits: { concurrency: 3 }, codeLimits: { concurrency: 1 } });
+    expect(await sampleMost(await client.startMany(Array.from({ length: 12 }, () => ({ workflow: singleFile, input: { ms: 100 } }))))).toBe(3);
+    expect(await client.clearWorkflowLimits(singleFile)).toMatchObject({ limits: { concurrency: 1 }, apiLimits: { concurrency: null } });
+  }, 60_000);
 });

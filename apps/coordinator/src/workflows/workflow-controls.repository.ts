@@ -1,4 +1,4 @@
-import type { WorkflowLimits, WorkflowView } from '@nest-durable/client';
+import type { RegisteredWorkflow, WorkflowLimits, WorkflowView } from '@nest-durable/client';
 import { RUNS_READY_CHANNEL } from '@app/outbox';
 import { Database, type SqlExecutor } from '@app/persistence';
 import { Injectable } from '@nestjs/common';
@@ -40,9 +40,45 @@ const COLUMNS = `c.workflow AS name, c.version, c.paused, c.paused_shards AS "pa
 export class WorkflowControlsRepository {
   constructor(private readonly db: Database) {}
 
-  /** Every version with controls; versions never controlled are left to the caller to add. */
+  /** Every version known: registered by a worker (the registry's `workflows`) or with controls. */
   list(): Promise<ControlRow[]> {
-    return this.db.query<ControlRow>(`SELECT ${COLUMNS} FROM workflow_controls c ORDER BY c.workflow, c.version`);
+    return this.db.query<ControlRow>(
+      `SELECT v.workflow AS name, v.version, ${COLUMNS.replace('c.workflow AS name, c.version, ', '')}
+         FROM (SELECT workflow, version FROM workflows UNION SELECT workflow, version FROM workflow_controls) v
+         LEFT JOIN workflow_controls c USING (workflow, version)
+        ORDER BY v.workflow, v.version`,
+    );
+  }
+
+  /**
+   * Records the limits workers declare in code (`code_*`) where they differ from what is recorded, and
+   * returns the versions changed. Cheap when nothing changed (it runs at every registration): one read
+   * of the versions' rows, no write and no lock. A version that declares none and has no row gets none.
+   * Rows are written in key order (two registrations cannot deadlock). Workers of one version that
+   * declare different limits (a rolling deploy) take turns: the last registration wins.
+   */
+  async reconcileCode(tx: SqlExecutor, workflows: RegisteredWorkflow[]): Promise<{ workflow: string; version: string }[]> {
+    const limit = (field: keyof WorkflowLimits) => workflows.map((w) => w.limits?.[field] ?? null);
+    return tx.query<{ workflow: string; version: string }>(
+      `WITH declared AS (
+         SELECT DISTINCT ON (d.workflow, d.version) d.* FROM unnest($1::text[], $2::text[], $3::integer[], $4::integer[], $5::float8[])
+                AS d(workflow, version, concurrency, concurrency_per_key, rate_per_second)
+       ), changed AS (
+         SELECT d.* FROM declared d LEFT JOIN workflow_controls c USING (workflow, version)
+          WHERE CASE WHEN c.workflow IS NULL THEN coalesce(d.concurrency, d.concurrency_per_key, d.rate_per_second) IS NOT NULL
+                     ELSE (c.code_concurrency, c.code_concurrency_per_key, c.code_rate_per_second)
+                          IS DISTINCT FROM (d.concurrency, d.concurrency_per_key, d.rate_per_second) END
+       )
+       INSERT INTO workflow_controls AS c (workflow, version, code_concurrency, code_concurrency_per_key, code_rate_per_second)
+       SELECT * FROM changed ORDER BY workflow, version
+       ON CONFLICT (workflow, version) DO UPDATE
+          SET code_concurrency = excluded.code_concurrency, code_concurrency_per_key = excluded.code_concurrency_per_key,
+              code_rate_per_second = excluded.code_rate_per_second,
+              tokens = CASE WHEN c.rate_per_second IS DISTINCT FROM coalesce(c.api_rate_per_second, excluded.code_rate_per_second) THEN NULL ELSE c.tokens END,
+              updated_at = now()
+       RETURNING workflow, version`,
+      [workflows.map((w) => w.name), workflows.map((w) => w.version), limit('concurrency'), limit('concurrencyPerKey'), limit('ratePerSecond')],
+    );
   }
 
   async get(tx: SqlExecutor, name: string, version: string): Promise<ControlRow | undefined> {
