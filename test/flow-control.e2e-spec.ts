@@ -95,7 +95,10 @@ describe('flow control', () => {
   describe('bad input', () => {
     it('refuses negative or zero limits, a rate given as text and unknown fields with 400 and a reason, changing nothing', async () => {
       const { coordinator } = await stack('http', { workers: 0 });
-      const limits = (body: unknown) => request(coordinator.url).put('/v1/workflows/echo/1/limits').send(body as object);
+      const limits = (body: unknown) =>
+        request(coordinator.url)
+          .put('/v1/workflows/echo/1/limits')
+          .send(body as object);
       expect((await limits({ concurrency: -1 }).expect(400)).body).toMatchObject({ reason: 'invalid_concurrency', message: expect.any(String) });
       expect((await limits({ concurrency: 0 }).expect(400)).body).toMatchObject({ reason: 'invalid_concurrency' });
       expect((await limits({ concurrencyPerKey: 1.5 }).expect(400)).body).toMatchObject({ reason: 'invalid_concurrencyPerKey' });
@@ -229,7 +232,10 @@ describe('flow control', () => {
     expect(await countWhere(`status = 'running'`)).toBe(3);
     // Raising the limit admits more at once.
     await client.setWorkflowLimits(echo, { concurrency: 5 });
-    const more = await request(coordinator.url).post('/v1/worker/claims').send({ workerId: 'late', workflows: [echo], limit: 10, waitMs: 0 }).expect(200);
+    const more = await request(coordinator.url)
+      .post('/v1/worker/claims')
+      .send({ workerId: 'late', workflows: [echo], limit: 10, waitMs: 0 })
+      .expect(200);
     expect(more.body.runs).toHaveLength(2);
   });
 
@@ -248,7 +254,9 @@ describe('flow control', () => {
     const { coordinator, client } = await stack('http', { workers: 0 });
     const workers = [0, 1].map((i) => startCustomWorker(coordinator.url, { workflows: [singleFile], concurrency: 5, workerId: `declaring-${i}` }));
     for (const worker of await Promise.all(workers)) running.push(worker);
-    const declared = await eventually('the declared limit', async () => (await client.listWorkflows()).find((w) => w.name === 'single-file' && w.limits.concurrency));
+    const declared = await eventually('the declared limit', async () =>
+      (await client.listWorkflows()).find((w) => w.name === 'single-file' && w.limits.concurrency),
+    );
     expect(declared).toMatchObject({ codeLimits: { concurrency: 1 }, apiLimits: { concurrency: null }, limits: { concurrency: 1 } });
 
     const sampleMost = async (runs: RunView[]) => {

@@ -10,7 +10,6 @@ import type {
   StartRunRequest,
   WorkerList,
   WorkflowLimits,
-  WorkflowList,
   WorkflowView,
 } from './contract';
 import { API, isTerminalStatus, WAIT_MS_MAX } from './contract';

@@ -276,7 +276,8 @@ export const API = {
     path: '/v1/workflows/{name}/{version}/limits',
     audience: 'client',
     tag: 'workflows',
-    summary: "Set the version's limits through the API (replacing those set before); each one set wins over the code's until cleared (null or absent: the code's applies)",
+    summary:
+      "Set the version's limits through the API (replacing those set before); each one set wins over the code's until cleared (null or absent: the code's applies)",
     params: WorkflowPath,
     body: WorkflowLimits,
     status: 200,
