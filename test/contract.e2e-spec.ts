@@ -142,7 +142,12 @@ describe('HTTP contract', () => {
     // A closed body refuses an unknown field (400 unknown_field) before anything reads the database; a route
     // that reads no body ignores it. Ids that exist nowhere keep the other routes from changing anything.
     for (const { method, path } of served()) {
-      const url = coordinator.url + path.replace('{id}', path.startsWith('/v1/dead-letters') ? '9' : NO_SUCH_RUN).replace('{name}', 'approved').replace('{version}', '1');
+      const url =
+        coordinator.url +
+        path
+          .replace('{id}', path.startsWith('/v1/dead-letters') ? '9' : NO_SUCH_RUN)
+          .replace('{name}', 'approved')
+          .replace('{version}', '1');
       const response = await sendWithBody(url, method, '{"contractProbe":1}');
       const readsBody = response.status === 400 && response.reason === 'unknown_field';
       const described = document.paths[path]?.[method]?.requestBody?.content?.['application/json']?.schema !== undefined;
