@@ -246,6 +246,14 @@ export class ClaimRepository {
    * picked are released when the statement commits. Because skipped rows look absent, a queue's
    * wake-ups left unused while it still has runs waiting are handed back (`requeue`), counted in the
    * same snapshot, so no wake-up is dropped while its work remains.
+   *
+   * Flow control (docs/architecture.md, "Flow control"): flow_admit locks the control row of each
+   * paused or limited version among the queues and returns what may be taken. Two claimers cannot
+   * both take a version's last slot: the second waits for that row lock until the first commits, and
+   * counts the slots in a fresh snapshot of its own afterwards (the function is VOLATILE), so it sees
+   * the runs the first one took. Queues without an active control take no lock. A controlled queue
+   * hands back only wake-ups it was admitted to use: a paused or full queue drops them rather than
+   * sending them round again (a freed slot, a resume or the next token issues new ones).
    */
   async claim(params: ClaimParams): Promise<ClaimResult> {
     const wakeups = params.queues.flatMap(({ queue, wakeups: refs = [] }) => refs.map((ref) => ({ queue, ref })));
