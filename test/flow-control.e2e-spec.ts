@@ -239,6 +239,35 @@ describe('flow control', () => {
     expect(more.body.runs).toHaveLength(2);
   });
 
+  it("keeps a dead worker's slot until its claim is taken over, and the takeover reuses it", async () => {
+    const coordinator = await startCoordinator(db.url, { claimMinIdleTimeMs: 400, heartbeatIntervalMs: 100 });
+    running.push(coordinator);
+    const client = new WorkflowClient({ url: coordinator.url });
+    await client.setWorkflowLimits(echo, { concurrency: 1 });
+    const [first] = await client.startMany([
+      { workflow: echo, input: 1 },
+      { workflow: echo, input: 2 },
+    ]);
+    const claim = async (workerId: string) =>
+      (
+        await request(coordinator.url)
+          .post('/v1/worker/claims')
+          .send({ workerId, workflows: [echo], limit: 5, waitMs: 0 })
+          .expect(200)
+      ).body.runs as { id: string }[];
+    // A worker takes the one slot and dies (never heartbeats); while its claim is fresh, nobody gets a run.
+    expect((await claim('dies')).map((run) => run.id)).toEqual([first.id]);
+    expect(await claim('alive')).toEqual([]);
+    // Once the claim went idle, the next claimer takes that run over in the same slot, and no second run.
+    const taken = await eventually('the takeover', async () => {
+      const runs = await claim('alive');
+      return runs.length > 0 && runs;
+    });
+    expect(taken.map((run) => run.id)).toEqual([first.id]);
+    expect(await countWhere(`status = 'running'`)).toBe(1);
+    expect(await countWhere(`status = 'queued'`)).toBe(1);
+  });
+
   it('lists limits with their source: an API-set limit wins over none, clearing it lifts it', async () => {
     const { client } = await stack('http', { workers: 0 });
     expect(await client.setWorkflowLimits(chain, { concurrency: 3, ratePerSecond: 2.5 })).toMatchObject({
