@@ -245,6 +245,28 @@ describe('flow control', () => {
     expect(more.body.runs).toHaveLength(2);
   });
 
+  it('drops the wake-ups of a paused or full queue instead of handing them back to circle through Redis', async () => {
+    const { coordinator, client } = await stack('http', { workers: 0 });
+    await client.startMany(Array.from({ length: 5 }, (_, i) => ({ workflow: echo, input: i })));
+    const take = async (wakeups: string[]) =>
+      (
+        await request(coordinator.url)
+          .post('/v1/worker/takes')
+          .send({ workerId: 'taker', workflows: [{ ...echo, wakeups }] })
+          .expect(200)
+      ).body as {
+        runs: unknown[];
+        requeue: unknown[];
+      };
+    await client.pauseWorkflow(echo);
+    expect(await take(['a', 'b', 'c'])).toEqual({ runs: [], requeue: [] });
+    await client.resumeWorkflow(echo);
+    await client.setWorkflowLimits(echo, { concurrency: 2 });
+    const full = await take(['d', 'e', 'f']);
+    expect([full.runs.length, full.requeue]).toEqual([2, []]);
+    expect(await take(['g'])).toEqual({ runs: [], requeue: [] });
+  });
+
   it("keeps a dead worker's slot until its claim is taken over, and the takeover reuses it", async () => {
     const coordinator = await startCoordinator(db.url, { claimMinIdleTimeMs: 400, heartbeatIntervalMs: 100 });
     running.push(coordinator);
