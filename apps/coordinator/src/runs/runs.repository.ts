@@ -13,8 +13,9 @@ export class RunsRepository {
     private readonly db: Database,
   ) {}
 
-  /** Of these queues, those paused now (their version, or their shard of it). */
-  async pausedQueues(queues: string[]): Promise<Set<string>> {
+  /** Of the queues of these runs that wait (queued or waiting), those paused now (their version, or their shard of it). */
+  async pausedQueues(runs: Pick<RunEntity, 'queue' | 'status'>[]): Promise<Set<string>> {
+    const queues = runs.filter((run) => run.status === 'queued' || run.status === 'waiting').map((run) => run.queue);
     if (queues.length === 0) return new Set();
     const rows = await this.db.query<{ queue: string }>(
       `SELECT q.queue FROM unnest($1::text[]) AS q(queue)

@@ -58,7 +58,7 @@ export class RunsService {
       duplicates.length > 0
         ? await this.repository.findByIdempotencyKeys(duplicates.map((run) => ({ workflow: run.workflow, idempotencyKey: run.idempotencyKey! })))
         : new Map();
-    const pausedExisting = await this.repository.pausedQueues([...existing.values()].map((run: RunEntity) => run.queue));
+    const pausedExisting = await this.repository.pausedQueues([...existing.values()]);
     return runs.map((run) => {
       const created = inserted.get(run.id);
       if (created) return { run: toRunView(created, undefined, created.paused), created: true };
@@ -74,7 +74,7 @@ export class RunsService {
   async list(query: ListRunsQuery): Promise<RunPage> {
     const runs = await this.repository.list({ ...query, limit: query.limit + 1 });
     const page = runs.slice(0, query.limit);
-    const paused = await this.repository.pausedQueues(page.map((run) => run.queue));
+    const paused = await this.repository.pausedQueues(page);
     return {
       runs: page.map((run) => toRunView(run, undefined, paused.has(run.queue))),
       nextCursor: runs.length > query.limit ? page[page.length - 1].id : null,
@@ -134,7 +134,7 @@ export class RunsService {
 
   /** The run with its steps, and whether a pause holds it. */
   private async view(run: RunEntity): Promise<RunView> {
-    const [tasks, paused] = await Promise.all([this.repository.findTasks(run.id), this.repository.pausedQueues([run.queue])]);
+    const [tasks, paused] = await Promise.all([this.repository.findTasks(run.id), this.repository.pausedQueues([run])]);
     return toRunView(run, tasks, paused.has(run.queue));
   }
 
