@@ -177,6 +177,17 @@ describe('flow control', () => {
       expect(mostPerKey).toBe(1);
     }, 90_000);
 
+    it("gives a slot freed in one shard to the version's run waiting in another", async () => {
+      const { client } = await stack(mode, { shards: 'eu,us' });
+      await client.setWorkflowLimits(chain, { concurrency: 1 });
+      const slow = await client.start(chain, { steps: 2, stepMs: 200 }, { shard: 'eu' });
+      await eventually('the slow run to hold the slot', async () => (await client.get(slow.id)).status === 'running');
+      const next = await client.start(chain, { steps: 1 }, { shard: 'us' });
+      // Its own wake-up came while the slot was held, and was dropped: the freed slot must bring one.
+      expect(await client.waitForResult(next.id, { timeoutMs: 20_000 })).toMatchObject({ status: 'completed' });
+      expect(new Date((await client.get(next.id)).startedAt!).getTime()).toBeGreaterThanOrEqual(new Date((await client.get(slow.id)).finishedAt!).getTime());
+    }, 30_000);
+
     it('delivers about 5 runs a second under a rate limit of 5/s, delaying the others (none fails)', async () => {
       const { client } = await stack(mode, { workers: 2 });
       await client.setWorkflowLimits(echo, { ratePerSecond: 5 });

@@ -120,23 +120,39 @@ export class FlowControl1765300000000 implements MigrationInterface {
       $$`);
 
     // A run that held a slot left 'running' (finished, failed, cancelled, suspended, released, stalled):
-    // wake its queue if a run waits there, by NOTIFY for claim long-polls and, when a publisher is
-    // configured, an outbox wake-up (Redis workers drop the wake-ups of a full queue rather than
-    // circling them, so the freed slot needs a new one). Committed with the change that freed the slot.
+    // one run of the version may start now. Wake the queue whose best run waits longest among the run's
+    // own queue and the version's other shards that live workers serve (the worker registry), unless
+    // paused: by NOTIFY for claim long-polls and, when a publisher is configured, an outbox wake-up
+    // (Redis workers drop the wake-ups of a full queue rather than circling them, so the freed slot
+    // needs a new one). Committed with the change that freed the slot.
     await queryRunner.query(`
       CREATE FUNCTION runs_slot_freed() RETURNS trigger LANGUAGE plpgsql AS $$
       DECLARE
-        waiting uuid;
+        best record;
       BEGIN
-        SELECT id INTO waiting FROM runs
-         WHERE queue = NEW.queue AND status IN ('queued', 'waiting') AND due_at <= now()
-         ORDER BY priority DESC, due_at LIMIT 1;
-        IF waiting IS NULL THEN
+        SELECT q.queue, h.id INTO best
+          FROM (SELECT NEW.queue AS queue
+                UNION
+                SELECT NEW.workflow || ':' || NEW.version || coalesce(':' || s.shard, '')
+                  FROM workers wk
+                 CROSS JOIN jsonb_array_elements(wk.workflows) w
+                  LEFT JOIN LATERAL jsonb_array_elements_text(w->'shards') s(shard) ON true
+                 WHERE wk.expires_at > now() AND w->>'name' = NEW.workflow AND w->>'version' = NEW.version) q
+         CROSS JOIN LATERAL (
+               SELECT r.id, r.priority, r.due_at FROM runs r
+                WHERE r.queue = q.queue AND r.status IN ('queued', 'waiting') AND r.due_at <= now()
+                ORDER BY r.priority DESC, r.due_at LIMIT 1) h
+         WHERE NOT EXISTS (SELECT 1 FROM workflow_controls c
+                            WHERE c.workflow = NEW.workflow AND c.version = NEW.version
+                              AND (c.paused OR nullif(split_part(q.queue, ':', 3), '') = ANY (c.paused_shards)))
+         ORDER BY h.priority DESC, h.due_at
+         LIMIT 1;
+        IF NOT FOUND THEN
           RETURN NULL;
         END IF;
-        PERFORM pg_notify('wf_runs_ready', NEW.queue);
+        PERFORM pg_notify('wf_runs_ready', best.queue);
         IF coalesce(current_setting('wf.dispatch', true), 'none') NOT IN ('', 'none') THEN
-          INSERT INTO outbox (run_id, queue) VALUES (waiting, NEW.queue);
+          INSERT INTO outbox (run_id, queue) VALUES (best.id, best.queue);
         END IF;
         RETURN NULL;
       END;
