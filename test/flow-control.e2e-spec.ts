@@ -210,6 +210,50 @@ describe('flow control', () => {
     }, 60_000);
   });
 
+  it('holds a concurrency limit across two coordinators and four workers following both (Redis Streams)', async () => {
+    const prefix = testPrefix('flow-two');
+    const coordinators: RunningCoordinator[] = [];
+    for (let i = 0; i < 2; i++) {
+      const coordinator = await startCoordinator(db.url, {
+        dispatch: 'redis-streams',
+        redisPrefix: prefix,
+        streamPartitions: 2,
+        republishIntervalMs: 3_600_000,
+      });
+      running.push(coordinator);
+      coordinators.push(coordinator);
+    }
+    const urls = coordinators.map((coordinator) => coordinator.url).join(',');
+    for (let i = 0; i < 4; i++) {
+      const config = loadWorkerConfig({
+        COORDINATOR_URL: urls,
+        SUBSCRIBER: 'redis-streams',
+        REDIS_URL: TEST_REDIS_URL,
+        REDIS_PREFIX: prefix,
+        REDIS_BLOCK_MS: '500',
+        WORKER_CONCURRENCY: '10',
+        WORKER_ID: `two-${i}`,
+      });
+      running.push(await startCustomWorker(coordinators[0].url, workerModuleOptions(config, EXAMPLE_WORKFLOWS)));
+    }
+    const [a, b] = coordinators.map((coordinator) => new WorkflowClient({ url: coordinator.url }));
+    await a.setWorkflowLimits(chain, { concurrency: 2 });
+    const runs = [
+      ...(await a.startMany(Array.from({ length: 10 }, () => ({ workflow: chain, input: { steps: 2, stepMs: 30 } })))),
+      ...(await b.startMany(Array.from({ length: 10 }, () => ({ workflow: chain, input: { steps: 2, stepMs: 30 } })))),
+    ];
+    let most = 0;
+    let done = false;
+    const finished = allDone(b, runs).finally(() => (done = true));
+    while (!done) {
+      const now = await countWhere(`workflow = 'chain' AND status = 'running'`);
+      expect(now).toBeLessThanOrEqual(2);
+      most = Math.max(most, now);
+    }
+    expect((await finished).every((run) => run.status === 'completed')).toBe(true);
+    expect(most).toBe(2);
+  }, 60_000);
+
   it('pauses one shard: its runs wait, the version runs in its other shards; resuming the shard lets them run', async () => {
     const { client } = await stack('http', { shards: 'eu,us' });
     await client.pauseWorkflow(echo, { shard: 'eu' });
