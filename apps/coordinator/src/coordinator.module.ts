@@ -13,6 +13,7 @@ import { CoordinatorMetricsModule } from './metrics/coordinator-metrics.module';
 import { RunsModule } from './runs/runs.module';
 import { TimersModule } from './timers/timers.module';
 import { WorkerApiModule } from './worker-api/worker-api.module';
+import { WorkflowsModule } from './workflows/workflows.module';
 import { WorkersModule } from './workers/workers.module';
 
 @Module({})
@@ -57,6 +58,7 @@ export class CoordinatorModule implements NestModule {
         RunsModule,
         WorkerApiModule,
         DeadLettersModule,
+        WorkflowsModule,
         WorkersModule,
         HealthModule,
       ],
