@@ -1,6 +1,6 @@
 import type { StaticEncode } from '@sinclair/typebox';
-import type { DeadLetterPage, EventAccepted, JsonValue, RedriveResult, RunPage, RunStatus, RunView, StartRunRequest } from './contract';
-import { API, isTerminalStatus, WAIT_MS_MAX } from './contract';
+import type { DeadLetterPage, EventAccepted, JsonValue, RedriveResult, RunPage, RunStatus, RunView, StartRunRequest, Tags } from './contract';
+import { API, isTerminalStatus, tagFilters, WAIT_MS_MAX } from './contract';
 import { JsonHttpClient } from './json-http.client';
 
 export interface WorkflowClientOptions {
@@ -20,6 +20,8 @@ export interface StartOptions {
   priority?: number;
   /** Not before this time. */
   runAt?: Date;
+  /** Metadata to find the run by: up to 16 keys with text values (`list({ tags })`). */
+  tags?: Tags;
 }
 
 /** One run of a `startMany` batch. */
@@ -31,6 +33,8 @@ export interface StartManyEntry extends StartOptions {
 export interface ListRunsOptions {
   workflow?: string;
   status?: RunStatus;
+  /** Only runs that have every one of these tags. */
+  tags?: Tags;
   /** 1–500, default 50. */
   limit?: number;
   /** The `nextCursor` of the previous page. */
@@ -103,8 +107,8 @@ export class WorkflowClient {
   }
 
   /** One page of runs, newest first (without their steps); pass `nextCursor` back as `cursor` for the next. */
-  list(options: ListRunsOptions = {}): Promise<RunPage> {
-    return this.http.call(API.listRuns, { query: options });
+  list({ tags, ...options }: ListRunsOptions = {}): Promise<RunPage> {
+    return this.http.call(API.listRuns, { query: { ...options, tag: tags && tagFilters(tags) } });
   }
 
   /**
@@ -160,6 +164,6 @@ export class WorkflowClient {
   }
 }
 
-function startBody({ workflow, input, idempotencyKey, shard, priority, runAt }: StartManyEntry): StaticEncode<typeof StartRunRequest> {
-  return { workflow: workflow.name, version: workflow.version, input: input as JsonValue, idempotencyKey, shard, priority, runAt: runAt?.toISOString() };
+function startBody({ workflow, input, idempotencyKey, shard, priority, runAt, tags }: StartManyEntry): StaticEncode<typeof StartRunRequest> {
+  return { workflow: workflow.name, version: workflow.version, input: input as JsonValue, idempotencyKey, shard, priority, runAt: runAt?.toISOString(), tags };
 }

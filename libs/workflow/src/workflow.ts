@@ -44,6 +44,8 @@ export interface ChildOptions {
    * shard (so a tree of runs stays where its root was routed); null: no shard.
    */
   shard?: string | null;
+  /** Tags of the child run (see `tags` of a start). Default: the parent's. */
+  tags?: Record<string, string>;
 }
 
 export interface WorkflowContext {

@@ -17,6 +17,7 @@ export function toRunView(run: RunEntity, tasks?: TaskEntity[]): RunView {
     idempotencyKey: run.idempotencyKey,
     shard: run.shard,
     parentId: run.parentId,
+    tags: run.tags,
     runAt: isoOrNull(run.dueAt),
     createdAt: run.createdAt.toISOString(),
     updatedAt: run.updatedAt.toISOString(),

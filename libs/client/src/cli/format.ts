@@ -36,6 +36,14 @@ export function formatRun(run: RunView): string {
     ['shard', run.shard],
     ['parent', run.parentId],
     ['idempotency key', run.idempotencyKey],
+    [
+      'tags',
+      Object.keys(run.tags).length > 0
+        ? Object.entries(run.tags)
+            .map(([key, value]) => `${key}=${value}`)
+            .join(' ')
+        : null,
+    ],
     ['due', run.status === 'queued' || run.status === 'waiting' ? (run.runAt ?? 'when its wait ends') : null],
     ['created', run.createdAt],
     ['started', run.startedAt],
