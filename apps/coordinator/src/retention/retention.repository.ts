@@ -1,0 +1,117 @@
+import { Database } from '@app/persistence';
+import { Injectable } from '@nestjs/common';
+
+/** How long what a workflow leaves behind is kept: the default window and the windows of particular workflows (ms; 0 keeps). */
+export interface RetentionWindows {
+  defaultMs: number;
+  byWorkflow: Record<string, number>;
+}
+
+const FINISHED = `('completed', 'failed', 'cancelled')`;
+
+/** The windows as two parallel arrays ($2 names, $3 milliseconds) and the default ($1). */
+function windowParams(windows: RetentionWindows): unknown[] {
+  const entries = Object.entries(windows.byWorkflow);
+  return [windows.defaultMs, entries.map(([name]) => name), entries.map(([, ms]) => ms)];
+}
+
+/**
+ * Retention's deletes. Each is one statement that deletes at most `limit` rows, oldest first, and
+ * commits without waiting for the WAL flush (a delete lost in a crash is done again next time), so no
+ * lock is held for long. None waits for a row lock (SKIP LOCKED): a row someone holds is left for the
+ * next round. Rows a claim or a take may pick (queued, waiting, running runs; pending outbox rows) are
+ * never candidates, so retention and the hot path do not meet on a row.
+ */
+@Injectable()
+export class RetentionRepository {
+  constructor(private readonly db: Database) {}
+
+  /**
+   * Deletes finished runs older than their workflow's window, through delete_runs() (the one path that
+   * removes history rows; it cascades to their steps, transitions and events). Per workflow version, a
+   * range scan of runs_finished_idx, oldest first; the versions are found by a loose index scan of the
+   * same index (one probe per version), so a million finished runs cost as much as the batch.
+   *
+   * A run is kept while its parent is unfinished (a parent in progress keeps its children for whoever
+   * looks at it; the outcome it waits for is already in its child step, written with the child's end)
+   * and while any of its children is unfinished (the tree stays linked: deleting it would set their
+   * parent_id to NULL). Either is decided in this statement's snapshot; a parent retried at that very
+   * moment still finds each child's outcome in its steps. delete_runs() checks the status again.
+   * Returns how many runs it deleted.
+   */
+  async deleteFinishedRuns(windows: RetentionWindows, limit: number): Promise<number> {
+    const [{ deleted }] = await this.db.query<{ deleted: number }>(
+      `WITH RECURSIVE versions AS (
+         (SELECT workflow, version FROM runs WHERE status IN ${FINISHED} ORDER BY workflow, version LIMIT 1)
+         UNION ALL
+         SELECT next.workflow, next.version FROM versions v
+          CROSS JOIN LATERAL (
+                SELECT workflow, version FROM runs
+                 WHERE status IN ${FINISHED} AND (workflow, version) > (v.workflow, v.version)
+                 ORDER BY workflow, version LIMIT 1) next
+       ), windows AS (
+         SELECT v.workflow, v.version, coalesce(o.ms, $1) AS ms
+           FROM versions v LEFT JOIN unnest($2::text[], $3::bigint[]) AS o(workflow, ms) USING (workflow)
+       ), doomed AS (
+         SELECT c.id FROM windows w
+          CROSS JOIN LATERAL (
+                SELECT r.id FROM runs r
+                 WHERE r.workflow = w.workflow AND r.version = w.version AND r.status IN ${FINISHED}
+                   AND r.finished_at < now() - w.ms * interval '1 millisecond'
+                   AND NOT EXISTS (SELECT 1 FROM runs p WHERE p.id = r.parent_id AND p.status NOT IN ${FINISHED})
+                   AND NOT EXISTS (SELECT 1 FROM runs k WHERE k.parent_id = r.id AND k.status NOT IN ${FINISHED})
+                 ORDER BY r.finished_at
+                 LIMIT $4
+                 FOR UPDATE OF r SKIP LOCKED) c
+          WHERE w.ms > 0
+          LIMIT $4
+       )
+       SELECT count(*)::int AS deleted
+         FROM delete_runs(ARRAY(SELECT id FROM doomed)), (SELECT set_config('synchronous_commit', 'off', true)) s`,
+      [...windowParams(windows), limit],
+    );
+    return deleted;
+  }
+
+  /**
+   * Deletes sent outbox rows older than the default window. The enqueuer deletes what it sent at once;
+   * a row is left `sent` only when that delete failed, and the enqueuer removes those after
+   * OUTBOX_STALE_IN_FLIGHT_MS while it runs (not with DISPATCH=none): this is the backstop. Pending,
+   * retrying and in-flight rows are never touched (outbox_sent_idx holds only sent rows).
+   */
+  async deleteSentOutboxRows(defaultMs: number, limit: number): Promise<number> {
+    if (defaultMs === 0) return 0;
+    const rows = await this.db.query(
+      `WITH doomed AS (
+         SELECT id FROM outbox
+          WHERE status = 'sent' AND sent_at < now() - $1 * interval '1 millisecond'
+          ORDER BY sent_at LIMIT $2
+          FOR UPDATE SKIP LOCKED
+       )
+       DELETE FROM outbox WHERE id IN (SELECT id FROM doomed) AND set_config('synchronous_commit', 'off', true) = 'off'
+       RETURNING id`,
+      [defaultMs, limit],
+    );
+    return rows.length;
+  }
+
+  /**
+   * Deletes dead letters older than the window of their queue's workflow (a queue is
+   * `<workflow>:<version>[:<shard>]`), oldest first by dead_letters_created_idx.
+   */
+  async deleteDeadLetters(windows: RetentionWindows, limit: number): Promise<number> {
+    const rows = await this.db.query(
+      `WITH doomed AS (
+         SELECT d.id FROM dead_letters d
+           LEFT JOIN unnest($2::text[], $3::bigint[]) AS o(workflow, ms) ON o.workflow = split_part(d.queue, ':', 1)
+          WHERE coalesce(o.ms, $1) > 0 AND d.created_at < now() - coalesce(o.ms, $1) * interval '1 millisecond'
+          ORDER BY d.created_at LIMIT $4
+          FOR UPDATE OF d SKIP LOCKED
+       )
+       DELETE FROM dead_letters WHERE id IN (SELECT id FROM doomed) AND set_config('synchronous_commit', 'off', true) = 'off'
+       RETURNING id`,
+      [...windowParams(windows), limit],
+    );
+    return rows.length;
+  }
+}
