@@ -124,7 +124,7 @@ describe('retention', () => {
   it('keeps every run with RUN_RETENTION_MS=0, except those of a workflow with a window of its own', async () => {
     const repository = coordinator.app.get(RetentionRepository);
     const old = await insertRun({ status: 'completed', finishedAgoMs: 10 * YEAR });
-    const shortLived = await insertRun({ workflow: 'short-lived', status: 'completed', finishedAgoMs: 2 * MINUTE });
+    await insertRun({ workflow: 'short-lived', status: 'completed', finishedAgoMs: 2 * MINUTE });
     expect(await repository.deleteFinishedRuns({ defaultMs: 0, byWorkflow: {} }, 100)).toBe(0);
     expect(await repository.deleteFinishedRuns({ defaultMs: 0, byWorkflow: { 'short-lived': MINUTE } }, 100)).toBe(1);
     expect(await remainingRuns()).toEqual([old]);
