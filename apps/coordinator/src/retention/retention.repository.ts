@@ -16,6 +16,40 @@ function windowParams(windows: RetentionWindows): unknown[] {
 }
 
 /**
+ * One batch of finished runs past their windows (see deleteFinishedRuns): $1 the default window, $2/$3
+ * the workflows with windows of their own and those windows (ms), $4 the most runs to delete.
+ */
+export const DELETE_FINISHED_RUNS = `WITH RECURSIVE versions AS (
+       (SELECT workflow, version FROM runs WHERE status IN ${FINISHED} ORDER BY workflow, version LIMIT 1)
+       UNION ALL
+       SELECT next.workflow, next.version FROM versions v
+        CROSS JOIN LATERAL (
+              SELECT workflow, version FROM runs
+               WHERE status IN ${FINISHED} AND (workflow, version) > (v.workflow, v.version)
+               ORDER BY workflow, version LIMIT 1) next
+     ), windows AS (
+       SELECT v.workflow, v.version, coalesce(o.ms, $1) AS ms
+         FROM versions v LEFT JOIN unnest($2::text[], $3::bigint[]) AS o(workflow, ms) USING (workflow)
+     ), doomed AS (
+       SELECT c.id FROM windows w
+        CROSS JOIN LATERAL (
+              SELECT r.id FROM runs r
+               WHERE r.workflow = w.workflow AND r.version = w.version AND r.status IN ${FINISHED}
+                 AND r.finished_at < now() - w.ms * interval '1 millisecond'
+                 -- Written as per-row probes (a primary key and runs_parent_idx lookup), not NOT EXISTS: the
+                 -- planner turned those into anti joins that read every unfinished run and sort the candidates.
+                 AND (r.parent_id IS NULL OR (SELECT p.status IN ${FINISHED} FROM runs p WHERE p.id = r.parent_id) IS NOT FALSE)
+                 AND (SELECT true FROM runs k WHERE k.parent_id = r.id AND k.status NOT IN ${FINISHED} LIMIT 1) IS NULL
+               ORDER BY r.finished_at
+               LIMIT $4
+               FOR UPDATE OF r SKIP LOCKED) c
+        WHERE w.ms > 0
+        LIMIT $4
+     )
+     SELECT count(*)::int AS deleted
+       FROM delete_runs(ARRAY(SELECT id FROM doomed)), (SELECT set_config('synchronous_commit', 'off', true)) s`;
+
+/**
  * Retention's deletes. Each is one statement that deletes at most `limit` rows, oldest first, and
  * commits without waiting for the WAL flush (a delete lost in a crash is done again next time), so no
  * lock is held for long. None waits for a row lock (SKIP LOCKED): a row someone holds is left for the
@@ -40,36 +74,7 @@ export class RetentionRepository {
    * Returns how many runs it deleted.
    */
   async deleteFinishedRuns(windows: RetentionWindows, limit: number): Promise<number> {
-    const [{ deleted }] = await this.db.query<{ deleted: number }>(
-      `WITH RECURSIVE versions AS (
-         (SELECT workflow, version FROM runs WHERE status IN ${FINISHED} ORDER BY workflow, version LIMIT 1)
-         UNION ALL
-         SELECT next.workflow, next.version FROM versions v
-          CROSS JOIN LATERAL (
-                SELECT workflow, version FROM runs
-                 WHERE status IN ${FINISHED} AND (workflow, version) > (v.workflow, v.version)
-                 ORDER BY workflow, version LIMIT 1) next
-       ), windows AS (
-         SELECT v.workflow, v.version, coalesce(o.ms, $1) AS ms
-           FROM versions v LEFT JOIN unnest($2::text[], $3::bigint[]) AS o(workflow, ms) USING (workflow)
-       ), doomed AS (
-         SELECT c.id FROM windows w
-          CROSS JOIN LATERAL (
-                SELECT r.id FROM runs r
-                 WHERE r.workflow = w.workflow AND r.version = w.version AND r.status IN ${FINISHED}
-                   AND r.finished_at < now() - w.ms * interval '1 millisecond'
-                   AND NOT EXISTS (SELECT 1 FROM runs p WHERE p.id = r.parent_id AND p.status NOT IN ${FINISHED})
-                   AND NOT EXISTS (SELECT 1 FROM runs k WHERE k.parent_id = r.id AND k.status NOT IN ${FINISHED})
-                 ORDER BY r.finished_at
-                 LIMIT $4
-                 FOR UPDATE OF r SKIP LOCKED) c
-          WHERE w.ms > 0
-          LIMIT $4
-       )
-       SELECT count(*)::int AS deleted
-         FROM delete_runs(ARRAY(SELECT id FROM doomed)), (SELECT set_config('synchronous_commit', 'off', true)) s`,
-      [...windowParams(windows), limit],
-    );
+    const [{ deleted }] = await this.db.query<{ deleted: number }>(DELETE_FINISHED_RUNS, [...windowParams(windows), limit]);
     return deleted;
   }
 
