@@ -16,6 +16,7 @@ import { RetentionModule } from './retention/retention.module';
 import { RunsModule } from './runs/runs.module';
 import { TimersModule } from './timers/timers.module';
 import { WorkerApiModule } from './worker-api/worker-api.module';
+import { WorkersModule } from './workers/workers.module';
 
 @Module({})
 export class CoordinatorModule implements NestModule {
@@ -66,6 +67,7 @@ export class CoordinatorModule implements NestModule {
         RunsModule,
         WorkerApiModule,
         DeadLettersModule,
+        WorkersModule,
         RetentionModule,
         HealthModule,
       ],

@@ -10,5 +10,6 @@ export * from './run.contracts';
 export { TAG_KEY_MAX_LENGTH, TAG_VALUE_MAX_LENGTH, TAGS_MAX, Tags, tagFilters } from './tags';
 export * from './validation';
 export * from './worker.contracts';
+export * from './worker-registry.contracts';
 export * from './hash-slot';
 export * from './queue-naming';
