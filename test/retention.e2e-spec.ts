@@ -4,7 +4,8 @@ import { randomUUID } from 'node:crypto';
 import request from 'supertest';
 import { RetentionDaemon } from '../apps/coordinator/src/retention/retention.daemon';
 import { RetentionRepository } from '../apps/coordinator/src/retention/retention.repository';
-import { type RunningCoordinator, startCoordinator } from './support/apps';
+import { defineWorkflow } from '@nest-durable/workflow';
+import { type RunningCoordinator, startCoordinator, startCustomWorker } from './support/apps';
 import { createTestDatabase, type TestDatabase } from './support/database';
 import { eventually } from './support/poll';
 
@@ -14,6 +15,7 @@ const YEAR = 365 * 24 * HOUR;
 
 interface RunSpec {
   workflow?: string;
+  version?: string;
   status: 'queued' | 'running' | 'waiting' | 'completed' | 'failed' | 'cancelled';
   /** How long ago it finished (finished runs only). */
   finishedAgoMs?: number;
@@ -54,13 +56,13 @@ describe('retention', () => {
   });
 
   /** A run with one step, one transition and one event, as retention finds them. */
-  const insertRun = async ({ workflow = 'echo', status, finishedAgoMs, parentId }: RunSpec): Promise<string> => {
+  const insertRun = async ({ workflow = 'echo', version = '1', status, finishedAgoMs, parentId }: RunSpec): Promise<string> => {
     const id = randomUUID();
     await db.sql(
       `INSERT INTO runs (id, workflow, version, queue, status, parent_id, heartbeat_at, finished_at)
-       VALUES ($1, $2, '1', $2 || ':1', $3, $4, CASE WHEN $3 = 'running' THEN now() END,
+       VALUES ($1, $2, $6, $2 || ':' || $6, $3, $4, CASE WHEN $3 = 'running' THEN now() END,
                CASE WHEN $5::float8 IS NOT NULL THEN now() - $5::float8 * interval '1 millisecond' END)`,
-      [id, workflow, status, parentId ?? null, finishedAgoMs ?? null],
+      [id, workflow, status, parentId ?? null, finishedAgoMs ?? null, version],
     );
     await db.sql(`INSERT INTO tasks (run_id, key, kind, seq, name, status, attempts) VALUES ($1, 'step#1', 'task', 0, 'step', 'completed', 1)`, [id]);
     await db.sql(`INSERT INTO run_transitions (run_id, from_status, to_status, revision) VALUES ($1, NULL, 'queued', 0)`, [id]);
@@ -119,6 +121,45 @@ describe('retention', () => {
     expect((await daemon.sweep()).runs).toBe(2);
     expect(await remainingRuns()).toEqual([shortLivedNew, keptForever, defaultRecent].sort());
     expect(await leftovers([shortLivedOld, defaultOld])).toBe(0);
+  });
+
+  it('applies the window a workflow version declares in code, registered by its workers; a configured window wins', async () => {
+    const handler = async () => null;
+    const worker = await startCustomWorker(coordinator.url, {
+      workflows: [
+        defineWorkflow({ name: 'declared', version: '1', retentionMs: MINUTE, handler }),
+        defineWorkflow({ name: 'declared', version: '2', handler }),
+        defineWorkflow({ name: 'short-lived', version: '1', retentionMs: 0, handler }),
+        defineWorkflow({ name: 'kept-forever', version: '1', retentionMs: MINUTE, handler }),
+      ],
+    });
+    try {
+      await eventually('the worker to register its workflows', async () => {
+        const rows = await db.sql<{ workflow: string; version: string; retention_ms: string | null }>(
+          'SELECT workflow, version, retention_ms FROM workflows ORDER BY workflow, version',
+        );
+        return rows.length === 4 && rows;
+      });
+      expect(await db.sql('SELECT workflow, version, retention_ms::int AS ms FROM workflows ORDER BY workflow, version')).toEqual([
+        { workflow: 'declared', version: '1', ms: MINUTE },
+        { workflow: 'declared', version: '2', ms: null },
+        { workflow: 'kept-forever', version: '1', ms: MINUTE },
+        { workflow: 'short-lived', version: '1', ms: 0 },
+      ]);
+      const run = (workflow: string, version: string) => ({ workflow, status: 'completed' as const, finishedAgoMs: 2 * MINUTE, version });
+      const doomed = [await insertRun(run('declared', '1')), await insertRun(run('short-lived', '1'))];
+      const kept = [await insertRun(run('declared', '2')), await insertRun(run('kept-forever', '1'))];
+      await db.sql(`INSERT INTO dead_letters (origin, ref, queue, reason, message, created_at) VALUES
+                    ('outbox', 'a', 'declared:1', 'publish_failed', 'x', now() - interval '2 minutes'),
+                    ('outbox', 'b', 'declared:2:eu', 'publish_failed', 'x', now() - interval '2 minutes')`);
+
+      expect(await daemon.sweep()).toEqual({ runs: doomed.length, outbox: 0, deadLetters: 1 });
+      expect(await remainingRuns()).toEqual([...kept].sort());
+      expect(await db.sql('SELECT queue FROM dead_letters')).toEqual([{ queue: 'declared:2:eu' }]);
+    } finally {
+      await worker.close();
+      await db.sql('TRUNCATE workflows, workers');
+    }
   });
 
   it('keeps every run with RUN_RETENTION_MS=0, except those of a workflow with a window of its own', async () => {

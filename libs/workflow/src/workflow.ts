@@ -88,6 +88,12 @@ export interface WorkflowDefinition<I = JsonValue, O = JsonValue> {
   readonly handler: (ctx: WorkflowContext, input: I) => Promise<O>;
   /** Workflow-level retry: a failed run runs again (resuming from its completed steps) as its next attempt. */
   readonly retry?: RetryPolicy;
+  /**
+   * How long the coordinator keeps this version's finished runs (with their steps and history) and its
+   * dead letters, in ms, instead of its RUN_RETENTION_MS; 0 keeps them. Registered by the workers that
+   * host it; RUN_RETENTION_OVERRIDES on the coordinator wins over it.
+   */
+  readonly retentionMs?: number;
 }
 
 /** Declares a workflow: a name, a version and a handler. Inputs and outputs are JSON. */

@@ -1,5 +1,6 @@
 import { ConfigError, EnvReader, type LogLevelName, readLogging, readRedis } from '@app/config';
 import { DISPATCH_MODES, type DispatchMode } from '@app/streams';
+import { RETENTION_MAX_MS } from '@nest-durable/client';
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 
@@ -76,7 +77,6 @@ export interface CoordinatorConfig {
 export const COORDINATOR_APPLICATION_NAME = 'wf-coordinator';
 
 const DAY_MS = 86_400_000;
-const RETENTION_MAX_MS = 100 * 365 * DAY_MS;
 
 /** RUN_RETENTION_OVERRIDES: `workflow=ms,workflow=ms` (a workflow name, as runs are started with). */
 function readRetentionOverrides(read: EnvReader): Record<string, number> {

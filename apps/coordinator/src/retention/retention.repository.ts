@@ -1,7 +1,12 @@
-import { Database } from '@app/persistence';
+import type { RegisteredWorkflow } from '@nest-durable/client';
+import { Database, type SqlExecutor } from '@app/persistence';
 import { Injectable } from '@nestjs/common';
 
-/** How long what a workflow leaves behind is kept: the default window and the windows of particular workflows (ms; 0 keeps). */
+/**
+ * How long what a workflow leaves behind is kept (ms; 0 keeps): the windows configured for particular
+ * workflows (RUN_RETENTION_OVERRIDES), else the window a version declares in code (`workflows.retention_ms`,
+ * registered by its workers), else the default (RUN_RETENTION_MS).
+ */
 export interface RetentionWindows {
   defaultMs: number;
   byWorkflow: Record<string, number>;
@@ -17,7 +22,7 @@ function windowParams(windows: RetentionWindows): unknown[] {
 
 /**
  * One batch of finished runs past their windows (see deleteFinishedRuns): $1 the default window, $2/$3
- * the workflows with windows of their own and those windows (ms), $4 the most runs to delete.
+ * the workflows with configured windows and those windows (ms), $4 the most runs to delete.
  */
 export const DELETE_FINISHED_RUNS = `WITH RECURSIVE versions AS (
        (SELECT workflow, version FROM runs WHERE status IN ${FINISHED} ORDER BY workflow, version LIMIT 1)
@@ -28,8 +33,10 @@ export const DELETE_FINISHED_RUNS = `WITH RECURSIVE versions AS (
                WHERE status IN ${FINISHED} AND (workflow, version) > (v.workflow, v.version)
                ORDER BY workflow, version LIMIT 1) next
      ), windows AS (
-       SELECT v.workflow, v.version, coalesce(o.ms, $1) AS ms
-         FROM versions v LEFT JOIN unnest($2::text[], $3::bigint[]) AS o(workflow, ms) USING (workflow)
+       SELECT v.workflow, v.version, coalesce(o.ms, d.retention_ms, $1) AS ms
+         FROM versions v
+         LEFT JOIN unnest($2::text[], $3::bigint[]) AS o(workflow, ms) USING (workflow)
+         LEFT JOIN workflows d ON d.workflow = v.workflow AND d.version = v.version
      ), doomed AS (
        SELECT c.id FROM windows w
         CROSS JOIN LATERAL (
@@ -73,6 +80,21 @@ export class RetentionRepository {
    * moment still finds each child's outcome in its steps. delete_runs() checks the status again.
    * Returns how many runs it deleted.
    */
+  /**
+   * Records the windows workflow versions declare in code, as a worker registered them (in the
+   * registration's transaction, after its versions were upserted). Writes only what changed, so the
+   * registrations every few seconds cost a primary-key probe per version. A version registered without
+   * one goes back to the default.
+   */
+  async recordDeclaredWindows(tx: SqlExecutor, workflows: RegisteredWorkflow[]): Promise<void> {
+    await tx.query(
+      `UPDATE workflows w SET retention_ms = d.ms
+         FROM unnest($1::text[], $2::text[], $3::bigint[]) AS d(workflow, version, ms)
+        WHERE w.workflow = d.workflow AND w.version = d.version AND w.retention_ms IS DISTINCT FROM d.ms`,
+      [workflows.map((w) => w.name), workflows.map((w) => w.version), workflows.map((w) => w.retentionMs ?? null)],
+    );
+  }
+
   async deleteFinishedRuns(windows: RetentionWindows, limit: number): Promise<number> {
     const [{ deleted }] = await this.db.query<{ deleted: number }>(DELETE_FINISHED_RUNS, [...windowParams(windows), limit]);
     return deleted;
@@ -109,7 +131,8 @@ export class RetentionRepository {
       `WITH doomed AS (
          SELECT d.id FROM dead_letters d
            LEFT JOIN unnest($2::text[], $3::bigint[]) AS o(workflow, ms) ON o.workflow = split_part(d.queue, ':', 1)
-          WHERE coalesce(o.ms, $1) > 0 AND d.created_at < now() - coalesce(o.ms, $1) * interval '1 millisecond'
+           LEFT JOIN workflows w ON w.workflow = split_part(d.queue, ':', 1) AND w.version = split_part(d.queue, ':', 2)
+          WHERE coalesce(o.ms, w.retention_ms, $1) > 0 AND d.created_at < now() - coalesce(o.ms, w.retention_ms, $1) * interval '1 millisecond'
           ORDER BY d.created_at LIMIT $4
           FOR UPDATE OF d SKIP LOCKED
        )

@@ -1,9 +1,11 @@
 import { Module } from '@nestjs/common';
+import { RetentionModule } from '../retention/retention.module';
 import { WorkersController } from './workers.controller';
 import { WorkersRepository } from './workers.repository';
 import { WorkersService } from './workers.service';
 
 @Module({
+  imports: [RetentionModule],
   controllers: [WorkersController],
   providers: [WorkersRepository, WorkersService],
   exports: [WorkersService],

@@ -1,6 +1,7 @@
 import type { WorkerList, WorkerRegistration } from '@nest-durable/client';
 import { Database } from '@app/persistence';
 import { Injectable } from '@nestjs/common';
+import { RetentionRepository } from '../retention/retention.repository';
 import { WorkersRepository } from './workers.repository';
 
 /**
@@ -14,12 +15,14 @@ export class WorkersService {
   constructor(
     private readonly db: Database,
     private readonly workers: WorkersRepository,
+    private readonly retention: RetentionRepository,
   ) {}
 
   async register(workerId: string, registration: WorkerRegistration): Promise<void> {
     await this.db.transaction(async (tx) => {
       await this.workers.upsertWorker(tx, workerId, registration);
       await this.workers.upsertWorkflows(tx, registration.workflows);
+      await this.retention.recordDeclaredWindows(tx, registration.workflows);
     });
   }
 
