@@ -169,6 +169,7 @@ async function main(): Promise<void> {
     const withRetention = await claimLoad(db, coordinator.url);
     const left = await finishedReports(db);
     // The daemon's own statement, with the default window and no overrides (it deletes the batch it plans).
+    await db.client.query(`SET jit = off`); // as the daemon runs it (RetentionRepository.batch)
     await db.client.query(`PREPARE retention_batch(bigint, text[], bigint[], integer) AS ${DELETE_FINISHED_RUNS}`);
     await explain(
       db,
