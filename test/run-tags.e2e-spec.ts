@@ -1,7 +1,9 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { type RunView, TAGS_MAX, WorkflowClient } from '@nest-durable/client';
 import request from 'supertest';
-import { type RunningCoordinator, type RunningWorker, startCoordinator, startWorker } from './support/apps';
+import { defineWorkflow } from '@nest-durable/workflow';
+import { echoWorkflow } from '../apps/worker/src/workflows';
+import { type RunningCoordinator, type RunningWorker, startCoordinator, startCustomWorker } from './support/apps';
 import { createTestDatabase, type TestDatabase } from './support/database';
 import { snapshotTables } from './support/snapshot';
 import { buildClientPackage, stopAllWf, wf } from './support/wf-process';
@@ -142,21 +144,31 @@ describe('run tags', () => {
 
   describe('child runs', () => {
     let worker: RunningWorker;
+    /** Starts an echo child with the tags its input names (or, given none, with its own). */
+    const tagging = defineWorkflow<{ tags?: Record<string, string> }, string>({
+      name: 'tagging',
+      version: '1',
+      handler: (ctx, input) => ctx.startChild('child', echoWorkflow, 'hi', input.tags ? { tags: input.tags } : {}),
+    });
 
     beforeAll(async () => {
-      worker = await startWorker(coordinator.url);
+      worker = await startCustomWorker(coordinator.url, { workflows: [tagging, echoWorkflow] });
     });
 
     afterAll(async () => {
       await worker?.close();
     });
 
-    it("get their parent's tags", async () => {
-      const parent = await client.start({ name: 'parent', version: '1' }, { steps: 1 }, { tags: { tenant: 'acme' } });
+    const childOf = async (input: { tags?: Record<string, string> }, tags: Record<string, string>) => {
+      const parent = await client.start(tagging, input, { tags });
       const done = await client.waitForResult(parent.id, { timeoutMs: 20_000 });
       expect(done.status).toBe('completed');
-      const children = (await client.list({ workflow: 'chain', tags: { tenant: 'acme' } })).runs;
-      expect(children.map((child) => [child.parentId, child.tags])).toEqual([[parent.id, { tenant: 'acme' }]]);
+      return client.get(done.output as string);
+    };
+
+    it("get their parent's tags, or the tags the step names", async () => {
+      expect(await childOf({}, { tenant: 'acme' })).toMatchObject({ workflow: 'echo', tags: { tenant: 'acme' } });
+      expect(await childOf({ tags: { kind: 'audit' } }, { tenant: 'acme' })).toMatchObject({ workflow: 'echo', tags: { kind: 'audit' } });
     });
   });
 });
