@@ -8,11 +8,12 @@ import type {
   RunStatus,
   RunView,
   StartRunRequest,
+  Tags,
   WorkerList,
   WorkflowLimits,
   WorkflowView,
 } from './contract';
-import { API, isTerminalStatus, WAIT_MS_MAX } from './contract';
+import { API, isTerminalStatus, tagFilters, WAIT_MS_MAX } from './contract';
 import { JsonHttpClient } from './json-http.client';
 
 export interface WorkflowClientOptions {
@@ -34,6 +35,8 @@ export interface StartOptions {
   runAt?: Date;
   /** Runs with the same key share their version's `concurrencyPerKey` slots. */
   concurrencyKey?: string;
+  /** Metadata to find the run by: up to 16 keys with text values (`list({ tags })`). */
+  tags?: Tags;
 }
 
 /** One run of a `startMany` batch. */
@@ -45,6 +48,8 @@ export interface StartManyEntry extends StartOptions {
 export interface ListRunsOptions {
   workflow?: string;
   status?: RunStatus;
+  /** Only runs that have every one of these tags. */
+  tags?: Tags;
   /** 1–500, default 50. */
   limit?: number;
   /** The `nextCursor` of the previous page. */
@@ -117,8 +122,8 @@ export class WorkflowClient {
   }
 
   /** One page of runs, newest first (without their steps); pass `nextCursor` back as `cursor` for the next. */
-  list(options: ListRunsOptions = {}): Promise<RunPage> {
-    return this.http.call(API.listRuns, { query: options });
+  list({ tags, ...options }: ListRunsOptions = {}): Promise<RunPage> {
+    return this.http.call(API.listRuns, { query: { ...options, tag: tags && tagFilters(tags) } });
   }
 
   /**
@@ -204,7 +209,7 @@ export class WorkflowClient {
   }
 }
 
-function startBody({ workflow, input, idempotencyKey, shard, priority, runAt, concurrencyKey }: StartManyEntry): StaticEncode<typeof StartRunRequest> {
+function startBody({ workflow, input, idempotencyKey, shard, priority, runAt, concurrencyKey, tags }: StartManyEntry): StaticEncode<typeof StartRunRequest> {
   return {
     workflow: workflow.name,
     version: workflow.version,
@@ -214,5 +219,6 @@ function startBody({ workflow, input, idempotencyKey, shard, priority, runAt, co
     priority,
     runAt: runAt?.toISOString(),
     concurrencyKey,
+    tags,
   };
 }
