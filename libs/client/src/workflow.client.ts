@@ -1,6 +1,19 @@
 import type { StaticEncode } from '@sinclair/typebox';
-import type { DeadLetterPage, EventAccepted, JsonValue, RedriveResult, RunPage, RunStatus, RunView, StartRunRequest, WorkerList } from './contract';
-import { API, isTerminalStatus, WAIT_MS_MAX } from './contract';
+import type {
+  DeadLetterPage,
+  EventAccepted,
+  JsonValue,
+  RedriveResult,
+  RunPage,
+  RunStatus,
+  RunView,
+  StartRunRequest,
+  Tags,
+  WorkerList,
+  WorkflowLimits,
+  WorkflowView,
+} from './contract';
+import { API, isTerminalStatus, tagFilters, WAIT_MS_MAX } from './contract';
 import { JsonHttpClient } from './json-http.client';
 
 export interface WorkflowClientOptions {
@@ -20,6 +33,10 @@ export interface StartOptions {
   priority?: number;
   /** Not before this time. */
   runAt?: Date;
+  /** Runs with the same key share their version's `concurrencyPerKey` slots. */
+  concurrencyKey?: string;
+  /** Metadata to find the run by: up to 16 keys with text values (`list({ tags })`). */
+  tags?: Tags;
 }
 
 /** One run of a `startMany` batch. */
@@ -38,6 +55,8 @@ export interface ListRunsOptions {
   createdAfter?: string;
   /** ...and before this one. */
   createdBefore?: string;
+  /** Only runs that have every one of these tags. */
+  tags?: Tags;
   /** 1–500, default 50. */
   limit?: number;
   /** The `nextCursor` of the previous page. */
@@ -110,8 +129,8 @@ export class WorkflowClient {
   }
 
   /** One page of runs, newest first (without their steps); pass `nextCursor` back as `cursor` for the next. */
-  list(options: ListRunsOptions = {}): Promise<RunPage> {
-    return this.http.call(API.listRuns, { query: options });
+  list({ tags, ...options }: ListRunsOptions = {}): Promise<RunPage> {
+    return this.http.call(API.listRuns, { query: { ...options, tag: tags && tagFilters(tags) } });
   }
 
   /**
@@ -170,8 +189,43 @@ export class WorkflowClient {
   listWorkers(): Promise<WorkerList> {
     return this.http.call(API.listWorkers, {});
   }
+
+  /** The workflow versions known, with their pauses and limits. */
+  async listWorkflows(): Promise<WorkflowView[]> {
+    return (await this.http.call(API.listWorkflows, {})).items;
+  }
+
+  /** Pauses the version (or one shard of it): queued runs wait, running ones finish, starts are still accepted. */
+  pauseWorkflow(workflow: WorkflowRef, options: { shard?: string } = {}): Promise<WorkflowView> {
+    return this.http.call(API.pauseWorkflow, { params: { name: workflow.name, version: workflow.version }, body: options });
+  }
+
+  /** Resumes the version (every shard), or with `shard` that shard. */
+  resumeWorkflow(workflow: WorkflowRef, options: { shard?: string } = {}): Promise<WorkflowView> {
+    return this.http.call(API.resumeWorkflow, { params: { name: workflow.name, version: workflow.version }, body: options });
+  }
+
+  /** Sets the version's limits (replacing those set before through the API); each one set wins over the code's. */
+  setWorkflowLimits(workflow: WorkflowRef, limits: WorkflowLimits): Promise<WorkflowView> {
+    return this.http.call(API.setWorkflowLimits, { params: { name: workflow.name, version: workflow.version }, body: limits });
+  }
+
+  /** Clears the limits set through the API: the code's apply again. */
+  clearWorkflowLimits(workflow: WorkflowRef): Promise<WorkflowView> {
+    return this.http.call(API.clearWorkflowLimits, { params: { name: workflow.name, version: workflow.version } });
+  }
 }
 
-function startBody({ workflow, input, idempotencyKey, shard, priority, runAt }: StartManyEntry): StaticEncode<typeof StartRunRequest> {
-  return { workflow: workflow.name, version: workflow.version, input: input as JsonValue, idempotencyKey, shard, priority, runAt: runAt?.toISOString() };
+function startBody({ workflow, input, idempotencyKey, shard, priority, runAt, concurrencyKey, tags }: StartManyEntry): StaticEncode<typeof StartRunRequest> {
+  return {
+    workflow: workflow.name,
+    version: workflow.version,
+    input: input as JsonValue,
+    idempotencyKey,
+    shard,
+    priority,
+    runAt: runAt?.toISOString(),
+    concurrencyKey,
+    tags,
+  };
 }

@@ -1,8 +1,8 @@
 import { ListRunsQuery } from '@nest-durable/client';
-import { RunEntity, TaskEntity, uuidv7Floor } from '@app/persistence';
+import { Database, RunEntity, TaskEntity, uuidv7Floor } from '@app/persistence';
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { And, FindOptionsWhere, LessThan, MoreThanOrEqual, Repository } from 'typeorm';
+import { And, FindOptionsWhere, LessThan, MoreThanOrEqual, Raw, Repository } from 'typeorm';
 
 /** Reads of runs for the client API (every state change goes through libs/locking). */
 @Injectable()
@@ -10,7 +10,21 @@ export class RunsRepository {
   constructor(
     @InjectRepository(RunEntity) private readonly runs: Repository<RunEntity>,
     @InjectRepository(TaskEntity) private readonly tasks: Repository<TaskEntity>,
+    private readonly db: Database,
   ) {}
+
+  /** Of the queues of these runs that wait (queued or waiting), those paused now (their version, or their shard of it). */
+  async pausedQueues(runs: Pick<RunEntity, 'queue' | 'status'>[]): Promise<Set<string>> {
+    const queues = runs.filter((run) => run.status === 'queued' || run.status === 'waiting').map((run) => run.queue);
+    if (queues.length === 0) return new Set();
+    const rows = await this.db.query<{ queue: string }>(
+      `SELECT q.queue FROM unnest($1::text[]) AS q(queue)
+         JOIN workflow_controls c ON c.workflow = split_part(q.queue, ':', 1) AND c.version = split_part(q.queue, ':', 2)
+        WHERE c.paused OR nullif(split_part(q.queue, ':', 3), '') = ANY (c.paused_shards)`,
+      [[...new Set(queues)]],
+    );
+    return new Set(rows.map((row) => row.queue));
+  }
 
   /** Existing runs by idempotency key (a start that matched them), keyed `${workflow}\u0000${key}`. */
   async findByIdempotencyKeys(keys: { workflow: string; idempotencyKey: string }[]): Promise<Map<string, RunEntity>> {
@@ -29,7 +43,9 @@ export class RunsRepository {
   /**
    * Newest first; ids are time-ordered (UUIDv7), so the cursor is the last id of the previous page and a
    * creation time range is a range of ids: both walk the primary key (or runs_workflow_id_idx with a workflow),
-   * never a scan of created_at. An idempotency key comes with its workflow (runs_idempotency_key_idx).
+   * never a scan of created_at. An idempotency key comes with its workflow (runs_idempotency_key_idx). Tags are
+   * matched with `@>` on runs_tags_idx, which holds only tagged runs (hence the `<> '{}'`, which lets
+   * the planner use it).
    */
   list(query: ListRunsQuery): Promise<RunEntity[]> {
     const where: FindOptionsWhere<RunEntity> = {};
@@ -40,6 +56,7 @@ export class RunsRepository {
     const before = [query.cursor, query.createdBefore && uuidv7Floor(query.createdBefore.getTime())].filter((id): id is string => !!id).sort()[0];
     const bounds = [before && LessThan(before), query.createdAfter && MoreThanOrEqual(uuidv7Floor(query.createdAfter.getTime()))].filter((bound) => !!bound);
     if (bounds.length > 0) where.id = bounds.length === 1 ? bounds[0] : And(...bounds);
+    if (query.tag) where.tags = Raw((tags) => `${tags} <> '{}' AND ${tags} @> :wanted::jsonb`, { wanted: JSON.stringify(query.tag) });
     return this.runs.find({ where, order: { id: 'DESC' }, take: query.limit });
   }
 }

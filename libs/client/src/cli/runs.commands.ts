@@ -1,6 +1,6 @@
 import { type Command, Option } from 'commander';
 import { type JsonValue, RUN_STATUSES, type RunStatus, type RunView } from '../contract';
-import { parseIntegerArgument, parseJsonArgument, parseTimeArgument } from './arguments';
+import { parseIntegerArgument, parseJsonArgument, parseTimeArgument, tagArgument } from './arguments';
 import { EXIT_FAILED, EXIT_OK } from './exit-codes';
 import { formatRun, formatRunLine, formatRunList } from './format';
 import type { Invocation } from './invocation';
@@ -12,6 +12,7 @@ interface StartOptions {
   priority?: number;
   runAt?: Date;
   shard?: string;
+  tag?: Record<string, string>;
   wait?: boolean;
 }
 
@@ -22,6 +23,7 @@ interface ListOptions {
   key?: string;
   since?: string;
   until?: string;
+  tag?: Record<string, string>;
   limit?: number;
   cursor?: string;
 }
@@ -43,10 +45,13 @@ export function registerRunCommands(program: Command, invocation: Invocation): v
     .option('--priority <n>', 'higher runs first among due runs (-1000..1000, default 0)', parseIntegerArgument)
     .option('--run-at <time>', 'not before this ISO 8601 time', parseTimeArgument)
     .option('--shard <shard>', 'only workers serving this shard take the run')
+    .option('--concurrency-key <key>', "runs with this key share their version's concurrencyPerKey slots")
+    .option('--tag <key=value>', 'a tag to find the run by (repeatable)', tagArgument('='))
     .option('--wait', 'wait for the run to end; exit 1 if it failed or was cancelled')
     .action(
       invocation.action(async ({ client, output }, workflow: string, version: string, options: StartOptions) => {
-        const started = await client.start({ name: workflow, version }, options.input, options);
+        const { input, tag, ...start } = options;
+        const started = await client.start({ name: workflow, version }, input, { ...start, tags: tag });
         if (!options.wait) {
           output.result(started, () => formatRunLine(started));
           return EXIT_OK;
@@ -76,11 +81,12 @@ export function registerRunCommands(program: Command, invocation: Invocation): v
     .option('--key <idempotencyKey>', 'the run started with this idempotency key (with --workflow)')
     .option('--since <time>', 'only runs created at or after this ISO 8601 time')
     .option('--until <time>', 'only runs created before this ISO 8601 time')
+    .option('--tag <key:value>', 'only runs with this tag (repeatable: all must match)', tagArgument(':'))
     .option('--limit <n>', 'at most this many (1..500, default 50)', parseIntegerArgument)
     .option('--cursor <cursor>', 'the page after this cursor (printed after a full page)')
     .action(
-      invocation.action(async ({ client, output }, { workflowVersion, key, since, until, ...options }: ListOptions) => {
-        const page = await client.list({ ...options, version: workflowVersion, idempotencyKey: key, createdAfter: since, createdBefore: until });
+      invocation.action(async ({ client, output }, { workflowVersion, key, since, until, tag, ...options }: ListOptions) => {
+        const page = await client.list({ ...options, version: workflowVersion, idempotencyKey: key, createdAfter: since, createdBefore: until, tags: tag });
         output.result(page, () => formatRunList(page.runs, page.nextCursor));
       }),
     );
