@@ -274,6 +274,36 @@ describe('dashboard', () => {
     await page.locator('.step-completed .step-name', { hasText: 'approved' }).waitFor();
   });
 
+  it('pauses and resumes a workflow version, and sets and clears its limits, from the Workflows page', async () => {
+    type Workflows = { items: { name: string; paused: boolean; limits: { concurrency: number | null }; apiLimits: { concurrency: number | null } }[] };
+    const steps = async () => (await api<Workflows>('GET', '/v1/workflows')).items.find((item) => item.name === 'dashboard-steps')!;
+    await page.goto(`${coordinator.url}/ui/`);
+    await navigateTo('Workflows');
+    const row = page.locator('tr[data-workflow="dashboard-steps@1"]');
+    await row.getByRole('button', { name: 'Pause dashboard-steps@1' }).click();
+    await confirmDialog('Pause');
+    await page.getByRole('status').filter({ hasText: 'dashboard-steps@1: paused.' }).waitFor();
+    expect((await steps()).paused).toBe(true);
+    await row.getByText('paused', { exact: true }).waitFor();
+    await screenshot('workflows');
+    await row.getByRole('button', { name: 'Resume dashboard-steps@1' }).click();
+    await confirmDialog('Resume');
+    await row.getByRole('button', { name: 'Pause dashboard-steps@1' }).waitFor();
+    expect((await steps()).paused).toBe(false);
+
+    await row.getByRole('button', { name: 'Edit the limits of dashboard-steps@1' }).click();
+    await row.getByLabel('Concurrency', { exact: true }).fill('3');
+    await row.getByRole('button', { name: 'Save limits' }).click();
+    await confirmDialog('Set limits');
+    await row.getByText('3 (set here)').waitFor();
+    expect((await steps()).apiLimits.concurrency).toBe(3);
+    await row.getByRole('button', { name: 'Edit the limits of dashboard-steps@1' }).click();
+    await row.getByRole('button', { name: 'Clear limits set here' }).click();
+    await confirmDialog('Clear');
+    await page.getByRole('status').filter({ hasText: 'dashboard-steps@1: limits cleared.' }).waitFor();
+    expect((await steps()).limits.concurrency).toBeNull();
+  });
+
   it('shows the overview, the workers and the dead letters', async () => {
     const run = await start('dashboard-steps');
     await eventually('the run to complete', async () => (await runStatus(run.id)) === 'completed', LIVE_MS);

@@ -4,11 +4,13 @@ import { Overview } from './pages/Overview';
 import { RunDetail } from './pages/RunDetail';
 import { Runs } from './pages/Runs';
 import { Workers } from './pages/Workers';
+import { Workflows } from './pages/Workflows';
 import { TokenGate } from './TokenGate';
 
 const PAGES = [
   ['/', 'Overview'],
   ['/runs', 'Runs'],
+  ['/workflows', 'Workflows'],
   ['/workers', 'Workers'],
   ['/dead-letters', 'Dead letters'],
 ] as const;
@@ -21,7 +23,7 @@ export function App() {
         Skip to content
       </a>
       <header class="top">
-        <span class="brand">Workflows</span>
+        <span class="brand">nest-durable</span>
         <nav aria-label="Dashboard pages">
           {PAGES.map(([href, label]) => (
             <Link key={href} href={href} className={(active: boolean) => (active ? 'active' : '')}>
@@ -36,6 +38,7 @@ export function App() {
             <Route path="/" component={Overview} />
             <Route path="/runs" component={Runs} />
             <Route path="/runs/:id">{(params: { id: string }) => <RunDetail id={params.id} />}</Route>
+            <Route path="/workflows" component={Workflows} />
             <Route path="/workers" component={Workers} />
             <Route path="/dead-letters" component={DeadLetters} />
             <Route>

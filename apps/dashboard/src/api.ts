@@ -1,4 +1,15 @@
-import type { DashboardConfig, DeadLetterPage, EventAccepted, RedriveResult, RunPage, RunView, WorkerList } from '@nest-durable/client';
+import type {
+  DashboardConfig,
+  DeadLetterPage,
+  EventAccepted,
+  RedriveResult,
+  RunPage,
+  RunView,
+  WorkerList,
+  WorkflowLimits,
+  WorkflowList,
+  WorkflowView,
+} from '@nest-durable/client';
 import type { StatsView, TransitionPage } from './types';
 
 /** The client token for this browser tab (sessionStorage: gone when the tab closes). */
@@ -32,7 +43,7 @@ export function authHeaders(): Record<string, string> {
   return value ? { authorization: `Bearer ${value}` } : {};
 }
 
-async function request<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown): Promise<T> {
+async function request<T>(method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, body?: unknown): Promise<T> {
   const response = await fetch(path, {
     method,
     headers: { ...authHeaders(), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
@@ -57,6 +68,7 @@ function query(values: Record<string, string | number | undefined>): string {
   return text ? `?${text}` : '';
 }
 
+const workflow = (name: string, version: string) => `/v1/workflows/${encodeURIComponent(name)}/${encodeURIComponent(version)}`;
 const run = (id: string) => `/v1/runs/${encodeURIComponent(id)}`;
 
 export interface RunFilter {
@@ -80,6 +92,11 @@ export const api = {
   wake: (id: string) => request<RunView>('POST', `${run(id)}/wake`),
   sendEvent: (id: string, name: string, data: unknown) => request<EventAccepted>('POST', `${run(id)}/events/${encodeURIComponent(name)}`, { data }),
   workers: () => request<WorkerList>('GET', '/v1/workers'),
+  workflows: () => request<WorkflowList>('GET', '/v1/workflows'),
+  pause: (name: string, version: string) => request<WorkflowView>('POST', `${workflow(name, version)}/pause`),
+  resume: (name: string, version: string) => request<WorkflowView>('POST', `${workflow(name, version)}/resume`),
+  setLimits: (name: string, version: string, limits: WorkflowLimits) => request<WorkflowView>('PUT', `${workflow(name, version)}/limits`, limits),
+  clearLimits: (name: string, version: string) => request<WorkflowView>('DELETE', `${workflow(name, version)}/limits`),
   deadLetters: (cursor?: string) => request<DeadLetterPage>('GET', `/v1/dead-letters${query({ cursor, limit: 50 })}`),
   redrive: (id: string) => request<RedriveResult>('POST', `/v1/dead-letters/${encodeURIComponent(id)}/redrive`),
   deleteDeadLetter: (id: string) => request<void>('DELETE', `/v1/dead-letters/${encodeURIComponent(id)}`),
