@@ -11,6 +11,7 @@ import { EngineExceptionFilter } from './http/engine-exception.filter';
 import { HttpDrain } from './http/http-drain';
 import { CoordinatorMetricsModule } from './metrics/coordinator-metrics.module';
 import { RunsModule } from './runs/runs.module';
+import { SchedulesModule } from './schedules/schedules.module';
 import { TimersModule } from './timers/timers.module';
 import { WorkerApiModule } from './worker-api/worker-api.module';
 
@@ -54,6 +55,7 @@ export class CoordinatorModule implements NestModule {
         TimersModule,
         CoordinatorDispatchModule.register(config),
         RunsModule,
+        SchedulesModule,
         WorkerApiModule,
         DeadLettersModule,
         HealthModule,

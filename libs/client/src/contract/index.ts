@@ -7,6 +7,7 @@ export { assertJsonDepth, JSON_MAX_BYTES, JSON_MAX_DEPTH, type JsonValue } from 
 export * from './openapi-document';
 export * from './run-status';
 export * from './run.contracts';
+export * from './schedule.contracts';
 export * from './validation';
 export * from './worker.contracts';
 export * from './hash-slot';
