@@ -14,6 +14,7 @@ import { RunsModule } from './runs/runs.module';
 import { SchedulesModule } from './schedules/schedules.module';
 import { TimersModule } from './timers/timers.module';
 import { WorkerApiModule } from './worker-api/worker-api.module';
+import { WorkersModule } from './workers/workers.module';
 
 @Module({})
 export class CoordinatorModule implements NestModule {
@@ -58,6 +59,7 @@ export class CoordinatorModule implements NestModule {
         SchedulesModule,
         WorkerApiModule,
         DeadLettersModule,
+        WorkersModule,
         HealthModule,
       ],
       providers: [{ provide: APP_FILTER, useClass: EngineExceptionFilter }, { provide: APP_GUARD, useClass: BearerTokenGuard }, HttpDrain],

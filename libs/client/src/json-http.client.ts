@@ -1,4 +1,4 @@
-import { type Endpoint, type EndpointCall, type EndpointResult, EngineError, ErrorBody, endpointRequest } from './contract';
+import { type Endpoint, type EndpointCall, type EndpointResult, EngineError, ErrorBody, endpointRequest, type HttpMethod } from './contract';
 
 /** An error response from the coordinator, rebuilt from its `{statusCode, reason, message}` body. */
 export class EngineHttpError extends EngineError {
@@ -47,7 +47,7 @@ export class JsonHttpClient {
     return this.request<EndpointResult<E>>(method, path, body, signal);
   }
 
-  async request<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown, signal?: AbortSignal): Promise<T> {
+  async request<T>(method: HttpMethod, path: string, body?: unknown, signal?: AbortSignal): Promise<T> {
     let response: Response;
     // A signal of this request's own, tied to the caller's: fetch may keep its listener on a signal
     // after failing, and callers pass one long-lived signal to every request.

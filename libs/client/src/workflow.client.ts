@@ -1,5 +1,5 @@
 import type { StaticEncode } from '@sinclair/typebox';
-import type { DeadLetterPage, EventAccepted, JsonValue, RedriveResult, RunPage, RunStatus, RunView, StartRunRequest } from './contract';
+import type { DeadLetterPage, EventAccepted, JsonValue, RedriveResult, RunPage, RunStatus, RunView, StartRunRequest, WorkerList } from './contract';
 import { API, isTerminalStatus, WAIT_MS_MAX } from './contract';
 import { JsonHttpClient } from './json-http.client';
 
@@ -157,6 +157,11 @@ export class WorkflowClient {
   /** Removes the dead letter; `404 dead_letter_not_found` if there is none. */
   async deleteDeadLetter(id: string): Promise<void> {
     await this.http.call(API.deleteDeadLetter, { params: { id } });
+  }
+
+  /** The worker registry: every worker seen in the last hour, online ones first, with what each hosts. */
+  listWorkers(): Promise<WorkerList> {
+    return this.http.call(API.listWorkers, {});
   }
 }
 

@@ -1,4 +1,4 @@
-import type { DeadLetterView, ErrorDetails, JsonValue, RunView, TaskView } from '../contract';
+import type { DeadLetterView, ErrorDetails, JsonValue, RunView, TaskView, WorkerView } from '../contract';
 
 const VALUE_WIDTH = 100;
 
@@ -92,4 +92,19 @@ export function formatDeadLetterList(deadLetters: DeadLetterView[], nextCursor: 
     deadLetters.map((letter) => [letter.id, letter.origin, letter.runId ?? '-', letter.queue, letter.reason, letter.createdAt, letter.message]),
   );
   return nextCursor ? `${table}\nmore: --cursor ${nextCursor}` : table;
+}
+
+export function formatWorkerList(workers: WorkerView[]): string {
+  if (workers.length === 0) return 'no workers';
+  return formatTable(
+    ['id', 'state', 'subscriber', 'runs', 'last seen', 'workflows'],
+    workers.map((worker) => [
+      worker.id,
+      worker.online ? 'online' : 'offline',
+      worker.failedOver ? `${worker.subscriber} (failed over to http)` : worker.subscriber,
+      `${worker.runsHeld}/${worker.concurrency}`,
+      worker.lastSeenAt,
+      worker.workflows.map((workflow) => `${workflow.name}@${workflow.version}${workflow.shards.length > 0 ? `[${workflow.shards.join(',')}]` : ''}`).join(' '),
+    ]),
+  );
 }
