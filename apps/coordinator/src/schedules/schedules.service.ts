@@ -89,7 +89,7 @@ export class SchedulesService {
       const row = await this.locked(tx, id);
       if (!row.paused) return toScheduleView(row);
       const now = await this.repository.now(tx);
-      return toScheduleView(await this.repository.setPaused(tx, id, new Date(ScheduleTimes.parse(row).next(now))));
+      return toScheduleView(await this.repository.setPaused(tx, id, new Date(timesOf(row).next(now))));
     });
   }
 
@@ -116,7 +116,7 @@ export class SchedulesService {
     const fired = await this.db.transaction(async (tx) => {
       const schedule = await this.repository.lockDue(tx, id);
       if (!schedule) return undefined;
-      const plan = planFiring(ScheduleTimes.parse(schedule), schedule.nextRunAt!.getTime(), schedule.now, schedule.catchUp, this.config.scheduleMisfireGraceMs);
+      const plan = planFiring(timesOf(schedule), schedule.nextRunAt!.getTime(), schedule.now, schedule.catchUp, this.config.scheduleMisfireGraceMs);
       let previous = schedule.lastRunId;
       let started = 0;
       for (const at of plan.fireTimes) {
@@ -168,6 +168,11 @@ export class SchedulesService {
     if (!row) throw new ScheduleNotFoundError(id);
     return row;
   }
+}
+
+/** The fire times of a stored schedule (its timing was checked when it was stored). */
+function timesOf(row: ScheduleRow): ScheduleTimes {
+  return ScheduleTimes.parse({ cron: row.cron, intervalMs: row.intervalMs, timezone: row.cron === null ? null : row.timezone });
 }
 
 /** The idempotency key of the run for fire time `at` of schedule `id`. */

@@ -1,4 +1,4 @@
-import type { DeadLetterView, ErrorDetails, JsonValue, RunView, TaskView, WorkerView } from '../contract';
+import type { DeadLetterView, ScheduleView, ErrorDetails, JsonValue, RunView, TaskView, WorkerView } from '../contract';
 
 const VALUE_WIDTH = 100;
 
@@ -107,4 +107,39 @@ export function formatWorkerList(workers: WorkerView[]): string {
       worker.workflows.map((workflow) => `${workflow.name}@${workflow.version}${workflow.shards.length > 0 ? `[${workflow.shards.join(',')}]` : ''}`).join(' '),
     ]),
   );
+}
+
+/** When a schedule fires: its cron expression (with its zone) or its interval. */
+function scheduleTiming(schedule: ScheduleView): string {
+  return schedule.cron !== null ? `cron '${schedule.cron}' ${schedule.timezone}` : `every ${schedule.intervalMs} ms`;
+}
+
+/** `wf schedules get|create`: the schedule's fields. */
+export function formatSchedule(schedule: ScheduleView): string {
+  const fields: [string, string | null][] = [
+    ['schedule', schedule.id],
+    ['workflow', `${schedule.workflow} ${schedule.version}`],
+    ['declared in code', schedule.name],
+    ['fires', scheduleTiming(schedule)],
+    ['overlap', schedule.overlap],
+    ['catch up', schedule.catchUp],
+    ['state', schedule.paused ? 'paused' : 'active'],
+    ['next run', schedule.nextRunAt],
+    ['last fired', schedule.lastFiredAt],
+    ['last run', schedule.lastRunId],
+    ['shard', schedule.shard],
+    ['input', formatValue(schedule.input)],
+  ];
+  const shown = fields.filter((field): field is [string, string] => field[1] !== null);
+  const width = Math.max(...shown.map(([name]) => name.length));
+  return shown.map(([name, value]) => `${name.padEnd(width)}  ${value}`).join('\n');
+}
+
+export function formatScheduleList(schedules: ScheduleView[], nextCursor: string | null): string {
+  if (schedules.length === 0) return 'no schedules';
+  const table = formatTable(
+    ['id', 'workflow', 'version', 'fires', 'state', 'next run'],
+    schedules.map((s) => [s.id, s.workflow, s.version, scheduleTiming(s), s.paused ? 'paused' : 'active', s.nextRunAt ?? '-']),
+  );
+  return nextCursor ? `${table}\nmore: --cursor ${nextCursor}` : table;
 }
