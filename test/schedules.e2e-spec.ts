@@ -1,12 +1,17 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { type ScheduleView, WorkflowClient } from '@nest-durable/client';
 import request from 'supertest';
-import { type RunningCoordinator, startCoordinator } from './support/apps';
+import { defineWorkflow, type WorkflowSchedule } from '@nest-durable/workflow';
+import { type RunningCoordinator, startCoordinator, startCustomWorker } from './support/apps';
 import { createTestDatabase, type TestDatabase } from './support/database';
 import { eventually } from './support/poll';
 import { AppProcess, freePort, stopAllProcesses } from './support/processes';
 
 const ECHO = { name: 'echo', version: '1' };
+
+/** A workflow version that declares its schedules in code. */
+const scheduled = (schedules: WorkflowSchedule<{ n: number }>[]) =>
+  defineWorkflow<{ n: number }, number>({ name: 'scheduled', version: '1', schedules, handler: async (_ctx, input) => input.n });
 const EVERY_SECOND = '* * * * * *';
 
 /** A run a schedule started: the fire time its idempotency key names, and how late it was started. */
@@ -212,7 +217,9 @@ describe('schedules', () => {
     expect(await client.pauseSchedule(created.id)).toMatchObject({ paused: true });
 
     await request(c.url).delete(`/v1/schedules/${created.id}`).expect(204);
-    await request(c.url).get(`/v1/schedules/${created.id}`).expect(404, { statusCode: 404, error: 'Not Found', reason: 'schedule_not_found', message: `schedule ${created.id} does not exist` });
+    await request(c.url)
+      .get(`/v1/schedules/${created.id}`)
+      .expect(404, { statusCode: 404, error: 'Not Found', reason: 'schedule_not_found', message: `schedule ${created.id} does not exist` });
     await request(c.url).delete(`/v1/schedules/${created.id}`).expect(404);
     await request(c.url).post(`/v1/schedules/${created.id}/trigger`).expect(404);
     // Its runs stay.
@@ -264,5 +271,100 @@ describe('schedules', () => {
     }
     await request(c.url).get('/v1/schedules/not-a-uuid').expect(400);
     expect(await db.sql('SELECT id FROM schedules')).toEqual([]);
+  });
+
+  it('reconciles schedules declared in code when workers register: created, changed, deleted, a pause kept', async () => {
+    const c = await coordinator();
+    const client = new WorkflowClient({ url: c.url });
+    const declared = async () => (await client.listSchedules({ workflow: 'scheduled' })).schedules;
+    const worker = async (schedules: WorkflowSchedule<{ n: number }>[]) => {
+      const started = await startCustomWorker(c.url, { workerId: 'declaring', workflows: [scheduled(schedules)], registrationIntervalMs: 100 });
+      running.push(started);
+      return started;
+    };
+    const registrations = async (n: number) => {
+      const seen = async () => new Date((await client.listWorkers()).items.find((w) => w.id === 'declaring')?.lastSeenAt ?? 0).getTime();
+      const from = await seen();
+      for (let i = 0; i < n; i++) {
+        const before = await seen();
+        await eventually('a registration', async () => (await seen()) > before);
+      }
+      return from;
+    };
+
+    const first = await worker([
+      { name: 'often', intervalMs: 200, input: { n: 7 } },
+      { name: 'nightly', cron: '0 0 3 * * *', timezone: 'Europe/Berlin' },
+    ]);
+    const [nightly, often] = await eventually('both declared', async () => {
+      const found = await declared();
+      return found.length === 2 ? [...found].sort((a, b) => a.name!.localeCompare(b.name!)) : undefined;
+    });
+    expect(often).toMatchObject({ name: 'often', intervalMs: 200, input: { n: 7 }, paused: false, overlap: 'skip' });
+    expect(nightly).toMatchObject({ name: 'nightly', cron: '0 0 3 * * *', timezone: 'Europe/Berlin' });
+    // It fires, and the worker hosting it runs what it starts.
+    await eventually('a scheduled run completed', async () => (await firedRuns(often.id)).some((run) => run.status === 'completed'));
+    const [completed] = (await firedRuns(often.id)).filter((run) => run.status === 'completed');
+    expect((await client.get(completed.id)).output).toBe(7);
+
+    // Declared in code: deleted by deleting it there; paused through the API, and paused it stays.
+    await request(c.url)
+      .delete(`/v1/schedules/${often.id}`)
+      .expect(409)
+      .expect((response) => expect(response.body.reason).toBe('schedule_in_code'));
+    await client.pauseSchedule(often.id);
+    await registrations(3);
+    expect(await client.getSchedule(often.id)).toMatchObject({ paused: true, nextRunAt: null });
+
+    // New code for the version: `often` changes (same schedule), `nightly` is gone, and the pause holds.
+    await first.close();
+    running.splice(running.indexOf(first), 1);
+    await worker([{ name: 'often', intervalMs: 500, input: { n: 8 } }]);
+    await eventually('the new declaration', async () => {
+      const found = await declared();
+      return found.length === 1 && found[0].intervalMs === 500;
+    });
+    expect(await declared()).toEqual([
+      expect.objectContaining({ id: often.id, name: 'often', intervalMs: 500, input: { n: 8 }, paused: true, nextRunAt: null }),
+    ]);
+    const resumed = await client.resumeSchedule(often.id);
+    await registrations(2);
+    expect(await client.getSchedule(often.id)).toMatchObject({ paused: false, nextRunAt: expect.any(String) });
+    expect(new Date((await client.getSchedule(often.id)).nextRunAt!).getTime()).toBeGreaterThanOrEqual(new Date(resumed.nextRunAt!).getTime());
+  }, 30_000);
+
+  it('refuses a registration whose code declares a bad schedule, and stores nothing of it', async () => {
+    const c = await coordinator();
+    const register = (schedules: unknown[]) =>
+      request(c.url)
+        .put('/v1/worker/workers/bad-declaration')
+        .send({
+          subscriber: 'http',
+          failedOver: false,
+          concurrency: 1,
+          runsHeld: 0,
+          intervalMs: 5_000,
+          workflows: [{ name: 'scheduled', version: '1', shards: [], schedules }],
+        });
+    const cases: [unknown[], string][] = [
+      [[{ name: 'bad', cron: '* * * 13 *' }], 'invalid_cron'],
+      [[{ name: 'bad', cron: '* * * * *', timezone: 'Nowhere/Land' }], 'invalid_timezone'],
+      [[{ name: 'bad' }], 'invalid_schedule'],
+      [
+        [
+          { name: 'twice', intervalMs: 1_000 },
+          { name: 'twice', cron: '* * * * *' },
+        ],
+        'invalid_schedules',
+      ],
+      [[{ name: 'bad name!', intervalMs: 1_000 }], 'invalid_schedule_name'],
+      [[{ name: 'bad', intervalMs: 1_000, at: 'noon' }], 'unknown_field'],
+    ];
+    for (const [schedules, reason] of cases) {
+      const response = await register(schedules);
+      expect({ schedules, status: response.status, reason: response.body.reason }).toEqual({ schedules, status: 400, reason });
+    }
+    expect(await db.sql('SELECT id FROM schedules')).toEqual([]);
+    expect(await db.sql(`SELECT id FROM workers WHERE id = 'bad-declaration'`)).toEqual([]);
   });
 });

@@ -1,6 +1,7 @@
 import { LockingModule } from '@app/locking';
 import { Module } from '@nestjs/common';
 import { TimersModule } from '../timers/timers.module';
+import { DeclaredSchedules } from './declared-schedules.service';
 import { ScheduleFiring } from './schedule-firing.service';
 import { SchedulesController } from './schedules.controller';
 import { SchedulesRepository } from './schedules.repository';
@@ -10,7 +11,7 @@ import { SchedulesService } from './schedules.service';
 @Module({
   imports: [LockingModule, TimersModule],
   controllers: [SchedulesController],
-  providers: [SchedulesRepository, SchedulesService, ScheduleFiring],
-  exports: [SchedulesService],
+  providers: [SchedulesRepository, SchedulesService, ScheduleFiring, DeclaredSchedules],
+  exports: [DeclaredSchedules],
 })
 export class SchedulesModule {}

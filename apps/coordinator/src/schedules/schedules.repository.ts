@@ -119,6 +119,38 @@ export class SchedulesRepository {
     await tx.query(`DELETE FROM schedules WHERE id = $1`, [id]);
   }
 
+  /**
+   * Creates or changes a schedule declared in code (by workflow, version and name). A change of its
+   * timing moves its next fire time to `nextFire`, its first after now (unless it is paused); `paused` applies only when
+   * it is created, so a pause through the API survives its workers registering again. A declaration
+   * equal to what is stored writes nothing.
+   */
+  async upsertDeclared(tx: SqlExecutor, schedule: NewSchedule, nextFire: Date): Promise<void> {
+    await tx.query(
+      `INSERT INTO schedules (id, workflow, version, name, cron, interval_ms, timezone, input, shard, priority, overlap, catch_up, paused, next_run_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+       ON CONFLICT (workflow, version, name) WHERE name IS NOT NULL DO UPDATE
+          SET cron = excluded.cron, interval_ms = excluded.interval_ms, timezone = excluded.timezone, input = excluded.input,
+              shard = excluded.shard, priority = excluded.priority, overlap = excluded.overlap, catch_up = excluded.catch_up,
+              next_run_at = CASE
+                WHEN schedules.paused THEN NULL
+                WHEN (schedules.cron, schedules.interval_ms, schedules.timezone) IS DISTINCT FROM (excluded.cron, excluded.interval_ms, excluded.timezone)
+                  THEN $15::timestamptz
+                ELSE schedules.next_run_at END,
+              updated_at = now()
+        WHERE (schedules.cron, schedules.interval_ms, schedules.timezone, schedules.input, schedules.shard, schedules.priority,
+               schedules.overlap, schedules.catch_up)
+              IS DISTINCT FROM (excluded.cron, excluded.interval_ms, excluded.timezone, excluded.input, excluded.shard,
+                                excluded.priority, excluded.overlap, excluded.catch_up)`,
+      [...insertParams(schedule), nextFire],
+    );
+  }
+
+  /** Deletes the schedules declared in code for this workflow version that its code no longer declares. */
+  async deleteUndeclared(tx: SqlExecutor, workflow: string, version: string, names: string[]): Promise<void> {
+    await tx.query(`DELETE FROM schedules WHERE workflow = $1 AND version = $2 AND name IS NOT NULL AND name <> ALL($3::text[])`, [workflow, version, names]);
+  }
+
   /** The status of the schedule's previous run (undefined if there is none any more). */
   async runStatus(tx: SqlExecutor, runId: string): Promise<string | undefined> {
     const [row] = await tx.query<{ status: string }>(`SELECT status FROM runs WHERE id = $1`, [runId]);

@@ -1,9 +1,11 @@
 import { Module } from '@nestjs/common';
+import { SchedulesModule } from '../schedules/schedules.module';
 import { WorkersController } from './workers.controller';
 import { WorkersRepository } from './workers.repository';
 import { WorkersService } from './workers.service';
 
 @Module({
+  imports: [SchedulesModule],
   controllers: [WorkersController],
   providers: [WorkersRepository, WorkersService],
   exports: [WorkersService],

@@ -1,6 +1,7 @@
 import type { WorkerList, WorkerRegistration } from '@nest-durable/client';
 import { Database } from '@app/persistence';
 import { Injectable } from '@nestjs/common';
+import { DeclaredSchedules } from '../schedules/declared-schedules.service';
 import { WorkersRepository } from './workers.repository';
 
 /**
@@ -14,13 +15,18 @@ export class WorkersService {
   constructor(
     private readonly db: Database,
     private readonly workers: WorkersRepository,
+    private readonly schedules: DeclaredSchedules,
   ) {}
 
   async register(workerId: string, registration: WorkerRegistration): Promise<void> {
-    await this.db.transaction(async (tx) => {
-      await this.workers.upsertWorker(tx, workerId, registration);
+    const remember = await this.db.transaction(async (tx) => {
+      // The registry lists what a worker hosts; what its code declares lives in its own tables.
+      const hosted = registration.workflows.map(({ schedules: _declared, ...workflow }) => workflow);
+      await this.workers.upsertWorker(tx, workerId, { ...registration, workflows: hosted });
       await this.workers.upsertWorkflows(tx, registration.workflows);
+      return this.schedules.reconcile(tx, registration.workflows);
     });
+    remember();
   }
 
   async list(): Promise<WorkerList> {

@@ -1,5 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { Closed, Flag, Identifier, IntegerIn, Key, ListOf } from './fields';
+import { DeclaredSchedule } from './schedule.contracts';
 
 /**
  * The worker registry: each worker tells the coordinators, at start and then periodically, what it is
@@ -10,6 +11,7 @@ import { Closed, Flag, Identifier, IntegerIn, Key, ListOf } from './fields';
 /** The most workflow versions one worker may register. */
 export const REGISTERED_WORKFLOWS_MAX = 1_000;
 const SHARDS_MAX = 100;
+export const DECLARED_SCHEDULES_MAX = 100;
 /** The longest registration interval accepted: an hour. */
 export const REGISTRATION_INTERVAL_MAX_MS = 3_600_000;
 
@@ -19,6 +21,8 @@ export const RegisteredWorkflow = Closed(
     name: Identifier('workflow'),
     version: Identifier('version'),
     shards: ListOf('shards', Identifier('shard'), 0, SHARDS_MAX, 'routing shards', { uniqueItems: true }),
+    /** The schedules its code declares (absent: a worker that does not say, whose registration leaves them alone). */
+    schedules: Type.Optional(ListOf('schedules', DeclaredSchedule, 0, DECLARED_SCHEDULES_MAX, 'schedules declared in code')),
   },
   { title: 'RegisteredWorkflow' },
 );
