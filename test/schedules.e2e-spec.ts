@@ -331,6 +331,12 @@ describe('schedules', () => {
     await registrations(2);
     expect(await client.getSchedule(often.id)).toMatchObject({ paused: false, nextRunAt: expect.any(String) });
     expect(new Date((await client.getSchedule(often.id)).nextRunAt!).getTime()).toBeGreaterThanOrEqual(new Date(resumed.nextRunAt!).getTime());
+
+    // Once no online worker hosts the version (retired), the API deletes it.
+    await running.pop()!.close();
+    await eventually('the worker offline', async () => (await client.listWorkers()).items.find((w) => w.id === 'declaring')?.online === false);
+    await client.deleteSchedule(often.id);
+    expect(await declared()).toEqual([]);
   }, 30_000);
 
   it('refuses a registration whose code declares a bad schedule, and stores nothing of it', async () => {

@@ -215,7 +215,7 @@ export class WorkflowClient {
     return this.http.call(API.getSchedule, { params: { id } });
   }
 
-  /** Deletes a schedule (its runs stay); `409 schedule_in_code` for one declared in code. */
+  /** Deletes a schedule (its runs stay); `409 schedule_in_code` for one declared in code that online workers host. */
   async deleteSchedule(id: string): Promise<void> {
     await this.http.call(API.deleteSchedule, { params: { id } });
   }

@@ -151,6 +151,15 @@ export class SchedulesRepository {
     await tx.query(`DELETE FROM schedules WHERE workflow = $1 AND version = $2 AND name IS NOT NULL AND name <> ALL($3::text[])`, [workflow, version, names]);
   }
 
+  /** Whether a worker registered as online hosts this workflow version (the registry's `workers`, a few rows). */
+  async hostedOnline(tx: SqlExecutor, workflow: string, version: string): Promise<boolean> {
+    const rows = await tx.query(
+      `SELECT 1 FROM workers WHERE expires_at > now() AND workflows @> jsonb_build_array(jsonb_build_object('name', $1::text, 'version', $2::text)) LIMIT 1`,
+      [workflow, version],
+    );
+    return rows.length > 0;
+  }
+
   /** The status of the schedule's previous run (undefined if there is none any more). */
   async runStatus(tx: SqlExecutor, runId: string): Promise<string | undefined> {
     const [row] = await tx.query<{ status: string }>(`SELECT status FROM runs WHERE id = $1`, [runId]);

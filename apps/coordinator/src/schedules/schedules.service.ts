@@ -67,11 +67,17 @@ export class SchedulesService {
     return { schedules: page.map(toScheduleView), nextCursor: rows.length > query.limit ? page[page.length - 1].id : null };
   }
 
-  /** Deletes a schedule created through the API; one declared in code is changed in the code (409). */
+  /**
+   * Deletes a schedule. One declared in code is deleted by removing it from the code while workers host
+   * its version (their next registration would bring it back: 409); once none online does (an old
+   * version retired), it can be deleted here.
+   */
   async delete(id: string): Promise<void> {
     await this.db.transaction(async (tx) => {
       const row = await this.locked(tx, id);
-      if (row.name !== null) throw new ScheduleDeclaredInCodeError(id, `${row.workflow} ${row.version} ${row.name}`);
+      if (row.name !== null && (await this.repository.hostedOnline(tx, row.workflow, row.version))) {
+        throw new ScheduleDeclaredInCodeError(id, `${row.workflow} ${row.version} ${row.name}`);
+      }
       await this.repository.delete(tx, id);
     });
   }

@@ -234,7 +234,7 @@ export const API = {
     params: SchedulePath,
     status: 204,
     responses: { 204: { description: 'Deleted' } },
-    errors: { 404: SCHEDULE_NOT_FOUND, 409: 'schedule_in_code: the schedule is declared in code; remove it there, or pause it' },
+    errors: { 404: SCHEDULE_NOT_FOUND, 409: 'schedule_in_code: the schedule is declared in code that online workers host; remove it there, or pause it' },
   }),
   pauseSchedule: endpoint({
     method: 'post',

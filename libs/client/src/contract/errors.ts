@@ -97,12 +97,15 @@ export class ScheduleNotFoundError extends EngineError {
   }
 }
 
-/** A schedule declared in code is changed by changing the code (409); it can be paused, resumed and triggered. */
+/**
+ * A schedule declared in code whose version online workers host is changed by changing the code (409):
+ * it can be paused, resumed and triggered.
+ */
 export class ScheduleDeclaredInCodeError extends EngineError {
   readonly statusCode = 409;
 
   constructor(id: string, name: string) {
-    super('schedule_in_code', `schedule ${id} is declared in code (${name}): remove it there, or pause it`);
+    super('schedule_in_code', `schedule ${id} is declared in code (${name}) that online workers host: remove it there, or pause it`);
   }
 }
 
