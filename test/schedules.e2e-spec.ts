@@ -234,6 +234,8 @@ describe('schedules', () => {
     const [one, two] = await firedRuns(everyTwo.id);
     expect(one.fireTime % 2_000).toBe(0);
     expect(two.fireTime - one.fireTime).toBe(2_000);
+    const metrics = (await request(c.url).get('/metrics').expect(200)).text;
+    expect(Number(/^wf_schedule_fire_lateness_seconds_count (\d+)$/m.exec(metrics)?.[1])).toBeGreaterThanOrEqual(2);
 
     const morning = await client.createSchedule(ECHO, { cron: '0 30 9 * * *', timezone: 'America/New_York' });
     const next = new Date(morning.nextRunAt!);

@@ -44,6 +44,9 @@ describe('ScheduleTimes', () => {
     expect(iso(hourly.latest(from, at('2026-01-03T05:59:59.999Z')))).toBe('2026-01-03T05:00:00.000Z');
     expect(iso(hourly.latest(from, at('2026-01-03T06:00:00Z')))).toBe('2026-01-03T06:00:00.000Z');
     expect(iso(hourly.latest(from, from))).toBe(iso(from));
+    // The database clock has microseconds: a `now` just after a fire time, with a fraction, ends the search.
+    expect(iso(ScheduleTimes.parse({ cron: '* * * * * *' }).latest(from, from + 0.5))).toBe(iso(from));
+    expect(iso(hourly.latest(from, from + 3_600_000.25))).toBe('2026-01-01T01:00:00.000Z');
     const interval = ScheduleTimes.parse({ intervalMs: 300 });
     expect(interval.latest(1_000, 2_099)).toBe(1_900);
   });

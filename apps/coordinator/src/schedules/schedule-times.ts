@@ -61,7 +61,9 @@ export class ScheduleTimes {
     // next(x) <= now holds for x = from - 1 and not for x = now, and grows with x: the largest x for
     // which it holds gives the latest fire time. A search, not a walk: a cron step costs ~0.2 ms, and
     // an every-second schedule down for a day has 86,400 times to walk.
-    let [low, high] = [from - 1, now];
+    // In whole milliseconds (cron fire times are): with a fractional `now` the midpoint could equal `low`
+    // and the search would never end.
+    let [low, high] = [Math.floor(from) - 1, Math.floor(now)];
     while (high - low > 1) {
       const middle = Math.floor((low + high) / 2);
       if (this.next(middle) <= now) low = middle;
@@ -81,6 +83,12 @@ function isTimeZone(name: string): boolean {
   }
 }
 
+/** The fire times a firing acts on (soonest first), and the schedule's next fire time after them. */
+export interface FiringPlan {
+  fireTimes: number[];
+  nextRunAt: number;
+}
+
 /** At most this many fire times a firing acts on (catchUp `all`); the rest follow in the next, at once. */
 export const CATCH_UP_BATCH = 100;
 
@@ -90,13 +98,7 @@ export const CATCH_UP_BATCH = 100;
  * `latest`, and for `none` only if it is no more than `graceMs` late (a time later than that was
  * missed: no coordinator could fire it when it came).
  */
-export function planFiring(
-  times: ScheduleTimes,
-  nextRunAt: number,
-  now: number,
-  catchUp: ScheduleCatchUp,
-  graceMs: number,
-): { fireTimes: number[]; nextRunAt: number } {
+export function planFiring(times: ScheduleTimes, nextRunAt: number, now: number, catchUp: ScheduleCatchUp, graceMs: number): FiringPlan {
   if (catchUp === 'all') {
     const fireTimes: number[] = [];
     let at = nextRunAt;

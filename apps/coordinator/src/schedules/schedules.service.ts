@@ -15,7 +15,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config/coordinator.config';
 import { CoordinatorMetrics } from '../metrics/coordinator.metrics';
 import { toRunView } from '../runs/run-view';
-import { planFiring, ScheduleTimes } from './schedule-times';
+import { type FiringPlan, planFiring, ScheduleTimes } from './schedule-times';
 import { type NewSchedule, type ScheduleRow, SchedulesRepository } from './schedules.repository';
 
 /** What a firing found: it fired, the schedule was not due (fired elsewhere, paused, deleted), or another coordinator holds it now. */
@@ -125,11 +125,15 @@ export class SchedulesService {
       const plan = planFiring(timesOf(schedule), schedule.nextRunAt!.getTime(), schedule.now, schedule.catchUp, this.config.scheduleMisfireGraceMs);
       let previous = schedule.lastRunId;
       let started = 0;
+      let overlapped = 0;
       for (const at of plan.fireTimes) {
         if (previous && schedule.overlap !== 'allow') {
           const status = await this.repository.runStatus(tx, previous);
           if (status && !isTerminalStatus(status as RunStatus)) {
-            if (schedule.overlap === 'skip') continue;
+            if (schedule.overlap === 'skip') {
+              overlapped++;
+              continue;
+            }
             // As POST /v1/runs/:id/cancel does it, in this transaction: the run and its unfinished children.
             await this.control.cancel(previous, tx);
             this.metrics.runsCancelled.inc();
@@ -141,15 +145,31 @@ export class SchedulesService {
       }
       const lastFiredAt = plan.fireTimes.length > 0 ? new Date(plan.fireTimes[plan.fireTimes.length - 1]) : null;
       await this.repository.advance(tx, id, new Date(plan.nextRunAt), lastFiredAt, previous);
-      return { schedule, started, acted: plan.fireTimes.length };
+      return { schedule, started, overlapped, plan };
     });
     if (fired) {
-      if (fired.started > 0) this.metrics.runsStarted.inc({ workflow: fired.schedule.workflow }, fired.started);
-      this.logger.debug('schedule fired', { scheduleId: id, fireTimes: fired.acted, runsStarted: fired.started });
+      this.recordFiring(fired.schedule, fired.plan, fired.started, fired.overlapped);
       return 'fired';
     }
     // Not locked: either not due (fired already, paused, deleted) or another coordinator's firing holds it.
     return (await this.repository.isDue(id)) ? 'busy' : 'not_due';
+  }
+
+  /** The metrics and logs of a firing that committed. */
+  private recordFiring(schedule: ScheduleRow & { now: number }, plan: FiringPlan, started: number, overlapped: number): void {
+    if (started > 0) this.metrics.runsStarted.inc({ workflow: schedule.workflow }, started);
+    for (const at of plan.fireTimes) this.metrics.scheduleFireLateness.observe(Math.max(0, schedule.now - at) / 1000);
+    if (overlapped > 0) this.metrics.scheduleOverlapsSkipped.inc(overlapped);
+    const firstActedOn = plan.fireTimes[0] ?? plan.nextRunAt;
+    if (firstActedOn > schedule.nextRunAt!.getTime()) {
+      this.logger.log('schedule skipped fire times missed while no coordinator fired it', {
+        scheduleId: schedule.id,
+        catchUp: schedule.catchUp,
+        from: schedule.nextRunAt!.toISOString(),
+        before: new Date(firstActedOn).toISOString(),
+      });
+    }
+    this.logger.debug('schedule fired', { scheduleId: schedule.id, fireTimes: plan.fireTimes.length, runsStarted: started });
   }
 
   /** Starts the schedule's run with this key; a key that started one already gives that one (`run` undefined). */
