@@ -3,6 +3,7 @@ import { LeaderElectionModule } from '@app/locking';
 import { DEFAULT_OUTBOX_OPTIONS, OutboxModule } from '@app/outbox';
 import { PublisherModule } from '@app/streams';
 import { DynamicModule, Module } from '@nestjs/common';
+import { ScheduleModule } from '@nestjs/schedule';
 import type { CoordinatorConfig } from '../config/coordinator.config';
 import { TimersModule } from '../timers/timers.module';
 import { OutboxDueDaemon } from './outbox-due.daemon';
@@ -42,6 +43,8 @@ export class CoordinatorDispatchModule {
           checkIntervalMs: config.leaderCheckIntervalMs,
         }),
         TimersModule,
+        // The republish daemon's interval lives in its registry (started and stopped with leadership).
+        ScheduleModule.forRoot(),
       ],
       providers: [RepublishDaemon, OutboxDueDaemon, OutboxMetrics],
       exports: [OutboxModule],
