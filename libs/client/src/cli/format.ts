@@ -1,4 +1,4 @@
-import type { DeadLetterView, ScheduleView, ErrorDetails, JsonValue, RunView, TaskView, WorkerView } from '../contract';
+import type { DeadLetterView, ErrorDetails, JsonValue, RunView, ScheduleView, TaskView, WorkerView } from '../contract';
 
 const VALUE_WIDTH = 100;
 
@@ -44,11 +44,16 @@ export function formatRun(run: RunView): string {
     ['output', run.status === 'completed' ? formatValue(run.output) : null],
     ['error', run.error ? formatError(run.error) : null],
   ];
-  const shown = fields.filter((field): field is [string, string] => field[1] !== null);
-  const width = Math.max(...shown.map(([name]) => name.length));
-  const lines = shown.map(([name, value]) => `${name.padEnd(width)}  ${value}`);
+  const lines = [formatFields(fields)];
   if (run.tasks && run.tasks.length > 0) lines.push('', formatSteps(run.tasks));
   return lines.join('\n');
+}
+
+/** One `name  value` line per field that has a value, the values aligned. */
+function formatFields(fields: [string, string | null][]): string {
+  const shown = fields.filter((field): field is [string, string] => field[1] !== null);
+  const width = Math.max(...shown.map(([name]) => name.length));
+  return shown.map(([name, value]) => `${name.padEnd(width)}  ${value}`).join('\n');
 }
 
 function formatSteps(tasks: TaskView[]): string {
@@ -116,7 +121,7 @@ function scheduleTiming(schedule: ScheduleView): string {
 
 /** `wf schedules get|create`: the schedule's fields. */
 export function formatSchedule(schedule: ScheduleView): string {
-  const fields: [string, string | null][] = [
+  return formatFields([
     ['schedule', schedule.id],
     ['workflow', `${schedule.workflow} ${schedule.version}`],
     ['declared in code', schedule.name],
@@ -129,10 +134,7 @@ export function formatSchedule(schedule: ScheduleView): string {
     ['last run', schedule.lastRunId],
     ['shard', schedule.shard],
     ['input', formatValue(schedule.input)],
-  ];
-  const shown = fields.filter((field): field is [string, string] => field[1] !== null);
-  const width = Math.max(...shown.map(([name]) => name.length));
-  return shown.map(([name, value]) => `${name.padEnd(width)}  ${value}`).join('\n');
+  ]);
 }
 
 export function formatScheduleList(schedules: ScheduleView[], nextCursor: string | null): string {
