@@ -49,7 +49,7 @@ export class DeclaredSchedules {
     const names = declared.map((schedule) => schedule.name);
     const twice = names.find((name, i) => names.indexOf(name) !== i);
     if (twice !== undefined) throw new InvalidRequestError('invalid_schedules', `${workflow} ${version} declares the schedule ${twice} twice`);
-    const dbNow = await this.repository.now(tx);
+    const dbNow = declared.length > 0 ? await this.repository.now(tx) : 0;
     for (const schedule of declared) {
       const times = ScheduleTimes.parse(schedule, dbNow);
       const nextFire = new Date(times.next(dbNow));
