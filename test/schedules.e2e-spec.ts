@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { type ScheduleView, WorkflowClient } from '@nest-durable/client';
+import { Client } from 'pg';
 import request from 'supertest';
 import { defineWorkflow, type WorkflowSchedule } from '@nest-durable/workflow';
 import { type RunningCoordinator, startCoordinator, startCustomWorker } from './support/apps';
@@ -106,6 +107,37 @@ describe('schedules', () => {
     expect(runs.every((run) => run.latenessMs >= 0 && run.latenessMs < 1_000)).toBe(true);
     expect(median(runs.map((run) => run.latenessMs))).toBeLessThan(100);
   }, 90_000);
+
+  it('fires a fire time held up by another firing as soon as that one lets go, not a tick later', async () => {
+    const c = await coordinator();
+    const schedule = await new WorkflowClient({ url: c.url }).createSchedule(ECHO, { intervalMs: 60_000, paused: true });
+    // Due now, held by a session that stands for another coordinator in the middle of its firing.
+    await db.sql(`UPDATE schedules SET paused = false, next_run_at = date_trunc('milliseconds', now()) + interval '300 milliseconds' WHERE id = $1`, [
+      schedule.id,
+    ]);
+    const holder = new Client({ connectionString: db.url });
+    await holder.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT 1 FROM schedules WHERE id = $1 FOR UPDATE', [schedule.id]);
+      const [{ at }] = await db.sql<{ at: number }>(`SELECT (extract(epoch FROM next_run_at) * 1000)::float8 AS at FROM schedules WHERE id = $1`, [
+        schedule.id,
+      ]);
+      await eventually('the fire time to pass by a second', async () => (await dbNow()) > at + 1_000);
+      expect(await firedRuns(schedule.id)).toEqual([]);
+      await holder.query('ROLLBACK');
+      const releasedAt = await dbNow();
+      const [run] = await eventually('the held fire time to start its run', async () => {
+        const runs = await firedRuns(schedule.id);
+        return runs.length > 0 && runs;
+      });
+      expect(run.fireTime).toBe(at);
+      // Tried again within 100 ms of finding it held, not at the next fire time (a minute away).
+      expect(run.fireTime + run.latenessMs - releasedAt).toBeLessThan(500);
+    } finally {
+      await holder.end();
+    }
+  });
 
   it('catches up after its coordinator was down: none, the latest, or all of the fire times missed', async () => {
     const graceMs = 300;
