@@ -15,6 +15,7 @@ import { HttpDrain } from './http/http-drain';
 import { CoordinatorMetricsModule } from './metrics/coordinator-metrics.module';
 import { RetentionModule } from './retention/retention.module';
 import { RunsModule } from './runs/runs.module';
+import { SchedulesModule } from './schedules/schedules.module';
 import { TimersModule } from './timers/timers.module';
 import { WorkerApiModule } from './worker-api/worker-api.module';
 import { WorkflowsModule } from './workflows/workflows.module';
@@ -67,6 +68,7 @@ export class CoordinatorModule implements NestModule {
         TimersModule,
         CoordinatorDispatchModule.register(config),
         RunsModule,
+        SchedulesModule,
         WorkerApiModule,
         DeadLettersModule,
         WorkflowsModule,
