@@ -304,6 +304,36 @@ describe('dashboard', () => {
     expect((await steps()).limits.concurrency).toBeNull();
   });
 
+  it('pauses, resumes, runs now and deletes a schedule from the Schedules page', async () => {
+    type Schedule = { id: string; paused: boolean; lastRunId: string | null };
+    const schedule = await api<Schedule>('POST', '/v1/schedules', { workflow: 'dashboard-steps', version: '1', cron: '0 0 3 * * *', timezone: 'UTC' });
+    const current = () => api<Schedule>('GET', `/v1/schedules/${schedule.id}`);
+    await page.goto(`${coordinator.url}/ui/`);
+    await navigateTo('Schedules');
+    const row = page.locator(`tr[data-schedule-id="${schedule.id}"]`);
+    await row.getByText('0 0 3 * * * (UTC)').waitFor();
+    await row.getByRole('button', { name: `Pause schedule ${schedule.id}` }).click();
+    await confirmDialog('Pause');
+    await row.getByText('paused').waitFor();
+    expect((await current()).paused).toBe(true);
+    await screenshot('schedules');
+    await row.getByRole('button', { name: `Resume schedule ${schedule.id}` }).click();
+    await confirmDialog('Resume');
+    await row.getByRole('button', { name: `Pause schedule ${schedule.id}` }).waitFor();
+    expect((await current()).paused).toBe(false);
+
+    await row.getByRole('button', { name: `Run now schedule ${schedule.id}` }).click();
+    await confirmDialog('Start run');
+    await page.getByRole('status').filter({ hasText: 'Started run' }).waitFor();
+    const { lastRunId } = await current();
+    expect(await page.getByRole('status').textContent()).toBe(`Started run ${lastRunId}.`);
+
+    await row.getByRole('button', { name: `Delete schedule ${schedule.id}` }).click();
+    await confirmDialog('Delete');
+    await row.waitFor({ state: 'detached' });
+    expect((await fetch(`${coordinator.url}/v1/schedules/${schedule.id}`, { headers: { authorization: `Bearer ${CLIENT_TOKEN}` } })).status).toBe(404);
+  });
+
   it('shows the overview, the workers and the dead letters', async () => {
     const run = await start('dashboard-steps');
     await eventually('the run to complete', async () => (await runStatus(run.id)) === 'completed', LIVE_MS);

@@ -2,6 +2,7 @@ import { Link, Route, Router, Switch } from 'wouter-preact';
 import { DeadLetters } from './pages/DeadLetters';
 import { Overview } from './pages/Overview';
 import { RunDetail } from './pages/RunDetail';
+import { Schedules } from './pages/Schedules';
 import { Runs } from './pages/Runs';
 import { Workers } from './pages/Workers';
 import { Workflows } from './pages/Workflows';
@@ -11,6 +12,7 @@ const PAGES = [
   ['/', 'Overview'],
   ['/runs', 'Runs'],
   ['/workflows', 'Workflows'],
+  ['/schedules', 'Schedules'],
   ['/workers', 'Workers'],
   ['/dead-letters', 'Dead letters'],
 ] as const;
@@ -39,6 +41,7 @@ export function App() {
             <Route path="/runs" component={Runs} />
             <Route path="/runs/:id">{(params: { id: string }) => <RunDetail id={params.id} />}</Route>
             <Route path="/workflows" component={Workflows} />
+            <Route path="/schedules" component={Schedules} />
             <Route path="/workers" component={Workers} />
             <Route path="/dead-letters" component={DeadLetters} />
             <Route>
