@@ -126,7 +126,7 @@ function Timeline({ steps }: { steps: StepView[] }) {
               <span class="step-kind">{step.kind}</span> <strong class="step-name">{step.name}</strong> <Status status={step.status} />
               <span class="muted">
                 {' '}
-                · {step.attempts} attempt{step.attempts === 1 ? '' : 's'}
+                {step.attempts > 0 && ` · ${step.attempts} attempt${step.attempts === 1 ? '' : 's'}`}
                 {between(started, ended) && ` · took ${between(started, ended)}`}
               </span>
             </div>
