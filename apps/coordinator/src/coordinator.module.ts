@@ -1,4 +1,4 @@
-import { NotificationsModule, OUTBOX_CHANNEL, RUN_FINISHED_CHANNEL, RUNS_DUE_CHANNEL, RUNS_READY_CHANNEL } from '@app/outbox';
+import { NotificationsModule, OUTBOX_CHANNEL, RUN_CHANGES_CHANNEL, RUN_FINISHED_CHANNEL, RUNS_DUE_CHANNEL, RUNS_READY_CHANNEL } from '@app/outbox';
 import { PersistenceModule } from '@app/persistence';
 import { DynamicModule, MiddlewareConsumer, Module, NestModule } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD } from '@nestjs/core';
@@ -7,10 +7,12 @@ import { COORDINATOR_CONFIG, type CoordinatorConfig } from './config/coordinator
 import { DeadLettersModule } from './dead-letters/dead-letters.module';
 import { CoordinatorDispatchModule } from './dispatch/dispatch.module';
 import { HealthModule } from './health/health.module';
+import { FeedModule } from './feed/feed.module';
 import { EngineExceptionFilter } from './http/engine-exception.filter';
 import { HttpDrain } from './http/http-drain';
 import { CoordinatorMetricsModule } from './metrics/coordinator-metrics.module';
 import { RunsModule } from './runs/runs.module';
+import { StatsModule } from './stats/stats.module';
 import { TimersModule } from './timers/timers.module';
 import { WorkerApiModule } from './worker-api/worker-api.module';
 
@@ -47,7 +49,7 @@ export class CoordinatorModule implements NestModule {
           useFactory: (c: CoordinatorConfig) => ({
             url: c.databaseUrl,
             applicationName: c.applicationName,
-            channels: [RUNS_READY_CHANNEL, RUN_FINISHED_CHANNEL, RUNS_DUE_CHANNEL, ...(c.dispatch === 'none' ? [] : [OUTBOX_CHANNEL])],
+            channels: [RUNS_READY_CHANNEL, RUN_FINISHED_CHANNEL, RUNS_DUE_CHANNEL, RUN_CHANGES_CHANNEL, ...(c.dispatch === 'none' ? [] : [OUTBOX_CHANNEL])],
             probeIntervalMs: c.listenerProbeIntervalMs,
           }),
         }),
@@ -56,6 +58,8 @@ export class CoordinatorModule implements NestModule {
         RunsModule,
         WorkerApiModule,
         DeadLettersModule,
+        StatsModule,
+        FeedModule,
         HealthModule,
       ],
       providers: [{ provide: APP_FILTER, useClass: EngineExceptionFilter }, { provide: APP_GUARD, useClass: BearerTokenGuard }, HttpDrain],

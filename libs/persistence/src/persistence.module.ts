@@ -11,6 +11,7 @@ import { RunShardAndHistoryGuard1764700000000 } from './migrations/1764700000000
 import { DueTimers1764800000000 } from './migrations/1764800000000-due-timers';
 import { DispatchWakeups1764900000000 } from './migrations/1764900000000-dispatch-wakeups';
 import { ClaimAttribution1765000000000 } from './migrations/1765000000000-claim-attribution';
+import { DashboardFeed1765500000000 } from './migrations/1765500000000-dashboard-feed';
 
 export const ENTITIES = [RunEntity, TaskEntity];
 export const MIGRATIONS = [
@@ -20,6 +21,7 @@ export const MIGRATIONS = [
   DueTimers1764800000000,
   DispatchWakeups1764900000000,
   ClaimAttribution1765000000000,
+  DashboardFeed1765500000000,
 ];
 
 export interface PersistenceOptions {

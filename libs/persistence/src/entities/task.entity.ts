@@ -43,4 +43,8 @@ export class TaskEntity {
 
   @Column('timestamptz', { name: 'created_at' })
   createdAt: Date;
+
+  /** When a suspension step resolved (null while waiting, and for task results: they are recorded when they end). */
+  @Column('timestamptz', { name: 'finished_at', nullable: true })
+  finishedAt: Date | null;
 }
