@@ -176,14 +176,22 @@ export class WorkflowClient {
   }
 
   /**
-   * The live feed of run changes, opened when iteration starts: `run` per transition, `resync` when changes
-   * may have been missed (re-read what you show). Ends when `signal` aborts (the iteration then throws its
-   * reason), when the loop breaks, or when the coordinator closes it (shutting down): open it again.
+   * The live feed of run changes, opened when iteration starts: `open` once it is (read what you show after
+   * it), then `run` per transition, `resync` when changes may have been missed (re-read). Ends when `signal`
+   * aborts (the iteration then throws its reason), when the loop breaks, or when the coordinator closes it
+   * (shutting down): open it again.
    */
   async *feed(filter: FeedFilter = {}, signal?: AbortSignal): AsyncGenerator<FeedEvent> {
     const response = await this.http.open(API.feed, { query: filter }, signal);
     if (!response.body) throw new CoordinatorUnavailableError('GET /v1/feed: answered without a body');
-    yield* readFeedEvents(response.body);
+    const body = response.body;
+    try {
+      yield { type: 'open' };
+      yield* readFeedEvents(body);
+    } finally {
+      // Left at `open` (or by an abort) the body may not have been read yet: close the connection.
+      if (!body.locked) await body.cancel().catch(() => undefined);
+    }
   }
 
   /** One page of dead letters (what dispatch gave up on), newest first. */

@@ -6,6 +6,7 @@ import { registerDeadLetterCommands } from './dead-letters.commands';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE } from './exit-codes';
 import { type CliEnvironment, type CliStreams, DEFAULT_URL, Invocation } from './invocation';
 import { registerRunCommands } from './runs.commands';
+import { registerStatsCommand } from './stats.commands';
 
 /** The package's own version (package.json is two levels up from both src/cli and dist/cli). */
 function packageVersion(): string {
@@ -15,7 +16,7 @@ function packageVersion(): string {
 function buildProgram(invocation: Invocation): Command {
   const { stdout, stderr } = invocation.streams;
   const program = new Command('wf')
-    .description('Start, inspect and steer the runs and dead letters of a nest-durable-workflows coordinator.')
+    .description('Start, inspect and steer the runs and dead letters of a nest-durable-workflows coordinator, and see its numbers.')
     .version(packageVersion())
     .option('--url <url>', `the coordinator (default: $WF_URL, else ${DEFAULT_URL})`)
     .option('--token <token>', "the coordinator's CLIENT_TOKEN (default: $WF_TOKEN)")
@@ -30,6 +31,7 @@ function buildProgram(invocation: Invocation): Command {
     });
   registerRunCommands(program, invocation);
   registerDeadLetterCommands(program, invocation);
+  registerStatsCommand(program, invocation);
   return program;
 }
 

@@ -7,7 +7,8 @@ import { RUN_STATUSES } from './run-status';
 const Text = Type.String();
 const Time = Type.String({ format: 'date-time' });
 const Count = Type.Integer({ minimum: 0 });
-const AgeMs = Type.Union([Type.Number({ minimum: 0 }), Type.Null()], { description: 'milliseconds, or null when there is none' });
+/** Milliseconds, or null when there is nothing to measure. */
+const AgeMs = (description: string) => Type.Union([Type.Number({ minimum: 0 }), Type.Null()], { description });
 const Status = OneOf('status', RUN_STATUSES);
 
 export const STATS_WINDOWS = ['1h', '24h'] as const;
@@ -31,7 +32,7 @@ export const QueueDepth = Closed(
     delayed: Type.Integer({ minimum: 0, description: 'queued runs due later (a `runAt` in the future, a retry of the whole run)' }),
     running: Type.Integer({ minimum: 0, description: 'claimed by a worker' }),
     waiting: Type.Integer({ minimum: 0, description: 'suspended until later: a sleep, an event, a child run or a task retry' }),
-    oldestReadyAgeMs: { ...AgeMs, description: 'how long the ready run due first has been due (null: none ready)' },
+    oldestReadyAgeMs: AgeMs('how long the ready run due first has been due, in ms (null: none ready)'),
     hosted: Type.Boolean({ description: 'some worker online hosts this workflow version (and shard)' }),
   },
   { title: 'QueueDepth' },
@@ -51,7 +52,7 @@ export const Stats = Closed(
     queues: Type.Array(QueueDepth, { description: 'every queue with an unfinished run, and every queue an online worker serves' }),
     outbox: Closed({
       backlog: Type.Integer({ minimum: 0, description: 'wake-ups due for publishing to Redis (0 without a publisher)' }),
-      oldestAgeMs: { ...AgeMs, description: 'how long the oldest of them has been due' },
+      oldestAgeMs: AgeMs('how long the oldest of them has been due, in ms (null: none)'),
     }),
     deadLetters: Type.Integer({ minimum: 0, description: 'dead letters (GET /v1/dead-letters)' }),
     workersOnline: Type.Integer({ minimum: 0, description: 'workers that registered within 3 of their intervals' }),
@@ -102,10 +103,12 @@ export const RunChange = Closed(
 export type RunChange = Static<typeof RunChange>;
 
 /**
- * What the feed sends: `run` for each transition; `resync` when changes may have been missed (the
- * coordinator's LISTEN session reconnected): re-read what is shown. Comment lines keep the connection alive.
+ * What WorkflowClient.feed yields: `open` first, once the coordinator accepted the feed (every change committed
+ * from then on comes: read the state you show after it, not before); then `run` for each transition, and
+ * `resync` when changes may have been missed (the coordinator's LISTEN session reconnected): re-read what is
+ * shown. (On the wire, `run` and `resync` are events; `open` is the response itself; comments keep it alive.)
  */
-export type FeedEvent = { type: 'run'; data: RunChange } | { type: 'resync' };
+export type FeedEvent = { type: 'open' } | { type: 'run'; data: RunChange } | { type: 'resync' };
 
 export const FEED_DESCRIPTION =
   'Server-sent events: `event: run` with a RunChange for every transition of a matching run, in commit order per coordinator; ' +
