@@ -1,5 +1,6 @@
 import { type FeedEvent, type RunChange, WorkflowClient } from '@nest-durable/client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { Client } from 'pg';
 import { type RunningCoordinator, type RunningWorker, startCoordinator, startWorker } from './support/apps';
 import { createTestDatabase, type TestDatabase } from './support/database';
 import { eventually } from './support/poll';
@@ -187,6 +188,31 @@ describe('dashboard API', () => {
       }
       // The coordinators forget a feed once its client went away.
       await eventually('the feeds to close', async () => (await metric(second, 'feeds_open')) === 0 && (await metric(first, 'feeds_open')) === 0);
+    });
+
+    it('announces changes only while some coordinator has a feed open', async () => {
+      const listener = new Client({ connectionString: db.url });
+      await listener.connect();
+      const payloads: string[] = [];
+      listener.on('notification', (message) => payloads.push(message.payload ?? ''));
+      try {
+        await listener.query('LISTEN wf_run_changes');
+        // As if the watches of the tests before had expired: nobody watches.
+        await db.sql('DELETE FROM feed_watchers');
+        const unwatched = await client.start(ECHO, 'unwatched');
+        const feed = follow(otherClient, {});
+        await eventually('the feed to open', async () => feed.events.some((event) => event.type === 'open'));
+        expect(await db.sql('SELECT coordinator FROM feed_watchers WHERE expires_at > now()')).toHaveLength(1);
+        const watched = await client.start(ECHO, 'watched');
+        await eventually('the watched run announced', async () => payloads.some((payload) => payload.includes(watched.id)));
+        // Notifications arrive in commit order: the unwatched start, committed first, sent none.
+        expect(payloads.filter((payload) => payload.includes(unwatched.id))).toEqual([]);
+        await eventually('the feed to get the watched run', async () => feed.changes().some((change) => change.id === watched.id));
+        feed.stop();
+        await feed.reading;
+      } finally {
+        await listener.end();
+      }
     });
 
     it('sends keep-alive comments', async () => {

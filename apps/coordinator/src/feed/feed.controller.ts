@@ -10,7 +10,7 @@ export class FeedController {
 
   /** Server-sent events, open until the client disconnects or the coordinator shuts down. */
   @Route(API.feed)
-  follow(@Input() { query }: EndpointInput<typeof API.feed>, @Res() response: Response): void {
-    this.feed.follow(query, response);
+  follow(@Input() { query }: EndpointInput<typeof API.feed>, @Res() response: Response): Promise<void> {
+    return this.feed.follow(query, response);
   }
 }

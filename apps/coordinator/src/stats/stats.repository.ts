@@ -56,18 +56,18 @@ export class StatsRepository {
     );
   }
 
-  /** Per minute from `since` (a whole minute) to now: runs created, and runs that ended (runs_finished_idx). */
+  /**
+   * Per minute from `since` on, the minutes with any: runs created, and runs that ended (runs_finished_idx).
+   * The empty minutes are filled in by the caller: a generate_series joined here was estimated at millions of
+   * rows for a day, which turned JIT compilation on (17 ms of a 51 ms statement).
+   */
   throughputSince(since: Date): Promise<MinuteCount[]> {
     return this.db.query<MinuteCount>(
-      `WITH started AS (
-         SELECT date_trunc('minute', created_at) AS minute, count(*)::int AS n FROM runs WHERE id >= $1::uuid GROUP BY 1
-       ), finished AS (
-         SELECT date_trunc('minute', finished_at) AS minute, count(*)::int AS n FROM runs WHERE finished_at >= $2 GROUP BY 1
-       )
-       SELECT m.minute, coalesce(s.n, 0) AS started, coalesce(f.n, 0) AS finished
-         FROM generate_series($2::timestamptz, date_trunc('minute', now()), interval '1 minute') AS m(minute)
-         LEFT JOIN started s USING (minute) LEFT JOIN finished f USING (minute)
-        ORDER BY m.minute`,
+      `SELECT minute, sum(started)::int AS started, sum(finished)::int AS finished
+         FROM (SELECT date_trunc('minute', created_at) AS minute, 1 AS started, 0 AS finished FROM runs WHERE id >= $1::uuid
+               UNION ALL
+               SELECT date_trunc('minute', finished_at), 0, 1 FROM runs WHERE finished_at >= $2) m
+        GROUP BY minute`,
       [uuidv7Floor(since.getTime()), since],
     );
   }

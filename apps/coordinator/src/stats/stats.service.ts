@@ -1,6 +1,6 @@
 import { type QueueDepth, type Stats, STATS_WINDOW_MS, type StatsWindow } from '@nest-durable/client';
 import { Injectable } from '@nestjs/common';
-import { StatsRepository } from './stats.repository';
+import { type MinuteCount, StatsRepository } from './stats.repository';
 
 const MINUTE_MS = 60_000;
 
@@ -23,11 +23,22 @@ export class StatsService {
       window,
       generatedAt: new Date(now).toISOString(),
       runs,
-      throughput: throughput.map(({ minute, started, finished }) => ({ minute: minute.toISOString(), started, finished })),
+      throughput: everyMinute(since, now, throughput),
       queues: queues.map((queue): QueueDepth => ({ ...queue, hosted: false })),
       outbox: { backlog: backlog.backlog, oldestAgeMs: backlog.oldestAgeMs },
       deadLetters: backlog.deadLetters,
       workersOnline: 0,
     };
   }
+}
+
+/** Every minute from `since` to the one of `now`, oldest first, with the counts of those that had any. */
+function everyMinute(since: Date, now: number, counts: MinuteCount[]): Stats['throughput'] {
+  const byMinute = new Map(counts.map((count) => [count.minute.getTime(), count]));
+  const minutes: Stats['throughput'] = [];
+  for (let minute = since.getTime(); minute <= now; minute += MINUTE_MS) {
+    const count = byMinute.get(minute);
+    minutes.push({ minute: new Date(minute).toISOString(), started: count?.started ?? 0, finished: count?.finished ?? 0 });
+  }
+  return minutes;
 }
