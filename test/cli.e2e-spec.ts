@@ -342,6 +342,18 @@ describe('wf (the command line)', () => {
     });
   });
 
+  describe('workers', () => {
+    it('lists the registered workers for a human and as JSON', async () => {
+      const id = await eventually('the worker registered', async () => (await client.listWorkers()).items[0]?.id);
+      const human = await wf(['workers'], env);
+      expect(human).toMatchObject({ code: 0, stderr: '' });
+      expect(human.stdout).toMatch(/^ID\s+STATE\s+SUBSCRIBER\s+RUNS\s+LAST SEEN\s+WORKFLOWS$/m);
+      expect(human.stdout).toMatch(new RegExp(`^${id}\\s+online\\s+http\\s+\\d+/10\\s+\\S+\\s+.*\\becho@1\\b`, 'm'));
+      const json = JSON.parse((await wf(['workers', '--json'], env)).stdout) as { items: { id: string; online: boolean }[] };
+      expect(json.items.map((worker) => [worker.id, worker.online])).toEqual([[id, true]]);
+    });
+  });
+
   describe('errors', () => {
     it.each([
       ['an unknown command', ['runs', 'launch', 'x'], /^wf: unknown command 'launch'/],

@@ -303,6 +303,15 @@ describe('HTTP contract', () => {
       expect((await call('get', '/v1/feed', { query: '?workflow=no:such' })).body.reason).toBe('invalid_workflow');
     });
 
+    it('workers: a worker registers; clients list the registry', async () => {
+      const registration = { subscriber: 'http', failedOver: false, concurrency: 4, runsHeld: 1, intervalMs: 5_000, workflows: [{ ...ECHO, shards: ['eu'] }] };
+      expect((await call('put', '/v1/worker/workers/{workerId}', { params: { workerId: 'contract' }, body: registration })).status).toBe(204);
+      expect((await call('put', '/v1/worker/workers/{workerId}', { params: { workerId: 'contract' }, body: { ...registration, runsHeld: -1 } })).status).toBe(
+        400,
+      );
+      expect((await call('get', '/v1/workers')).body.items).toEqual([expect.objectContaining({ id: 'contract', online: true, runsHeld: 1 })]);
+    });
+
     it('operations: health and metrics', async () => {
       await call('get', '/health/live');
       await call('get', '/health/ready');

@@ -42,7 +42,7 @@ describe('dashboard API', () => {
   afterEach(async () => {
     await worker?.close();
     worker = undefined;
-    await db.sql('TRUNCATE runs, outbox, dead_letters CASCADE');
+    await db.sql('TRUNCATE runs, outbox, dead_letters, workers CASCADE');
   });
 
   afterAll(async () => {
@@ -76,6 +76,8 @@ describe('dashboard API', () => {
         expect.objectContaining({ queue: 'echo:1:eu', workflow: 'echo', version: '1', shard: 'eu', ready: 1, delayed: 0, running: 0, waiting: 0 }),
         expect.objectContaining({ queue: 'sleepy:1', workflow: 'sleepy', shard: null, ready: 1, delayed: 0, running: 0, waiting: 0 }),
       ]);
+      expect(before.queues.map((queue) => queue.hosted)).toEqual([false, false, false]);
+      expect(before.workersOnline).toBe(0);
       expect(before.queues[0].oldestReadyAgeMs).toBeGreaterThan(0);
       expect(before.outbox).toEqual({ backlog: 0, oldestAgeMs: null });
       expect(before.deadLetters).toBe(0);
@@ -98,11 +100,26 @@ describe('dashboard API', () => {
         { workflow: 'echo', version: '1', status: 'queued', count: 2 },
         { workflow: 'sleepy', version: '1', status: 'waiting', count: 1 },
       ]);
-      expect(after.queues).toEqual([
-        expect.objectContaining({ queue: 'echo:1', ready: 0, delayed: 1, running: 0, waiting: 0, oldestReadyAgeMs: null }),
-        expect.objectContaining({ queue: 'echo:1:eu', ready: 1, delayed: 0, running: 0, waiting: 0 }),
-        expect.objectContaining({ queue: 'sleepy:1', ready: 0, delayed: 0, running: 0, waiting: 1, oldestReadyAgeMs: null }),
-      ]);
+      const queue = (name: string) => after.queues.find((entry) => entry.queue === name);
+      expect(queue('echo:1')).toMatchObject({ ready: 0, delayed: 1, running: 0, waiting: 0, oldestReadyAgeMs: null, hosted: true });
+      // Nobody serves the shard: the dashboard can say why its run does not move.
+      expect(queue('echo:1:eu')).toMatchObject({ ready: 1, delayed: 0, running: 0, waiting: 0, hosted: false });
+      expect(queue('sleepy:1')).toMatchObject({ ready: 0, delayed: 0, running: 0, waiting: 1, oldestReadyAgeMs: null, hosted: true });
+      // The queues the worker serves are listed, empty ones too.
+      expect(queue('order-processing:1.0.0')).toEqual({
+        queue: 'order-processing:1.0.0',
+        workflow: 'order-processing',
+        version: '1.0.0',
+        shard: null,
+        ready: 0,
+        delayed: 0,
+        running: 0,
+        waiting: 0,
+        oldestReadyAgeMs: null,
+        hosted: true,
+      });
+      expect(after.queues.map((entry) => entry.queue)).toEqual([...after.queues.map((entry) => entry.queue)].sort());
+      expect(after.workersOnline).toBe(1);
       expect(after.throughput.reduce((sum, minute) => sum + minute.finished, 0)).toBe(3);
     });
 

@@ -153,7 +153,9 @@ describe('subscribers', () => {
       'the wake-up dead-lettered',
       async () => {
         const rows = await db.sql<{ origin: string; run_id: string; queue: string; reason: string; detail: Record<string, unknown> }>(
-          'SELECT origin, run_id, queue, reason, detail FROM dead_letters',
+          // Only Streams' own: a slow machine can leave the Redis outage of an earlier test long enough for
+          // its outbox rows to run out of publish attempts.
+          `SELECT origin, run_id, queue, reason, detail FROM dead_letters WHERE origin = 'stream'`,
         );
         return rows.length > 0 ? rows : undefined;
       },

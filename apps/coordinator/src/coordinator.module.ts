@@ -15,6 +15,7 @@ import { RunsModule } from './runs/runs.module';
 import { StatsModule } from './stats/stats.module';
 import { TimersModule } from './timers/timers.module';
 import { WorkerApiModule } from './worker-api/worker-api.module';
+import { WorkersModule } from './workers/workers.module';
 
 @Module({})
 export class CoordinatorModule implements NestModule {
@@ -60,6 +61,7 @@ export class CoordinatorModule implements NestModule {
         DeadLettersModule,
         StatsModule,
         FeedModule,
+        WorkersModule,
         HealthModule,
       ],
       providers: [{ provide: APP_FILTER, useClass: EngineExceptionFilter }, { provide: APP_GUARD, useClass: BearerTokenGuard }, HttpDrain],

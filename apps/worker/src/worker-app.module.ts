@@ -23,6 +23,7 @@ export function workerModuleOptions(
     concurrency: config.concurrency,
     heartbeatIntervalMs: config.heartbeatIntervalMs,
     claimWaitMs: config.claimWaitMs,
+    registrationIntervalMs: config.registrationIntervalMs,
     shutdownGraceMs: config.shutdownGraceMs,
     shards: config.shards,
     headers: config.workerToken ? { authorization: `Bearer ${config.workerToken}` } : {},

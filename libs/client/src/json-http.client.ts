@@ -1,4 +1,4 @@
-import { type Endpoint, type EndpointCall, type EndpointResult, EngineError, ErrorBody, endpointRequest } from './contract';
+import { type Endpoint, type EndpointCall, type EndpointResult, EngineError, ErrorBody, endpointRequest, type HttpMethod } from './contract';
 
 /** An error response from the coordinator, rebuilt from its `{statusCode, reason, message}` body. */
 export class EngineHttpError extends EngineError {
@@ -58,7 +58,7 @@ export class JsonHttpClient {
     return response;
   }
 
-  async request<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown, signal?: AbortSignal): Promise<T> {
+  async request<T>(method: HttpMethod, path: string, body?: unknown, signal?: AbortSignal): Promise<T> {
     return this.parse<T>(method, path, await this.send(method, path, body, signal, false));
   }
 
@@ -66,7 +66,7 @@ export class JsonHttpClient {
    * Sends the request. A stream's response stays tied to the caller's signal for as long as its body is read
    * (`stream`); any other request's only until its answer arrives.
    */
-  private async send(method: 'GET' | 'POST' | 'DELETE', path: string, body: unknown, signal: AbortSignal | undefined, stream: boolean): Promise<Response> {
+  private async send(method: HttpMethod, path: string, body: unknown, signal: AbortSignal | undefined, stream: boolean): Promise<Response> {
     let response: Response;
     // A signal of this request's own, tied to the caller's: fetch may keep its listener on a signal
     // after failing, and callers pass one long-lived signal to every request. A stream's body is read

@@ -12,6 +12,7 @@ import type {
   StartRunRequest,
   Stats,
   StatsWindow,
+  WorkerList,
 } from './contract';
 import { API, isTerminalStatus, WAIT_MS_MAX } from './contract';
 import { readFeedEvents } from './feed-events';
@@ -207,6 +208,11 @@ export class WorkflowClient {
   /** Removes the dead letter; `404 dead_letter_not_found` if there is none. */
   async deleteDeadLetter(id: string): Promise<void> {
     await this.http.call(API.deleteDeadLetter, { params: { id } });
+  }
+
+  /** The worker registry: every worker seen in the last hour, online ones first, with what each hosts. */
+  listWorkers(): Promise<WorkerList> {
+    return this.http.call(API.listWorkers, {});
   }
 }
 

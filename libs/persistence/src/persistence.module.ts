@@ -12,6 +12,7 @@ import { DueTimers1764800000000 } from './migrations/1764800000000-due-timers';
 import { DispatchWakeups1764900000000 } from './migrations/1764900000000-dispatch-wakeups';
 import { ClaimAttribution1765000000000 } from './migrations/1765000000000-claim-attribution';
 import { DashboardFeed1765500000000 } from './migrations/1765500000000-dashboard-feed';
+import { WorkerRegistry1765100000000 } from './migrations/1765100000000-worker-registry';
 
 export const ENTITIES = [RunEntity, TaskEntity];
 export const MIGRATIONS = [
@@ -22,6 +23,7 @@ export const MIGRATIONS = [
   DispatchWakeups1764900000000,
   ClaimAttribution1765000000000,
   DashboardFeed1765500000000,
+  WorkerRegistry1765100000000,
 ];
 
 export interface PersistenceOptions {

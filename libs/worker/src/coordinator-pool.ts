@@ -5,6 +5,7 @@ import {
   type EndpointResult,
   EngineHttpError,
   endpointRequest,
+  type HttpMethod,
   JsonHttpClient,
 } from '@nest-durable/client';
 import { Logger } from '@nestjs/common';
@@ -58,7 +59,7 @@ export class CoordinatorPool {
    * attempt (a coordinator that hangs, stopped or partitioned away, counts as failed); `signal` is
    * the caller's, ending every attempt.
    */
-  async request<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown, options: { signal?: AbortSignal; timeoutMs?: number } = {}): Promise<T> {
+  async request<T>(method: HttpMethod, path: string, body?: unknown, options: { signal?: AbortSignal; timeoutMs?: number } = {}): Promise<T> {
     const { signal, timeoutMs } = options;
     let lastError: unknown;
     for (const member of this.order()) {

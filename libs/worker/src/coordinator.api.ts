@@ -20,6 +20,7 @@ import type {
   SuspendRequest,
   TakeRunsResponse,
   TaskResultRequest,
+  WorkerRegistration,
   WorkflowRef,
 } from '@nest-durable/client';
 import { Inject, Injectable, Logger } from '@nestjs/common';
@@ -53,6 +54,15 @@ export class CoordinatorApi {
       { signal, timeoutMs: waitMs + REQUEST_TIMEOUT_MS },
     );
     return response.runs;
+  }
+
+  /** Puts this worker in the worker registry (see WorkerRegistrar). */
+  async register(registration: WorkerRegistration, signal?: AbortSignal): Promise<void> {
+    await this.coordinators.call(
+      API.registerWorker,
+      { params: { workerId: this.options.workerId }, body: registration },
+      { signal, timeoutMs: REQUEST_TIMEOUT_MS },
+    );
   }
 
   /** Resolves when a coordinator answers its liveness check. */

@@ -1,4 +1,4 @@
-import { isHttpUrl } from '@nest-durable/client';
+import { isHttpUrl, REGISTRATION_INTERVAL_MAX_MS } from '@nest-durable/client';
 import type { WorkflowDefinition } from '@nest-durable/workflow';
 import { hostname } from 'node:os';
 
@@ -21,6 +21,8 @@ export interface WorkflowWorkerOptions {
   concurrency?: number;
   /** How often claims of running runs are refreshed. Default 30 s; must stay below the coordinator's idle time. */
   heartbeatIntervalMs?: number;
+  /** How often the worker registers with the coordinators (the worker registry, GET /v1/workers). Default 5 s. */
+  registrationIntervalMs?: number;
   /** How long one claim request waits at the coordinator for work. Default 20 s. */
   claimWaitMs?: number;
   /** On shutdown, how long running runs may take to finish before they are abandoned. Default 10 s. */
@@ -40,6 +42,7 @@ export function resolveWorkerOptions(options: WorkflowWorkerOptions): ResolvedWo
     concurrency: 10,
     heartbeatIntervalMs: 30_000,
     claimWaitMs: 20_000,
+    registrationIntervalMs: 5_000,
     shutdownGraceMs: 10_000,
     inProcessRetryMaxMs: 5_000,
     shards: [] as string[],
@@ -52,6 +55,13 @@ export function resolveWorkerOptions(options: WorkflowWorkerOptions): ResolvedWo
   }
   if (!Number.isInteger(resolved.concurrency) || resolved.concurrency < 1) {
     throw new Error(`concurrency must be a positive integer, got ${resolved.concurrency}`);
+  }
+  if (
+    !Number.isInteger(resolved.registrationIntervalMs) ||
+    resolved.registrationIntervalMs < 100 ||
+    resolved.registrationIntervalMs > REGISTRATION_INTERVAL_MAX_MS
+  ) {
+    throw new Error(`registrationIntervalMs must be an integer from 100 to ${REGISTRATION_INTERVAL_MAX_MS}, got ${resolved.registrationIntervalMs}`);
   }
   return resolved;
 }

@@ -15,6 +15,7 @@ import { HttpSubscriber } from './subscribers/http.subscriber';
 import { SUBSCRIBER, type Subscriber } from './subscribers/subscriber.interface';
 import { WorkerHealth } from './worker.health';
 import { resolveWorkerOptions, WORKER_OPTIONS, type ResolvedWorkerOptions, type WorkflowWorkerOptions } from './worker.options';
+import { WorkerRegistrar } from './worker-registration';
 import { WorkerRuntime } from './worker-runtime.service';
 import { WorkflowRegistry } from './workflow.registry';
 
@@ -62,6 +63,7 @@ function workerProviders(subscriber: SubscriberProvider | undefined): Provider[]
       inject: [PRIMARY_SUBSCRIBER, HttpSubscriber, WORKER_OPTIONS],
     },
     WorkerRuntime,
+    WorkerRegistrar,
     WorkerHealth,
   ];
 }

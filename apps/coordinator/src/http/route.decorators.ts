@@ -4,7 +4,7 @@ import type { Request } from 'express';
 import { Audience } from '../auth/auth.decorators';
 
 const ENDPOINT = 'wf:endpoint';
-const METHODS = { get: RequestMethod.GET, post: RequestMethod.POST, delete: RequestMethod.DELETE } as const;
+const METHODS = { get: RequestMethod.GET, post: RequestMethod.POST, put: RequestMethod.PUT, delete: RequestMethod.DELETE } as const;
 
 /**
  * Serves a handler as one endpoint of the contract (`API` in @nest-durable/client): its path, method,

@@ -10,6 +10,7 @@ export interface WorkerConfig {
   concurrency: number;
   heartbeatIntervalMs: number;
   claimWaitMs: number;
+  registrationIntervalMs: number;
   shutdownGraceMs: number;
   shards: string[];
   /** How this worker finds work: the claim API (default), or the Redis transport the coordinator publishes to. */
@@ -42,6 +43,7 @@ export function loadWorkerConfig(env: Record<string, string | undefined>): Worke
     concurrency: read.integer('WORKER_CONCURRENCY', 10, 1, 10_000),
     heartbeatIntervalMs: read.integer('HEARTBEAT_INTERVAL_MS', 30_000, 50, 86_400_000),
     claimWaitMs: read.integer('CLAIM_WAIT_MS', 20_000, 0, 60_000),
+    registrationIntervalMs: read.integer('WORKER_REGISTRATION_INTERVAL_MS', 5_000, 100, 3_600_000),
     shutdownGraceMs: read.integer('SHUTDOWN_GRACE_MS', 10_000, 0, 3_600_000),
     shards: read.list('WORKER_SHARDS'),
     subscriber: read.oneOf('SUBSCRIBER', SUBSCRIBERS, 'http'),

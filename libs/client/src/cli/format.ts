@@ -1,4 +1,4 @@
-import type { DeadLetterView, ErrorDetails, JsonValue, RunTransition, RunView, Stats, TaskView } from '../contract';
+import type { DeadLetterView, ErrorDetails, JsonValue, RunTransition, RunView, Stats, TaskView, WorkerView } from '../contract';
 
 const VALUE_WIDTH = 100;
 
@@ -146,4 +146,19 @@ export function formatAge(ms: number): string {
   ];
   for (const [unit, size] of units) if (ms >= size) return `${Math.floor(ms / size)}${unit}`;
   return `${Math.floor(ms / 1_000)}s`;
+}
+
+export function formatWorkerList(workers: WorkerView[]): string {
+  if (workers.length === 0) return 'no workers';
+  return formatTable(
+    ['id', 'state', 'subscriber', 'runs', 'last seen', 'workflows'],
+    workers.map((worker) => [
+      worker.id,
+      worker.online ? 'online' : 'offline',
+      worker.failedOver ? `${worker.subscriber} (failed over to http)` : worker.subscriber,
+      `${worker.runsHeld}/${worker.concurrency}`,
+      worker.lastSeenAt,
+      worker.workflows.map((workflow) => `${workflow.name}@${workflow.version}${workflow.shards.length > 0 ? `[${workflow.shards.join(',')}]` : ''}`).join(' '),
+    ]),
+  );
 }

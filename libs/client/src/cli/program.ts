@@ -7,6 +7,7 @@ import { EXIT_FAILED, EXIT_OK, EXIT_USAGE } from './exit-codes';
 import { type CliEnvironment, type CliStreams, DEFAULT_URL, Invocation } from './invocation';
 import { registerRunCommands } from './runs.commands';
 import { registerStatsCommand } from './stats.commands';
+import { registerWorkerCommands } from './workers.commands';
 
 /** The package's own version (package.json is two levels up from both src/cli and dist/cli). */
 function packageVersion(): string {
@@ -16,7 +17,7 @@ function packageVersion(): string {
 function buildProgram(invocation: Invocation): Command {
   const { stdout, stderr } = invocation.streams;
   const program = new Command('wf')
-    .description('Start, inspect and steer the runs and dead letters of a nest-durable-workflows coordinator, and see its numbers.')
+    .description('Start, inspect and steer the runs, dead letters and workers of a nest-durable-workflows coordinator, and see its numbers.')
     .version(packageVersion())
     .option('--url <url>', `the coordinator (default: $WF_URL, else ${DEFAULT_URL})`)
     .option('--token <token>', "the coordinator's CLIENT_TOKEN (default: $WF_TOKEN)")
@@ -32,6 +33,7 @@ function buildProgram(invocation: Invocation): Command {
   registerRunCommands(program, invocation);
   registerDeadLetterCommands(program, invocation);
   registerStatsCommand(program, invocation);
+  registerWorkerCommands(program, invocation);
   return program;
 }
 

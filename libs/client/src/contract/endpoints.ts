@@ -36,6 +36,7 @@ import {
   TaskResultResponse,
   WorkerPath,
 } from './worker.contracts';
+import { WorkerIdPath, WorkerList, WorkerRegistration } from './worker-registry.contracts';
 
 /**
  * Every route of the coordinator's HTTP API, once: the coordinator serves each from its entry (path, method,
@@ -43,7 +44,7 @@ import {
  * built from the same entries (see openApiDocument).
  */
 export interface Endpoint {
-  method: 'get' | 'post' | 'delete';
+  method: 'get' | 'post' | 'put' | 'delete';
   /** OpenAPI style: `/v1/runs/{id}`. */
   path: string;
   /** Whose bearer token it takes: CLIENT_TOKEN, WORKER_TOKEN, or none. */
@@ -259,7 +260,29 @@ export const API = {
     errors: { 404: 'dead_letter_not_found' },
   }),
 
+  // ---- workers (clients) ----
+  listWorkers: endpoint({
+    method: 'get',
+    path: '/v1/workers',
+    audience: 'client',
+    tag: 'workers',
+    summary: 'The worker registry: every worker seen in the last hour, whether it is online, and what it hosts',
+    status: 200,
+    responses: { 200: json('The workers, online ones first', WorkerList) },
+  }),
+
   // ---- worker protocol ----
+  registerWorker: endpoint({
+    method: 'put',
+    path: '/v1/worker/workers/{workerId}',
+    audience: 'worker',
+    tag: 'worker protocol',
+    summary: 'Say what this worker is and hosts; sent at start and then every intervalMs',
+    params: WorkerIdPath,
+    body: WorkerRegistration,
+    status: 204,
+    responses: { 204: { description: 'Registered' } },
+  }),
   claimRuns: endpoint({
     method: 'post',
     path: '/v1/worker/claims',

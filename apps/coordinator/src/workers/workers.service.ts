@@ -1,0 +1,30 @@
+import type { WorkerList, WorkerRegistration } from '@nest-durable/client';
+import { Database } from '@app/persistence';
+import { Injectable } from '@nestjs/common';
+import { WorkersRepository } from './workers.repository';
+
+/**
+ * The worker registry: who is alive and what each worker hosts. Workers register at start and then
+ * every interval they name; a registration is also where what workflows declare in code reaches the
+ * coordinators, in the same transaction (each step idempotent, and cheap when nothing changed: it
+ * repeats every few seconds per worker).
+ */
+@Injectable()
+export class WorkersService {
+  constructor(
+    private readonly db: Database,
+    private readonly workers: WorkersRepository,
+  ) {}
+
+  async register(workerId: string, registration: WorkerRegistration): Promise<void> {
+    await this.db.transaction(async (tx) => {
+      await this.workers.upsertWorker(tx, workerId, registration);
+      await this.workers.upsertWorkflows(tx, registration.workflows);
+    });
+  }
+
+  async list(): Promise<WorkerList> {
+    const rows = await this.workers.list();
+    return { items: rows.map((row) => ({ ...row, startedAt: row.startedAt.toISOString(), lastSeenAt: row.lastSeenAt.toISOString() })) };
+  }
+}

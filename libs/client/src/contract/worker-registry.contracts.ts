@@ -1,0 +1,64 @@
+import { type Static, Type } from '@sinclair/typebox';
+import { Closed, Flag, Identifier, IntegerIn, Key, ListOf } from './fields';
+
+/**
+ * The worker registry: each worker tells the coordinators, at start and then periodically, what it is
+ * and what it hosts. The registry answers "who is alive and what does it serve" (GET /v1/workers), and
+ * is where workflows' code-declared settings reach the coordinators.
+ */
+
+/** The most workflow versions one worker may register. */
+export const REGISTERED_WORKFLOWS_MAX = 1_000;
+const SHARDS_MAX = 100;
+/** The longest registration interval accepted: an hour. */
+export const REGISTRATION_INTERVAL_MAX_MS = 3_600_000;
+
+/** A workflow version a worker hosts, with the routing shards it serves it in (empty: runs without a shard). */
+export const RegisteredWorkflow = Closed(
+  {
+    name: Identifier('workflow'),
+    version: Identifier('version'),
+    shards: ListOf('shards', Identifier('shard'), 0, SHARDS_MAX, 'routing shards', { uniqueItems: true }),
+  },
+  { title: 'RegisteredWorkflow' },
+);
+export type RegisteredWorkflow = Static<typeof RegisteredWorkflow>;
+
+export const WorkerRegistration = Closed(
+  {
+    subscriber: Key('subscriber'),
+    /** The primary subscriber failed and the worker takes work over HTTP until it recovers. */
+    failedOver: Flag('failedOver'),
+    concurrency: IntegerIn('concurrency', 1, 100_000),
+    /** Runs executing on the worker now. */
+    runsHeld: IntegerIn('runsHeld', 0, 100_000),
+    /** When the worker registers next: the coordinator counts it offline after three intervals without one. */
+    intervalMs: IntegerIn('intervalMs', 100, REGISTRATION_INTERVAL_MAX_MS),
+    workflows: ListOf('workflows', RegisteredWorkflow, 1, REGISTERED_WORKFLOWS_MAX, 'workflow versions'),
+  },
+  { title: 'WorkerRegistration' },
+);
+export type WorkerRegistration = Static<typeof WorkerRegistration>;
+
+export const WorkerIdPath = Type.Object({ workerId: Key('workerId') });
+
+const Time = Type.String({ format: 'date-time' });
+
+export const WorkerView = Closed(
+  {
+    id: Type.String(),
+    subscriber: Type.String(),
+    failedOver: Type.Boolean(),
+    concurrency: Type.Integer(),
+    runsHeld: Type.Integer({ description: 'runs executing on it at its last registration' }),
+    online: Type.Boolean({ description: 'it registered within three of its intervals' }),
+    startedAt: Time,
+    lastSeenAt: Time,
+    workflows: Type.Array(RegisteredWorkflow),
+  },
+  { title: 'WorkerView' },
+);
+export type WorkerView = Static<typeof WorkerView>;
+
+export const WorkerList = Closed({ items: Type.Array(WorkerView) }, { title: 'WorkerList' });
+export type WorkerList = Static<typeof WorkerList>;
