@@ -2,7 +2,7 @@
  * Plans of the operators' views (GET /v1/stats, GET /v1/runs, GET /v1/runs/{id}/transitions) on a large history:
  * a database of its own with a million finished runs over 30 days (3 transitions each) and a few thousand
  * unfinished ones, filled with generate_series; prints EXPLAIN (ANALYZE, BUFFERS) of each statement the
- * coordinator sends, taken from its repositories (docs/benchmarks.md, "Operators' views").
+ * coordinator sends, taken from its repositories (docs/benchmarks.md, "Operators' views"); drops the database after.
  *
  *   node -r ./scripts/register-ts.js scripts/dashboard-plans.ts [postgres://postgres@127.0.0.1:5432/postgres]
  */
@@ -106,6 +106,11 @@ async function main(): Promise<void> {
   await list(`workflow = 'echo' AND status = 'failed'`);
   await list(`status = 'running'`);
   await client.end();
+
+  const dropper = new Client({ connectionString: server });
+  await dropper.connect();
+  await dropper.query(`DROP DATABASE IF EXISTS ${NAME} WITH (FORCE)`);
+  await dropper.end();
 }
 
 main().catch((error: unknown) => {

@@ -1,7 +1,8 @@
 /**
  * What the live feed's NOTIFY (the run_transitions_notify trigger) costs on the hot path: the claim + report
- * of runs through the worker protocol against an in-process coordinator, with the trigger disabled and
- * enabled, alternating (docs/benchmarks.md, "Operators' views"). Not the bench suite: one quick comparison.
+ * of runs through the worker protocol against an in-process coordinator, and a bare history-appending
+ * statement, with the trigger disabled (as before the feed), enabled while no feed is open, and enabled while
+ * one is (a feed_watchers row), alternating (docs/benchmarks.md, "Operators' views"). Not the bench suite.
  *
  *   node -r ./scripts/register-ts.js scripts/feed-notify-cost.ts [postgres://postgres@127.0.0.1:5432/postgres]
  */
@@ -15,7 +16,7 @@ const NAME = 'wf_feed_notify_cost';
 const RUNS = 5_000;
 const CLAIMERS = 4;
 const BATCH = 10;
-const ROUNDS = 5;
+const ROUNDS = 3;
 const STATEMENTS = 1_000;
 
 async function main(): Promise<void> {
@@ -77,15 +78,18 @@ async function main(): Promise<void> {
 
   const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
   const compare = async (what: string, unit: string, run: () => Promise<number>) => {
-    const results: Record<'off' | 'on', number[]> = { off: [], on: [] };
+    const modes = ['disabled', 'unwatched', 'watched'] as const;
+    const results: Record<(typeof modes)[number], number[]> = { disabled: [], unwatched: [], watched: [] };
     await run(); // warm-up
     for (let round = 0; round < ROUNDS; round++) {
-      for (const mode of ['off', 'on'] as const) {
-        await sql.query(`ALTER TABLE run_transitions ${mode === 'on' ? 'ENABLE' : 'DISABLE'} TRIGGER run_transitions_notify`);
+      for (const mode of modes) {
+        await sql.query(`ALTER TABLE run_transitions ${mode === 'disabled' ? 'DISABLE' : 'ENABLE'} TRIGGER run_transitions_notify`);
+        await sql.query('DELETE FROM feed_watchers');
+        if (mode === 'watched') await sql.query(`INSERT INTO feed_watchers VALUES ('feed-notify-cost', now() + interval '1 hour')`);
         results[mode].push(await run());
       }
     }
-    for (const mode of ['off', 'on'] as const) {
+    for (const mode of modes) {
       console.log(
         `${what}, trigger ${mode}: ${results[mode].map((value) => value.toFixed(2)).join(', ')} ${unit} (median ${median(results[mode]).toFixed(2)})`,
       );
