@@ -354,6 +354,37 @@ describe('wf (the command line)', () => {
     });
   });
 
+  describe('workflows', () => {
+    it('pauses, limits and resumes a version, listing it for a human and as JSON', async () => {
+      expect(await wf(['workflows', 'pause', 'cli-flow', '1', '--shard', 'eu'], env)).toMatchObject({
+        code: 0,
+        stdout: 'workflow cli-flow 1: paused in shards eu; no limits\n',
+      });
+      expect(await wf(['workflows', 'limits', 'cli-flow', '1', '--concurrency', '3', '--rate', '2.5'], env)).toMatchObject({
+        code: 0,
+        stdout: 'workflow cli-flow 1: paused in shards eu; limits: concurrency 3, ratePerSecond 2.5\n',
+      });
+      // Limits not given stay; `none` clears one.
+      expect((await wf(['workflows', 'limits', 'cli-flow', '1', '--concurrency', 'none'], env)).stdout).toBe(
+        'workflow cli-flow 1: paused in shards eu; limits: ratePerSecond 2.5\n',
+      );
+      const human = await wf(['workflows', 'list'], env);
+      expect(human.stdout).toMatch(/^WORKFLOW\s+VERSION\s+PAUSED\s+RUNNING\s+CONCURRENCY\s+PER KEY\s+RATE\/S$/m);
+      expect(human.stdout).toMatch(/^cli-flow\s+1\s+shards eu\s+0\s+-\s+-\s+2\.5$/m);
+      expect(await wf(['workflows', 'resume', 'cli-flow', '1'], env)).toMatchObject({
+        code: 0,
+        stdout: 'workflow cli-flow 1: not paused; limits: ratePerSecond 2.5\n',
+      });
+      expect((await wf(['workflows', 'limits', 'cli-flow', '1', '--clear'], env)).stdout).toBe('workflow cli-flow 1: not paused; no limits\n');
+      const json = JSON.parse((await wf(['workflows', 'list', '--json'], env)).stdout) as { items: { name: string; paused: boolean }[] };
+      expect(json.items).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'cli-flow', paused: false })]));
+      expect(await wf(['workflows', 'limits', 'cli-flow', '1', '--rate', '-1'], env)).toMatchObject({
+        code: 2,
+        stderr: expect.stringMatching(/Must be a number above 0, or none/),
+      });
+    });
+  });
+
   describe('errors', () => {
     it.each([
       ['an unknown command', ['runs', 'launch', 'x'], /^wf: unknown command 'launch'/],

@@ -148,7 +148,12 @@ describe('HTTP contract', () => {
     // A closed body refuses an unknown field (400 unknown_field) before anything reads the database; a route
     // that reads no body ignores it. Ids that exist nowhere keep the other routes from changing anything.
     for (const { method, path } of served()) {
-      const url = coordinator.url + path.replace('{id}', path.startsWith('/v1/dead-letters') ? '9' : NO_SUCH_RUN).replace('{name}', 'approved');
+      const url =
+        coordinator.url +
+        path
+          .replace('{id}', path.startsWith('/v1/dead-letters') ? '9' : NO_SUCH_RUN)
+          .replace('{name}', 'approved')
+          .replace('{version}', '1');
       const response = await sendWithBody(url, method, '{"contractProbe":1}');
       const readsBody = response.status === 400 && response.reason === 'unknown_field';
       const described = document.paths[path]?.[method]?.requestBody?.content?.['application/json']?.schema !== undefined;
@@ -310,6 +315,18 @@ describe('HTTP contract', () => {
         400,
       );
       expect((await call('get', '/v1/workers')).body.items).toEqual([expect.objectContaining({ id: 'contract', online: true, runsHeld: 1 })]);
+    });
+
+    it('workflows: pause, resume, limits; clients list the versions', async () => {
+      const params = { name: 'contract-flow', version: '1' };
+      expect((await call('post', '/v1/workflows/{name}/{version}/pause', { params, body: { shard: 'eu' } })).body).toMatchObject({ pausedShards: ['eu'] });
+      expect((await call('post', '/v1/workflows/{name}/{version}/resume', { params })).body).toMatchObject({ paused: false, pausedShards: [] });
+      expect((await call('put', '/v1/workflows/{name}/{version}/limits', { params, body: { concurrency: 2, ratePerSecond: 0.5 } })).body).toMatchObject({
+        limits: { concurrency: 2, ratePerSecond: 0.5 },
+      });
+      expect((await call('put', '/v1/workflows/{name}/{version}/limits', { params, body: { concurrency: -2 } })).status).toBe(400);
+      expect((await call('delete', '/v1/workflows/{name}/{version}/limits', { params })).body).toMatchObject({ limits: { concurrency: null } });
+      expect((await call('get', '/v1/workflows')).body.items).toEqual(expect.arrayContaining([expect.objectContaining(params)]));
     });
 
     it('operations: health and metrics', async () => {

@@ -15,6 +15,7 @@ import { RunsModule } from './runs/runs.module';
 import { StatsModule } from './stats/stats.module';
 import { TimersModule } from './timers/timers.module';
 import { WorkerApiModule } from './worker-api/worker-api.module';
+import { WorkflowsModule } from './workflows/workflows.module';
 import { WorkersModule } from './workers/workers.module';
 
 @Module({})
@@ -61,6 +62,7 @@ export class CoordinatorModule implements NestModule {
         DeadLettersModule,
         StatsModule,
         FeedModule,
+        WorkflowsModule,
         WorkersModule,
         HealthModule,
       ],

@@ -13,6 +13,8 @@ import type {
   Stats,
   StatsWindow,
   WorkerList,
+  WorkflowLimits,
+  WorkflowView,
 } from './contract';
 import { API, isTerminalStatus, WAIT_MS_MAX } from './contract';
 import { readFeedEvents } from './feed-events';
@@ -35,6 +37,8 @@ export interface StartOptions {
   priority?: number;
   /** Not before this time. */
   runAt?: Date;
+  /** Runs with the same key share their version's `concurrencyPerKey` slots. */
+  concurrencyKey?: string;
 }
 
 /** One run of a `startMany` batch. */
@@ -214,8 +218,42 @@ export class WorkflowClient {
   listWorkers(): Promise<WorkerList> {
     return this.http.call(API.listWorkers, {});
   }
+
+  /** The workflow versions known, with their pauses and limits. */
+  async listWorkflows(): Promise<WorkflowView[]> {
+    return (await this.http.call(API.listWorkflows, {})).items;
+  }
+
+  /** Pauses the version (or one shard of it): queued runs wait, running ones finish, starts are still accepted. */
+  pauseWorkflow(workflow: WorkflowRef, options: { shard?: string } = {}): Promise<WorkflowView> {
+    return this.http.call(API.pauseWorkflow, { params: { name: workflow.name, version: workflow.version }, body: options });
+  }
+
+  /** Resumes the version (every shard), or with `shard` that shard. */
+  resumeWorkflow(workflow: WorkflowRef, options: { shard?: string } = {}): Promise<WorkflowView> {
+    return this.http.call(API.resumeWorkflow, { params: { name: workflow.name, version: workflow.version }, body: options });
+  }
+
+  /** Sets the version's limits (replacing those set before through the API); each one set wins over the code's. */
+  setWorkflowLimits(workflow: WorkflowRef, limits: WorkflowLimits): Promise<WorkflowView> {
+    return this.http.call(API.setWorkflowLimits, { params: { name: workflow.name, version: workflow.version }, body: limits });
+  }
+
+  /** Clears the limits set through the API: the code's apply again. */
+  clearWorkflowLimits(workflow: WorkflowRef): Promise<WorkflowView> {
+    return this.http.call(API.clearWorkflowLimits, { params: { name: workflow.name, version: workflow.version } });
+  }
 }
 
-function startBody({ workflow, input, idempotencyKey, shard, priority, runAt }: StartManyEntry): StaticEncode<typeof StartRunRequest> {
-  return { workflow: workflow.name, version: workflow.version, input: input as JsonValue, idempotencyKey, shard, priority, runAt: runAt?.toISOString() };
+function startBody({ workflow, input, idempotencyKey, shard, priority, runAt, concurrencyKey }: StartManyEntry): StaticEncode<typeof StartRunRequest> {
+  return {
+    workflow: workflow.name,
+    version: workflow.version,
+    input: input as JsonValue,
+    idempotencyKey,
+    shard,
+    priority,
+    runAt: runAt?.toISOString(),
+    concurrencyKey,
+  };
 }

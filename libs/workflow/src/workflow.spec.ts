@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { retryDelayMs } from './workflow';
+import { defineWorkflow, retryDelayMs, type WorkflowLimits } from './workflow';
 
 describe('retryDelayMs', () => {
   it('doubles an exponential wait per attempt up to the cap, without jitter when asked', () => {
@@ -17,5 +17,22 @@ describe('retryDelayMs', () => {
   it('waits the same for a fixed policy', () => {
     const policy = { maxAttempts: 3, backoff: 'fixed' as const, delayMs: 250 };
     expect([1, 2, 7].map((attempt) => retryDelayMs(policy, attempt))).toEqual([250, 250, 250]);
+  });
+});
+
+describe('defineWorkflow limits', () => {
+  const define = (limits: WorkflowLimits) => defineWorkflow({ name: 'w', version: '1', limits, handler: async () => null });
+
+  it('keeps limits in range, frozen', () => {
+    const workflow = define({ concurrency: 2, concurrencyPerKey: 1, ratePerSecond: 0.5 });
+    expect(workflow.limits).toEqual({ concurrency: 2, concurrencyPerKey: 1, ratePerSecond: 0.5 });
+    expect(Object.isFrozen(workflow.limits)).toBe(true);
+  });
+
+  it('refuses limits the coordinator would refuse, naming the field', () => {
+    expect(() => define({ concurrency: 0 })).toThrow('workflow w: limits.concurrency must be an integer from 1 to 100000');
+    expect(() => define({ concurrencyPerKey: 1.5 })).toThrow('limits.concurrencyPerKey must be an integer');
+    expect(() => define({ ratePerSecond: -1 })).toThrow('limits.ratePerSecond must be a number above 0');
+    expect(() => define({ rate: 5 } as WorkflowLimits)).toThrow('workflow w: limits.rate is not a limit');
   });
 });

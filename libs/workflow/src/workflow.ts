@@ -80,17 +80,49 @@ export interface WorkflowContext {
   child<I, O>(name: string, workflow: WorkflowDefinition<I, O> | WorkflowRef, input: I, options?: ChildOptions & { timeoutMs?: number }): Promise<O>;
 }
 
+/**
+ * Flow control of a workflow version, enforced by the coordinators across every worker (registered by
+ * the workers that host it). A limit set through the API (PUT /v1/workflows/:name/:version/limits)
+ * wins over the one declared here until it is cleared.
+ */
+export interface WorkflowLimits {
+  /** At most this many runs of the version running at once (sleeping or waiting runs do not count). */
+  readonly concurrency?: number;
+  /** At most this many runs of one `concurrencyKey` (given when a run is started) running at once. */
+  readonly concurrencyPerKey?: number;
+  /** At most this many runs started per second (a token bucket holding one second's worth); the others wait. */
+  readonly ratePerSecond?: number;
+}
+
 export interface WorkflowDefinition<I = JsonValue, O = JsonValue> {
   readonly name: string;
   readonly version: string;
   readonly handler: (ctx: WorkflowContext, input: I) => Promise<O>;
   /** Workflow-level retry: a failed run runs again (resuming from its completed steps) as its next attempt. */
   readonly retry?: RetryPolicy;
+  readonly limits?: WorkflowLimits;
 }
 
 /** Declares a workflow: a name, a version and a handler. Inputs and outputs are JSON. */
 export function defineWorkflow<I = JsonValue, O = JsonValue>(definition: WorkflowDefinition<I, O>): WorkflowDefinition<I, O> {
-  return Object.freeze({ ...definition });
+  if (definition.limits) checkLimits(definition.name, definition.limits);
+  return Object.freeze({ ...definition, ...(definition.limits ? { limits: Object.freeze({ ...definition.limits }) } : {}) });
+}
+
+/** The coordinator accepts the same ranges (libs/client/src/contract/workflow-control.contracts.ts). */
+function checkLimits(name: string, limits: WorkflowLimits): void {
+  const known = new Set(['concurrency', 'concurrencyPerKey', 'ratePerSecond']);
+  for (const field of Object.keys(limits)) if (!known.has(field)) throw new TypeError(`workflow ${name}: limits.${field} is not a limit`);
+  for (const field of ['concurrency', 'concurrencyPerKey'] as const) {
+    const value = limits[field];
+    if (value !== undefined && !(Number.isInteger(value) && value >= 1 && value <= 100_000)) {
+      throw new TypeError(`workflow ${name}: limits.${field} must be an integer from 1 to 100000`);
+    }
+  }
+  const rate = limits.ratePerSecond;
+  if (rate !== undefined && !(typeof rate === 'number' && rate > 0 && rate <= 100_000)) {
+    throw new TypeError(`workflow ${name}: limits.ratePerSecond must be a number above 0, at most 100000`);
+  }
 }
 
 export type InputOf<W> = W extends WorkflowDefinition<infer I, unknown> ? I : never;

@@ -6,6 +6,20 @@ import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config/coordinato
 
 const BATCH = 1_000;
 
+/**
+ * What a queue's flow control (docs/architecture.md, "Flow control") lets it use, for the query below
+ * (`q.queue`): paused, none; under a concurrency limit, the free slots; under a rate or per-key limit
+ * only, one (the wake-ups a freed slot or the next token issues do the rest). More would only be
+ * dropped by the takes, and republished again next round.
+ */
+const FLOW_CAP = `SELECT bool_or(c.paused OR nullif(split_part(q.queue, ':', 3), '') = ANY (c.paused_shards)) AS paused,
+         min(CASE WHEN c.concurrency IS NOT NULL
+                  THEN greatest(c.concurrency - (SELECT count(*) FROM runs r
+                                                  WHERE r.workflow = c.workflow AND r.version = c.version AND r.status = 'running' AND r.holds_slot), 0)
+                  ELSE 1 END) AS cap
+    FROM workflow_controls c
+   WHERE c.workflow = split_part(q.queue, ':', 1) AND c.version = split_part(q.queue, ':', 2) AND c.active`;
+
 interface QueueNeed {
   queue: string;
   /** Runs that need a wake-up: due and not taken, or held by a claim that went idle. */
@@ -110,9 +124,11 @@ export class RepublishDaemon implements SingletonDaemon, OnModuleInit {
           WHERE status IN ('pending', 'retry', 'in_flight') AND (next_attempt_at <= now() OR attempt_count > 0)
           GROUP BY queue
        )
-       SELECT q.queue, coalesce(d.runs, 0) + coalesce(s.runs, 0) AS needed, coalesce(c.rows, 0) AS coming
+       SELECT q.queue, CASE WHEN f.paused THEN 0 ELSE least(coalesce(d.runs, 0) + coalesce(s.runs, 0), f.cap) END::int AS needed,
+              coalesce(c.rows, 0) AS coming
          FROM (SELECT queue FROM due WHERE oldest <= now() - $1 * interval '1 millisecond' UNION SELECT queue FROM stale) q
          LEFT JOIN due d USING (queue) LEFT JOIN stale s USING (queue) LEFT JOIN coming c USING (queue)
+         LEFT JOIN LATERAL (${FLOW_CAP}) f ON true
         ORDER BY q.queue`,
       [this.config.republishAfterMs, this.config.claimMinIdleTimeMs],
     );

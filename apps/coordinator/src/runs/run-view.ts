@@ -1,7 +1,8 @@
 import type { JsonValue, RunView, TaskView } from '@nest-durable/client';
 import type { RunEntity, TaskEntity } from '@app/persistence';
 
-export function toRunView(run: RunEntity, tasks?: TaskEntity[]): RunView {
+/** `paused`: the run's version or shard is paused (it is shown so only while it waits). */
+export function toRunView(run: RunEntity, tasks?: TaskEntity[], paused = false): RunView {
   const view: RunView = {
     id: run.id,
     workflow: run.workflow,
@@ -16,6 +17,8 @@ export function toRunView(run: RunEntity, tasks?: TaskEntity[]): RunView {
     error: run.error,
     idempotencyKey: run.idempotencyKey,
     shard: run.shard,
+    concurrencyKey: run.concurrencyKey,
+    paused: paused && (run.status === 'queued' || run.status === 'waiting'),
     parentId: run.parentId,
     runAt: isoOrNull(run.dueAt),
     createdAt: run.createdAt.toISOString(),

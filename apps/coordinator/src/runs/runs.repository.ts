@@ -13,6 +13,19 @@ export class RunsRepository {
     private readonly db: Database,
   ) {}
 
+  /** Of the queues of these runs that wait (queued or waiting), those paused now (their version, or their shard of it). */
+  async pausedQueues(runs: Pick<RunEntity, 'queue' | 'status'>[]): Promise<Set<string>> {
+    const queues = runs.filter((run) => run.status === 'queued' || run.status === 'waiting').map((run) => run.queue);
+    if (queues.length === 0) return new Set();
+    const rows = await this.db.query<{ queue: string }>(
+      `SELECT q.queue FROM unnest($1::text[]) AS q(queue)
+         JOIN workflow_controls c ON c.workflow = split_part(q.queue, ':', 1) AND c.version = split_part(q.queue, ':', 2)
+        WHERE c.paused OR nullif(split_part(q.queue, ':', 3), '') = ANY (c.paused_shards)`,
+      [[...new Set(queues)]],
+    );
+    return new Set(rows.map((row) => row.queue));
+  }
+
   /** Existing runs by idempotency key (a start that matched them), keyed `${workflow}\u0000${key}`. */
   async findByIdempotencyKeys(keys: { workflow: string; idempotencyKey: string }[]): Promise<Map<string, RunEntity>> {
     const runs = keys.length > 0 ? await this.runs.find({ where: keys }) : [];

@@ -51,6 +51,7 @@ export class RunsService {
       idempotencyKey: request.idempotencyKey ?? null,
       runAt: request.runAt ?? null,
       parentId: null,
+      concurrencyKey: request.concurrencyKey ?? null,
     }));
     const inserted = await this.control.start(runs);
     for (const run of inserted.values()) this.metrics.runsStarted.inc({ workflow: run.workflow });
@@ -59,15 +60,17 @@ export class RunsService {
       duplicates.length > 0
         ? await this.repository.findByIdempotencyKeys(duplicates.map((run) => ({ workflow: run.workflow, idempotencyKey: run.idempotencyKey! })))
         : new Map();
+    const pausedExisting = await this.repository.pausedQueues([...existing.values()]);
     return runs.map((run) => {
       const created = inserted.get(run.id);
-      return { run: toRunView(created ?? existing.get(`${run.workflow}\u0000${run.idempotencyKey}`)!), created: created !== undefined };
+      if (created) return { run: toRunView(created, undefined, created.paused), created: true };
+      const found = existing.get(`${run.workflow}\u0000${run.idempotencyKey}`)!;
+      return { run: toRunView(found, undefined, pausedExisting.has(found.queue)), created: false };
     });
   }
 
   async get(id: string): Promise<RunView> {
-    const run = await this.require(id);
-    return toRunView(run, await this.repository.findTasks(run.id));
+    return this.view(await this.require(id));
   }
 
   /** The run's transitions, oldest first (at most TRANSITIONS_MAX). */
@@ -83,8 +86,9 @@ export class RunsService {
   async list(query: ListRunsQuery): Promise<RunPage> {
     const runs = await this.repository.list({ ...query, limit: query.limit + 1 });
     const page = runs.slice(0, query.limit);
+    const paused = await this.repository.pausedQueues(page);
     return {
-      runs: page.map((run) => toRunView(run)),
+      runs: page.map((run) => toRunView(run, undefined, paused.has(run.queue))),
       nextCursor: runs.length > query.limit ? page[page.length - 1].id : null,
     };
   }
@@ -104,7 +108,7 @@ export class RunsService {
       });
       if (!wait || isTerminalStatus(run.status) || this.listener.isClosed) {
         wait?.cancel();
-        return toRunView(run, await this.repository.findTasks(run.id));
+        return this.view(run);
       }
       await wait.notified;
     }
@@ -138,6 +142,12 @@ export class RunsService {
   private check(id: string, outcome: ControlOutcome, refusal: (status: string) => Error): void {
     if (!outcome.previous) throw new RunNotFoundError(id);
     if (!outcome.applied) throw refusal(outcome.previous);
+  }
+
+  /** The run with its steps, and whether a pause holds it. */
+  private async view(run: RunEntity): Promise<RunView> {
+    const [tasks, paused] = await Promise.all([this.repository.findTasks(run.id), this.repository.pausedQueues([run])]);
+    return toRunView(run, tasks, paused.has(run.queue));
   }
 
   private async require(id: string): Promise<RunEntity> {

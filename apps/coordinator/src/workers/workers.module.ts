@@ -1,9 +1,11 @@
 import { Module } from '@nestjs/common';
+import { WorkflowsModule } from '../workflows/workflows.module';
 import { WorkersController } from './workers.controller';
 import { WorkersRepository } from './workers.repository';
 import { WorkersService } from './workers.service';
 
 @Module({
+  imports: [WorkflowsModule],
   controllers: [WorkersController],
   providers: [WorkersRepository, WorkersService],
   exports: [WorkersService],

@@ -1,6 +1,7 @@
 import type { WorkerList, WorkerRegistration } from '@nest-durable/client';
 import { Database } from '@app/persistence';
 import { Injectable } from '@nestjs/common';
+import { WorkflowControlsRepository } from '../workflows/workflow-controls.repository';
 import { WorkersRepository } from './workers.repository';
 
 /**
@@ -14,12 +15,18 @@ export class WorkersService {
   constructor(
     private readonly db: Database,
     private readonly workers: WorkersRepository,
+    private readonly controls: WorkflowControlsRepository,
   ) {}
 
   async register(workerId: string, registration: WorkerRegistration): Promise<void> {
     await this.db.transaction(async (tx) => {
       await this.workers.upsertWorker(tx, workerId, registration);
       await this.workers.upsertWorkflows(tx, registration.workflows);
+      // Limits declared in code: recorded when they changed (the running runs then count, waiting ones are woken).
+      for (const { workflow, version } of await this.controls.reconcileCode(tx, registration.workflows)) {
+        await this.controls.countRunning(tx, workflow, version);
+        await this.controls.wake(tx, workflow, version);
+      }
     });
   }
 

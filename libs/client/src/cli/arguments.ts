@@ -31,3 +31,14 @@ export function parseTimeArgument(value: string): Date {
   if (Number.isNaN(time.getTime())) throw new InvalidArgumentError('Must be an ISO 8601 time, e.g. 2030-01-31T09:00:00Z.');
   return time;
 }
+
+/**
+ * A limit of `wf workflows limits`: a positive number, or `none` to clear the one set through the API
+ * (kept as the text: commander reads a parser's null as no value).
+ */
+export function parseLimitArgument(value: string): number | 'none' {
+  if (value === 'none') return value;
+  const number = Number(value);
+  if (value.trim() === '' || !Number.isFinite(number) || number <= 0) throw new InvalidArgumentError('Must be a number above 0, or none.');
+  return number;
+}

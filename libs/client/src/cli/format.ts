@@ -1,4 +1,4 @@
-import type { DeadLetterView, ErrorDetails, JsonValue, RunTransition, RunView, Stats, TaskView, WorkerView } from '../contract';
+import type { DeadLetterView, ErrorDetails, JsonValue, RunTransition, RunView, Stats, TaskView, WorkerView, WorkflowView } from '../contract';
 
 const VALUE_WIDTH = 100;
 
@@ -34,6 +34,8 @@ export function formatRun(run: RunView): string {
     ['priority', String(run.priority)],
     ['stalls', run.stalls > 0 ? String(run.stalls) : null],
     ['shard', run.shard],
+    ['concurrency key', run.concurrencyKey],
+    ['paused', run.paused ? 'yes: its workflow version or shard is paused' : null],
     ['parent', run.parentId],
     ['idempotency key', run.idempotencyKey],
     ['due', run.status === 'queued' || run.status === 'waiting' ? (run.runAt ?? 'when its wait ends') : null],
@@ -161,4 +163,35 @@ export function formatWorkerList(workers: WorkerView[]): string {
       worker.workflows.map((workflow) => `${workflow.name}@${workflow.version}${workflow.shards.length > 0 ? `[${workflow.shards.join(',')}]` : ''}`).join(' '),
     ]),
   );
+}
+
+/** `wf workflows list`: each version's pause and the limits in force (`(api)`: set through the API, over the code's). */
+export function formatWorkflowList(workflows: WorkflowView[]): string {
+  if (workflows.length === 0) return 'no workflows';
+  const limit = (workflow: WorkflowView, field: keyof WorkflowView['limits']) => {
+    const value = workflow.limits[field];
+    if (value === null) return '-';
+    return workflow.apiLimits[field] !== null && workflow.codeLimits[field] !== null ? `${value} (api)` : String(value);
+  };
+  return formatTable(
+    ['workflow', 'version', 'paused', 'running', 'concurrency', 'per key', 'rate/s'],
+    workflows.map((workflow) => [
+      workflow.name,
+      workflow.version,
+      workflow.paused ? 'yes' : workflow.pausedShards.length > 0 ? `shards ${workflow.pausedShards.join(',')}` : 'no',
+      String(workflow.running),
+      limit(workflow, 'concurrency'),
+      limit(workflow, 'concurrencyPerKey'),
+      limit(workflow, 'ratePerSecond'),
+    ]),
+  );
+}
+
+/** One line for a version after a change. */
+export function formatWorkflowLine(workflow: WorkflowView): string {
+  const paused = workflow.paused ? 'paused' : workflow.pausedShards.length > 0 ? `paused in shards ${workflow.pausedShards.join(',')}` : 'not paused';
+  const limits = Object.entries(workflow.limits)
+    .filter(([, value]) => value !== null)
+    .map(([field, value]) => `${field} ${value}`);
+  return `workflow ${workflow.name} ${workflow.version}: ${paused}; ${limits.length > 0 ? `limits: ${limits.join(', ')}` : 'no limits'}`;
 }

@@ -8,6 +8,7 @@ import { type CliEnvironment, type CliStreams, DEFAULT_URL, Invocation } from '.
 import { registerRunCommands } from './runs.commands';
 import { registerStatsCommand } from './stats.commands';
 import { registerWorkerCommands } from './workers.commands';
+import { registerWorkflowCommands } from './workflows.commands';
 
 /** The package's own version (package.json is two levels up from both src/cli and dist/cli). */
 function packageVersion(): string {
@@ -17,7 +18,7 @@ function packageVersion(): string {
 function buildProgram(invocation: Invocation): Command {
   const { stdout, stderr } = invocation.streams;
   const program = new Command('wf')
-    .description('Start, inspect and steer the runs, dead letters and workers of a nest-durable-workflows coordinator, and see its numbers.')
+    .description('Start, inspect and steer the runs, dead letters, workers and workflow versions of a nest-durable-workflows coordinator, and see its numbers.')
     .version(packageVersion())
     .option('--url <url>', `the coordinator (default: $WF_URL, else ${DEFAULT_URL})`)
     .option('--token <token>', "the coordinator's CLIENT_TOKEN (default: $WF_TOKEN)")
@@ -34,6 +35,7 @@ function buildProgram(invocation: Invocation): Command {
   registerDeadLetterCommands(program, invocation);
   registerStatsCommand(program, invocation);
   registerWorkerCommands(program, invocation);
+  registerWorkflowCommands(program, invocation);
   return program;
 }
 

@@ -39,6 +39,7 @@ export function registerRunCommands(program: Command, invocation: Invocation): v
     .option('--priority <n>', 'higher runs first among due runs (-1000..1000, default 0)', parseIntegerArgument)
     .option('--run-at <time>', 'not before this ISO 8601 time', parseTimeArgument)
     .option('--shard <shard>', 'only workers serving this shard take the run')
+    .option('--concurrency-key <key>', "runs with this key share their version's concurrencyPerKey slots")
     .option('--wait', 'wait for the run to end; exit 1 if it failed or was cancelled')
     .action(
       invocation.action(async ({ client, output }, workflow: string, version: string, options: StartOptions) => {

@@ -37,6 +37,7 @@ import {
   WorkerPath,
 } from './worker.contracts';
 import { WorkerIdPath, WorkerList, WorkerRegistration } from './worker-registry.contracts';
+import { PauseRequest, WorkflowLimits, WorkflowList, WorkflowPath, WorkflowView } from './workflow-control.contracts';
 
 /**
  * Every route of the coordinator's HTTP API, once: the coordinator serves each from its entry (path, method,
@@ -269,6 +270,63 @@ export const API = {
     summary: 'The worker registry: every worker seen in the last hour, whether it is online, and what it hosts',
     status: 200,
     responses: { 200: json('The workers, online ones first', WorkerList) },
+  }),
+
+  // ---- workflow versions: pause, resume, limits (clients) ----
+  listWorkflows: endpoint({
+    method: 'get',
+    path: '/v1/workflows',
+    audience: 'client',
+    tag: 'workflows',
+    summary: 'The workflow versions known (registered by workers, or with controls set), with their pauses and limits',
+    status: 200,
+    responses: { 200: json('The workflow versions, by name and version', WorkflowList) },
+  }),
+  pauseWorkflow: endpoint({
+    method: 'post',
+    path: '/v1/workflows/{name}/{version}/pause',
+    audience: 'client',
+    tag: 'workflows',
+    summary: 'Pause the version (or with `shard` one shard of it): its queued runs are not taken in any mode; running ones finish; starts are still accepted',
+    params: WorkflowPath,
+    body: PauseRequest,
+    bodyOptional: true,
+    status: 200,
+    responses: { 200: json('The version', WorkflowView) },
+  }),
+  resumeWorkflow: endpoint({
+    method: 'post',
+    path: '/v1/workflows/{name}/{version}/resume',
+    audience: 'client',
+    tag: 'workflows',
+    summary: 'Resume the version (all its shards), or with `shard` that shard; its waiting runs are woken',
+    params: WorkflowPath,
+    body: PauseRequest,
+    bodyOptional: true,
+    status: 200,
+    responses: { 200: json('The version', WorkflowView) },
+  }),
+  setWorkflowLimits: endpoint({
+    method: 'put',
+    path: '/v1/workflows/{name}/{version}/limits',
+    audience: 'client',
+    tag: 'workflows',
+    summary:
+      "Set the version's limits through the API (replacing those set before); each one set wins over the code's until cleared (null or absent: the code's applies)",
+    params: WorkflowPath,
+    body: WorkflowLimits,
+    status: 200,
+    responses: { 200: json('The version', WorkflowView) },
+  }),
+  clearWorkflowLimits: endpoint({
+    method: 'delete',
+    path: '/v1/workflows/{name}/{version}/limits',
+    audience: 'client',
+    tag: 'workflows',
+    summary: "Clear the limits set through the API: the code's apply again",
+    params: WorkflowPath,
+    status: 200,
+    responses: { 200: json('The version', WorkflowView) },
   }),
 
   // ---- worker protocol ----

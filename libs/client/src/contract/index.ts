@@ -10,6 +10,7 @@ export * from './run-status';
 export * from './run.contracts';
 export * from './validation';
 export * from './worker.contracts';
+export * from './workflow-control.contracts';
 export * from './worker-registry.contracts';
 export * from './hash-slot';
 export * from './queue-naming';

@@ -60,6 +60,8 @@ export const RunView = Closed(
     error: Nullable(ErrorDetails),
     idempotencyKey: Type.Union([Text, Type.Null()]),
     shard: Type.Union([Text, Type.Null()], { description: 'routing shard (null: none)' }),
+    concurrencyKey: Type.Union([Text, Type.Null()], { description: "runs with the same key share their version's concurrencyPerKey slots (null: none)" }),
+    paused: Type.Boolean({ description: 'true while the run waits (queued or waiting) under a pause of its workflow version or shard' }),
     parentId: Type.Union([Text, Type.Null()]),
     runAt: Type.Union([Time, Type.Null()], { description: 'when the run is (or was) due; null while it waits for an event or a child without a timeout' }),
     createdAt: Time,
@@ -96,6 +98,8 @@ export const StartRunRequest = withDefaults(
       /** Higher runs first among runs that are due. */
       priority: Type.Optional(IntegerIn('priority', PRIORITY_MIN, PRIORITY_MAX)),
       runAt: Type.Optional(Timestamp('runAt')),
+      /** Runs with the same key share their version's `concurrencyPerKey` slots. */
+      concurrencyKey: Type.Optional(Key('concurrencyKey')),
     },
     { title: 'StartRunRequest' },
   ),

@@ -1,5 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { Closed, Flag, Identifier, IntegerIn, Key, ListOf } from './fields';
+import { WorkflowLimits } from './workflow-control.contracts';
 
 /**
  * The worker registry: each worker tells the coordinators, at start and then periodically, what it is
@@ -19,6 +20,8 @@ export const RegisteredWorkflow = Closed(
     name: Identifier('workflow'),
     version: Identifier('version'),
     shards: ListOf('shards', Identifier('shard'), 0, SHARDS_MAX, 'routing shards', { uniqueItems: true }),
+    /** As declared in code (defineWorkflow({ limits })); the coordinator keeps them as the version's code limits. */
+    limits: Type.Optional(WorkflowLimits),
   },
   { title: 'RegisteredWorkflow' },
 );

@@ -1,5 +1,6 @@
 import type { ClaimedRun } from '@nest-durable/client';
 import { Database, type PreparedStatement } from '@app/persistence';
+import { RUNS_DUE_CHANNEL } from '@app/outbox';
 import { Injectable } from '@nestjs/common';
 import { appendHistory, notifyFinished, notifyReady, stalledError, STEP_COLUMNS, wakeParents } from '../runs/run-sql';
 
@@ -35,14 +36,58 @@ export interface ClaimResult {
 type Row = TakenRun & { kind: 'run' | 'stalled' | 'requeue'; wakeup: string | null };
 
 /**
+ * The rate limit's CTEs in the claim statement. Each rate-limited version's token bucket (its row is
+ * locked by flow_admit) is charged with the new runs this statement took. When it ran out while a run
+ * still waits, the next token's time is a due time: a NOTIFY on wf_runs_due arms every coordinator's
+ * due timers (which wake a claim long-poll of the queue then) and, with a publisher, an outbox row
+ * not to be published before it (the wake-up a Redis worker will take it with). At most one is
+ * scheduled at a time per version (`rate_wakeup_at`), so wake-ups do not multiply with the claimers.
+ */
+const RATE_LIMIT_CTES = `rate_demand AS (
+         SELECT w.family, w.queue, w.rate, w.tokens, w.admitted_at, w.rate_wakeup_at, coalesce(t.fresh, 0) AS used,
+                CASE WHEN w.takeovers THEN (
+                  SELECT x.id FROM runs x
+                   WHERE x.status IN ('queued', 'waiting') AND x.queue = w.queue AND x.due_at <= now() AND x.id NOT IN (SELECT id FROM picked)
+                   ORDER BY x.priority DESC, x.due_at LIMIT 1) END AS waiting
+           FROM wanted w LEFT JOIN taken t USING (queue)
+          WHERE w.rate IS NOT NULL
+       ), bucket AS (
+         UPDATE workflow_controls c
+            SET tokens = b.remaining, refilled_at = b.admitted_at, rate_wakeup_at = CASE WHEN b.wake THEN b.next_at ELSE c.rate_wakeup_at END
+           FROM (SELECT d.*, d.waiting IS NOT NULL AND d.remaining < 1 AND (d.rate_wakeup_at IS NULL OR d.rate_wakeup_at <= d.admitted_at) AS wake,
+                        d.admitted_at + (1 - d.remaining) / d.rate * interval '1 second' AS next_at
+                   FROM (SELECT family, max(rate) AS rate, max(tokens) - sum(used) AS remaining, max(admitted_at) AS admitted_at,
+                                max(rate_wakeup_at) AS rate_wakeup_at,
+                                (array_agg(queue ORDER BY queue) FILTER (WHERE waiting IS NOT NULL))[1] AS queue,
+                                (array_agg(waiting ORDER BY queue) FILTER (WHERE waiting IS NOT NULL))[1] AS waiting
+                           FROM rate_demand GROUP BY family) d) b
+          WHERE c.workflow = split_part(b.family, ':', 1) AND c.version = split_part(b.family, ':', 2)
+         RETURNING b.wake, b.queue, b.waiting, b.next_at,
+                   (SELECT count(*) FROM (SELECT pg_notify('${RUNS_DUE_CHANNEL}', (extract(epoch FROM b.next_at) * 1000)::text || ' rate:' || b.family || ' ' || b.queue)
+                                           WHERE b.wake) n) AS notified
+       ), rate_wakeup AS (
+         INSERT INTO outbox (run_id, queue, next_attempt_at)
+         SELECT waiting, queue, next_at FROM bucket
+          WHERE wake AND coalesce(current_setting('wf.dispatch', true), 'none') NOT IN ('', 'none')
+         RETURNING id
+       )`;
+
+/**
  * The claim statement (see ClaimRepository.claim): $1 queues, $2 their limits, $3 the idle time, $4
  * the worker id, $5 the stall limit, $6 the total limit, $7/$8 the wake-ups' queues and names.
  * Prepared: planning it costs more than running it.
  */
 const CLAIM: PreparedStatement = {
   name: 'wf_claim',
-  text: `WITH wanted AS (
-         SELECT * FROM unnest($1::text[], $2::integer[]) AS w(queue, n)
+  text: `WITH wanted AS MATERIALIZED (
+         -- Per queue: how many runs it wants and, when its version has an active control (flow_admit), how
+         -- many new runs it may take (fresh), whether idle claims may be taken over (not while paused) and
+         -- the version's limits. A queue without one gets fresh = n and no cap: the statement as before.
+         SELECT w.queue, w.n, f.family, coalesce(f.fresh, w.n) AS fresh, coalesce(f.takeovers, true) AS takeovers,
+                f.family_cap, coalesce(f.counts_slot, false) AS counts_slot, f.per_key, f.full_keys, f.key_names, f.key_running,
+                f.rate, f.tokens, f.admitted_at, f.rate_wakeup_at
+           FROM unnest($1::text[], $2::integer[]) AS w(queue, n)
+           LEFT JOIN flow_admit($1::text[], $2::integer[]) f USING (queue)
        ), wakeups AS (
          SELECT u.queue, u.ref, row_number() OVER (PARTITION BY u.queue ORDER BY u.i) AS k
            FROM unnest($7::text[], $8::text[]) WITH ORDINALITY AS u(queue, ref, i)
@@ -54,26 +99,56 @@ const CLAIM: PreparedStatement = {
                  ORDER BY heartbeat_at
                  LIMIT w.n
                  FOR NO KEY UPDATE SKIP LOCKED) s
+          WHERE w.takeovers
        ), ready AS (
          SELECT r.id, r.status, r.stalls, w.queue, false AS idle, r.priority, r.due_at AS since
            FROM wanted w CROSS JOIN LATERAL (
                 SELECT id, status, stalls, priority, due_at FROM runs
                  WHERE status IN ('queued', 'waiting') AND queue = w.queue AND due_at <= now()
                  ORDER BY priority DESC, due_at
-                 LIMIT w.n
+                 LIMIT w.fresh
                  FOR NO KEY UPDATE SKIP LOCKED) r
+          WHERE w.per_key IS NULL
+       ), keyed_window AS (
+         -- Queues with a per-key limit: the first ready runs in order whose key has a free slot (keys
+         -- already full are skipped in the index walk, unlocked), then at most the free slots of each key.
+         SELECT w.queue, r.id, r.priority, r.due_at, r.concurrency_key,
+                r.concurrency_key IS NULL OR row_number() OVER (PARTITION BY w.family, r.concurrency_key ORDER BY r.priority DESC, r.due_at, r.id)
+                  <= w.per_key - coalesce(w.key_running[array_position(w.key_names, r.concurrency_key)], 0) AS fits
+           FROM wanted w CROSS JOIN LATERAL (
+                SELECT id, priority, due_at, concurrency_key FROM runs
+                 WHERE status IN ('queued', 'waiting') AND queue = w.queue AND due_at <= now()
+                   AND (concurrency_key IS NULL OR concurrency_key <> ALL (w.full_keys))
+                 ORDER BY priority DESC, due_at
+                 LIMIT w.fresh * 4 + 50) r
+          WHERE w.per_key IS NOT NULL AND w.fresh > 0
+       ), keyed AS (
+         SELECT r.id, r.status, r.stalls, w.queue, false AS idle, r.priority, r.due_at AS since
+           FROM wanted w CROSS JOIN LATERAL (
+                SELECT x.id, x.status, x.stalls, x.priority, x.due_at FROM runs x
+                 WHERE x.id IN (SELECT k.id FROM keyed_window k WHERE k.queue = w.queue AND k.fits ORDER BY k.priority DESC, k.due_at LIMIT w.fresh)
+                   AND x.status IN ('queued', 'waiting') AND x.due_at <= now()
+                 FOR NO KEY UPDATE SKIP LOCKED) r
+          WHERE w.per_key IS NOT NULL AND w.fresh > 0
        ), candidates AS (
-         SELECT *, idle AND stalls >= $5 AS stalled FROM (SELECT * FROM idle UNION ALL SELECT * FROM ready) c
+         SELECT *, idle AND stalls >= $5 AS stalled FROM (SELECT * FROM idle UNION ALL SELECT * FROM ready UNION ALL SELECT * FROM keyed) c
        ), ranked AS (
          SELECT c.*, row_number() OVER (PARTITION BY c.queue ORDER BY c.idle DESC, c.priority DESC, c.since, c.id) AS k
            FROM candidates c WHERE NOT c.stalled
-       ), picked AS (
-         SELECT r.id, r.status, r.queue, r.k, r.idle FROM ranked r JOIN wanted w USING (queue)
+       ), capped AS (
+         -- A version's cap (free slots, tokens) holds across all its queues (shards) in this claim;
+         -- a takeover reuses the slot of the run it takes over and needs no new one.
+         SELECT r.*, w.counts_slot, w.family, w.family_cap IS NULL OR r.idle
+                  OR row_number() OVER (PARTITION BY w.family, r.idle ORDER BY r.priority DESC, r.since, r.id) <= w.family_cap AS admitted
+           FROM ranked r JOIN wanted w USING (queue)
           WHERE r.k <= w.n
-          ORDER BY r.idle DESC, r.priority DESC, r.since, r.id
+       ), picked AS (
+         SELECT c.id, c.status, c.queue, c.k, c.idle, c.counts_slot FROM capped c
+          WHERE c.admitted
+          ORDER BY c.idle DESC, c.priority DESC, c.since, c.id
           LIMIT $6
        ), taken AS MATERIALIZED (
-         SELECT queue, count(*) AS n FROM picked GROUP BY queue
+         SELECT queue, count(*) AS n, count(*) FILTER (WHERE NOT idle) AS fresh FROM picked GROUP BY queue
        ), stalled_out AS (
          UPDATE runs r
             SET status = 'failed', revision = r.revision + 1, heartbeat_at = NULL, finished_at = now(), updated_at = now(),
@@ -86,7 +161,8 @@ const CLAIM: PreparedStatement = {
        ), ${wakeParents('stalled_out', 'picked')}, claimed AS (
          UPDATE runs r
             SET status = 'running', revision = r.revision + 1, claimed_by = $4, stalls = r.stalls + p.idle::integer,
-                claimed_via = u.ref, heartbeat_at = now(), updated_at = now(), started_at = coalesce(r.started_at, now())
+                claimed_via = u.ref, heartbeat_at = now(), updated_at = now(), started_at = coalesce(r.started_at, now()),
+                holds_slot = p.counts_slot
            FROM picked p LEFT JOIN wakeups u ON u.queue = p.queue AND u.k = p.k
           WHERE r.id = p.id
          RETURNING r.id, r.workflow, r.version, r.queue, r.revision, r.attempt, r.input, r.due_at, r.claimed_via,
@@ -103,15 +179,17 @@ const CLAIM: PreparedStatement = {
          RETURNING t.run_id, ${STEP_COLUMNS.split(', ')
            .map((column) => `t.${column}`)
            .join(', ')}
-       ), unused AS MATERIALIZED (
+       ), ${RATE_LIMIT_CTES}, unused AS MATERIALIZED (
          SELECT u.queue, u.ref, u.k - coalesce(t.n, 0) AS rank
            FROM wakeups u LEFT JOIN taken t USING (queue)
           WHERE u.k > coalesce(t.n, 0)
        ), still_waiting AS MATERIALIZED (
          -- Per queue with wake-ups left over, the runs it still has waiting that this statement did not
          -- take (their rows were locked by others): enough of each scan, in index order, to count up to
-         -- the leftovers (of its first n + leftover rows, at most n - leftover were picked).
-         SELECT l.queue,
+         -- the leftovers (of its first n + leftover rows, at most n - leftover were picked). A controlled
+         -- queue counts no more than it was admitted to take and did not: a wake-up of a paused or full
+         -- queue is dropped, not handed back (a freed slot, a resume or the next token brings a new one).
+         SELECT l.queue, least(CASE WHEN w.family IS NULL THEN l.n ELSE greatest(w.fresh - coalesce(t.fresh, 0), 0) END,
                 (SELECT count(*) FROM (
                    SELECT x.id FROM runs x
                     WHERE x.status IN ('queued', 'waiting') AND x.queue = l.queue AND x.due_at <= now()
@@ -121,8 +199,8 @@ const CLAIM: PreparedStatement = {
                    SELECT x.id FROM runs x
                     WHERE x.status = 'running' AND x.queue = l.queue AND x.heartbeat_at < now() - $3 * interval '1 millisecond'
                     ORDER BY x.heartbeat_at LIMIT w.n + l.n) s
-                  WHERE s.id NOT IN (SELECT id FROM candidates WHERE stalled UNION ALL SELECT id FROM picked)) AS runs
-           FROM (SELECT queue, count(*) AS n FROM unused GROUP BY queue) l JOIN wanted w USING (queue)
+                  WHERE w.takeovers AND s.id NOT IN (SELECT id FROM candidates WHERE stalled UNION ALL SELECT id FROM picked))) AS runs
+           FROM (SELECT queue, count(*) AS n FROM unused GROUP BY queue) l JOIN wanted w USING (queue) LEFT JOIN taken t USING (queue)
        ), announced AS (
          SELECT ${notifyFinished('stalled_out')} AS finished, ${notifyReady('woken_parents')} AS parents
        )
@@ -168,6 +246,14 @@ export class ClaimRepository {
    * picked are released when the statement commits. Because skipped rows look absent, a queue's
    * wake-ups left unused while it still has runs waiting are handed back (`requeue`), counted in the
    * same snapshot, so no wake-up is dropped while its work remains.
+   *
+   * Flow control (docs/architecture.md, "Flow control"): flow_admit locks the control row of each
+   * paused or limited version among the queues and returns what may be taken. Two claimers cannot
+   * both take a version's last slot: the second waits for that row lock until the first commits, and
+   * counts the slots in a fresh snapshot of its own afterwards (the function is VOLATILE), so it sees
+   * the runs the first one took. Queues without an active control take no lock. A controlled queue
+   * hands back only wake-ups it was admitted to use: a paused or full queue drops them rather than
+   * sending them round again (a freed slot, a resume or the next token issues new ones).
    */
   async claim(params: ClaimParams): Promise<ClaimResult> {
     const wakeups = params.queues.flatMap(({ queue, wakeups: refs = [] }) => refs.map((ref) => ({ queue, ref })));

@@ -36,13 +36,18 @@ export class RunControlRepository {
    * Inserts queued runs and their first transitions in one statement (one transaction), and wakes
    * idle claimers with one NOTIFY per queue that got a run due now (delivered at commit). Returns
    * the runs inserted, by id: a run whose idempotency key already exists for its workflow is left out.
+   * `paused`: a pause of its version or shard holds it (a primary-key probe of workflow_controls).
    */
-  async start(runs: NewRun[]): Promise<Map<string, RunEntity>> {
-    const rows = await this.db.query<RunEntity>(
+  async start(runs: NewRun[]): Promise<Map<string, RunEntity & { paused: boolean }>> {
+    const rows = await this.db.query<RunEntity & { paused: boolean }>(
       prepared(
         'wf_start_runs',
         `WITH ${INSERT_RUNS}, notified AS (SELECT ${NOTIFY_INSERTED_QUEUES} AS n)
-       SELECT ${RUN_COLUMNS} FROM inserted, notified`,
+       SELECT ${RUN_COLUMNS},
+              EXISTS (SELECT 1 FROM workflow_controls c
+                       WHERE c.workflow = inserted.workflow AND c.version = inserted.version
+                         AND (c.paused OR inserted.shard = ANY (c.paused_shards))) AS paused
+         FROM inserted, notified`,
       ),
       insertRunsParams(runs),
     );

@@ -8,7 +8,7 @@ import { queueName } from '@nest-durable/client';
 
 /** Columns of `runs` under RunEntity's property names, for statements that return whole runs. */
 export const RUN_COLUMNS = `id, workflow, version, queue, shard, status, revision, attempt, priority, stalls, input, output, error,
-  idempotency_key AS "idempotencyKey", parent_id AS "parentId", due_at AS "dueAt", claimed_by AS "claimedBy",
+  idempotency_key AS "idempotencyKey", concurrency_key AS "concurrencyKey", parent_id AS "parentId", due_at AS "dueAt", claimed_by AS "claimedBy",
   heartbeat_at AS "heartbeatAt", created_at AS "createdAt", updated_at AS "updatedAt", started_at AS "startedAt",
   finished_at AS "finishedAt"`;
 
@@ -90,6 +90,8 @@ export interface NewRun {
   idempotencyKey: string | null;
   runAt: Date | null;
   parentId: string | null;
+  /** Runs with the same key share the version's `concurrencyPerKey` slots (null: none). */
+  concurrencyKey?: string | null;
 }
 
 /**
@@ -100,11 +102,11 @@ export interface NewRun {
  * commit, so exactly one run exists.
  */
 export const INSERT_RUNS = `inserted AS (
-         INSERT INTO runs (id, workflow, version, queue, shard, status, input, priority, idempotency_key, due_at, parent_id)
-         SELECT id, workflow, version, queue, shard, 'queued', input, priority, idempotency_key, coalesce(run_at, now()), parent_id
+         INSERT INTO runs (id, workflow, version, queue, shard, status, input, priority, idempotency_key, due_at, parent_id, concurrency_key)
+         SELECT id, workflow, version, queue, shard, 'queued', input, priority, idempotency_key, coalesce(run_at, now()), parent_id, concurrency_key
            FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::jsonb[], $6::integer[], $7::text[],
-                       $8::timestamptz[], $9::uuid[], $10::text[])
-                AS n(id, workflow, version, queue, input, priority, idempotency_key, run_at, parent_id, shard)
+                       $8::timestamptz[], $9::uuid[], $10::text[], $11::text[])
+                AS n(id, workflow, version, queue, input, priority, idempotency_key, run_at, parent_id, shard, concurrency_key)
          ON CONFLICT (workflow, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
          RETURNING *
        ), inserted_history AS (
@@ -127,6 +129,7 @@ export function insertRunsParams(runs: NewRun[]): unknown[] {
     runs.map((run) => run.runAt),
     runs.map((run) => run.parentId),
     runs.map((run) => run.shard),
+    runs.map((run) => run.concurrencyKey ?? null),
   ];
 }
 

@@ -58,6 +58,10 @@ export class RunEntity {
   @Column('timestamptz', { name: 'due_at' })
   dueAt: Date | number;
 
+  /** Runs with the same key share their version's `concurrencyPerKey` slots (null: none). */
+  @Column('text', { name: 'concurrency_key', nullable: true })
+  concurrencyKey: string | null;
+
   @Column('text', { name: 'claimed_by', nullable: true })
   claimedBy: string | null;
 

@@ -1,0 +1,389 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { type RunView, WorkflowClient } from '@nest-durable/client';
+import type { Publisher } from '@app/streams';
+import { PUBLISHER } from '@app/streams';
+import { defineWorkflow } from '@nest-durable/workflow';
+import { Redis } from 'ioredis';
+import { setTimeout as delay } from 'node:timers/promises';
+import request from 'supertest';
+import { loadWorkerConfig } from '../apps/worker/src/config/worker.config';
+import { workerModuleOptions } from '../apps/worker/src/worker-app.module';
+import { EXAMPLE_WORKFLOWS } from '../apps/worker/src/workflows';
+import { type RunningCoordinator, startCoordinator, startCustomWorker } from './support/apps';
+import { createTestDatabase, type TestDatabase } from './support/database';
+import { eventually } from './support/poll';
+import { TEST_REDIS_URL, testPrefix } from './support/redis';
+
+const MODES = ['http', 'redis-zset', 'redis-streams'] as const;
+type Mode = (typeof MODES)[number];
+
+const echo = { name: 'echo', version: '1' };
+const chain = { name: 'chain', version: '1' };
+const sleepy = { name: 'sleepy', version: '1' };
+
+/** Declares its limit in code: one run at a time. */
+const singleFile = defineWorkflow<{ ms: number }, string>({
+  name: 'single-file',
+  version: '1',
+  limits: { concurrency: 1 },
+  handler: async (ctx, input) => {
+    await ctx.task('work', () => delay(input.ms));
+    return 'done';
+  },
+});
+
+/** Pause, resume, concurrency and rate limits of workflow versions, in every dispatch mode, against real PostgreSQL and Redis. */
+describe('flow control', () => {
+  let db: TestDatabase;
+  let redis: Redis;
+  const running: { close(): Promise<void> }[] = [];
+
+  beforeAll(async () => {
+    db = await createTestDatabase('flow_control');
+    redis = new Redis(TEST_REDIS_URL);
+  });
+
+  afterEach(async () => {
+    for (const app of running.splice(0).reverse()) await app.close();
+    await db.sql('TRUNCATE runs, outbox, dead_letters, engine_settings, workflow_controls, workflows, workers CASCADE');
+  });
+
+  afterAll(async () => {
+    redis?.disconnect();
+    await db?.drop();
+  });
+
+  /** A coordinator and `workers` workers in `mode` (republish off: every wake-up the tests see was issued on purpose). */
+  async function stack(mode: Mode, { workers = 1, concurrency = 10, shards }: { workers?: number; concurrency?: number; shards?: string } = {}) {
+    const prefix = testPrefix(`flow-${mode}`);
+    const coordinator = await startCoordinator(db.url, {
+      dispatch: mode === 'http' ? 'none' : mode,
+      redisPrefix: prefix,
+      streamPartitions: 2,
+      republishIntervalMs: 3_600_000,
+    });
+    running.push(coordinator);
+    for (let i = 0; i < workers; i++) {
+      const config = loadWorkerConfig({
+        COORDINATOR_URL: coordinator.url,
+        SUBSCRIBER: mode,
+        REDIS_URL: TEST_REDIS_URL,
+        REDIS_PREFIX: prefix,
+        REDIS_BLOCK_MS: '500',
+        CLAIM_WAIT_MS: '1000',
+        WORKER_CONCURRENCY: String(concurrency),
+        WORKER_ID: `${mode}-${i}`,
+        ...(shards ? { WORKER_SHARDS: shards } : {}),
+      });
+      running.push(await startCustomWorker(coordinator.url, workerModuleOptions(config, EXAMPLE_WORKFLOWS)));
+    }
+    return { coordinator, client: new WorkflowClient({ url: coordinator.url }) };
+  }
+
+  const countWhere = async (where: string, values: unknown[] = []) =>
+    Number((await db.sql<{ n: string }>(`SELECT count(*) AS n FROM runs WHERE ${where}`, values))[0].n);
+  const allDone = (client: WorkflowClient, runs: RunView[]) => Promise.all(runs.map((run) => client.waitForResult(run.id, { timeoutMs: 30_000 })));
+
+  /** Wake-ups of `queue` still on their way: in the outbox, or in Redis undelivered. */
+  async function wakeupsInFlight(coordinator: RunningCoordinator, queue: string): Promise<number> {
+    const [{ n }] = await db.sql<{ n: string }>(`SELECT count(*) AS n FROM outbox WHERE queue = $1 AND status <> 'sent'`, [queue]);
+    const publisher = coordinator.app.get<Publisher>(PUBLISHER);
+    const undelivered = (await publisher.undelivered([queue])).get(queue) ?? 0;
+    return Number(n) + undelivered;
+  }
+
+  describe('bad input', () => {
+    it('refuses negative or zero limits, a rate given as text and unknown fields with 400 and a reason, changing nothing', async () => {
+      const { coordinator } = await stack('http', { workers: 0 });
+      const limits = (body: unknown) =>
+        request(coordinator.url)
+          .put('/v1/workflows/echo/1/limits')
+          .send(body as object);
+      expect((await limits({ concurrency: -1 }).expect(400)).body).toMatchObject({ reason: 'invalid_concurrency', message: expect.any(String) });
+      expect((await limits({ concurrency: 0 }).expect(400)).body).toMatchObject({ reason: 'invalid_concurrency' });
+      expect((await limits({ concurrencyPerKey: 1.5 }).expect(400)).body).toMatchObject({ reason: 'invalid_concurrencyPerKey' });
+      expect((await limits({ ratePerSecond: -5 }).expect(400)).body).toMatchObject({ reason: 'invalid_ratePerSecond' });
+      expect((await limits({ ratePerSecond: '5' }).expect(400)).body).toMatchObject({ reason: 'invalid_ratePerSecond' });
+      expect((await limits({ concurrency: 2, burst: 3 }).expect(400)).body).toMatchObject({ reason: 'unknown_field' });
+      const pause = await request(coordinator.url).post('/v1/workflows/echo/1/pause').send({ shard: 'eu', all: true }).expect(400);
+      expect(pause.body).toMatchObject({ reason: 'unknown_field' });
+      expect((await request(coordinator.url).post('/v1/workflows/ech:o/1/pause').expect(400)).body).toMatchObject({ reason: 'invalid_workflow' });
+      expect((await request(coordinator.url).post('/v1/runs').send({ workflow: 'echo', version: '1', concurrencyKey: '' }).expect(400)).body).toMatchObject({
+        reason: 'invalid_concurrencyKey',
+      });
+      expect((await request(coordinator.url).get('/v1/workflows').expect(200)).body).toEqual({ items: [] });
+      expect(await db.sql('SELECT * FROM workflow_controls')).toEqual([]);
+      expect(await countWhere('true')).toBe(0);
+    });
+  });
+
+  describe.each(MODES)('%s', (mode) => {
+    it('takes no run of a paused version until it is resumed, while other versions flow; running runs finish; the pause shows', async () => {
+      const { client, coordinator } = await stack(mode);
+      // A run already running when its version is paused finishes.
+      const slow = await client.start(chain, { steps: 4, stepMs: 150 });
+      await eventually('the slow run to run', async () => (await client.get(slow.id)).status === 'running');
+      await client.pauseWorkflow(chain);
+      const view = await client.pauseWorkflow(echo);
+      expect(view).toMatchObject({ name: 'echo', version: '1', paused: true, pausedShards: [] });
+      const paused = await client.startMany(Array.from({ length: 5 }, (_, i) => ({ workflow: echo, input: i })));
+      expect(paused.every((run) => run.status === 'queued' && run.paused)).toBe(true);
+      expect(await client.waitForResult(slow.id, { timeoutMs: 20_000 })).toMatchObject({ status: 'completed', paused: false });
+      // Another version through the same workers, started after: it completes, so the workers were
+      // taking work (and had every chance to take the paused runs).
+      for (let i = 0; i < 3; i++) {
+        const other = await client.start({ name: 'order-processing', version: '1.0.0' }, { orderId: `o-${i}` });
+        expect(await client.waitForResult(other.id, { timeoutMs: 20_000 })).toMatchObject({ status: 'completed' });
+        // The paused queue's wake-ups were dropped, not circled between Redis and the coordinator.
+        if (mode !== 'http') await eventually('the paused queue to hold no wake-up', async () => (await wakeupsInFlight(coordinator, 'echo:1')) === 0);
+      }
+      expect(await countWhere(`workflow = 'echo' AND status = 'queued'`)).toBe(5);
+      const listed = await client.list({ workflow: 'echo' });
+      expect(listed.runs.map((run) => run.paused)).toEqual([true, true, true, true, true]);
+      expect((await client.get(paused[0].id)).paused).toBe(true);
+      const versions = await client.listWorkflows();
+      expect(versions.filter((version) => version.paused).map((version) => version.name)).toEqual(['chain', 'echo']);
+
+      expect(await client.resumeWorkflow(echo)).toMatchObject({ paused: false, pausedShards: [] });
+      const done = await allDone(client, paused);
+      expect(done.map((run) => [run.status, run.paused])).toEqual(Array.from({ length: 5 }, () => ['completed', false]));
+    }, 60_000);
+
+    it('with a concurrency limit of 2 (1 per key), 4 workers at concurrency 10 never run more at once', async () => {
+      const { client } = await stack(mode, { workers: 4, concurrency: 10 });
+      await client.setWorkflowLimits(chain, { concurrency: 2, concurrencyPerKey: 1 });
+      const runs = await client.startMany(
+        Array.from({ length: 16 }, (_, i) => ({ workflow: chain, input: { steps: 2, stepMs: 40 }, concurrencyKey: i % 4 === 0 ? undefined : `k${i % 2}` })),
+      );
+      let most = 0;
+      let mostPerKey = 0;
+      const finished = allDone(client, runs);
+      let done = false;
+      void finished.finally(() => (done = true));
+      while (!done) {
+        const [sample] = await db.sql<{ total: number; per_key: number | null }>(
+          `SELECT (SELECT count(*)::int FROM runs WHERE workflow = 'chain' AND status = 'running') AS total,
+                  (SELECT max(n) FROM (SELECT count(*)::int AS n FROM runs WHERE workflow = 'chain' AND status = 'running'
+                                         AND concurrency_key IS NOT NULL GROUP BY concurrency_key) k) AS per_key`,
+        );
+        most = Math.max(most, sample.total);
+        mostPerKey = Math.max(mostPerKey, sample.per_key ?? 0);
+        expect(sample.total).toBeLessThanOrEqual(2);
+        expect(sample.per_key ?? 0).toBeLessThanOrEqual(1);
+      }
+      expect((await finished).every((run) => run.status === 'completed')).toBe(true);
+      // The limit was reached (the sampling could have seen a breach).
+      expect(most).toBe(2);
+      expect(mostPerKey).toBe(1);
+    }, 90_000);
+
+    it("gives a slot freed in one shard to the version's run waiting in another", async () => {
+      const { client } = await stack(mode, { shards: 'eu,us' });
+      await client.setWorkflowLimits(chain, { concurrency: 1 });
+      const slow = await client.start(chain, { steps: 2, stepMs: 200 }, { shard: 'eu' });
+      await eventually('the slow run to hold the slot', async () => (await client.get(slow.id)).status === 'running');
+      const next = await client.start(chain, { steps: 1 }, { shard: 'us' });
+      // Its own wake-up came while the slot was held, and was dropped: the freed slot must bring one.
+      expect(await client.waitForResult(next.id, { timeoutMs: 20_000 })).toMatchObject({ status: 'completed' });
+      expect(new Date((await client.get(next.id)).startedAt!).getTime()).toBeGreaterThanOrEqual(new Date((await client.get(slow.id)).finishedAt!).getTime());
+    }, 30_000);
+
+    it('delivers about 5 runs a second under a rate limit of 5/s, delaying the others (none fails)', async () => {
+      const { client } = await stack(mode, { workers: 2 });
+      await client.setWorkflowLimits(echo, { ratePerSecond: 5 });
+      const runs = await client.startMany(Array.from({ length: 30 }, (_, i) => ({ workflow: echo, input: i })));
+      const done = await allDone(client, runs);
+      expect(done.every((run) => run.status === 'completed')).toBe(true);
+      const starts = done.map((run) => new Date(run.startedAt!).getTime()).sort((a, b) => a - b);
+      // The bucket starts full (5 at once), then a token every 200 ms: 25 more over 5 s.
+      const spanMs = starts[starts.length - 1] - starts[0];
+      expect(spanMs).toBeGreaterThan(4_400);
+      expect(spanMs).toBeLessThan(6_500);
+      // Per whole second after the first: 5, give or take what a late wake-up on a loaded machine moves
+      // across a window's edge (the bucket then catches up, never beyond one second's worth).
+      for (let window = 1; window < 5; window++) {
+        const from = starts[0] + window * 1_000;
+        const inWindow = starts.filter((at) => at >= from && at < from + 1_000).length;
+        expect(inWindow).toBeGreaterThanOrEqual(3);
+        expect(inWindow).toBeLessThanOrEqual(7);
+      }
+    }, 60_000);
+  });
+
+  it('holds a concurrency limit across two coordinators and four workers following both (Redis Streams)', async () => {
+    const prefix = testPrefix('flow-two');
+    const coordinators: RunningCoordinator[] = [];
+    for (let i = 0; i < 2; i++) {
+      const coordinator = await startCoordinator(db.url, {
+        dispatch: 'redis-streams',
+        redisPrefix: prefix,
+        streamPartitions: 2,
+        republishIntervalMs: 3_600_000,
+      });
+      running.push(coordinator);
+      coordinators.push(coordinator);
+    }
+    const urls = coordinators.map((coordinator) => coordinator.url).join(',');
+    for (let i = 0; i < 4; i++) {
+      const config = loadWorkerConfig({
+        COORDINATOR_URL: urls,
+        SUBSCRIBER: 'redis-streams',
+        REDIS_URL: TEST_REDIS_URL,
+        REDIS_PREFIX: prefix,
+        REDIS_BLOCK_MS: '500',
+        WORKER_CONCURRENCY: '10',
+        WORKER_ID: `two-${i}`,
+      });
+      running.push(await startCustomWorker(coordinators[0].url, workerModuleOptions(config, EXAMPLE_WORKFLOWS)));
+    }
+    const [a, b] = coordinators.map((coordinator) => new WorkflowClient({ url: coordinator.url }));
+    await a.setWorkflowLimits(chain, { concurrency: 2 });
+    const runs = [
+      ...(await a.startMany(Array.from({ length: 10 }, () => ({ workflow: chain, input: { steps: 2, stepMs: 30 } })))),
+      ...(await b.startMany(Array.from({ length: 10 }, () => ({ workflow: chain, input: { steps: 2, stepMs: 30 } })))),
+    ];
+    let most = 0;
+    let done = false;
+    const finished = allDone(b, runs).finally(() => (done = true));
+    while (!done) {
+      const now = await countWhere(`workflow = 'chain' AND status = 'running'`);
+      expect(now).toBeLessThanOrEqual(2);
+      most = Math.max(most, now);
+    }
+    expect((await finished).every((run) => run.status === 'completed')).toBe(true);
+    expect(most).toBe(2);
+  }, 60_000);
+
+  it('pauses one shard: its runs wait, the version runs in its other shards; resuming the shard lets them run', async () => {
+    const { client } = await stack('http', { shards: 'eu,us' });
+    await client.pauseWorkflow(echo, { shard: 'eu' });
+    const [eu, us] = await client.startMany([
+      { workflow: echo, input: 'eu', shard: 'eu' },
+      { workflow: echo, input: 'us', shard: 'us' },
+    ]);
+    expect(eu.paused).toBe(true);
+    expect(us.paused).toBe(false);
+    expect(await client.waitForResult(us.id, { timeoutMs: 20_000 })).toMatchObject({ status: 'completed' });
+    expect((await client.get(eu.id)).status).toBe('queued');
+    expect(await client.resumeWorkflow(echo, { shard: 'eu' })).toMatchObject({ paused: false, pausedShards: [] });
+    expect(await client.waitForResult(eu.id, { timeoutMs: 20_000 })).toMatchObject({ status: 'completed' });
+  }, 30_000);
+
+  it('a sleeping run holds no slot: with concurrency 1 another run of the version completes while it sleeps', async () => {
+    const { client } = await stack('http');
+    await client.setWorkflowLimits(sleepy, { concurrency: 1 });
+    const sleeper = await client.start(sleepy, { ms: 60_000 });
+    await eventually('the run to sleep', async () => (await client.get(sleeper.id)).status === 'waiting');
+    const quick = await client.start(sleepy, { ms: 0 });
+    expect(await client.waitForResult(quick.id, { timeoutMs: 20_000 })).toMatchObject({ status: 'completed' });
+  }, 30_000);
+
+  it('gives the last slot to one claimer only, however many claim at once', async () => {
+    const { coordinator, client } = await stack('http', { workers: 0 });
+    await client.setWorkflowLimits(echo, { concurrency: 3 });
+    await client.startMany(Array.from({ length: 40 }, (_, i) => ({ workflow: echo, input: i })));
+    const claims = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        request(coordinator.url)
+          .post('/v1/worker/claims')
+          .send({ workerId: `claimer-${i}`, workflows: [echo], limit: 2, waitMs: 0 })
+          .expect(200),
+      ),
+    );
+    expect(claims.reduce((sum, claim) => sum + claim.body.runs.length, 0)).toBe(3);
+    expect(await countWhere(`status = 'running'`)).toBe(3);
+    // Raising the limit admits more at once.
+    await client.setWorkflowLimits(echo, { concurrency: 5 });
+    const more = await request(coordinator.url)
+      .post('/v1/worker/claims')
+      .send({ workerId: 'late', workflows: [echo], limit: 10, waitMs: 0 })
+      .expect(200);
+    expect(more.body.runs).toHaveLength(2);
+  });
+
+  it('drops the wake-ups of a paused or full queue instead of handing them back to circle through Redis', async () => {
+    const { coordinator, client } = await stack('http', { workers: 0 });
+    await client.startMany(Array.from({ length: 5 }, (_, i) => ({ workflow: echo, input: i })));
+    const take = async (wakeups: string[]) =>
+      (
+        await request(coordinator.url)
+          .post('/v1/worker/takes')
+          .send({ workerId: 'taker', workflows: [{ ...echo, wakeups }] })
+          .expect(200)
+      ).body as {
+        runs: unknown[];
+        requeue: unknown[];
+      };
+    await client.pauseWorkflow(echo);
+    expect(await take(['a', 'b', 'c'])).toEqual({ runs: [], requeue: [] });
+    await client.resumeWorkflow(echo);
+    await client.setWorkflowLimits(echo, { concurrency: 2 });
+    const full = await take(['d', 'e', 'f']);
+    expect([full.runs.length, full.requeue]).toEqual([2, []]);
+    expect(await take(['g'])).toEqual({ runs: [], requeue: [] });
+  });
+
+  it("keeps a dead worker's slot until its claim is taken over, and the takeover reuses it", async () => {
+    const coordinator = await startCoordinator(db.url, { claimMinIdleTimeMs: 400, heartbeatIntervalMs: 100 });
+    running.push(coordinator);
+    const client = new WorkflowClient({ url: coordinator.url });
+    await client.setWorkflowLimits(echo, { concurrency: 1 });
+    const [first] = await client.startMany([
+      { workflow: echo, input: 1 },
+      { workflow: echo, input: 2 },
+    ]);
+    const claim = async (workerId: string) =>
+      (
+        await request(coordinator.url)
+          .post('/v1/worker/claims')
+          .send({ workerId, workflows: [echo], limit: 5, waitMs: 0 })
+          .expect(200)
+      ).body.runs as { id: string }[];
+    // A worker takes the one slot and dies (never heartbeats); while its claim is fresh, nobody gets a run.
+    expect((await claim('dies')).map((run) => run.id)).toEqual([first.id]);
+    expect(await claim('alive')).toEqual([]);
+    // Once the claim went idle, the next claimer takes that run over in the same slot, and no second run.
+    const taken = await eventually('the takeover', async () => {
+      const runs = await claim('alive');
+      return runs.length > 0 && runs;
+    });
+    expect(taken.map((run) => run.id)).toEqual([first.id]);
+    expect(await countWhere(`status = 'running'`)).toBe(1);
+    expect(await countWhere(`status = 'queued'`)).toBe(1);
+  });
+
+  it('lists limits with their source: an API-set limit wins over none, clearing it lifts it', async () => {
+    const { client } = await stack('http', { workers: 0 });
+    expect(await client.setWorkflowLimits(chain, { concurrency: 3, ratePerSecond: 2.5 })).toMatchObject({
+      limits: { concurrency: 3, concurrencyPerKey: null, ratePerSecond: 2.5 },
+      apiLimits: { concurrency: 3, concurrencyPerKey: null, ratePerSecond: 2.5 },
+      codeLimits: { concurrency: null, concurrencyPerKey: null, ratePerSecond: null },
+      running: 0,
+    });
+    expect(await client.clearWorkflowLimits(chain)).toMatchObject({ limits: { concurrency: null, concurrencyPerKey: null, ratePerSecond: null } });
+  });
+
+  it('applies limits declared in code once a worker registers them; an API-set limit wins until cleared', async () => {
+    const { coordinator, client } = await stack('http', { workers: 0 });
+    const workers = [0, 1].map((i) => startCustomWorker(coordinator.url, { workflows: [singleFile], concurrency: 5, workerId: `declaring-${i}` }));
+    for (const worker of await Promise.all(workers)) running.push(worker);
+    const declared = await eventually('the declared limit', async () =>
+      (await client.listWorkflows()).find((w) => w.name === 'single-file' && w.limits.concurrency),
+    );
+    expect(declared).toMatchObject({ codeLimits: { concurrency: 1 }, apiLimits: { concurrency: null }, limits: { concurrency: 1 } });
+
+    const sampleMost = async (runs: RunView[]) => {
+      let most = 0;
+      let done = false;
+      const finished = allDone(client, runs).finally(() => (done = true));
+      while (!done) most = Math.max(most, await countWhere(`workflow = 'single-file' AND status = 'running'`));
+      expect((await finished).every((run) => run.status === 'completed')).toBe(true);
+      return most;
+    };
+    expect(await sampleMost(await client.startMany(Array.from({ length: 6 }, () => ({ workflow: singleFile, input: { ms: 30 } }))))).toBe(1);
+
+    expect(await client.setWorkflowLimits(singleFile, { concurrency: 3 })).toMatchObject({ limits: { concurrency: 3 }, codeLimits: { concurrency: 1 } });
+    expect(await sampleMost(await client.startMany(Array.from({ length: 12 }, () => ({ workflow: singleFile, input: { ms: 100 } }))))).toBe(3);
+    expect(await client.clearWorkflowLimits(singleFile)).toMatchObject({ limits: { concurrency: 1 }, apiLimits: { concurrency: null } });
+  }, 60_000);
+});
