@@ -158,13 +158,46 @@ describe('dashboard API', () => {
       const ordered = await client.start(ORDER, { orderId: 'o-2' });
       const napping = await client.start({ name: 'sleepy', version: '1' }, { ms: 50 });
       const [order, nap] = await Promise.all([ordered, napping].map((run) => client.waitForResult(run.id, { timeoutMs: 10_000 })));
+      expect(order.tasks).toHaveLength(3);
       for (const task of order.tasks ?? []) {
-        expect(task).toMatchObject({ kind: 'task', startedAt: null, finishedAt: task.createdAt, wakeAt: null, childId: null });
+        expect(task).toMatchObject({ kind: 'task', finishedAt: task.createdAt, wakeAt: null, childId: null });
+        // Dated from the duration the worker measured: at or before its end.
+        expect(Date.parse(task.startedAt!)).toBeLessThanOrEqual(Date.parse(task.finishedAt!));
       }
       const [sleep] = nap.tasks ?? [];
       expect(sleep).toMatchObject({ kind: 'sleep', status: 'completed', startedAt: sleep.createdAt, childId: null });
       expect(Date.parse(sleep.wakeAt!) - Date.parse(sleep.startedAt!)).toBeGreaterThanOrEqual(50);
       expect(Date.parse(sleep.finishedAt!)).toBeGreaterThanOrEqual(Date.parse(sleep.wakeAt!));
+    });
+
+    it("dates a task's start from the duration its worker reports, and leaves it out when none is reported", async () => {
+      const run = await client.start(ECHO, null);
+      const claim = await fetch(`${first.url}/v1/worker/claims`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ workerId: 'timeline', workflows: [ECHO], limit: 1 }),
+      });
+      const [held] = ((await claim.json()) as { runs: { id: string; revision: number }[] }).runs;
+      expect(held.id).toBe(run.id);
+      const task = (key: string, seq: number, durationMs?: number) => ({
+        expectedRevision: held.revision,
+        key,
+        seq,
+        name: key,
+        status: 'completed',
+        attempts: 1,
+        durationMs,
+      });
+      const reports = [task('timed#1', 0, 1_500), task('untimed#1', 1)].map((body) => ({ type: 'task', runId: run.id, task: body }));
+      const reported = await fetch(`${first.url}/v1/worker/reports`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ reports }),
+      });
+      expect(reported.status).toBe(200);
+      const [timed, untimed] = (await client.get(run.id)).tasks ?? [];
+      expect(Date.parse(timed.finishedAt!) - Date.parse(timed.startedAt!)).toBe(1_500);
+      expect(untimed).toMatchObject({ key: 'untimed#1', startedAt: null, finishedAt: untimed.createdAt });
     });
   });
 

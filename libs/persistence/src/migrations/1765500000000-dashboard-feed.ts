@@ -13,7 +13,8 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  *   only while one has: PostgreSQL serialises the commits of notifying transactions, which halved the rate of
  *   concurrent history-appending commits (docs/benchmarks.md), a price worth paying only while someone watches.
  * - `tasks.finished_at`: when a suspension step (sleep, event, child, retry wait) resolved, set by a row
- *   trigger whenever a step leaves `waiting`, whichever statement resolves it.
+ *   trigger whenever a step leaves `waiting`, whichever statement resolves it. `tasks.started_at`: when a task
+ *   began, from the duration the worker measured and sent with its result (null from workers that send none).
  * - `runs_finished_idx`: runs that ended, by when (the throughput of the last hour or day); partial, so a
  *   run enters it only once it ends.
  * - `runs_unsuccessful_idx`: failed and cancelled runs, newest first (GET /v1/runs?status=failed, with or
@@ -51,7 +52,7 @@ export class DashboardFeed1765500000000 implements MigrationInterface {
         REFERENCING NEW TABLE AS added
         FOR EACH STATEMENT EXECUTE FUNCTION run_transitions_notify()`);
 
-    await queryRunner.query(`ALTER TABLE tasks ADD COLUMN finished_at timestamptz`);
+    await queryRunner.query(`ALTER TABLE tasks ADD COLUMN finished_at timestamptz, ADD COLUMN started_at timestamptz`);
     await queryRunner.query(`
       CREATE FUNCTION tasks_resolved_at() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN
@@ -73,7 +74,7 @@ export class DashboardFeed1765500000000 implements MigrationInterface {
     await queryRunner.query(`DROP INDEX runs_finished_idx`);
     await queryRunner.query(`DROP TRIGGER tasks_resolved_at ON tasks`);
     await queryRunner.query(`DROP FUNCTION tasks_resolved_at()`);
-    await queryRunner.query(`ALTER TABLE tasks DROP COLUMN finished_at`);
+    await queryRunner.query(`ALTER TABLE tasks DROP COLUMN finished_at, DROP COLUMN started_at`);
     await queryRunner.query(`DROP TRIGGER run_transitions_notify ON run_transitions`);
     await queryRunner.query(`DROP FUNCTION run_transitions_notify()`);
     await queryRunner.query(`DROP TABLE feed_watchers`);
