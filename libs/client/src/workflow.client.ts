@@ -12,11 +12,12 @@ import type {
   StartRunRequest,
   Stats,
   StatsWindow,
+  Tags,
   WorkerList,
   WorkflowLimits,
   WorkflowView,
 } from './contract';
-import { API, isTerminalStatus, WAIT_MS_MAX } from './contract';
+import { API, isTerminalStatus, tagFilters, WAIT_MS_MAX } from './contract';
 import { readFeedEvents } from './feed-events';
 import { CoordinatorUnavailableError, JsonHttpClient } from './json-http.client';
 
@@ -39,6 +40,8 @@ export interface StartOptions {
   runAt?: Date;
   /** Runs with the same key share their version's `concurrencyPerKey` slots. */
   concurrencyKey?: string;
+  /** Metadata to find the run by: up to 16 keys with text values (`list({ tags })`). */
+  tags?: Tags;
 }
 
 /** One run of a `startMany` batch. */
@@ -50,6 +53,8 @@ export interface StartManyEntry extends StartOptions {
 export interface ListRunsOptions {
   workflow?: string;
   status?: RunStatus;
+  /** Only runs that have every one of these tags. */
+  tags?: Tags;
   /** 1–500, default 50. */
   limit?: number;
   /** The `nextCursor` of the previous page. */
@@ -129,8 +134,8 @@ export class WorkflowClient {
   }
 
   /** One page of runs, newest first (without their steps); pass `nextCursor` back as `cursor` for the next. */
-  list(options: ListRunsOptions = {}): Promise<RunPage> {
-    return this.http.call(API.listRuns, { query: options });
+  list({ tags, ...options }: ListRunsOptions = {}): Promise<RunPage> {
+    return this.http.call(API.listRuns, { query: { ...options, tag: tags && tagFilters(tags) } });
   }
 
   /**
@@ -245,7 +250,7 @@ export class WorkflowClient {
   }
 }
 
-function startBody({ workflow, input, idempotencyKey, shard, priority, runAt, concurrencyKey }: StartManyEntry): StaticEncode<typeof StartRunRequest> {
+function startBody({ workflow, input, idempotencyKey, shard, priority, runAt, concurrencyKey, tags }: StartManyEntry): StaticEncode<typeof StartRunRequest> {
   return {
     workflow: workflow.name,
     version: workflow.version,
@@ -255,5 +260,6 @@ function startBody({ workflow, input, idempotencyKey, shard, priority, runAt, co
     priority,
     runAt: runAt?.toISOString(),
     concurrencyKey,
+    tags,
   };
 }

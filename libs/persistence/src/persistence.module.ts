@@ -14,6 +14,7 @@ import { ClaimAttribution1765000000000 } from './migrations/1765000000000-claim-
 import { DashboardFeed1765500000000 } from './migrations/1765500000000-dashboard-feed';
 import { WorkerRegistry1765100000000 } from './migrations/1765100000000-worker-registry';
 import { FlowControl1765300000000 } from './migrations/1765300000000-flow-control';
+import { RunTagsAndRetention1765400000000 } from './migrations/1765400000000-run-tags-and-retention';
 
 export const ENTITIES = [RunEntity, TaskEntity];
 export const MIGRATIONS = [
@@ -26,6 +27,7 @@ export const MIGRATIONS = [
   DashboardFeed1765500000000,
   WorkerRegistry1765100000000,
   FlowControl1765300000000,
+  RunTagsAndRetention1765400000000,
 ];
 
 export interface PersistenceOptions {

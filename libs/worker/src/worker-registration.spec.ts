@@ -6,7 +6,7 @@ import { FailoverSubscriber } from './subscribers/failover.subscriber';
 import type { HttpSubscriber } from './subscribers/http.subscriber';
 import type { Subscriber } from './subscribers/subscriber.interface';
 import { resolveWorkerOptions } from './worker.options';
-import { WorkerRegistrar } from './worker-registration';
+import { registeredWorkflows, WorkerRegistrar } from './worker-registration';
 import type { WorkerRuntime } from './worker-runtime.service';
 import { WorkflowRegistry } from './workflow.registry';
 
@@ -49,5 +49,20 @@ describe('WorkerRegistrar', () => {
 
     await subscriber.getReadyRuns(1, new AbortController().signal);
     expect(registrar.registration()).toEqual({ ...expected, failedOver: true });
+  });
+
+  it('registers the retention window a workflow declares, and refuses to start with one that is not a whole number of ms', () => {
+    const declared = defineWorkflow({ name: 'kept', version: '2', retentionMs: 60_000, handler: async () => null });
+    const options = resolveWorkerOptions({ workflows: [workflow, declared], coordinatorUrl: 'http://unused' });
+    expect(registeredWorkflows(new WorkflowRegistry(options))).toEqual([
+      { name: 'w', version: '1', shards: [] },
+      { name: 'kept', version: '2', shards: [], retentionMs: 60_000 },
+    ]);
+    for (const retentionMs of [-1, 1.5, Number.NaN]) {
+      const bad = defineWorkflow({ name: 'bad', version: '1', retentionMs, handler: async () => null });
+      expect(() => new WorkflowRegistry(resolveWorkerOptions({ workflows: [bad], coordinatorUrl: 'http://unused' }))).toThrow(
+        'workflow bad 1: retentionMs must be an integer from 0 to',
+      );
+    }
   });
 });

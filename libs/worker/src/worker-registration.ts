@@ -12,8 +12,14 @@ export function registeredWorkflows(registry: WorkflowRegistry): RegisteredWorkf
   const byVersion = new Map<string, RegisteredWorkflow>();
   for (const { name, version, shard } of registry.refs()) {
     const key = `${name}:${version}`;
-    const limits = registry.get(name, version)?.limits;
-    const entry = byVersion.get(key) ?? { name, version, shards: [], ...(limits ? { limits: { ...limits } } : {}) };
+    const { limits, retentionMs } = registry.get(name, version)!;
+    const entry = byVersion.get(key) ?? {
+      name,
+      version,
+      shards: [],
+      ...(limits ? { limits: { ...limits } } : {}),
+      ...(retentionMs === undefined ? {} : { retentionMs }),
+    };
     if (shard !== undefined) entry.shards.push(shard);
     byVersion.set(key, entry);
   }

@@ -44,6 +44,8 @@ export interface ChildOptions {
    * shard (so a tree of runs stays where its root was routed); null: no shard.
    */
   shard?: string | null;
+  /** Tags of the child run (see `tags` of a start). Default: the parent's. */
+  tags?: Record<string, string>;
 }
 
 export interface WorkflowContext {
@@ -101,6 +103,12 @@ export interface WorkflowDefinition<I = JsonValue, O = JsonValue> {
   /** Workflow-level retry: a failed run runs again (resuming from its completed steps) as its next attempt. */
   readonly retry?: RetryPolicy;
   readonly limits?: WorkflowLimits;
+  /**
+   * How long the coordinator keeps this version's finished runs (with their steps and history) and its
+   * dead letters, in ms, instead of its RUN_RETENTION_MS; 0 keeps them. Registered by the workers that
+   * host it; RUN_RETENTION_OVERRIDES on the coordinator wins over it.
+   */
+  readonly retentionMs?: number;
 }
 
 /** Declares a workflow: a name, a version and a handler. Inputs and outputs are JSON. */

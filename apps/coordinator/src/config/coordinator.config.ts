@@ -1,5 +1,6 @@
 import { ConfigError, EnvReader, type LogLevelName, readLogging, readRedis } from '@app/config';
 import { DISPATCH_MODES, type DispatchMode } from '@app/streams';
+import { RETENTION_MAX_MS } from '@nest-durable/client';
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 
@@ -49,6 +50,13 @@ export interface CoordinatorConfig {
   republishIntervalMs: number;
   republishAfterMs: number;
   leaderCheckIntervalMs: number;
+  /** Finished runs (and sent outbox rows, dead letters) are deleted this long after they ended; 0 keeps them. */
+  runRetentionMs: number;
+  /** Retention windows of particular workflows (all their versions), by name; 0 keeps theirs. */
+  runRetentionOverrides: Record<string, number>;
+  /** How often the retention daemon looks for what to delete, and how many rows one of its statements deletes at most. */
+  retentionIntervalMs: number;
+  retentionBatchSize: number;
   /** Bearer tokens of the client API and the worker API (undefined only when auth is disabled). */
   clientToken?: string;
   workerToken?: string;
@@ -69,6 +77,23 @@ export interface CoordinatorConfig {
 
 /** Every coordinator session's application_name starts with this. */
 export const COORDINATOR_APPLICATION_NAME = 'wf-coordinator';
+
+const DAY_MS = 86_400_000;
+
+/** RUN_RETENTION_OVERRIDES: `workflow=ms,workflow=ms` (a workflow name, as runs are started with). */
+function readRetentionOverrides(read: EnvReader): Record<string, number> {
+  const overrides: Record<string, number> = {};
+  for (const item of read.list('RUN_RETENTION_OVERRIDES')) {
+    const match = /^([A-Za-z0-9][A-Za-z0-9._-]{0,127})=(\d+)$/.exec(item);
+    if (!match || Number(match[2]) > RETENTION_MAX_MS || Object.hasOwn(overrides, match[1])) {
+      throw new ConfigError(
+        `RUN_RETENTION_OVERRIDES must be comma-separated workflow=milliseconds pairs (0 to ${RETENTION_MAX_MS}, each workflow once), got "${item}"`,
+      );
+    }
+    overrides[match[1]] = Number(match[2]);
+  }
+  return overrides;
+}
 
 /** Parses and validates the coordinator's environment once, at start. */
 export function loadCoordinatorConfig(env: Record<string, string | undefined>): CoordinatorConfig {
@@ -97,6 +122,10 @@ export function loadCoordinatorConfig(env: Record<string, string | undefined>): 
     republishIntervalMs: read.integer('REPUBLISH_INTERVAL_MS', 5_000, 100, 3_600_000),
     republishAfterMs: read.integer('REPUBLISH_AFTER_MS', 30_000, 0, 86_400_000),
     leaderCheckIntervalMs: read.integer('LEADER_CHECK_INTERVAL_MS', 2_000, 100, 600_000),
+    runRetentionMs: read.integer('RUN_RETENTION_MS', 7 * DAY_MS, 0, RETENTION_MAX_MS),
+    runRetentionOverrides: readRetentionOverrides(read),
+    retentionIntervalMs: read.integer('RETENTION_INTERVAL_MS', 60_000, 100, 86_400_000),
+    retentionBatchSize: read.integer('RETENTION_BATCH_SIZE', 500, 1, 10_000),
     clientToken: read.optionalString('CLIENT_TOKEN'),
     workerToken: read.optionalString('WORKER_TOKEN'),
     authDisabled: read.boolean('AUTH_DISABLED', false),

@@ -57,7 +57,7 @@ export class StatsRepository {
   }
 
   /**
-   * Per minute from `since` on, the minutes with any: runs created, and runs that ended (runs_finished_idx).
+   * Per minute from `since` on, the minutes with any: runs created, and runs that ended (runs_finished_at_idx).
    * The empty minutes are filled in by the caller: a generate_series joined here was estimated at millions of
    * rows for a day, which turned JIT compilation on (17 ms of a 51 ms statement).
    */

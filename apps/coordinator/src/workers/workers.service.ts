@@ -2,6 +2,7 @@ import type { WorkerList, WorkerRegistration } from '@nest-durable/client';
 import { Database } from '@app/persistence';
 import { Injectable } from '@nestjs/common';
 import { WorkflowControlsRepository } from '../workflows/workflow-controls.repository';
+import { RetentionRepository } from '../retention/retention.repository';
 import { WorkersRepository } from './workers.repository';
 
 /**
@@ -16,6 +17,7 @@ export class WorkersService {
     private readonly db: Database,
     private readonly workers: WorkersRepository,
     private readonly controls: WorkflowControlsRepository,
+    private readonly retention: RetentionRepository,
   ) {}
 
   async register(workerId: string, registration: WorkerRegistration): Promise<void> {
@@ -27,6 +29,7 @@ export class WorkersService {
         await this.controls.countRunning(tx, workflow, version);
         await this.controls.wake(tx, workflow, version);
       }
+      await this.retention.recordDeclaredWindows(tx, registration.workflows);
     });
   }
 

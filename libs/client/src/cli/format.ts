@@ -38,6 +38,14 @@ export function formatRun(run: RunView): string {
     ['paused', run.paused ? 'yes: its workflow version or shard is paused' : null],
     ['parent', run.parentId],
     ['idempotency key', run.idempotencyKey],
+    [
+      'tags',
+      Object.keys(run.tags).length > 0
+        ? Object.entries(run.tags)
+            .map(([key, value]) => `${key}=${value}`)
+            .join(' ')
+        : null,
+    ],
     ['due', run.status === 'queued' || run.status === 'waiting' ? (run.runAt ?? 'when its wait ends') : null],
     ['created', run.createdAt],
     ['started', run.startedAt],

@@ -14,6 +14,9 @@ const SHARDS_MAX = 100;
 /** The longest registration interval accepted: an hour. */
 export const REGISTRATION_INTERVAL_MAX_MS = 3_600_000;
 
+/** The longest retention window a workflow may declare: 100 years. */
+export const RETENTION_MAX_MS = 100 * 365 * 86_400_000;
+
 /** A workflow version a worker hosts, with the routing shards it serves it in (empty: runs without a shard). */
 export const RegisteredWorkflow = Closed(
   {
@@ -22,6 +25,8 @@ export const RegisteredWorkflow = Closed(
     shards: ListOf('shards', Identifier('shard'), 0, SHARDS_MAX, 'routing shards', { uniqueItems: true }),
     /** As declared in code (defineWorkflow({ limits })); the coordinator keeps them as the version's code limits. */
     limits: Type.Optional(WorkflowLimits),
+    /** How long its finished runs are kept (`defineWorkflow({ retentionMs })`); absent: the coordinator's RUN_RETENTION_MS. */
+    retentionMs: Type.Optional(IntegerIn('retentionMs', 0, RETENTION_MAX_MS)),
   },
   { title: 'RegisteredWorkflow' },
 );

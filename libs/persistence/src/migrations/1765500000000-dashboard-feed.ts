@@ -15,8 +15,9 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  * - `tasks.finished_at`: when a suspension step (sleep, event, child, retry wait) resolved, set by a row
  *   trigger whenever a step leaves `waiting`, whichever statement resolves it. `tasks.started_at`: when a task
  *   began, from the duration the worker measured and sent with its result (null from workers that send none).
- * - `runs_finished_idx`: runs that ended, by when (the throughput of the last hour or day); partial, so a
- *   run enters it only once it ends.
+ * - `runs_finished_at_idx`: runs that ended, by when, whatever their workflow (the throughput of the last hour
+ *   or day; retention's `runs_finished_idx` leads with the workflow version, so a range of times over all of
+ *   them cannot use it); partial, so a run enters it only once it ends.
  * - `runs_unsuccessful_idx`: failed and cancelled runs, newest first (GET /v1/runs?status=failed, with or
  *   without a workflow): without it a filter that matches few runs walks the whole history backwards
  *   (211 ms over a million runs for a workflow with no failures). Only runs that ended so enter it.
@@ -65,13 +66,13 @@ export class DashboardFeed1765500000000 implements MigrationInterface {
         WHEN (OLD.status = 'waiting' AND NEW.status <> 'waiting')
         EXECUTE FUNCTION tasks_resolved_at()`);
 
-    await queryRunner.query(`CREATE INDEX runs_finished_idx ON runs (finished_at) WHERE finished_at IS NOT NULL`);
+    await queryRunner.query(`CREATE INDEX runs_finished_at_idx ON runs (finished_at) WHERE finished_at IS NOT NULL`);
     await queryRunner.query(`CREATE INDEX runs_unsuccessful_idx ON runs (id) WHERE status IN ('failed', 'cancelled')`);
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {
     await queryRunner.query(`DROP INDEX runs_unsuccessful_idx`);
-    await queryRunner.query(`DROP INDEX runs_finished_idx`);
+    await queryRunner.query(`DROP INDEX runs_finished_at_idx`);
     await queryRunner.query(`DROP TRIGGER tasks_resolved_at ON tasks`);
     await queryRunner.query(`DROP FUNCTION tasks_resolved_at()`);
     await queryRunner.query(`ALTER TABLE tasks DROP COLUMN finished_at, DROP COLUMN started_at`);
