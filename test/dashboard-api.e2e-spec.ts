@@ -277,6 +277,14 @@ describe('dashboard API', () => {
       await eventually('the feed to close', async () => (await metric(first, 'feeds_open')) === 0);
     });
 
+    it('closes when the loop reading it ends', async () => {
+      for await (const event of client.feed({})) {
+        expect(event).toEqual({ type: 'open' });
+        break;
+      }
+      await eventually('the feed to close', async () => (await metric(first, 'feeds_open')) === 0);
+    });
+
     it('refuses a filter that is not valid', async () => {
       const events = client.feed({ runId: 'nope' });
       await expect(events.next()).rejects.toMatchObject({ statusCode: 400, reason: 'invalid_runId' });
