@@ -16,6 +16,7 @@ import { CoordinatorMetricsModule } from './metrics/coordinator-metrics.module';
 import { RetentionModule } from './retention/retention.module';
 import { RunsModule } from './runs/runs.module';
 import { StatsModule } from './stats/stats.module';
+import { SchedulesModule } from './schedules/schedules.module';
 import { TimersModule } from './timers/timers.module';
 import { WorkerApiModule } from './worker-api/worker-api.module';
 import { WorkflowsModule } from './workflows/workflows.module';
@@ -68,6 +69,7 @@ export class CoordinatorModule implements NestModule {
         TimersModule,
         CoordinatorDispatchModule.register(config),
         RunsModule,
+        SchedulesModule,
         WorkerApiModule,
         DeadLettersModule,
         StatsModule,

@@ -13,6 +13,7 @@ import { DispatchWakeups1764900000000 } from './migrations/1764900000000-dispatc
 import { ClaimAttribution1765000000000 } from './migrations/1765000000000-claim-attribution';
 import { DashboardFeed1765500000000 } from './migrations/1765500000000-dashboard-feed';
 import { WorkerRegistry1765100000000 } from './migrations/1765100000000-worker-registry';
+import { Schedules1765200000000 } from './migrations/1765200000000-schedules';
 import { FlowControl1765300000000 } from './migrations/1765300000000-flow-control';
 import { RunTagsAndRetention1765400000000 } from './migrations/1765400000000-run-tags-and-retention';
 
@@ -26,6 +27,7 @@ export const MIGRATIONS = [
   ClaimAttribution1765000000000,
   DashboardFeed1765500000000,
   WorkerRegistry1765100000000,
+  Schedules1765200000000,
   FlowControl1765300000000,
   RunTagsAndRetention1765400000000,
 ];

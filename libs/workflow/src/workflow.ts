@@ -1,4 +1,4 @@
-import type { JsonValue } from '@nest-durable/client';
+import type { JsonValue, ScheduleCatchUp, ScheduleOverlap } from '@nest-durable/client';
 
 /**
  * How often a task (or a whole run) is tried. Waits grow exponentially by default, each drawn at
@@ -96,6 +96,29 @@ export interface WorkflowLimits {
   readonly ratePerSecond?: number;
 }
 
+/**
+ * A schedule declared with its workflow version: the coordinators create, change and delete it as
+ * workers register the code (see the README's Schedules). Exactly one of `cron` and `intervalMs`.
+ */
+export interface WorkflowSchedule<I = JsonValue> {
+  /** Names it within its workflow version (the same name in a new declaration changes that schedule). */
+  readonly name: string;
+  /** 5 fields, or 6 with seconds first: `0 30 9 * * 1-5` is 09:30:00 on weekdays. */
+  readonly cron?: string;
+  readonly intervalMs?: number;
+  /** The IANA time zone of `cron` (default UTC). */
+  readonly timezone?: string;
+  readonly input?: I;
+  readonly shard?: string;
+  readonly priority?: number;
+  /** While its previous run is unfinished: `skip` (default), `allow`, or `cancel-previous`. */
+  readonly overlap?: ScheduleOverlap;
+  /** Fire times that passed while no coordinator was up: `none`, `latest` (default), or `all`. */
+  readonly catchUp?: ScheduleCatchUp;
+  /** Created paused; afterwards pausing and resuming is the API's (a pause survives registrations). */
+  readonly paused?: boolean;
+}
+
 export interface WorkflowDefinition<I = JsonValue, O = JsonValue> {
   readonly name: string;
   readonly version: string;
@@ -109,6 +132,8 @@ export interface WorkflowDefinition<I = JsonValue, O = JsonValue> {
    * host it; RUN_RETENTION_OVERRIDES on the coordinator wins over it.
    */
   readonly retentionMs?: number;
+  /** Runs started on a schedule (a cron expression or an interval), reconciled when workers register. */
+  readonly schedules?: readonly WorkflowSchedule<I>[];
 }
 
 /** Declares a workflow: a name, a version and a handler. Inputs and outputs are JSON. */

@@ -26,6 +26,8 @@ export interface CoordinatorConfig {
   timerHorizonMs: number;
   /** ...and at most this many, so memory stays bounded. */
   timerMaxEntries: number;
+  /** A schedule with catchUp `none` skips a fire time it would act on later than this (a missed one). */
+  scheduleMisfireGraceMs: number;
   listenerProbeIntervalMs: number;
   bodyLimitBytes: number;
   /** Where ready runs are published: nowhere (workers use the claim API), a Redis sorted set, or Redis Streams. */
@@ -109,6 +111,7 @@ export function loadCoordinatorConfig(env: Record<string, string | undefined>): 
     claimPollIntervalMs: read.integer('CLAIM_POLL_INTERVAL_MS', 1_000, 10, 60_000),
     timerHorizonMs: read.integer('TIMER_HORIZON_MS', 60_000, 1_000, 86_400_000),
     timerMaxEntries: read.integer('TIMER_MAX_ENTRIES', 20_000, 10, 10_000_000),
+    scheduleMisfireGraceMs: read.integer('SCHEDULE_MISFIRE_GRACE_MS', 5_000, 0, 86_400_000),
     listenerProbeIntervalMs: read.integer('LISTENER_PROBE_INTERVAL_MS', 10_000, 100, 600_000),
     bodyLimitBytes: read.integer('BODY_LIMIT_BYTES', 2 * 1024 * 1024, 1024, 64 * 1024 * 1024),
     dispatch: read.oneOf('DISPATCH', DISPATCH_MODES, 'none'),

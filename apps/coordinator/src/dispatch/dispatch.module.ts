@@ -2,6 +2,7 @@ import { redisConnectionOptions } from '@app/config';
 import { DEFAULT_OUTBOX_OPTIONS, OutboxModule } from '@app/outbox';
 import { PublisherModule } from '@app/streams';
 import { DynamicModule, Module } from '@nestjs/common';
+import { ScheduleModule } from '@nestjs/schedule';
 import type { CoordinatorConfig } from '../config/coordinator.config';
 import { TimersModule } from '../timers/timers.module';
 import { OutboxDueDaemon } from './outbox-due.daemon';
@@ -36,6 +37,8 @@ export class CoordinatorDispatchModule {
           maintenanceIntervalMs: Math.min(DEFAULT_OUTBOX_OPTIONS.maintenanceIntervalMs, config.outboxStaleInFlightMs / 4),
         }),
         TimersModule,
+        // The republish daemon's interval lives in its registry (started and stopped with leadership).
+        ScheduleModule.forRoot(),
       ],
       providers: [RepublishDaemon, OutboxDueDaemon, OutboxMetrics],
       exports: [OutboxModule],

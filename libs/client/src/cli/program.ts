@@ -7,6 +7,7 @@ import { EXIT_FAILED, EXIT_OK, EXIT_USAGE } from './exit-codes';
 import { type CliEnvironment, type CliStreams, DEFAULT_URL, Invocation } from './invocation';
 import { registerRunCommands } from './runs.commands';
 import { registerStatsCommand } from './stats.commands';
+import { registerScheduleCommands } from './schedules.commands';
 import { registerWorkerCommands } from './workers.commands';
 import { registerWorkflowCommands } from './workflows.commands';
 
@@ -18,7 +19,9 @@ function packageVersion(): string {
 function buildProgram(invocation: Invocation): Command {
   const { stdout, stderr } = invocation.streams;
   const program = new Command('wf')
-    .description('Start, inspect and steer the runs, dead letters, workers and workflow versions of a nest-durable-workflows coordinator, and see its numbers.')
+    .description(
+      'Start, inspect and steer the runs, schedules, dead letters, workers and workflow versions of a nest-durable-workflows coordinator, and see its numbers.',
+    )
     .version(packageVersion())
     .option('--url <url>', `the coordinator (default: $WF_URL, else ${DEFAULT_URL})`)
     .option('--token <token>', "the coordinator's CLIENT_TOKEN (default: $WF_TOKEN)")
@@ -32,6 +35,7 @@ function buildProgram(invocation: Invocation): Command {
       outputError: (text, write) => write(`wf: ${text.replace(/^error: /, '')}`),
     });
   registerRunCommands(program, invocation);
+  registerScheduleCommands(program, invocation);
   registerDeadLetterCommands(program, invocation);
   registerStatsCommand(program, invocation);
   registerWorkerCommands(program, invocation);
