@@ -4,8 +4,10 @@ import type {
   EventAccepted,
   RedriveResult,
   RunPage,
+  RunTransitions,
   RunView,
   SchedulePage,
+  Stats,
   ScheduleView,
   TriggeredSchedule,
   WorkerList,
@@ -13,7 +15,6 @@ import type {
   WorkflowList,
   WorkflowView,
 } from '@nest-durable/client';
-import type { StatsView, TransitionPage } from './types';
 
 /** The client token for this browser tab (sessionStorage: gone when the tab closes). */
 const TOKEN_KEY = 'wf.clientToken';
@@ -86,10 +87,10 @@ export interface RunFilter {
 /** The API calls the pages make, one per endpoint of the contract (libs/client/src/contract/endpoints.ts). */
 export const api = {
   config: () => request<DashboardConfig>('GET', '/ui/config.json'),
-  stats: (window: '1h' | '24h') => request<StatsView>('GET', `/v1/stats${query({ window })}`),
+  stats: (window: '1h' | '24h') => request<Stats>('GET', `/v1/stats${query({ window })}`),
   listRuns: (filter: RunFilter, cursor?: string, limit = 25) => request<RunPage>('GET', `/v1/runs${query({ ...filter, cursor, limit })}`),
   getRun: (id: string) => request<RunView>('GET', run(id)),
-  transitions: (id: string) => request<TransitionPage>('GET', `${run(id)}/transitions`),
+  transitions: (id: string) => request<RunTransitions>('GET', `${run(id)}/transitions`),
   cancel: (id: string) => request<RunView>('POST', `${run(id)}/cancel`),
   retry: (id: string) => request<RunView>('POST', `${run(id)}/retry`),
   wake: (id: string) => request<RunView>('POST', `${run(id)}/wake`),

@@ -1,7 +1,7 @@
+import type { RunChange } from '@nest-durable/client';
 import { EventSourceParserStream } from 'eventsource-parser/stream';
 import { useEffect, useRef } from 'preact/hooks';
 import { authHeaders } from './api';
-import type { RunChange } from './types';
 
 /** Without the feed (an older coordinator, or a proxy that cuts streams), pages refresh this often instead. */
 const POLL_MS = 5_000;

@@ -1,12 +1,12 @@
 import { useEffect, useRef } from 'preact/hooks';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
-import type { StatsView } from '../types';
+import type { Stats } from '@nest-durable/client';
 
 const HEIGHT = 220;
 
 /** Runs started and finished per minute (uPlot draws on a canvas; its label gives the window's totals to a screen reader). */
-export function ThroughputChart({ throughput }: { throughput: StatsView['throughput'] }) {
+export function ThroughputChart({ throughput }: { throughput: Stats['throughput'] }) {
   const host = useRef<HTMLDivElement>(null);
   const total = (series: 'started' | 'finished') => throughput.reduce((sum, point) => sum + point[series], 0);
   useEffect(() => {

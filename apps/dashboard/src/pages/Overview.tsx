@@ -1,3 +1,4 @@
+import type { Stats } from '@nest-durable/client';
 import { RUN_STATUSES } from '@nest-durable/client/run-status';
 import { useEffect, useState } from 'preact/hooks';
 import { Link } from 'wouter-preact';
@@ -7,14 +8,13 @@ import { ThroughputChart } from '../components/ThroughputChart';
 import { Time } from '../components/Time';
 import { useLiveRuns } from '../feed';
 import { duration } from '../format';
-import type { StatsView } from '../types';
 import { useLoad } from '../use-load';
 
 /** Counts every run change moves; they are read again on a change, and at least this often for the ages. */
 const REFRESH_MS = 10_000;
 
 /** Runs by status per workflow version: one row per version, one column per status. */
-function countsByVersion(runs: StatsView['runs']) {
+function countsByVersion(runs: Stats['runs']) {
   const rows = new Map<string, { workflow: string; version: string; counts: Record<string, number> }>();
   for (const { workflow, version, status, count } of runs) {
     const key = `${workflow}@${version}`;

@@ -1,4 +1,4 @@
-import type { RunView } from '@nest-durable/client';
+import type { RunTransition, RunView, TaskView } from '@nest-durable/client';
 import { isTerminalStatus } from '@nest-durable/client/run-status';
 import { useState } from 'preact/hooks';
 import { Link } from 'wouter-preact';
@@ -9,14 +9,12 @@ import { Status } from '../components/Status';
 import { Time } from '../components/Time';
 import { useLiveRuns } from '../feed';
 import { between } from '../format';
-import type { StepView, TransitionView } from '../types';
 import { useLoad } from '../use-load';
 import { RunActions } from './RunActions';
 
 export function RunDetail({ id }: { id: string }) {
   const run = useLoad(() => api.getRun(id), [id]);
-  // Transition history: optional until the endpoint exists everywhere (an older coordinator answers 404).
-  const transitions = useLoad(() => api.transitions(id).catch(() => ({ items: [] as TransitionView[] })), [id]);
+  const transitions = useLoad(() => api.transitions(id), [id]);
   const reload = () => {
     run.reload();
     transitions.reload();
@@ -27,6 +25,7 @@ export function RunDetail({ id }: { id: string }) {
   if (!run.data) return run.error ? <Problem error={run.error} /> : <p class="muted">Loading…</p>;
   const data = run.data;
   const history = transitions.data?.items ?? [];
+  // The worker that last held it (of the transitions listed: a run with more than 1,000 shows its first ones).
   const worker = history.findLast((transition) => transition.workerId)?.workerId;
   return (
     <section aria-labelledby="run-title">
@@ -63,9 +62,11 @@ export function RunDetail({ id }: { id: string }) {
       <Json label="Output" value={data.output} />
       {data.error && <Json label="Error" value={data.error} />}
       <h2>Steps</h2>
-      <Timeline steps={(data.tasks ?? []) as StepView[]} />
+      <Timeline steps={data.tasks ?? []} />
       <h2>Transitions</h2>
+      <Problem error={transitions.error} />
       <Transitions items={history} />
+      {transitions.data?.truncated && <p class="muted">The first {history.length.toLocaleString()} transitions are shown; the run has more.</p>}
     </section>
   );
 }
@@ -112,7 +113,7 @@ function Facts({ run, worker }: { run: RunView; worker: string | null | undefine
 }
 
 /** The steps in the order the run recorded them: each task, sleep, event wait and child, failed ones highlighted. */
-function Timeline({ steps }: { steps: StepView[] }) {
+function Timeline({ steps }: { steps: TaskView[] }) {
   if (steps.length === 0) return <p class="muted">No steps recorded yet.</p>;
   return (
     <ol class="timeline" aria-label="Steps">
@@ -168,7 +169,7 @@ function Timeline({ steps }: { steps: StepView[] }) {
   );
 }
 
-function Transitions({ items }: { items: TransitionView[] }) {
+function Transitions({ items }: { items: RunTransition[] }) {
   if (items.length === 0) return <p class="muted">No transitions to show.</p>;
   return (
     <table>

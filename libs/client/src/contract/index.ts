@@ -1,4 +1,5 @@
 export * from './dashboard-config.contracts';
+export * from './dashboard.contracts';
 export * from './dead-letter.contracts';
 export * from './endpoint-call';
 export * from './endpoints';
