@@ -340,7 +340,12 @@ describe('dashboard', () => {
     await page.goto(`${coordinator.url}/ui/`);
     await page.getByRole('heading', { name: 'Overview' }).waitFor();
     await page.locator('.chart canvas').waitFor();
-    await page.getByRole('rowheader', { name: 'dashboard-steps@1' }).waitFor();
+    const counts = page.getByRole('table', { name: 'Runs created in the window, by workflow version and status' });
+    await counts.getByRole('rowheader', { name: 'dashboard-steps@1' }).waitFor();
+    // The worker serves the version: its queue is listed, hosted.
+    const queue = page.getByRole('table', { name: 'Queue depths' }).getByRole('row', { name: /^dashboard-steps@1 / });
+    expect(await queue.getByRole('cell').last().textContent()).toBe('yes');
+    expect(await page.locator('.card', { hasText: 'Workers online' }).locator('.card-value').textContent()).toBe('1');
     await screenshot('overview');
 
     await navigateTo('Workers');

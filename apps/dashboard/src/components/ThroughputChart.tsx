@@ -27,7 +27,8 @@ export function ThroughputChart({ throughput }: { throughput: Stats['throughput'
           { label: 'started', stroke: '#2563eb', width: 2, points: { show: false } },
           { label: 'finished', stroke: '#16a34a', width: 2, dash: [6, 3], points: { show: false } },
         ],
-        axes: [{}, { label: 'runs / minute' }],
+        // Whole runs: ticks at integer steps only.
+        axes: [{}, { label: 'runs / minute', incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000] }],
         scales: { y: { range: (_u, _min, max) => [0, Math.max(1, max)] } },
       },
       data,

@@ -92,7 +92,7 @@ export function Overview() {
             </tbody>
           </table>
           <h2>Queues</h2>
-          <table>
+          <table aria-label="Queue depths">
             <thead>
               <tr>
                 <th scope="col">queue</th>
