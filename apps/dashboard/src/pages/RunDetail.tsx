@@ -132,29 +132,24 @@ function Timeline({ steps }: { steps: TaskView[] }) {
               </span>
             </div>
             <div class="step-times">
-              {started && (
-                <>
-                  started <Time at={started} compact />{' '}
-                </>
-              )}
-              {ended && (
-                <>
-                  ended <Time at={ended} compact />{' '}
-                </>
-              )}
-              {step.wakeAt && step.status === 'waiting' && (
-                <>
-                  wakes <Time at={step.wakeAt} compact />{' '}
-                </>
-              )}
-              {step.childId && (
-                <>
-                  child{' '}
-                  <Link href={`/runs/${step.childId}`} class="mono">
+              {[
+                started && ['started', <Time at={started} compact key="s" />],
+                ended && ['ended', <Time at={ended} compact key="e" />],
+                step.wakeAt && step.status === 'waiting' && ['wakes', <Time at={step.wakeAt} compact key="w" />],
+                step.childId && [
+                  'child',
+                  <Link href={`/runs/${step.childId}`} class="mono" key="c">
                     {step.childId}
-                  </Link>
-                </>
-              )}
+                  </Link>,
+                ],
+              ]
+                .filter((part): part is [string, preact.JSX.Element] => !!part)
+                .map(([label, value], index) => (
+                  <span key={label}>
+                    {index > 0 && ' · '}
+                    {label} {value}
+                  </span>
+                ))}
             </div>
             {step.error && (
               <p class="step-error">
