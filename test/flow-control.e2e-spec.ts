@@ -5,6 +5,7 @@ import { PUBLISHER } from '@app/streams';
 import { defineWorkflow } from '@nest-durable/workflow';
 import { Redis } from 'ioredis';
 import { setTimeout as delay } from 'node:timers/promises';
+import { Client } from 'pg';
 import request from 'supertest';
 import { loadWorkerConfig } from '../apps/worker/src/config/worker.config';
 import { workerModuleOptions } from '../apps/worker/src/worker-app.module';
@@ -321,6 +322,46 @@ describe('flow control', () => {
     const full = await take(['d', 'e', 'f']);
     expect([full.runs.length, full.requeue]).toEqual([2, []]);
     expect(await take(['g'])).toEqual({ runs: [], requeue: [] });
+
+    // Per key: runs of a key whose slots are full are not work for a wake-up either.
+    await db.sql('TRUNCATE runs, outbox CASCADE');
+    await client.setWorkflowLimits(echo, { concurrencyPerKey: 1 });
+    await client.startMany(Array.from({ length: 3 }, (_, i) => ({ workflow: echo, input: i, concurrencyKey: 'm-1' })));
+    expect((await take(['h'])).runs).toHaveLength(1);
+    expect(await take(['i', 'j'])).toEqual({ runs: [], requeue: [] });
+  });
+
+  it('counts runs a claim took while a concurrency limit was being set against that limit', async () => {
+    const { coordinator, client } = await stack('http', { workers: 0 });
+    await client.startMany(Array.from({ length: 10 }, (_, i) => ({ workflow: echo, input: i })));
+    // A claim that takes 5 runs of the still unlimited version and has not committed yet: the same
+    // statement the claim API runs, inside a transaction held open on a connection of the test's own.
+    const claimer = new Client({ connectionString: db.url });
+    await claimer.connect();
+    try {
+      await claimer.query('BEGIN');
+      await claimer.query(
+        `UPDATE runs SET status = 'running', revision = revision + 1, claimed_by = 'slow', heartbeat_at = now(), started_at = now()
+          WHERE id IN (SELECT id FROM runs WHERE status = 'queued' ORDER BY id LIMIT 5)`,
+      );
+      await claimer.query(`SELECT * FROM flow_admit(ARRAY['echo:1'], ARRAY[5])`);
+      // The limit is set meanwhile: it must wait for that claim to commit and then count its runs.
+      const setting = client.setWorkflowLimits(echo, { concurrency: 2 });
+      await eventually('the limit to wait for the claim', async () => {
+        const [{ n }] = await db.sql<{ n: string }>(`SELECT count(*) AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`);
+        return Number(n) > 0;
+      });
+      await claimer.query('COMMIT');
+      expect((await setting).running).toBe(5);
+    } finally {
+      await claimer.end();
+    }
+    const claimed = await request(coordinator.url)
+      .post('/v1/worker/claims')
+      .send({ workerId: 'late', workflows: [echo], limit: 10, waitMs: 0 })
+      .expect(200);
+    expect(claimed.body.runs).toHaveLength(0);
+    expect(await countWhere(`status = 'running'`)).toBe(5);
   });
 
   it("keeps a dead worker's slot until its claim is taken over, and the takeover reuses it", async () => {

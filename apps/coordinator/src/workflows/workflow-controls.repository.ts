@@ -24,6 +24,20 @@ interface ControlRow {
   updatedAt: Date | null;
 }
 
+/**
+ * CTEs (`declared`, `changed`) of the versions whose code-declared limits ($1 workflows, $2 versions, $3
+ * concurrency, $4 per key, $5 rate) differ from those recorded.
+ */
+const CODE_LIMITS_CHANGED = `declared AS (
+         SELECT DISTINCT ON (d.workflow, d.version) d.* FROM unnest($1::text[], $2::text[], $3::integer[], $4::integer[], $5::float8[])
+                AS d(workflow, version, concurrency, concurrency_per_key, rate_per_second)
+       ), changed AS (
+         SELECT d.* FROM declared d LEFT JOIN workflow_controls c USING (workflow, version)
+          WHERE CASE WHEN c.workflow IS NULL THEN coalesce(d.concurrency, d.concurrency_per_key, d.rate_per_second) IS NOT NULL
+                     ELSE (c.code_concurrency, c.code_concurrency_per_key, c.code_rate_per_second)
+                          IS DISTINCT FROM (d.concurrency, d.concurrency_per_key, d.rate_per_second) END
+       )`;
+
 const COLUMNS = `c.workflow AS name, c.version, c.paused, c.paused_shards AS "pausedShards",
   c.concurrency, c.concurrency_per_key AS "concurrencyPerKey", c.rate_per_second AS "ratePerSecond",
   c.api_concurrency AS "apiConcurrency", c.api_concurrency_per_key AS "apiConcurrencyPerKey", c.api_rate_per_second AS "apiRatePerSecond",
@@ -59,16 +73,16 @@ export class WorkflowControlsRepository {
    */
   async reconcileCode(tx: SqlExecutor, workflows: RegisteredWorkflow[]): Promise<{ workflow: string; version: string }[]> {
     const limit = (field: keyof WorkflowLimits) => workflows.map((w) => w.limits?.[field] ?? null);
+    const params = [workflows.map((w) => w.name), workflows.map((w) => w.version), limit('concurrency'), limit('concurrencyPerKey'), limit('ratePerSecond')];
+    const changing = await tx.query<{ workflow: string; version: string }>(
+      `WITH ${CODE_LIMITS_CHANGED} SELECT workflow, version FROM changed ORDER BY workflow, version`,
+      params,
+    );
+    if (changing.length === 0) return [];
+    // The claims in flight first (see lockVersion), then the rows.
+    for (const { workflow, version } of changing) await this.lockVersion(tx, workflow, version);
     return tx.query<{ workflow: string; version: string }>(
-      `WITH declared AS (
-         SELECT DISTINCT ON (d.workflow, d.version) d.* FROM unnest($1::text[], $2::text[], $3::integer[], $4::integer[], $5::float8[])
-                AS d(workflow, version, concurrency, concurrency_per_key, rate_per_second)
-       ), changed AS (
-         SELECT d.* FROM declared d LEFT JOIN workflow_controls c USING (workflow, version)
-          WHERE CASE WHEN c.workflow IS NULL THEN coalesce(d.concurrency, d.concurrency_per_key, d.rate_per_second) IS NOT NULL
-                     ELSE (c.code_concurrency, c.code_concurrency_per_key, c.code_rate_per_second)
-                          IS DISTINCT FROM (d.concurrency, d.concurrency_per_key, d.rate_per_second) END
-       )
+      `WITH ${CODE_LIMITS_CHANGED}
        INSERT INTO workflow_controls AS c (workflow, version, code_concurrency, code_concurrency_per_key, code_rate_per_second)
        SELECT * FROM changed ORDER BY workflow, version
        ON CONFLICT (workflow, version) DO UPDATE
@@ -77,7 +91,7 @@ export class WorkflowControlsRepository {
               tokens = CASE WHEN c.rate_per_second IS DISTINCT FROM coalesce(c.api_rate_per_second, excluded.code_rate_per_second) THEN NULL ELSE c.tokens END,
               updated_at = now()
        RETURNING workflow, version`,
-      [workflows.map((w) => w.name), workflows.map((w) => w.version), limit('concurrency'), limit('concurrencyPerKey'), limit('ratePerSecond')],
+      params,
     );
   }
 
@@ -118,6 +132,7 @@ export class WorkflowControlsRepository {
    * full bucket.
    */
   async setApiLimits(tx: SqlExecutor, name: string, version: string, limits: WorkflowLimits): Promise<void> {
+    await this.lockVersion(tx, name, version);
     await tx.query(
       `INSERT INTO workflow_controls (workflow, version, api_concurrency, api_concurrency_per_key, api_rate_per_second)
        VALUES ($1, $2, $3, $4, $5)
@@ -131,7 +146,20 @@ export class WorkflowControlsRepository {
     await this.countRunning(tx, name, version);
   }
 
-  /** Running runs of a version that has a concurrency limit now hold a slot (they were taken before it had one). */
+  /**
+   * Waits for the claims of the version in flight (each holds its advisory lock shared, see flow_admit)
+   * and keeps new ones out until this transaction commits, so a limit set now counts every run they took
+   * (countRunning, a later statement, sees them). Taken before the version's control row is written: a
+   * claim takes the advisory lock first and the row lock after, and so must a change, or the two deadlock.
+   */
+  async lockVersion(tx: SqlExecutor, name: string, version: string): Promise<void> {
+    await tx.query(`SELECT pg_advisory_xact_lock(flow_version_lock($1, $2))`, [name, version]);
+  }
+
+  /**
+   * Running runs of a version that has a concurrency limit now hold a slot (they were taken before it had
+   * one). Call it after lockVersion, in a statement of its own, so it counts the runs of claims in flight.
+   */
   async countRunning(tx: SqlExecutor, name: string, version: string): Promise<void> {
     await tx.query(
       `UPDATE runs r SET holds_slot = true

@@ -190,11 +190,14 @@ const CLAIM: PreparedStatement = {
          -- queue counts no more than it was admitted to take and did not: a wake-up of a paused or full
          -- queue is dropped, not handed back (a freed slot, a resume or the next token brings a new one).
          SELECT l.queue, least(CASE WHEN w.family IS NULL THEN l.n ELSE greatest(w.fresh - coalesce(t.fresh, 0), 0) END,
-                (SELECT count(*) FROM (
+                CASE WHEN w.per_key IS NULL THEN (SELECT count(*) FROM (
                    SELECT x.id FROM runs x
                     WHERE x.status IN ('queued', 'waiting') AND x.queue = l.queue AND x.due_at <= now()
                     ORDER BY x.priority DESC, x.due_at LIMIT w.n + l.n) s
                   WHERE s.id NOT IN (SELECT id FROM picked))
+                -- A per-key queue: only runs its window admitted (a key with a free slot) and this statement did
+                -- not take; runs of full keys are not work for a wake-up, which would circle through Redis.
+                ELSE (SELECT count(*) FROM keyed_window k WHERE k.queue = l.queue AND k.fits AND k.id NOT IN (SELECT id FROM picked)) END
               + (SELECT count(*) FROM (
                    SELECT x.id FROM runs x
                     WHERE x.status = 'running' AND x.queue = l.queue AND x.heartbeat_at < now() - $3 * interval '1 millisecond'
