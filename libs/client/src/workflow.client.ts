@@ -32,7 +32,7 @@ export interface StartOptions {
   priority?: number;
   /** Not before this time. */
   runAt?: Date;
-  /** Runs with the same key share their version's `concurrencyPerKey` slots. */
+  /** Runs with the same key share their version's `concurrencyPerKey` slots and `ratePerKeyPerSecond` tokens. */
   concurrencyKey?: string;
 }
 

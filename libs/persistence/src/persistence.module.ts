@@ -13,6 +13,7 @@ import { DispatchWakeups1764900000000 } from './migrations/1764900000000-dispatc
 import { ClaimAttribution1765000000000 } from './migrations/1765000000000-claim-attribution';
 import { WorkerRegistry1765100000000 } from './migrations/1765100000000-worker-registry';
 import { FlowControl1765300000000 } from './migrations/1765300000000-flow-control';
+import { KeyRateLimits1765600000000 } from './migrations/1765600000000-key-rate-limits';
 
 export const ENTITIES = [RunEntity, TaskEntity];
 export const MIGRATIONS = [
@@ -24,6 +25,7 @@ export const MIGRATIONS = [
   ClaimAttribution1765000000000,
   WorkerRegistry1765100000000,
   FlowControl1765300000000,
+  KeyRateLimits1765600000000,
 ];
 
 export interface PersistenceOptions {

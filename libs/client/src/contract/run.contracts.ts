@@ -54,7 +54,8 @@ export const RunView = Closed(
     error: Nullable(ErrorDetails),
     idempotencyKey: Type.Union([Text, Type.Null()]),
     shard: Type.Union([Text, Type.Null()], { description: 'routing shard (null: none)' }),
-    concurrencyKey: Type.Union([Text, Type.Null()], { description: "runs with the same key share their version's concurrencyPerKey slots (null: none)" }),
+    concurrencyKey: Type.Union([Text, Type.Null()], { description: "runs with the same key share their version's concurrencyPerKey slots and ratePerKeyPerSecond tokens (null: none)",
+    }),
     paused: Type.Boolean({ description: 'true while the run waits (queued or waiting) under a pause of its workflow version or shard' }),
     parentId: Type.Union([Text, Type.Null()]),
     runAt: Type.Union([Time, Type.Null()], { description: 'when the run is (or was) due; null while it waits for an event or a child without a timeout' }),
@@ -92,7 +93,7 @@ export const StartRunRequest = withDefaults(
       /** Higher runs first among runs that are due. */
       priority: Type.Optional(IntegerIn('priority', PRIORITY_MIN, PRIORITY_MAX)),
       runAt: Type.Optional(Timestamp('runAt')),
-      /** Runs with the same key share their version's `concurrencyPerKey` slots. */
+      /** Runs with the same key share their version's `concurrencyPerKey` slots and `ratePerKeyPerSecond` tokens. */
       concurrencyKey: Type.Optional(Key('concurrencyKey')),
     },
     { title: 'StartRunRequest' },
