@@ -252,20 +252,40 @@ describe('flow control', () => {
 
     it('starts the runs of a key in order, a run started while others of its key are delayed after them', async () => {
       const { client } = await stack(mode);
-      await client.setWorkflowLimits(echo, { ratePerKeyPerSecond: 2 });
+      await client.setWorkflowLimits(echo, { ratePerKeyPerSecond: 3 });
       const runs: RunView[] = [];
-      for (let i = 0; i < 4; i++) runs.push(await client.start(echo, i, { concurrencyKey: 'k' }));
-      // The bucket held 2: the others wait for their tokens (due then), and so does a run started now.
-      await eventually('the runs over the rate to be delayed', async () => (await countWhere(`status = 'queued' AND due_at > now()`)) === 2);
-      runs.push(await client.start(echo, 4, { concurrencyKey: 'k' }));
+      for (let i = 0; i < 6; i++) runs.push(await client.start(echo, i, { concurrencyKey: 'k' }));
+      // The bucket held 3: the others wait for their tokens (due then), and so do runs started now.
+      await eventually('the runs over the rate to be delayed', async () => (await countWhere(`status = 'queued' AND due_at > now()`)) === 3);
+      for (let i = 6; i < 9; i++) runs.push(await client.start(echo, i, { concurrencyKey: 'k' }));
       const done = await allDone(client, runs);
       expect(done.every((run) => run.status === 'completed')).toBe(true);
       const starts = done.map((run) => new Date(run.startedAt!).getTime());
       expect([...starts].sort((x, y) => x - y)).toEqual(starts);
-      // Tokens at 0, 0, 0.5, 1 and 1.5 s.
-      expect(starts[4] - starts[0]).toBeGreaterThan(1_300);
+      // Each delayed run was given a token of its own, the later ones behind those already delayed.
+      const dueTimes = done.map((run) => new Date(run.runAt!).getTime());
+      expect(dueTimes.slice(1).every((at, i) => at > dueTimes[i])).toBe(true);
+      // Tokens at 0 (three), then one every 333 ms: the last at 2 s.
+      expect(starts[8] - starts[0]).toBeGreaterThan(1_700);
     }, 30_000);
   });
+
+  it("forgets the buckets of idle keys: a claim deletes those full again, keeps the ones it charged", async () => {
+    const { client } = await stack('http');
+    await client.setWorkflowLimits(echo, { ratePerKeyPerSecond: 5 });
+    const keys = (await allDone(client, await client.startMany(['a', 'b', 'c'].map((key) => ({ workflow: echo, concurrencyKey: key }))))).map(
+      (run) => run.concurrencyKey,
+    );
+    expect(keys).toEqual(['a', 'b', 'c']);
+    const buckets = async () => (await db.sql<{ key: string }>('SELECT key FROM workflow_key_buckets ORDER BY key')).map((row) => row.key);
+    expect(await buckets()).toEqual(['a', 'b', 'c']);
+    // A bucket of 5/s is full again one second after its last charge.
+    await eventually('the buckets to be full again', async () =>
+      (await db.sql<{ full: boolean }>(`SELECT bool_and(refilled_at < now() - interval '1.1 seconds') AS full FROM workflow_key_buckets`))[0].full,
+    );
+    await client.waitForResult((await client.start(echo, null, { concurrencyKey: 'd' })).id, { timeoutMs: 20_000 });
+    expect(await buckets()).toEqual(['d']);
+  }, 30_000);
 
   it('holds a concurrency limit across two coordinators and four workers following both (Redis Streams)', async () => {
     const prefix = testPrefix('flow-two');
