@@ -270,7 +270,7 @@ describe('flow control', () => {
     }, 30_000);
   });
 
-  it("forgets the buckets of idle keys: a claim deletes those full again, keeps the ones it charged", async () => {
+  it('forgets the buckets of idle keys: a claim deletes those full again, keeps the ones it charged', async () => {
     const { client } = await stack('http');
     await client.setWorkflowLimits(echo, { ratePerKeyPerSecond: 5 });
     const keys = (await allDone(client, await client.startMany(['a', 'b', 'c'].map((key) => ({ workflow: echo, concurrencyKey: key }))))).map(
@@ -280,8 +280,9 @@ describe('flow control', () => {
     const buckets = async () => (await db.sql<{ key: string }>('SELECT key FROM workflow_key_buckets ORDER BY key')).map((row) => row.key);
     expect(await buckets()).toEqual(['a', 'b', 'c']);
     // A bucket of 5/s is full again one second after its last charge.
-    await eventually('the buckets to be full again', async () =>
-      (await db.sql<{ full: boolean }>(`SELECT bool_and(refilled_at < now() - interval '1.1 seconds') AS full FROM workflow_key_buckets`))[0].full,
+    await eventually(
+      'the buckets to be full again',
+      async () => (await db.sql<{ full: boolean }>(`SELECT bool_and(refilled_at < now() - interval '1.1 seconds') AS full FROM workflow_key_buckets`))[0].full,
     );
     await client.waitForResult((await client.start(echo, null, { concurrencyKey: 'd' })).id, { timeoutMs: 20_000 });
     expect(await buckets()).toEqual(['d']);

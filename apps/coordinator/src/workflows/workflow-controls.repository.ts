@@ -82,7 +82,14 @@ export class WorkflowControlsRepository {
               tokens = CASE WHEN c.rate_per_second IS DISTINCT FROM coalesce(c.api_rate_per_second, excluded.code_rate_per_second) THEN NULL ELSE c.tokens END,
               updated_at = now()
        RETURNING workflow, version`,
-      [workflows.map((w) => w.name), workflows.map((w) => w.version), limit('concurrency'), limit('concurrencyPerKey'), limit('ratePerSecond'), limit('ratePerKeyPerSecond')],
+      [
+        workflows.map((w) => w.name),
+        workflows.map((w) => w.version),
+        limit('concurrency'),
+        limit('concurrencyPerKey'),
+        limit('ratePerSecond'),
+        limit('ratePerKeyPerSecond'),
+      ],
     );
   }
 

@@ -54,7 +54,8 @@ export const RunView = Closed(
     error: Nullable(ErrorDetails),
     idempotencyKey: Type.Union([Text, Type.Null()]),
     shard: Type.Union([Text, Type.Null()], { description: 'routing shard (null: none)' }),
-    concurrencyKey: Type.Union([Text, Type.Null()], { description: "runs with the same key share their version's concurrencyPerKey slots and ratePerKeyPerSecond tokens (null: none)",
+    concurrencyKey: Type.Union([Text, Type.Null()], {
+      description: "runs with the same key share their version's concurrencyPerKey slots and ratePerKeyPerSecond tokens (null: none)",
     }),
     paused: Type.Boolean({ description: 'true while the run waits (queued or waiting) under a pause of its workflow version or shard' }),
     parentId: Type.Union([Text, Type.Null()]),
