@@ -268,6 +268,45 @@ describe('wf (the command line)', () => {
     });
   });
 
+  describe('schedules', () => {
+    it('creates, lists, shows, pauses, resumes, triggers and deletes a schedule', async () => {
+      const created = await wf(
+        ['schedules', 'create', 'echo', '1', '--cron', '0 30 2 * * *', '--timezone', 'Europe/Berlin', '--input', '"nightly"', '--catch-up', 'all', '--paused'],
+        env,
+      );
+      expect(created).toMatchObject({ code: 0, stderr: '' });
+      const id = /^schedule\s+(\S+)$/m.exec(created.stdout)![1];
+      expect(created.stdout).toMatch(/^fires\s+cron '0 30 2 \* \* \*' Europe\/Berlin$/m);
+      expect(created.stdout).toMatch(/^catch up\s+all$/m);
+      expect(created.stdout).toMatch(/^state\s+paused$/m);
+
+      const listed = await wf(['schedules', 'list', '--workflow', 'echo'], env);
+      expect(listed.stdout).toMatch(new RegExp(`^${id}\\s+echo\\s+1\\s+cron '0 30 2 \\* \\* \\*' Europe/Berlin\\s+paused\\s+-$`, 'm'));
+      expect(JSON.parse((await wf(['schedules', 'get', id, '--json'], env)).stdout)).toMatchObject({ id, input: 'nightly', paused: true });
+
+      expect(await wf(['schedules', 'resume', id], env)).toMatchObject({
+        code: 0,
+        stdout: expect.stringMatching(new RegExp(`^schedule ${id} resumed: next run at \\S+Z\n$`)),
+      });
+      expect(await wf(['schedules', 'pause', id], env)).toMatchObject({ code: 0, stdout: `schedule ${id} paused\n` });
+      const triggered = JSON.parse((await wf(['schedules', 'trigger', id, '--json'], env)).stdout) as { run: RunView };
+      expect(await client.waitForResult(triggered.run.id, { timeoutMs: 10_000 })).toMatchObject({ status: 'completed', output: 'nightly' });
+      expect(await wf(['schedules', 'delete', id], env)).toMatchObject({ code: 0, stdout: `schedule ${id} deleted\n` });
+      expect(await wf(['schedules', 'get', id], env)).toMatchObject({ code: 1, stderr: `wf: schedule_not_found: schedule ${id} does not exist\n` });
+    });
+
+    it('says why a schedule is refused, and needs --cron or --every', async () => {
+      const refused = await wf(['schedules', 'create', 'echo', '1', '--cron', 'at noon'], env);
+      expect(refused).toMatchObject({ code: 1, stdout: '' });
+      expect(refused.stderr).toMatch(/^wf: invalid_cron: cron "at noon" is not a cron expression/);
+      expect(await wf(['schedules', 'create', 'echo', '1'], env)).toMatchObject({
+        code: 1,
+        stderr: 'wf: invalid_schedule: give exactly one of cron and intervalMs\n',
+      });
+      expect((await wf(['schedules', 'create', 'echo', '1', '--every', '500', '--overlap', 'queue'], env)).code).toBe(2);
+    });
+  });
+
   describe('workers', () => {
     it('lists the registered workers for a human and as JSON', async () => {
       const id = await eventually('the worker registered', async () => (await client.listWorkers()).items[0]?.id);

@@ -299,6 +299,22 @@ describe('HTTP contract', () => {
       expect((await call('get', '/v1/workflows')).body.items).toEqual(expect.arrayContaining([expect.objectContaining(params)]));
     });
 
+    it('schedules: create, list, get, pause, resume, trigger, delete', async () => {
+      const created = (
+        await call('post', '/v1/schedules', {
+          body: { workflow: 'echo', version: '1', cron: '0 0 3 * * *', timezone: 'Europe/Berlin', input: { report: 'nightly' } },
+        })
+      ).body;
+      expect((await call('post', '/v1/schedules', { body: { workflow: 'echo', version: '1', cron: 'at noon' } })).body.reason).toBe('invalid_cron');
+      expect((await call('get', '/v1/schedules', { query: '?limit=1' })).body.schedules).toEqual([expect.objectContaining({ id: created.id })]);
+      await call('get', '/v1/schedules/{id}', { params: { id: created.id } });
+      expect((await call('post', '/v1/schedules/{id}/pause', { params: { id: created.id } })).body).toMatchObject({ paused: true, nextRunAt: null });
+      expect((await call('post', '/v1/schedules/{id}/resume', { params: { id: created.id } })).body.paused).toBe(false);
+      expect((await call('post', '/v1/schedules/{id}/trigger', { params: { id: created.id } })).body.run.input).toEqual({ report: 'nightly' });
+      expect((await call('delete', '/v1/schedules/{id}', { params: { id: created.id } })).status).toBe(204);
+      expect((await call('get', '/v1/schedules/{id}', { params: { id: created.id } })).status).toBe(404);
+    });
+
     it('operations: health and metrics', async () => {
       await call('get', '/health/live');
       await call('get', '/health/ready');

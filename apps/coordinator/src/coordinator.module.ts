@@ -1,7 +1,9 @@
+import { LeaderElectionModule } from '@app/locking';
 import { NotificationsModule, OUTBOX_CHANNEL, RUN_FINISHED_CHANNEL, RUNS_DUE_CHANNEL, RUNS_READY_CHANNEL } from '@app/outbox';
 import { PersistenceModule } from '@app/persistence';
 import { DynamicModule, MiddlewareConsumer, Module, NestModule } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD } from '@nestjs/core';
+import { ScheduleModule } from '@nestjs/schedule';
 import { BearerTokenGuard } from './auth/bearer-token.guard';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from './config/coordinator.config';
 import { DeadLettersModule } from './dead-letters/dead-letters.module';
@@ -10,7 +12,9 @@ import { HealthModule } from './health/health.module';
 import { EngineExceptionFilter } from './http/engine-exception.filter';
 import { HttpDrain } from './http/http-drain';
 import { CoordinatorMetricsModule } from './metrics/coordinator-metrics.module';
+import { RetentionModule } from './retention/retention.module';
 import { RunsModule } from './runs/runs.module';
+import { SchedulesModule } from './schedules/schedules.module';
 import { TimersModule } from './timers/timers.module';
 import { WorkerApiModule } from './worker-api/worker-api.module';
 import { WorkflowsModule } from './workflows/workflows.module';
@@ -53,13 +57,22 @@ export class CoordinatorModule implements NestModule {
             probeIntervalMs: c.listenerProbeIntervalMs,
           }),
         }),
+        ScheduleModule.forRoot(),
+        // Singleton daemons (retention; with a publisher, republish and outbox-due) run on one coordinator at a time.
+        LeaderElectionModule.forRoot({
+          url: config.databaseUrl,
+          applicationName: config.applicationName,
+          checkIntervalMs: config.leaderCheckIntervalMs,
+        }),
         TimersModule,
         CoordinatorDispatchModule.register(config),
         RunsModule,
+        SchedulesModule,
         WorkerApiModule,
         DeadLettersModule,
         WorkflowsModule,
         WorkersModule,
+        RetentionModule,
         HealthModule,
       ],
       providers: [{ provide: APP_FILTER, useClass: EngineExceptionFilter }, { provide: APP_GUARD, useClass: BearerTokenGuard }, HttpDrain],

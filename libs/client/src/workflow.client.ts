@@ -7,12 +7,18 @@ import type {
   RunPage,
   RunStatus,
   RunView,
+  ScheduleCatchUp,
+  ScheduleOverlap,
+  SchedulePage,
+  ScheduleView,
   StartRunRequest,
+  Tags,
+  TriggeredSchedule,
   WorkerList,
   WorkflowLimits,
   WorkflowView,
 } from './contract';
-import { API, isTerminalStatus, WAIT_MS_MAX } from './contract';
+import { API, isTerminalStatus, tagFilters, WAIT_MS_MAX } from './contract';
 import { JsonHttpClient } from './json-http.client';
 
 export interface WorkflowClientOptions {
@@ -34,6 +40,8 @@ export interface StartOptions {
   runAt?: Date;
   /** Runs with the same key share their version's `concurrencyPerKey` slots and `ratePerKeyPerSecond` tokens. */
   concurrencyKey?: string;
+  /** Metadata to find the run by: up to 16 keys with text values (`list({ tags })`). */
+  tags?: Tags;
 }
 
 /** One run of a `startMany` batch. */
@@ -45,6 +53,8 @@ export interface StartManyEntry extends StartOptions {
 export interface ListRunsOptions {
   workflow?: string;
   status?: RunStatus;
+  /** Only runs that have every one of these tags. */
+  tags?: Tags;
   /** 1–500, default 50. */
   limit?: number;
   /** The `nextCursor` of the previous page. */
@@ -52,6 +62,33 @@ export interface ListRunsOptions {
 }
 
 export interface ListDeadLettersOptions {
+  /** 1–500, default 50. */
+  limit?: number;
+  /** The `nextCursor` of the previous page. */
+  cursor?: string;
+}
+
+/** A schedule: exactly one of `cron` and `intervalMs`. */
+export interface ScheduleOptions {
+  /** 5 fields, or 6 with seconds first: `0 30 9 * * 1-5` is 09:30:00 on weekdays. */
+  cron?: string;
+  /** Every this many ms (100 ms to a year), the first one this long after the schedule is created or resumed. */
+  intervalMs?: number;
+  /** The IANA time zone of `cron` (default UTC). */
+  timezone?: string;
+  input?: JsonValue;
+  shard?: string;
+  priority?: number;
+  /** While the previous run is unfinished: `skip` (the default) starts none, `allow` starts one anyway, `cancel-previous` cancels it first. */
+  overlap?: ScheduleOverlap;
+  /** Fire times that passed while no coordinator was up: run `none`, the `latest` (the default), or `all`. */
+  catchUp?: ScheduleCatchUp;
+  /** Created paused: it fires once resumed. */
+  paused?: boolean;
+}
+
+export interface ListSchedulesOptions {
+  workflow?: string;
   /** 1–500, default 50. */
   limit?: number;
   /** The `nextCursor` of the previous page. */
@@ -84,7 +121,7 @@ type OutputOf<W> = W extends TypedWorkflow<never, infer O> ? O : never;
 
 /**
  * The typed client for users' own services and the `wf` CLI: one method per route of the client API
- * (runs and dead letters). An error answer rejects with `EngineHttpError` (`statusCode`, `reason`,
+ * (runs, schedules, dead letters, workers). An error answer rejects with `EngineHttpError` (`statusCode`, `reason`,
  * `message`); an unreachable coordinator with `CoordinatorUnavailableError`.
  */
 export class WorkflowClient {
@@ -117,8 +154,8 @@ export class WorkflowClient {
   }
 
   /** One page of runs, newest first (without their steps); pass `nextCursor` back as `cursor` for the next. */
-  list(options: ListRunsOptions = {}): Promise<RunPage> {
-    return this.http.call(API.listRuns, { query: options });
+  list({ tags, ...options }: ListRunsOptions = {}): Promise<RunPage> {
+    return this.http.call(API.listRuns, { query: { ...options, tag: tags && tagFilters(tags) } });
   }
 
   /**
@@ -173,6 +210,40 @@ export class WorkflowClient {
     await this.http.call(API.deleteDeadLetter, { params: { id } });
   }
 
+  /** Creates a schedule that starts runs of `workflow` at the times `options` give; `400` with a reason for a bad cron or time zone. */
+  createSchedule(workflow: WorkflowRef, options: ScheduleOptions): Promise<ScheduleView> {
+    return this.http.call(API.createSchedule, { body: { workflow: workflow.name, version: workflow.version, ...options } });
+  }
+
+  /** One page of schedules, newest first. */
+  listSchedules(options: ListSchedulesOptions = {}): Promise<SchedulePage> {
+    return this.http.call(API.listSchedules, { query: options });
+  }
+
+  getSchedule(id: string): Promise<ScheduleView> {
+    return this.http.call(API.getSchedule, { params: { id } });
+  }
+
+  /** Deletes a schedule (its runs stay); `409 schedule_in_code` for one declared in code that online workers host. */
+  async deleteSchedule(id: string): Promise<void> {
+    await this.http.call(API.deleteSchedule, { params: { id } });
+  }
+
+  /** Stops it firing until resumed; a pause of a schedule declared in code survives its workers registering again. */
+  pauseSchedule(id: string): Promise<ScheduleView> {
+    return this.http.call(API.pauseSchedule, { params: { id } });
+  }
+
+  /** Fires again from the next fire time after now (times that passed while paused are not caught up). */
+  resumeSchedule(id: string): Promise<ScheduleView> {
+    return this.http.call(API.resumeSchedule, { params: { id } });
+  }
+
+  /** Starts a run of the schedule now, paused or not and whatever its overlap policy. */
+  triggerSchedule(id: string): Promise<TriggeredSchedule> {
+    return this.http.call(API.triggerSchedule, { params: { id } });
+  }
+
   /** The worker registry: every worker seen in the last hour, online ones first, with what each hosts. */
   listWorkers(): Promise<WorkerList> {
     return this.http.call(API.listWorkers, {});
@@ -204,7 +275,7 @@ export class WorkflowClient {
   }
 }
 
-function startBody({ workflow, input, idempotencyKey, shard, priority, runAt, concurrencyKey }: StartManyEntry): StaticEncode<typeof StartRunRequest> {
+function startBody({ workflow, input, idempotencyKey, shard, priority, runAt, concurrencyKey, tags }: StartManyEntry): StaticEncode<typeof StartRunRequest> {
   return {
     workflow: workflow.name,
     version: workflow.version,
@@ -214,5 +285,6 @@ function startBody({ workflow, input, idempotencyKey, shard, priority, runAt, co
     priority,
     runAt: runAt?.toISOString(),
     concurrencyKey,
+    tags,
   };
 }

@@ -12,7 +12,9 @@ import { DueTimers1764800000000 } from './migrations/1764800000000-due-timers';
 import { DispatchWakeups1764900000000 } from './migrations/1764900000000-dispatch-wakeups';
 import { ClaimAttribution1765000000000 } from './migrations/1765000000000-claim-attribution';
 import { WorkerRegistry1765100000000 } from './migrations/1765100000000-worker-registry';
+import { Schedules1765200000000 } from './migrations/1765200000000-schedules';
 import { FlowControl1765300000000 } from './migrations/1765300000000-flow-control';
+import { RunTagsAndRetention1765400000000 } from './migrations/1765400000000-run-tags-and-retention';
 import { KeyRateLimits1765600000000 } from './migrations/1765600000000-key-rate-limits';
 
 export const ENTITIES = [RunEntity, TaskEntity];
@@ -24,7 +26,9 @@ export const MIGRATIONS = [
   DispatchWakeups1764900000000,
   ClaimAttribution1765000000000,
   WorkerRegistry1765100000000,
+  Schedules1765200000000,
   FlowControl1765300000000,
+  RunTagsAndRetention1765400000000,
   KeyRateLimits1765600000000,
 ];
 

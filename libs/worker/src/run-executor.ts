@@ -1,10 +1,12 @@
 import {
   type ClaimedRun,
+  decode,
   type ErrorDetails,
   type JsonValue,
   MAX_DELAY_MS,
   parseIdentifier,
   type StoredTask,
+  Tags,
   isRevisionConflict,
   isTransient,
 } from '@nest-durable/client';
@@ -187,11 +189,12 @@ class RunContext implements WorkflowContext {
     name: string,
     workflow: WorkflowRef,
     input: unknown,
-    { shard }: ChildOptions,
+    { shard, tags }: ChildOptions,
     wait: boolean,
     timeoutMs: number | null,
   ): Promise<StoredTask> {
     if (shard !== undefined && shard !== null) parseIdentifier(shard, 'shard');
+    if (tags !== undefined) decode(Tags, tags, 'tags');
     const step = this.begin('child', name);
     if (step.recorded) return step.recorded;
     return this.suspendAt(step.key, () =>
@@ -206,6 +209,7 @@ class RunContext implements WorkflowContext {
         wait,
         timeoutMs,
         shard,
+        tags,
       }),
     );
   }

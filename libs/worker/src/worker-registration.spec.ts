@@ -6,7 +6,7 @@ import { FailoverSubscriber } from './subscribers/failover.subscriber';
 import type { HttpSubscriber } from './subscribers/http.subscriber';
 import type { Subscriber } from './subscribers/subscriber.interface';
 import { resolveWorkerOptions } from './worker.options';
-import { WorkerRegistrar } from './worker-registration';
+import { registeredWorkflows, WorkerRegistrar } from './worker-registration';
 import type { WorkerRuntime } from './worker-runtime.service';
 import { WorkflowRegistry } from './workflow.registry';
 
@@ -43,11 +43,45 @@ describe('WorkerRegistrar', () => {
       concurrency: 3,
       runsHeld: 2,
       intervalMs: 5_000,
-      workflows: [{ name: 'w', version: '1', shards: ['eu'] }],
+      workflows: [{ name: 'w', version: '1', shards: ['eu'], schedules: [] }],
     };
     expect(registrar.registration()).toEqual(expected);
 
     await subscriber.getReadyRuns(1, new AbortController().signal);
     expect(registrar.registration()).toEqual({ ...expected, failedOver: true });
+  });
+
+  it('registers the retention window a workflow declares, and refuses to start with one that is not a whole number of ms', () => {
+    const declared = defineWorkflow({ name: 'kept', version: '2', retentionMs: 60_000, handler: async () => null });
+    const options = resolveWorkerOptions({ workflows: [workflow, declared], coordinatorUrl: 'http://unused' });
+    expect(registeredWorkflows(new WorkflowRegistry(options))).toEqual([
+      { name: 'w', version: '1', shards: [], schedules: [] },
+      { name: 'kept', version: '2', shards: [], schedules: [], retentionMs: 60_000 },
+    ]);
+    for (const retentionMs of [-1, 1.5, Number.NaN]) {
+      const bad = defineWorkflow({ name: 'bad', version: '1', retentionMs, handler: async () => null });
+      expect(() => new WorkflowRegistry(resolveWorkerOptions({ workflows: [bad], coordinatorUrl: 'http://unused' }))).toThrow(
+        'workflow bad 1: retentionMs must be an integer from 0 to',
+      );
+    }
+  });
+
+  it('sends the schedules each workflow version declares, once per version whatever its shards', () => {
+    const scheduled = defineWorkflow<{ kind: string }, null>({
+      name: 'report',
+      version: '2',
+      schedules: [{ name: 'nightly', cron: '0 30 2 * * *', timezone: 'Europe/Berlin', input: { kind: 'daily' } }],
+      handler: async () => null,
+    });
+    const options = resolveWorkerOptions({ workflows: [workflow, scheduled], coordinatorUrl: 'http://unused', shards: ['eu', 'us'] });
+    expect(registeredWorkflows(new WorkflowRegistry(options))).toEqual([
+      { name: 'w', version: '1', shards: ['eu', 'us'], schedules: [] },
+      {
+        name: 'report',
+        version: '2',
+        shards: ['eu', 'us'],
+        schedules: [{ name: 'nightly', cron: '0 30 2 * * *', timezone: 'Europe/Berlin', input: { kind: 'daily' } }],
+      },
+    ]);
   });
 });

@@ -1,4 +1,4 @@
-import type { RegisteredWorkflow, WorkerRegistration } from '@nest-durable/client';
+import type { JsonValue, RegisteredWorkflow, WorkerRegistration } from '@nest-durable/client';
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { CoordinatorApi } from './coordinator.api';
 import { FailoverSubscriber } from './subscribers/failover.subscriber';
@@ -7,13 +7,20 @@ import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker.options';
 import { WorkerRuntime } from './worker-runtime.service';
 import { WorkflowRegistry } from './workflow.registry';
 
-/** What the registry records of each hosted workflow version. */
+/** What the registry records of each hosted workflow version, with the schedules its code declares. */
 export function registeredWorkflows(registry: WorkflowRegistry): RegisteredWorkflow[] {
   const byVersion = new Map<string, RegisteredWorkflow>();
   for (const { name, version, shard } of registry.refs()) {
     const key = `${name}:${version}`;
-    const limits = registry.get(name, version)?.limits;
-    const entry = byVersion.get(key) ?? { name, version, shards: [], ...(limits ? { limits: { ...limits } } : {}) };
+    const { limits, retentionMs, schedules = [] } = registry.get(name, version)!;
+    const entry = byVersion.get(key) ?? {
+      name,
+      version,
+      shards: [],
+      schedules: schedules.map((schedule) => ({ ...schedule, input: schedule.input as JsonValue | undefined })),
+      ...(limits ? { limits: { ...limits } } : {}),
+      ...(retentionMs === undefined ? {} : { retentionMs }),
+    };
     if (shard !== undefined) entry.shards.push(shard);
     byVersion.set(key, entry);
   }

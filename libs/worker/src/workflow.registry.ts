@@ -1,4 +1,4 @@
-import { parseIdentifier, type WorkflowRef } from '@nest-durable/client';
+import { parseIdentifier, RETENTION_MAX_MS, type WorkflowRef } from '@nest-durable/client';
 import { Inject, Injectable } from '@nestjs/common';
 import type { WorkflowDefinition } from '@nest-durable/workflow';
 import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker.options';
@@ -15,6 +15,10 @@ export class WorkflowRegistry {
     for (const workflow of options.workflows) {
       const key = `${parseIdentifier(workflow.name, 'workflow')}:${parseIdentifier(workflow.version, 'version')}`;
       if (this.byKey.has(key)) throw new Error(`workflow ${workflow.name} ${workflow.version} is registered twice`);
+      const { retentionMs } = workflow;
+      if (retentionMs !== undefined && !(Number.isInteger(retentionMs) && retentionMs >= 0 && retentionMs <= RETENTION_MAX_MS)) {
+        throw new Error(`workflow ${workflow.name} ${workflow.version}: retentionMs must be an integer from 0 to ${RETENTION_MAX_MS}`);
+      }
       this.byKey.set(key, workflow);
     }
     if (this.byKey.size === 0) throw new Error('a worker needs at least one workflow');

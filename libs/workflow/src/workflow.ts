@@ -1,4 +1,4 @@
-import type { JsonValue } from '@nest-durable/client';
+import type { JsonValue, ScheduleCatchUp, ScheduleOverlap } from '@nest-durable/client';
 
 /**
  * How often a task (or a whole run) is tried. Waits grow exponentially by default, each drawn at
@@ -44,6 +44,8 @@ export interface ChildOptions {
    * shard (so a tree of runs stays where its root was routed); null: no shard.
    */
   shard?: string | null;
+  /** Tags of the child run (see `tags` of a start). Default: the parent's. */
+  tags?: Record<string, string>;
 }
 
 export interface WorkflowContext {
@@ -99,6 +101,29 @@ export interface WorkflowLimits {
   readonly ratePerKeyPerSecond?: number;
 }
 
+/**
+ * A schedule declared with its workflow version: the coordinators create, change and delete it as
+ * workers register the code (see the README's Schedules). Exactly one of `cron` and `intervalMs`.
+ */
+export interface WorkflowSchedule<I = JsonValue> {
+  /** Names it within its workflow version (the same name in a new declaration changes that schedule). */
+  readonly name: string;
+  /** 5 fields, or 6 with seconds first: `0 30 9 * * 1-5` is 09:30:00 on weekdays. */
+  readonly cron?: string;
+  readonly intervalMs?: number;
+  /** The IANA time zone of `cron` (default UTC). */
+  readonly timezone?: string;
+  readonly input?: I;
+  readonly shard?: string;
+  readonly priority?: number;
+  /** While its previous run is unfinished: `skip` (default), `allow`, or `cancel-previous`. */
+  readonly overlap?: ScheduleOverlap;
+  /** Fire times that passed while no coordinator was up: `none`, `latest` (default), or `all`. */
+  readonly catchUp?: ScheduleCatchUp;
+  /** Created paused; afterwards pausing and resuming is the API's (a pause survives registrations). */
+  readonly paused?: boolean;
+}
+
 export interface WorkflowDefinition<I = JsonValue, O = JsonValue> {
   readonly name: string;
   readonly version: string;
@@ -106,6 +131,14 @@ export interface WorkflowDefinition<I = JsonValue, O = JsonValue> {
   /** Workflow-level retry: a failed run runs again (resuming from its completed steps) as its next attempt. */
   readonly retry?: RetryPolicy;
   readonly limits?: WorkflowLimits;
+  /**
+   * How long the coordinator keeps this version's finished runs (with their steps and history) and its
+   * dead letters, in ms, instead of its RUN_RETENTION_MS; 0 keeps them. Registered by the workers that
+   * host it; RUN_RETENTION_OVERRIDES on the coordinator wins over it.
+   */
+  readonly retentionMs?: number;
+  /** Runs started on a schedule (a cron expression or an interval), reconciled when workers register. */
+  readonly schedules?: readonly WorkflowSchedule<I>[];
 }
 
 /** Declares a workflow: a name, a version and a handler. Inputs and outputs are JSON. */

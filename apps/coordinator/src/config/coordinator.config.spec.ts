@@ -46,4 +46,17 @@ describe('loadCoordinatorConfig', () => {
       'CLAIM_MIN_IDLE_TIME_MS (1000) must be larger than HEARTBEAT_INTERVAL_MS (1000)',
     );
   });
+
+  it('reads the retention window (7 days by default, 0 keeps) and per-workflow windows', () => {
+    expect(loadCoordinatorConfig({ DATABASE_URL, ...TOKENS })).toMatchObject({ runRetentionMs: 604_800_000, runRetentionOverrides: {} });
+    expect(loadCoordinatorConfig({ DATABASE_URL, ...TOKENS, RUN_RETENTION_MS: '0', RUN_RETENTION_OVERRIDES: 'reports=60000, audit.log=0' })).toMatchObject({
+      runRetentionMs: 0,
+      runRetentionOverrides: { reports: 60_000, 'audit.log': 0 },
+    });
+    for (const bad of ['reports', 'reports=-1', 'a:b=5', 'reports=1,reports=2', '__proto__=1']) {
+      expect(() => loadCoordinatorConfig({ DATABASE_URL, ...TOKENS, RUN_RETENTION_OVERRIDES: bad })).toThrow(
+        'RUN_RETENTION_OVERRIDES must be comma-separated workflow=milliseconds pairs',
+      );
+    }
+  });
 });

@@ -1,5 +1,6 @@
 import { ConfigError, EnvReader, type LogLevelName, readLogging, readRedis } from '@app/config';
 import { DISPATCH_MODES, type DispatchMode } from '@app/streams';
+import { RETENTION_MAX_MS } from '@nest-durable/client';
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 
@@ -25,6 +26,8 @@ export interface CoordinatorConfig {
   timerHorizonMs: number;
   /** ...and at most this many, so memory stays bounded. */
   timerMaxEntries: number;
+  /** A schedule with catchUp `none` skips a fire time it would act on later than this (a missed one). */
+  scheduleMisfireGraceMs: number;
   listenerProbeIntervalMs: number;
   bodyLimitBytes: number;
   /** Where ready runs are published: nowhere (workers use the claim API), a Redis sorted set, or Redis Streams. */
@@ -49,6 +52,13 @@ export interface CoordinatorConfig {
   republishIntervalMs: number;
   republishAfterMs: number;
   leaderCheckIntervalMs: number;
+  /** Finished runs (and sent outbox rows, dead letters) are deleted this long after they ended; 0 keeps them. */
+  runRetentionMs: number;
+  /** Retention windows of particular workflows (all their versions), by name; 0 keeps theirs. */
+  runRetentionOverrides: Record<string, number>;
+  /** How often the retention daemon looks for what to delete, and how many rows one of its statements deletes at most. */
+  retentionIntervalMs: number;
+  retentionBatchSize: number;
   /** Bearer tokens of the client API and the worker API (undefined only when auth is disabled). */
   clientToken?: string;
   workerToken?: string;
@@ -68,6 +78,23 @@ export interface CoordinatorConfig {
 /** Every coordinator session's application_name starts with this. */
 export const COORDINATOR_APPLICATION_NAME = 'wf-coordinator';
 
+const DAY_MS = 86_400_000;
+
+/** RUN_RETENTION_OVERRIDES: `workflow=ms,workflow=ms` (a workflow name, as runs are started with). */
+function readRetentionOverrides(read: EnvReader): Record<string, number> {
+  const overrides: Record<string, number> = {};
+  for (const item of read.list('RUN_RETENTION_OVERRIDES')) {
+    const match = /^([A-Za-z0-9][A-Za-z0-9._-]{0,127})=(\d+)$/.exec(item);
+    if (!match || Number(match[2]) > RETENTION_MAX_MS || Object.hasOwn(overrides, match[1])) {
+      throw new ConfigError(
+        `RUN_RETENTION_OVERRIDES must be comma-separated workflow=milliseconds pairs (0 to ${RETENTION_MAX_MS}, each workflow once), got "${item}"`,
+      );
+    }
+    overrides[match[1]] = Number(match[2]);
+  }
+  return overrides;
+}
+
 /** Parses and validates the coordinator's environment once, at start. */
 export function loadCoordinatorConfig(env: Record<string, string | undefined>): CoordinatorConfig {
   const read = new EnvReader(env);
@@ -82,6 +109,7 @@ export function loadCoordinatorConfig(env: Record<string, string | undefined>): 
     claimPollIntervalMs: read.integer('CLAIM_POLL_INTERVAL_MS', 1_000, 10, 60_000),
     timerHorizonMs: read.integer('TIMER_HORIZON_MS', 60_000, 1_000, 86_400_000),
     timerMaxEntries: read.integer('TIMER_MAX_ENTRIES', 20_000, 10, 10_000_000),
+    scheduleMisfireGraceMs: read.integer('SCHEDULE_MISFIRE_GRACE_MS', 5_000, 0, 86_400_000),
     listenerProbeIntervalMs: read.integer('LISTENER_PROBE_INTERVAL_MS', 10_000, 100, 600_000),
     bodyLimitBytes: read.integer('BODY_LIMIT_BYTES', 2 * 1024 * 1024, 1024, 64 * 1024 * 1024),
     dispatch: read.oneOf('DISPATCH', DISPATCH_MODES, 'none'),
@@ -95,6 +123,10 @@ export function loadCoordinatorConfig(env: Record<string, string | undefined>): 
     republishIntervalMs: read.integer('REPUBLISH_INTERVAL_MS', 5_000, 100, 3_600_000),
     republishAfterMs: read.integer('REPUBLISH_AFTER_MS', 30_000, 0, 86_400_000),
     leaderCheckIntervalMs: read.integer('LEADER_CHECK_INTERVAL_MS', 2_000, 100, 600_000),
+    runRetentionMs: read.integer('RUN_RETENTION_MS', 7 * DAY_MS, 0, RETENTION_MAX_MS),
+    runRetentionOverrides: readRetentionOverrides(read),
+    retentionIntervalMs: read.integer('RETENTION_INTERVAL_MS', 60_000, 100, 86_400_000),
+    retentionBatchSize: read.integer('RETENTION_BATCH_SIZE', 500, 1, 10_000),
     clientToken: read.optionalString('CLIENT_TOKEN'),
     workerToken: read.optionalString('WORKER_TOKEN'),
     authDisabled: read.boolean('AUTH_DISABLED', false),

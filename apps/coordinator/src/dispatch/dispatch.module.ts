@@ -1,8 +1,8 @@
 import { redisConnectionOptions } from '@app/config';
-import { LeaderElectionModule } from '@app/locking';
 import { DEFAULT_OUTBOX_OPTIONS, OutboxModule } from '@app/outbox';
 import { PublisherModule } from '@app/streams';
 import { DynamicModule, Module } from '@nestjs/common';
+import { ScheduleModule } from '@nestjs/schedule';
 import type { CoordinatorConfig } from '../config/coordinator.config';
 import { TimersModule } from '../timers/timers.module';
 import { OutboxDueDaemon } from './outbox-due.daemon';
@@ -12,7 +12,7 @@ import { StreamPartitions } from './stream-partitions';
 
 /**
  * Reliable dispatch (DISPATCH other than `none`): the publisher, the outbox enqueuer, and under
- * leader election the republish daemon and the wake-up of the enqueuer at due times.
+ * leader election (LeaderElectionModule, imported by the coordinator) the republish daemon and the wake-up of the enqueuer at due times.
  */
 @Module({})
 export class CoordinatorDispatchModule {
@@ -36,12 +36,9 @@ export class CoordinatorDispatchModule {
           // Recovery lags the stale age by at most a quarter of it (and never more than the default period).
           maintenanceIntervalMs: Math.min(DEFAULT_OUTBOX_OPTIONS.maintenanceIntervalMs, config.outboxStaleInFlightMs / 4),
         }),
-        LeaderElectionModule.forRoot({
-          url: config.databaseUrl,
-          applicationName: config.applicationName,
-          checkIntervalMs: config.leaderCheckIntervalMs,
-        }),
         TimersModule,
+        // The republish daemon's interval lives in its registry (started and stopped with leadership).
+        ScheduleModule.forRoot(),
       ],
       providers: [RepublishDaemon, OutboxDueDaemon, OutboxMetrics],
       exports: [OutboxModule],

@@ -2,9 +2,12 @@ import { LeaderElection, SingletonDaemon } from '@app/locking';
 import { Database } from '@app/persistence';
 import { type Publisher, PUBLISHER } from '@app/streams';
 import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { SchedulerRegistry } from '@nestjs/schedule';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config/coordinator.config';
 
 const BATCH = 1_000;
+/** Its interval in @nestjs/schedule's registry (from the injected config, so not a decorator's). */
+const INTERVAL = 'republish';
 
 /**
  * What a queue's flow control (docs/architecture.md, "Flow control") lets it use, for the query below
@@ -41,7 +44,6 @@ interface QueueNeed {
 export class RepublishDaemon implements SingletonDaemon, OnModuleInit {
   readonly name = 'republish';
   private readonly logger = new Logger(RepublishDaemon.name);
-  private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
 
   constructor(
@@ -49,6 +51,7 @@ export class RepublishDaemon implements SingletonDaemon, OnModuleInit {
     private readonly election: LeaderElection,
     @Inject(PUBLISHER) private readonly publisher: Publisher,
     @Inject(COORDINATOR_CONFIG) private readonly config: CoordinatorConfig,
+    private readonly scheduler: SchedulerRegistry,
   ) {}
 
   onModuleInit(): void {
@@ -56,7 +59,7 @@ export class RepublishDaemon implements SingletonDaemon, OnModuleInit {
   }
 
   start(): void {
-    this.timer = setInterval(() => {
+    const timer = setInterval(() => {
       this.running ??= this.republish()
         .then(
           () => undefined,
@@ -64,10 +67,12 @@ export class RepublishDaemon implements SingletonDaemon, OnModuleInit {
         )
         .finally(() => (this.running = undefined));
     }, this.config.republishIntervalMs);
+    this.scheduler.addInterval(INTERVAL, timer);
   }
 
   async stop(): Promise<void> {
-    clearInterval(this.timer);
+    // At shutdown @nestjs/schedule has cleared its intervals already, before leader election steps down.
+    if (this.scheduler.doesExist('interval', INTERVAL)) this.scheduler.deleteInterval(INTERVAL);
     await this.running;
   }
 

@@ -15,6 +15,8 @@ export class CoordinatorMetrics {
   readonly revisionConflicts;
   readonly heartbeats;
   readonly httpRequests;
+  readonly scheduleFireLateness;
+  readonly scheduleOverlapsSkipped;
 
   constructor(metrics: MetricsService) {
     this.runsStarted = metrics.counter('runs_started_total', 'Runs started, by workflow', ['workflow']);
@@ -30,6 +32,15 @@ export class CoordinatorMetrics {
     this.revisionConflicts = metrics.counter('revision_conflicts_total', 'Worker writes refused because the run moved on (409)');
     this.heartbeats = metrics.counter('heartbeats_total', 'Claims refreshed by worker heartbeats');
     this.httpRequests = metrics.counter('http_requests_total', 'HTTP requests received');
+    this.scheduleFireLateness = metrics.histogram(
+      'schedule_fire_lateness_seconds',
+      'From a schedule fire time to the firing that acted on it',
+      LATENCY_BUCKETS,
+    );
+    this.scheduleOverlapsSkipped = metrics.counter(
+      'schedule_overlaps_skipped_total',
+      'Schedule fire times that started no run: the previous run was unfinished',
+    );
   }
 
   /** Records how long the runs waited and strips that bookkeeping from what the worker gets. */

@@ -50,6 +50,7 @@ export class RunsService {
       runAt: request.runAt ?? null,
       parentId: null,
       concurrencyKey: request.concurrencyKey ?? null,
+      tags: request.tags ?? {},
     }));
     const inserted = await this.control.start(runs);
     for (const run of inserted.values()) this.metrics.runsStarted.inc({ workflow: run.workflow });
@@ -72,6 +73,7 @@ export class RunsService {
   }
 
   async list(query: ListRunsQuery): Promise<RunPage> {
+    if (query.tag === null) return { runs: [], nextCursor: null }; // one key asked with two values: no run has both
     const runs = await this.repository.list({ ...query, limit: query.limit + 1 });
     const page = runs.slice(0, query.limit);
     const paused = await this.repository.pausedQueues(page);

@@ -1,4 +1,10 @@
-/** A run that comes due at `at`: epoch milliseconds (with a fraction) by the database clock. */
+/**
+ * The queue of a schedule's entry (its `runId` is the schedule's id): a schedule fires rather than wakes
+ * a queue. No run's queue can be this (an identifier starts with a letter or digit).
+ */
+export const SCHEDULE_QUEUE = '~schedule';
+
+/** A run (or a schedule) that comes due at `at`: epoch milliseconds (with a fraction) by the database clock. */
 export interface DueRun {
   runId: string;
   queue: string;

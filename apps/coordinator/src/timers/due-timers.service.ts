@@ -2,7 +2,7 @@ import { NotificationListener, RUNS_DUE_CHANNEL, RUNS_READY_CHANNEL } from '@app
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { performance } from 'node:perf_hooks';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config/coordinator.config';
-import { type DueRun, DueSchedule } from './due-schedule';
+import { type DueRun, DueSchedule, SCHEDULE_QUEUE } from './due-schedule';
 import { DueTimesRepository } from './due-times.repository';
 
 /** This process's clock, epoch ms with a fraction. */
@@ -26,13 +26,15 @@ interface ClockFit {
  * capacity cut the schedule short. At a due time it wakes, in this process, as many claim long-polls
  * of that queue as runs came due (not all of them: no herd), and tells its due handlers (the outbox
  * wake-up, which one coordinator leads). Every coordinator holds its own schedule for its own
- * claimers; the polls stay as the safety net.
+ * claimers; the polls stay as the safety net. Schedules' fire times are held the same way (queue
+ * SCHEDULE_QUEUE), overdue ones too, and handed to the schedule handlers when they come.
  */
 @Injectable()
 export class DueTimers implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger(DueTimers.name);
   private readonly schedule: DueSchedule;
   private readonly handlers = new Set<(runs: number) => void>();
+  private readonly scheduleHandlers = new Set<(scheduleIds: string[]) => void>();
   private clock: ClockFit = { offsetMs: 0, marginMs: 1 };
   private timer: NodeJS.Timeout | undefined;
   private armedFor: number | undefined;
@@ -71,6 +73,12 @@ export class DueTimers implements OnApplicationBootstrap, BeforeApplicationShutd
   onDue(handler: (runs: number) => void): () => void {
     this.handlers.add(handler);
     return () => this.handlers.delete(handler);
+  }
+
+  /** Calls `handler` with the ids of the schedules whose fire time came, each time some do; returns the unsubscribe. */
+  onSchedulesDue(handler: (scheduleIds: string[]) => void): () => void {
+    this.scheduleHandlers.add(handler);
+    return () => this.scheduleHandlers.delete(handler);
   }
 
   /** How many due times it holds now. */
@@ -148,9 +156,15 @@ export class DueTimers implements OnApplicationBootstrap, BeforeApplicationShutd
     const due = this.schedule.takeDue(localNow() + this.clock.offsetMs - this.clock.marginMs);
     if (due.length > 0) {
       const perQueue = new Map<string, number>();
-      for (const run of due) perQueue.set(run.queue, (perQueue.get(run.queue) ?? 0) + 1);
+      const schedules: string[] = [];
+      for (const run of due) {
+        if (run.queue === SCHEDULE_QUEUE) schedules.push(run.runId);
+        else perQueue.set(run.queue, (perQueue.get(run.queue) ?? 0) + 1);
+      }
       for (const [queue, runs] of perQueue) this.listener.wake(RUNS_READY_CHANNEL, queue, runs);
-      for (const handler of this.handlers) handler(due.length);
+      const runs = due.length - schedules.length;
+      if (runs > 0) for (const handler of this.handlers) handler(runs);
+      if (schedules.length > 0) for (const handler of this.scheduleHandlers) handler(schedules);
       // Capacity cut the last load short: read the next due times before firing reaches the cut.
       const cut = this.schedule.completeBefore !== Infinity && this.schedule.size < this.schedule.capacity / 2;
       if (cut && !this.reloading) this.reload();

@@ -1,11 +1,13 @@
 import { Module } from '@nestjs/common';
 import { WorkflowsModule } from '../workflows/workflows.module';
+import { RetentionModule } from '../retention/retention.module';
+import { SchedulesModule } from '../schedules/schedules.module';
 import { WorkersController } from './workers.controller';
 import { WorkersRepository } from './workers.repository';
 import { WorkersService } from './workers.service';
 
 @Module({
-  imports: [WorkflowsModule],
+  imports: [WorkflowsModule, RetentionModule, SchedulesModule],
   controllers: [WorkersController],
   providers: [WorkersRepository, WorkersService],
   exports: [WorkersService],

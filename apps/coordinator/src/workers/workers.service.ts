@@ -2,6 +2,8 @@ import type { WorkerList, WorkerRegistration } from '@nest-durable/client';
 import { Database } from '@app/persistence';
 import { Injectable } from '@nestjs/common';
 import { WorkflowControlsRepository } from '../workflows/workflow-controls.repository';
+import { RetentionRepository } from '../retention/retention.repository';
+import { DeclaredSchedules } from '../schedules/declared-schedules.service';
 import { WorkersRepository } from './workers.repository';
 
 /**
@@ -16,18 +18,25 @@ export class WorkersService {
     private readonly db: Database,
     private readonly workers: WorkersRepository,
     private readonly controls: WorkflowControlsRepository,
+    private readonly retention: RetentionRepository,
+    private readonly schedules: DeclaredSchedules,
   ) {}
 
   async register(workerId: string, registration: WorkerRegistration): Promise<void> {
-    await this.db.transaction(async (tx) => {
-      await this.workers.upsertWorker(tx, workerId, registration);
+    const remember = await this.db.transaction(async (tx) => {
+      // The registry lists what a worker hosts; what its code declares lives in its own tables.
+      const hosted = registration.workflows.map(({ name, version, shards }) => ({ name, version, shards }));
+      await this.workers.upsertWorker(tx, workerId, { ...registration, workflows: hosted });
       await this.workers.upsertWorkflows(tx, registration.workflows);
       // Limits declared in code: recorded when they changed (the running runs then count, waiting ones are woken).
       for (const { workflow, version } of await this.controls.reconcileCode(tx, registration.workflows)) {
         await this.controls.countRunning(tx, workflow, version);
         await this.controls.wake(tx, workflow, version);
       }
+      await this.retention.recordDeclaredWindows(tx, registration.workflows);
+      return this.schedules.reconcile(tx, registration.workflows);
     });
+    remember();
   }
 
   async list(): Promise<WorkerList> {

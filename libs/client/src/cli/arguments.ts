@@ -26,6 +26,20 @@ export function parseIntegerArgument(value: string): number {
   return Number(value);
 }
 
+/**
+ * A repeatable `--tag` into the tags gathered so far: `key<separator>value` (the value may contain the
+ * separator; the coordinator checks the key and value themselves).
+ */
+export function tagArgument(separator: '=' | ':'): (value: string, tags?: Record<string, string>) => Record<string, string> {
+  return (value, tags = {}) => {
+    const split = value.indexOf(separator);
+    if (split < 1) throw new InvalidArgumentError(`Must be key${separator}value.`);
+    const key = value.slice(0, split);
+    if (Object.hasOwn(tags, key)) throw new InvalidArgumentError(`Tag ${key} is given twice.`);
+    return { ...tags, [key]: value.slice(split + 1) }; // a computed key is an own property, even `__proto__`
+  };
+}
+
 export function parseTimeArgument(value: string): Date {
   const time = new Date(value);
   if (Number.isNaN(time.getTime())) throw new InvalidArgumentError('Must be an ISO 8601 time, e.g. 2030-01-31T09:00:00Z.');

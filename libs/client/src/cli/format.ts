@@ -1,4 +1,4 @@
-import type { DeadLetterView, ErrorDetails, JsonValue, RunView, TaskView, WorkerView, WorkflowView } from '../contract';
+import type { DeadLetterView, ErrorDetails, JsonValue, RunView, ScheduleView, TaskView, WorkerView, WorkflowView } from '../contract';
 
 const VALUE_WIDTH = 100;
 
@@ -38,6 +38,14 @@ export function formatRun(run: RunView): string {
     ['paused', run.paused ? 'yes: its workflow version or shard is paused' : null],
     ['parent', run.parentId],
     ['idempotency key', run.idempotencyKey],
+    [
+      'tags',
+      Object.keys(run.tags).length > 0
+        ? Object.entries(run.tags)
+            .map(([key, value]) => `${key}=${value}`)
+            .join(' ')
+        : null,
+    ],
     ['due', run.status === 'queued' || run.status === 'waiting' ? (run.runAt ?? 'when its wait ends') : null],
     ['created', run.createdAt],
     ['started', run.startedAt],
@@ -46,11 +54,16 @@ export function formatRun(run: RunView): string {
     ['output', run.status === 'completed' ? formatValue(run.output) : null],
     ['error', run.error ? formatError(run.error) : null],
   ];
-  const shown = fields.filter((field): field is [string, string] => field[1] !== null);
-  const width = Math.max(...shown.map(([name]) => name.length));
-  const lines = shown.map(([name, value]) => `${name.padEnd(width)}  ${value}`);
+  const lines = [formatFields(fields)];
   if (run.tasks && run.tasks.length > 0) lines.push('', formatSteps(run.tasks));
   return lines.join('\n');
+}
+
+/** One `name  value` line per field that has a value, the values aligned. */
+function formatFields(fields: [string, string | null][]): string {
+  const shown = fields.filter((field): field is [string, string] => field[1] !== null);
+  const width = Math.max(...shown.map(([name]) => name.length));
+  return shown.map(([name, value]) => `${name.padEnd(width)}  ${value}`).join('\n');
 }
 
 function formatSteps(tasks: TaskView[]): string {
@@ -141,4 +154,36 @@ export function formatWorkflowLine(workflow: WorkflowView): string {
     .filter(([, value]) => value !== null)
     .map(([field, value]) => `${field} ${value}`);
   return `workflow ${workflow.name} ${workflow.version}: ${paused}; ${limits.length > 0 ? `limits: ${limits.join(', ')}` : 'no limits'}`;
+}
+
+/** When a schedule fires: its cron expression (with its zone) or its interval. */
+function scheduleTiming(schedule: ScheduleView): string {
+  return schedule.cron !== null ? `cron '${schedule.cron}' ${schedule.timezone}` : `every ${schedule.intervalMs} ms`;
+}
+
+/** `wf schedules get|create`: the schedule's fields. */
+export function formatSchedule(schedule: ScheduleView): string {
+  return formatFields([
+    ['schedule', schedule.id],
+    ['workflow', `${schedule.workflow} ${schedule.version}`],
+    ['declared in code', schedule.name],
+    ['fires', scheduleTiming(schedule)],
+    ['overlap', schedule.overlap],
+    ['catch up', schedule.catchUp],
+    ['state', schedule.paused ? 'paused' : 'active'],
+    ['next run', schedule.nextRunAt],
+    ['last fired', schedule.lastFiredAt],
+    ['last run', schedule.lastRunId],
+    ['shard', schedule.shard],
+    ['input', formatValue(schedule.input)],
+  ]);
+}
+
+export function formatScheduleList(schedules: ScheduleView[], nextCursor: string | null): string {
+  if (schedules.length === 0) return 'no schedules';
+  const table = formatTable(
+    ['id', 'workflow', 'version', 'fires', 'state', 'next run'],
+    schedules.map((s) => [s.id, s.workflow, s.version, scheduleTiming(s), s.paused ? 'paused' : 'active', s.nextRunAt ?? '-']),
+  );
+  return nextCursor ? `${table}\nmore: --cursor ${nextCursor}` : table;
 }

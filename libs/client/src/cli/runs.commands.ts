@@ -1,6 +1,6 @@
 import { type Command, Option } from 'commander';
 import { type JsonValue, RUN_STATUSES, type RunStatus, type RunView } from '../contract';
-import { parseIntegerArgument, parseJsonArgument, parseTimeArgument } from './arguments';
+import { parseIntegerArgument, parseJsonArgument, parseTimeArgument, tagArgument } from './arguments';
 import { EXIT_FAILED, EXIT_OK } from './exit-codes';
 import { formatRun, formatRunLine, formatRunList } from './format';
 import type { Invocation } from './invocation';
@@ -12,12 +12,14 @@ interface StartOptions {
   priority?: number;
   runAt?: Date;
   shard?: string;
+  tag?: Record<string, string>;
   wait?: boolean;
 }
 
 interface ListOptions {
   workflow?: string;
   status?: RunStatus;
+  tag?: Record<string, string>;
   limit?: number;
   cursor?: string;
 }
@@ -40,10 +42,12 @@ export function registerRunCommands(program: Command, invocation: Invocation): v
     .option('--run-at <time>', 'not before this ISO 8601 time', parseTimeArgument)
     .option('--shard <shard>', 'only workers serving this shard take the run')
     .option('--concurrency-key <key>', "runs with this key share their version's concurrencyPerKey slots")
+    .option('--tag <key=value>', 'a tag to find the run by (repeatable)', tagArgument('='))
     .option('--wait', 'wait for the run to end; exit 1 if it failed or was cancelled')
     .action(
       invocation.action(async ({ client, output }, workflow: string, version: string, options: StartOptions) => {
-        const started = await client.start({ name: workflow, version }, options.input, options);
+        const { input, tag, ...start } = options;
+        const started = await client.start({ name: workflow, version }, input, { ...start, tags: tag });
         if (!options.wait) {
           output.result(started, () => formatRunLine(started));
           return EXIT_OK;
@@ -69,11 +73,12 @@ export function registerRunCommands(program: Command, invocation: Invocation): v
     .description('list runs, newest first')
     .option('--workflow <name>', 'only runs of this workflow')
     .addOption(new Option('--status <status>', 'only runs in this status').choices(RUN_STATUSES))
+    .option('--tag <key:value>', 'only runs with this tag (repeatable: all must match)', tagArgument(':'))
     .option('--limit <n>', 'at most this many (1..500, default 50)', parseIntegerArgument)
     .option('--cursor <cursor>', 'the page after this cursor (printed after a full page)')
     .action(
-      invocation.action(async ({ client, output }, options: ListOptions) => {
-        const page = await client.list(options);
+      invocation.action(async ({ client, output }, { tag, ...options }: ListOptions) => {
+        const page = await client.list({ ...options, tags: tag });
         output.result(page, () => formatRunList(page.runs, page.nextCursor));
       }),
     );

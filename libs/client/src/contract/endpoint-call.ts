@@ -21,6 +21,9 @@ export function endpointRequest<E extends Endpoint>(endpoint: E, call: EndpointC
   const { params, query, body } = call as { params?: Record<string, unknown>; query?: Record<string, unknown>; body?: unknown };
   const path = endpoint.path.replace(/\{(\w+)\}/g, (_, name: string) => encodeURIComponent(String(params?.[name])));
   const search = new URLSearchParams();
-  for (const [key, value] of Object.entries(query ?? {})) if (value !== undefined) search.set(key, String(value));
+  for (const [key, value] of Object.entries(query ?? {})) {
+    // A repeatable parameter (`tag`) is sent once per value.
+    for (const item of Array.isArray(value) ? value : value === undefined ? [] : [value]) search.append(key, String(item));
+  }
   return { method: endpoint.method.toUpperCase() as HttpMethod, path: search.size > 0 ? `${path}?${search}` : path, body };
 }

@@ -13,6 +13,7 @@ import {
   StartRunRequest,
   StartRunsBatch,
 } from './run.contracts';
+import { CreateScheduleRequest, ListSchedulesQuery, SchedulePage, SchedulePath, ScheduleView, TriggeredSchedule } from './schedule.contracts';
 import {
   ClaimRequest,
   ClaimResponse,
@@ -74,6 +75,7 @@ const endpoint = <const E extends Endpoint>(entry: E): E => entry;
 const json = <S extends TSchema>(description: string, schema: S) => ({ description, schema });
 
 const RUN_NOT_FOUND = 'run_not_found';
+const SCHEDULE_NOT_FOUND = 'schedule_not_found';
 const revisioned = { 404: RUN_NOT_FOUND, 409: 'revision_conflict: the run is no longer at `expectedRevision` in a running state (nothing changed)' } as const;
 
 /** Each health indicator's state (`up`, `degraded`, `down`), with what it found. */
@@ -190,6 +192,83 @@ export const API = {
     status: 200,
     responses: { 200: json('The run, queued again', RunView) },
     errors: { 404: RUN_NOT_FOUND, 409: 'run_not_failed: only a failed run can be retried' },
+  }),
+
+  // ---- schedules (clients) ----
+  createSchedule: endpoint({
+    method: 'post',
+    path: '/v1/schedules',
+    audience: 'client',
+    tag: 'schedules',
+    summary: 'Create a schedule: runs of a workflow version at the times of a cron expression (in a time zone) or every intervalMs',
+    body: CreateScheduleRequest,
+    status: 201,
+    responses: { 201: json('The schedule', ScheduleView) },
+  }),
+  listSchedules: endpoint({
+    method: 'get',
+    path: '/v1/schedules',
+    audience: 'client',
+    tag: 'schedules',
+    summary: 'List schedules, newest first',
+    query: ListSchedulesQuery,
+    status: 200,
+    responses: { 200: json('A page of schedules', SchedulePage) },
+  }),
+  getSchedule: endpoint({
+    method: 'get',
+    path: '/v1/schedules/{id}',
+    audience: 'client',
+    tag: 'schedules',
+    summary: 'A schedule',
+    params: SchedulePath,
+    status: 200,
+    responses: { 200: json('The schedule', ScheduleView) },
+    errors: { 404: SCHEDULE_NOT_FOUND },
+  }),
+  deleteSchedule: endpoint({
+    method: 'delete',
+    path: '/v1/schedules/{id}',
+    audience: 'client',
+    tag: 'schedules',
+    summary: 'Delete a schedule (the runs it started stay)',
+    params: SchedulePath,
+    status: 204,
+    responses: { 204: { description: 'Deleted' } },
+    errors: { 404: SCHEDULE_NOT_FOUND, 409: 'schedule_in_code: the schedule is declared in code that online workers host; remove it there, or pause it' },
+  }),
+  pauseSchedule: endpoint({
+    method: 'post',
+    path: '/v1/schedules/{id}/pause',
+    audience: 'client',
+    tag: 'schedules',
+    summary: 'Stop firing until resumed (a pause of a schedule declared in code survives its workers registering again)',
+    params: SchedulePath,
+    status: 200,
+    responses: { 200: json('The schedule', ScheduleView) },
+    errors: { 404: SCHEDULE_NOT_FOUND },
+  }),
+  resumeSchedule: endpoint({
+    method: 'post',
+    path: '/v1/schedules/{id}/resume',
+    audience: 'client',
+    tag: 'schedules',
+    summary: 'Fire again from the next fire time after now (times that passed while paused are not caught up)',
+    params: SchedulePath,
+    status: 200,
+    responses: { 200: json('The schedule', ScheduleView) },
+    errors: { 404: SCHEDULE_NOT_FOUND },
+  }),
+  triggerSchedule: endpoint({
+    method: 'post',
+    path: '/v1/schedules/{id}/trigger',
+    audience: 'client',
+    tag: 'schedules',
+    summary: 'Start a run of the schedule now, paused or not and whatever its overlap policy; its fire times stay as they are',
+    params: SchedulePath,
+    status: 201,
+    responses: { 201: json('The run started, and the schedule', TriggeredSchedule) },
+    errors: { 404: SCHEDULE_NOT_FOUND },
   }),
 
   // ---- dead letters (clients) ----

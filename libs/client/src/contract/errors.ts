@@ -89,6 +89,26 @@ export class RunNotFailedError extends EngineError {
   }
 }
 
+export class ScheduleNotFoundError extends EngineError {
+  readonly statusCode = 404;
+
+  constructor(id: string) {
+    super('schedule_not_found', `schedule ${id} does not exist`);
+  }
+}
+
+/**
+ * A schedule declared in code whose version online workers host is changed by changing the code (409):
+ * it can be paused, resumed and triggered.
+ */
+export class ScheduleDeclaredInCodeError extends EngineError {
+  readonly statusCode = 409;
+
+  constructor(id: string, name: string) {
+    super('schedule_in_code', `schedule ${id} is declared in code (${name}) that online workers host: remove it there, or pause it`);
+  }
+}
+
 /** Body of every error response of the coordinator. */
 export const ErrorBody = Type.Object(
   {

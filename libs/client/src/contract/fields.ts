@@ -23,6 +23,9 @@ import type { JsonValue } from './json-document';
  */
 export const REASON = 'x-reason';
 
+/** Where a map's schema (a TypeBox Record) keeps the schema of its keys, so a refusal can name the rule a key broke. */
+export const RECORD_KEY = 'x-key';
+
 /** Refusal reasons of a field, by convention `invalid_<field>`. */
 const invalid = (field: string) => ({ [REASON]: `invalid_${field}` });
 

@@ -7,6 +7,8 @@ export { assertJsonDepth, JSON_MAX_BYTES, JSON_MAX_DEPTH, type JsonValue } from 
 export * from './openapi-document';
 export * from './run-status';
 export * from './run.contracts';
+export { TAG_KEY_MAX_LENGTH, TAG_VALUE_MAX_LENGTH, TAGS_MAX, Tags, tagFilters } from './tags';
+export * from './schedule.contracts';
 export * from './validation';
 export * from './worker.contracts';
 export * from './workflow-control.contracts';

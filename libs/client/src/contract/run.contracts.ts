@@ -2,6 +2,7 @@ import { type Static, type StaticDecode, Type } from '@sinclair/typebox';
 import { AnyJson, Closed, Identifier, IntegerIn, Key, ListOf, Nullable, OneOf, RunId, Timestamp, withDefaults } from './fields';
 import { JsonDocument } from './json-document';
 import { RUN_STATUSES, STEP_KINDS, TASK_STATUSES } from './run-status';
+import { TagFilters, Tags } from './tags';
 
 /** The client API's schemas: runs as clients see them, and what clients send. */
 
@@ -59,6 +60,7 @@ export const RunView = Closed(
     }),
     paused: Type.Boolean({ description: 'true while the run waits (queued or waiting) under a pause of its workflow version or shard' }),
     parentId: Type.Union([Text, Type.Null()]),
+    tags: Type.Record(Text, Text, { description: 'the tags it was started with' }),
     runAt: Type.Union([Time, Type.Null()], { description: 'when the run is (or was) due; null while it waits for an event or a child without a timeout' }),
     createdAt: Time,
     updatedAt: Time,
@@ -96,6 +98,8 @@ export const StartRunRequest = withDefaults(
       runAt: Type.Optional(Timestamp('runAt')),
       /** Runs with the same key share their version's `concurrencyPerKey` slots and `ratePerKeyPerSecond` tokens. */
       concurrencyKey: Type.Optional(Key('concurrencyKey')),
+      /** Metadata to find the run by (`GET /v1/runs?tag=key:value`). */
+      tags: Type.Optional(Tags),
     },
     { title: 'StartRunRequest' },
   ),
@@ -115,6 +119,8 @@ export const ListRunsQuery = withDefaults(
   Closed({
     workflow: Type.Optional(Identifier('workflow')),
     status: Type.Optional(OneOf('status', RUN_STATUSES)),
+    /** Only runs with every tag named (null: two filters named one key with different values, so none match). */
+    tag: Type.Optional(TagFilters),
     limit: Type.Optional(IntegerIn('limit', 1, LIST_LIMIT_MAX)),
     cursor: Type.Optional(RunId('cursor')),
   }),

@@ -1,7 +1,17 @@
-import { Kind, type StaticDecode, type TArray, type TObject, type TransformOptions, TransformKind, type TSchema, type TUnion } from '@sinclair/typebox';
+import {
+  Kind,
+  type StaticDecode,
+  type TArray,
+  type TObject,
+  type TRecord,
+  type TransformOptions,
+  TransformKind,
+  type TSchema,
+  type TUnion,
+} from '@sinclair/typebox';
 import { compiled } from './compiled-check';
 import { InvalidRequestError } from './errors';
-import { Identifier, REASON, RunId } from './fields';
+import { Identifier, REASON, RECORD_KEY, RunId } from './fields';
 import { DOCUMENT_FIELD, DOCUMENT_SHAPE, documentProblem, JSON_DOCUMENT_KIND, type TJsonDocument } from './json-document';
 
 /**
@@ -118,6 +128,19 @@ function firstProblem(schema: TSchema, value: unknown, path: string): Problem | 
       const variant = variantOf(schema as TUnion, tag, value);
       if (!variant) return { kind: 'schema', schema: tagSchema(schema as TUnion, tag), path: path === '' ? tag : `${path}.${tag}`, value: value[tag] };
       return firstProblem(variant, value, path);
+    }
+    case 'Record': {
+      // A map (run tags): its size, then each key against the rule of its keys, then each value.
+      if (!isObject(value) || Object.keys(value).length > ((schema as TRecord).maxProperties ?? Infinity)) return here;
+      const [keyPattern, item] = Object.entries((schema as TRecord).patternProperties)[0];
+      for (const [key, entry] of Object.entries(value)) {
+        const field = path === '' ? key : `${path}.${key}`;
+        if (!new RegExp(keyPattern).test(key))
+          return { kind: 'schema', schema: (schema[RECORD_KEY] as TSchema | undefined) ?? schema, path: field, value: key };
+        const problem = firstProblem(item, entry, field);
+        if (problem) return problem;
+      }
+      return here;
     }
     case JSON_DOCUMENT_KIND: {
       const shape = (schema as TJsonDocument)[DOCUMENT_SHAPE];

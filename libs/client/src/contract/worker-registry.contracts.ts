@@ -1,6 +1,7 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { Closed, Flag, Identifier, IntegerIn, Key, ListOf } from './fields';
 import { WorkflowLimits } from './workflow-control.contracts';
+import { DeclaredSchedule } from './schedule.contracts';
 
 /**
  * The worker registry: each worker tells the coordinators, at start and then periodically, what it is
@@ -11,8 +12,12 @@ import { WorkflowLimits } from './workflow-control.contracts';
 /** The most workflow versions one worker may register. */
 export const REGISTERED_WORKFLOWS_MAX = 1_000;
 const SHARDS_MAX = 100;
+export const DECLARED_SCHEDULES_MAX = 100;
 /** The longest registration interval accepted: an hour. */
 export const REGISTRATION_INTERVAL_MAX_MS = 3_600_000;
+
+/** The longest retention window a workflow may declare: 100 years. */
+export const RETENTION_MAX_MS = 100 * 365 * 86_400_000;
 
 /** A workflow version a worker hosts, with the routing shards it serves it in (empty: runs without a shard). */
 export const RegisteredWorkflow = Closed(
@@ -22,6 +27,10 @@ export const RegisteredWorkflow = Closed(
     shards: ListOf('shards', Identifier('shard'), 0, SHARDS_MAX, 'routing shards', { uniqueItems: true }),
     /** As declared in code (defineWorkflow({ limits })); the coordinator keeps them as the version's code limits. */
     limits: Type.Optional(WorkflowLimits),
+    /** How long its finished runs are kept (`defineWorkflow({ retentionMs })`); absent: the coordinator's RUN_RETENTION_MS. */
+    retentionMs: Type.Optional(IntegerIn('retentionMs', 0, RETENTION_MAX_MS)),
+    /** The schedules its code declares (absent: a worker that does not say, whose registration leaves them alone). */
+    schedules: Type.Optional(ListOf('schedules', DeclaredSchedule, 0, DECLARED_SCHEDULES_MAX, 'schedules declared in code')),
   },
   { title: 'RegisteredWorkflow' },
 );

@@ -3,6 +3,7 @@ import { AnyJson, Closed, Flag, Identifier, IntegerIn, Key, ListOf, Nullable, On
 import { JsonDocument } from './json-document';
 import { STEP_KINDS, TASK_STATUSES } from './run-status';
 import { ErrorDetails } from './run.contracts';
+import { Tags } from './tags';
 import { decode, fail } from './validation';
 
 /**
@@ -233,6 +234,8 @@ export const StartChildRequest = withDefaults(
       timeoutMs: Type.Optional(Nullable(Delay('timeoutMs'))),
       /** Routing shard of the child. Absent: the parent's shard; null: no shard. */
       shard: Type.Optional(Nullable(Identifier('shard'))),
+      /** Tags of the child. Absent: the parent's. */
+      tags: Type.Optional(Tags),
     },
     { title: 'StartChildRequest' },
   ),

@@ -38,8 +38,8 @@ export class RunControlRepository {
    * the runs inserted, by id: a run whose idempotency key already exists for its workflow is left out.
    * `paused`: a pause of its version or shard holds it (a primary-key probe of workflow_controls).
    */
-  async start(runs: NewRun[]): Promise<Map<string, RunEntity & { paused: boolean }>> {
-    const rows = await this.db.query<RunEntity & { paused: boolean }>(
+  async start(runs: NewRun[], on: SqlExecutor = this.db): Promise<Map<string, RunEntity & { paused: boolean }>> {
+    const rows = await on.query<RunEntity & { paused: boolean }>(
       prepared(
         'wf_start_runs',
         `WITH ${INSERT_RUNS}, notified AS (SELECT ${NOTIFY_INSERTED_QUEUES} AS n)
@@ -62,9 +62,10 @@ export class RunControlRepository {
    * committed. Then descendants are cancelled in fresh statements (each sees what committed before
    * it), repeated until a pass finds nothing: a child started while we cancelled its parent cannot be
    * missed, and no new child can start under a cancelled run (child starts need a running parent).
+   * With `on`, in that transaction (a schedule cancelling its previous run as it fires).
    */
-  async cancel(id: string): Promise<ControlOutcome> {
-    return this.db.transaction(async (tx) => {
+  async cancel(id: string, on?: SqlExecutor): Promise<ControlOutcome> {
+    const work = async (tx: SqlExecutor): Promise<ControlOutcome> => {
       const [target] = await tx.query<{ status: RunStatus }>(`SELECT status FROM runs WHERE id = $1 FOR UPDATE`, [id]);
       if (!target) return { applied: false };
       if (!['queued', 'running', 'waiting'].includes(target.status)) return { previous: target.status, applied: false };
@@ -96,7 +97,8 @@ export class RunControlRepository {
         if (cancelled === 0) break;
       }
       return { previous: target.status, applied: true };
-    });
+    };
+    return on ? work(on) : this.db.transaction(work);
   }
 
   /**

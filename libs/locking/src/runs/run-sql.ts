@@ -8,7 +8,7 @@ import { queueName } from '@nest-durable/client';
 
 /** Columns of `runs` under RunEntity's property names, for statements that return whole runs. */
 export const RUN_COLUMNS = `id, workflow, version, queue, shard, status, revision, attempt, priority, stalls, input, output, error,
-  idempotency_key AS "idempotencyKey", concurrency_key AS "concurrencyKey", parent_id AS "parentId", due_at AS "dueAt", claimed_by AS "claimedBy",
+  idempotency_key AS "idempotencyKey", concurrency_key AS "concurrencyKey", tags, parent_id AS "parentId", due_at AS "dueAt", claimed_by AS "claimedBy",
   heartbeat_at AS "heartbeatAt", created_at AS "createdAt", updated_at AS "updatedAt", started_at AS "startedAt",
   finished_at AS "finishedAt"`;
 
@@ -92,21 +92,23 @@ export interface NewRun {
   parentId: string | null;
   /** Runs with the same key share the version's `concurrencyPerKey` slots (null: none). */
   concurrencyKey?: string | null;
+  /** Metadata to find the run by (a child gets its parent's unless it names its own). */
+  tags: Record<string, string>;
 }
 
 /**
  * Inserts queued runs given as parallel arrays ($1 ids, $2 workflows, $3 versions, $4 queues,
- * $5 inputs, $6 priorities, $7 idempotency keys, $8 runAt, $9 parent ids, $10 shards; see insertRunsParams)
+ * $5 inputs, $6 priorities, $7 idempotency keys, $8 runAt, $9 parent ids, $10 shards, $11 concurrency keys, $12 tags; see insertRunsParams)
  * as the CTE `inserted`, with their first history rows. A run whose idempotency key already exists
  * for its workflow is not inserted; a concurrent insert of the same key waits for the other to
  * commit, so exactly one run exists.
  */
 export const INSERT_RUNS = `inserted AS (
-         INSERT INTO runs (id, workflow, version, queue, shard, status, input, priority, idempotency_key, due_at, parent_id, concurrency_key)
-         SELECT id, workflow, version, queue, shard, 'queued', input, priority, idempotency_key, coalesce(run_at, now()), parent_id, concurrency_key
+         INSERT INTO runs (id, workflow, version, queue, shard, status, input, priority, idempotency_key, due_at, parent_id, concurrency_key, tags)
+         SELECT id, workflow, version, queue, shard, 'queued', input, priority, idempotency_key, coalesce(run_at, now()), parent_id, concurrency_key, tags
            FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::jsonb[], $6::integer[], $7::text[],
-                       $8::timestamptz[], $9::uuid[], $10::text[], $11::text[])
-                AS n(id, workflow, version, queue, input, priority, idempotency_key, run_at, parent_id, shard, concurrency_key)
+                       $8::timestamptz[], $9::uuid[], $10::text[], $11::text[], $12::jsonb[])
+                AS n(id, workflow, version, queue, input, priority, idempotency_key, run_at, parent_id, shard, concurrency_key, tags)
          ON CONFLICT (workflow, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
          RETURNING *
        ), inserted_history AS (
@@ -130,6 +132,7 @@ export function insertRunsParams(runs: NewRun[]): unknown[] {
     runs.map((run) => run.parentId),
     runs.map((run) => run.shard),
     runs.map((run) => run.concurrencyKey ?? null),
+    runs.map((run) => JSON.stringify(run.tags)),
   ];
 }
 

@@ -87,6 +87,7 @@ export class StepRepository {
             idempotencyKey: null,
             runAt: null,
             parentId: runId,
+            tags: request.tags ?? parent.tags,
           },
         ]),
       );
@@ -139,11 +140,11 @@ export class StepRepository {
   }
 
   /** Locks the run if it is running at the expected revision (else 409/404), and returns its shard. */
-  private async lockRunning(tx: SqlExecutor, runId: string, expectedRevision: number): Promise<{ shard: string | null }> {
-    const [row] = await tx.query<{ shard: string | null }>(`SELECT shard FROM runs WHERE id = $1 AND revision = $2 AND status = 'running' FOR UPDATE`, [
-      runId,
-      expectedRevision,
-    ]);
+  private async lockRunning(tx: SqlExecutor, runId: string, expectedRevision: number): Promise<{ shard: string | null; tags: Record<string, string> }> {
+    const [row] = await tx.query<{ shard: string | null; tags: Record<string, string> }>(
+      `SELECT shard, tags FROM runs WHERE id = $1 AND revision = $2 AND status = 'running' FOR UPDATE`,
+      [runId, expectedRevision],
+    );
     if (!row) throw await conflictFor(tx, runId, expectedRevision);
     return row;
   }

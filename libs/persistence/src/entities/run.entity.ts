@@ -54,6 +54,10 @@ export class RunEntity {
   @Column('uuid', { name: 'parent_id', nullable: true })
   parentId: string | null;
 
+  /** Metadata it was started with, to find it by (a small map of text). */
+  @Column('jsonb')
+  tags: Record<string, string>;
+
   /** When a queued or waiting run may be claimed ('infinity' while waiting for an event or a child). */
   @Column('timestamptz', { name: 'due_at' })
   dueAt: Date | number;

@@ -1,0 +1,97 @@
+import { LeaderElection, SingletonDaemon } from '@app/locking';
+import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { SchedulerRegistry } from '@nestjs/schedule';
+import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config/coordinator.config';
+import { RetentionMetrics } from './retention.metrics';
+import { RetentionRepository, type RetentionWindows } from './retention.repository';
+
+const INTERVAL = 'retention';
+/** The least pause between two batches of one sweep. */
+const MIN_PAUSE_MS = 10;
+
+export interface RetentionCounts {
+  runs: number;
+  outbox: number;
+  deadLetters: number;
+}
+
+/**
+ * Deletes what has been kept long enough (RUN_RETENTION_MS, per-workflow overrides): finished runs
+ * with their steps, transitions and events, sent outbox rows, dead letters. One coordinator does it
+ * at a time (leader election). Every RETENTION_INTERVAL_MS it deletes in batches of
+ * RETENTION_BATCH_SIZE until a batch comes back short, pausing after each batch as long as the batch
+ * took: retention keeps at most one connection half busy, and never holds a lock for longer than one
+ * batch (see RetentionRepository).
+ */
+@Injectable()
+export class RetentionDaemon implements SingletonDaemon, OnModuleInit {
+  readonly name = 'retention';
+  private readonly logger = new Logger(RetentionDaemon.name);
+  private sweeping: Promise<unknown> | undefined;
+  private stopping = false;
+
+  constructor(
+    private readonly election: LeaderElection,
+    private readonly repository: RetentionRepository,
+    private readonly scheduler: SchedulerRegistry,
+    private readonly metrics: RetentionMetrics,
+    @Inject(COORDINATOR_CONFIG) private readonly config: CoordinatorConfig,
+  ) {}
+
+  onModuleInit(): void {
+    this.election.register(this);
+  }
+
+  start(): void {
+    this.stopping = false;
+    this.scheduler.addInterval(
+      INTERVAL,
+      setInterval(() => this.tick(), this.config.retentionIntervalMs),
+    );
+    this.tick();
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    if (this.scheduler.doesExist('interval', INTERVAL)) this.scheduler.deleteInterval(INTERVAL);
+    await this.sweeping;
+  }
+
+  /** One sweep: deletes everything past its window, batch after batch. Returns what it deleted. */
+  async sweep(): Promise<RetentionCounts> {
+    const windows: RetentionWindows = { defaultMs: this.config.runRetentionMs, byWorkflow: this.config.runRetentionOverrides };
+    const limit = this.config.retentionBatchSize;
+    return {
+      runs: await this.drain('runs', () => this.repository.deleteFinishedRuns(windows, limit)),
+      outbox: await this.drain('outbox', () => this.repository.deleteSentOutboxRows(windows.defaultMs, limit)),
+      deadLetters: await this.drain('dead_letters', () => this.repository.deleteDeadLetters(windows, limit)),
+    };
+  }
+
+  private tick(): void {
+    this.sweeping ??= this.sweep()
+      .then(
+        (counts) => {
+          if (counts.runs + counts.outbox + counts.deadLetters > 0) {
+            this.logger.log(`deleted ${counts.runs} finished run(s), ${counts.outbox} sent outbox row(s), ${counts.deadLetters} dead letter(s)`);
+          }
+        },
+        (error: Error) => this.logger.warn(`retention failed (tried again in ${this.config.retentionIntervalMs} ms): ${error.message}`),
+      )
+      .finally(() => (this.sweeping = undefined));
+  }
+
+  /** Runs `batch` until it deletes fewer than a full batch (or the daemon stops); returns the total. */
+  private async drain(kind: string, batch: () => Promise<number>): Promise<number> {
+    let total = 0;
+    while (!this.stopping) {
+      const started = performance.now();
+      const deleted = await batch();
+      total += deleted;
+      if (deleted > 0) this.metrics.deleted.inc({ kind }, deleted);
+      if (deleted < this.config.retentionBatchSize) break;
+      await new Promise((resolve) => setTimeout(resolve, Math.max(MIN_PAUSE_MS, performance.now() - started)));
+    }
+    return total;
+  }
+}

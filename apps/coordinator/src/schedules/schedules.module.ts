@@ -1,0 +1,17 @@
+import { LockingModule } from '@app/locking';
+import { Module } from '@nestjs/common';
+import { TimersModule } from '../timers/timers.module';
+import { DeclaredSchedules } from './declared-schedules.service';
+import { ScheduleFiring } from './schedule-firing.service';
+import { SchedulesController } from './schedules.controller';
+import { SchedulesRepository } from './schedules.repository';
+import { SchedulesService } from './schedules.service';
+
+/** Schedules (see SchedulesService); fired at their times by the due timers. */
+@Module({
+  imports: [LockingModule, TimersModule],
+  controllers: [SchedulesController],
+  providers: [SchedulesRepository, SchedulesService, ScheduleFiring, DeclaredSchedules],
+  exports: [DeclaredSchedules],
+})
+export class SchedulesModule {}
