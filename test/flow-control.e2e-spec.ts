@@ -270,6 +270,27 @@ describe('flow control', () => {
     }, 30_000);
   });
 
+  it("gives a key's tokens to its runs next in line when a claim takes fewer, delaying only those beyond", async () => {
+    const { coordinator, client } = await stack('http', { workers: 0 });
+    await client.setWorkflowLimits(echo, { ratePerKeyPerSecond: 3 });
+    const runs: RunView[] = [];
+    for (let i = 0; i < 6; i++) runs.push(await client.start(echo, i, { concurrencyKey: 'k' }));
+    const claim = async (limit: number) =>
+      (
+        (
+          await request(coordinator.url)
+            .post('/v1/worker/claims')
+            .send({ workerId: 'claimer', workflows: [echo], limit, waitMs: 0 })
+            .expect(200)
+        ).body.runs as { id: string }[]
+      ).map((run) => run.id);
+    // The bucket holds 3: a claim of 2 leaves the third token to the third run, and delays the others.
+    expect(await claim(2)).toEqual([runs[0].id, runs[1].id]);
+    expect(await claim(5)).toEqual([runs[2].id]);
+    const delayed = await db.sql<{ id: string; late: boolean }>(`SELECT id, due_at > now() AS late FROM runs WHERE status = 'queued' ORDER BY due_at`);
+    expect(delayed).toEqual(runs.slice(3).map((run) => ({ id: run.id, late: true })));
+  });
+
   it('forgets the buckets of idle keys: a claim deletes those full again, keeps the ones it charged', async () => {
     const { client } = await stack('http');
     await client.setWorkflowLimits(echo, { ratePerKeyPerSecond: 5 });

@@ -75,8 +75,9 @@ const RATE_LIMIT_CTES = `rate_demand AS (
 /**
  * The per-key rate limit's CTEs, after `picked`: the keys' buckets (read and locked by flow_key_tokens
  * in `key_tokens`) are charged with the runs this statement took of each key, and the window's runs of
- * a key out of tokens are delayed: each gets the due time of a token of its own, after the latest one
- * given to its key (`delayed_until`), in the key's order. The due-time triggers then wake claimers at
+ * a key beyond its whole tokens are delayed: the j-th gets the time of the key's (whole + j)-th token
+ * (the whole ones are left to the runs before it, taken now or by the next claim), and no earlier than
+ * j tokens after the latest time already given to its key (`delayed_until`), so they keep its order. The due-time triggers then wake claimers at
  * that time (NOTIFY on wf_runs_due) and, with a publisher, write the wake-up to publish then (outbox),
  * so they come back without a poll and are not read again before. Only rows this statement locked are
  * delayed (others are skipped; the next claim sees them). A bucket row is written only for keys that
@@ -92,14 +93,13 @@ const KEY_RATE_LIMIT_CTES = `key_used AS MATERIALIZED (
        ), delayed AS (
          UPDATE runs r SET due_at = d.due_at, updated_at = now()
            FROM (SELECT l.id, l.family, l.key,
-                        greatest(t.admitted_at + (l.j - (t.tokens - coalesce(u.n, 0))) / t.rate * interval '1 second',
+                        greatest(t.admitted_at + (t.whole + l.j - t.tokens) / t.rate * interval '1 second',
                                  t.delayed_until + l.j / t.rate * interval '1 second') AS due_at
                    FROM (SELECT k.id, k.family, k.concurrency_key AS key,
                                 row_number() OVER (PARTITION BY k.family, k.concurrency_key ORDER BY k.rank) AS j
                            FROM rate_delay x JOIN keyed_fit k USING (id)) l
-                   JOIN key_tokens t ON t.family = l.family AND t.key = l.key
-                   LEFT JOIN key_used u ON u.family = l.family AND u.key = l.key) d
-          WHERE r.id = d.id AND d.due_at > now()
+                   JOIN key_tokens t ON t.family = l.family AND t.key = l.key) d
+          WHERE r.id = d.id
          RETURNING r.id, d.family, d.key, d.due_at
        ), key_charged AS (
          INSERT INTO workflow_key_buckets AS b (workflow, version, key, tokens, refilled_at, delayed_until)
