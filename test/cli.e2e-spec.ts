@@ -176,6 +176,80 @@ describe('wf (the command line)', () => {
     });
   });
 
+  describe('runs watch follows the live feed', () => {
+    const feedsOpen = async () => Number(/^wf_feeds_open (\S+)$/m.exec(await (await fetch(`${coordinator.url}/metrics`)).text())?.[1]);
+
+    it('holds one feed open while the run waits, and closes it when the run ends', async () => {
+      const run = await client.start(approvalWorkflow, { timeoutMs: 3_600_000 });
+      const watch = new WfProcess(['runs', 'watch', run.id], env);
+      await watch.waitForStdout('event:approved#1 waiting');
+      await eventually('the watch to follow the feed', async () => (await feedsOpen()) === 1);
+      await client.sendEvent(run.id, 'approved', { by: 'grace' });
+      expect(await watch.exited).toMatchObject({ code: 0, stderr: '' });
+      expect(watch.stdout.trimEnd().split('\n').at(-1)).toBe(`run ${run.id} (approval 1) completed  {"by":"grace"}`);
+      await eventually('the feed to close', async () => (await feedsOpen()) === 0);
+    });
+
+    it('polls a coordinator that has no feed', async () => {
+      // A stand-in for an older coordinator: GET /v1/feed is not found, everything else is passed on.
+      const older = createServer((request, response) => {
+        if (request.url?.startsWith('/v1/feed')) {
+          response.writeHead(404, { 'content-type': 'application/json' });
+          response.end(JSON.stringify({ statusCode: 404, error: 'Not Found', reason: 'not_found', message: 'Cannot GET /v1/feed' }));
+          return;
+        }
+        void fetch(`${coordinator.url}${request.url}`).then(async (answer) => {
+          response.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? 'application/json' });
+          response.end(await answer.text());
+        });
+      });
+      const port = await freePort();
+      await new Promise<void>((resolve, reject) => older.once('error', reject).listen(port, '127.0.0.1', resolve));
+      try {
+        const run = await client.start(chainWorkflow, { steps: 2 });
+        const result = await wf(['runs', 'watch', run.id], { WF_URL: `http://127.0.0.1:${port}` });
+        expect(result).toMatchObject({ code: 0, stderr: '' });
+        expect(result.stdout.trimEnd().split('\n').at(-1)).toBe(`run ${run.id} (chain 1) completed  {"steps":2}`);
+      } finally {
+        older.closeAllConnections();
+        await new Promise((resolve) => older.close(resolve));
+      }
+    });
+  });
+
+  describe('runs history and stats', () => {
+    it("prints a run's transitions, oldest first", async () => {
+      const run = await client.start(echoWorkflow, 'history');
+      await client.waitForResult(run.id, { timeoutMs: 10_000 });
+      const human = await wf(['runs', 'history', run.id], env);
+      expect(human).toMatchObject({ code: 0, stderr: '' });
+      const [header, ...rows] = human.stdout.trimEnd().split('\n');
+      expect(header).toMatch(/^AT\s+FROM\s+TO\s+REVISION\s+WORKER$/);
+      expect(rows.map((row) => row.split(/\s+/).slice(1, 4))).toEqual([
+        ['-', 'queued', '0'],
+        ['queued', 'running', '1'],
+        ['running', 'completed', '2'],
+      ]);
+      const json = JSON.parse((await wf(['runs', 'history', run.id, '--json'], env)).stdout) as { items: { to: string }[]; truncated: boolean };
+      expect(json).toMatchObject({ items: [{ to: 'queued' }, { to: 'running' }, { to: 'completed' }], truncated: false });
+      expect(await wf(['runs', 'history', UNKNOWN_RUN], env)).toMatchObject({ code: 1, stderr: `wf: run_not_found: run ${UNKNOWN_RUN} does not exist\n` });
+    });
+
+    it('prints the numbers of the last hour or day, each queue on a line', async () => {
+      // No worker serves this shard: the run waits there, ready.
+      await client.start(echoWorkflow, 'stats', { shard: 'cli-stats' });
+      const human = await wf(['stats'], env);
+      expect(human).toMatchObject({ code: 0, stderr: '' });
+      expect(human.stdout).toMatch(/^last 1h as of \S+: \d+ runs started, \d+ finished$/m);
+      expect(human.stdout).toMatch(/^QUEUE\s+READY\s+DELAYED\s+RUNNING\s+WAITING\s+OLDEST READY\s+HOSTED$/m);
+      expect(human.stdout).toMatch(/^echo:1:cli-stats\s+1\s+0\s+0\s+0\s+\d+(ms|s)\s+NO$/m);
+      const json = JSON.parse((await wf(['stats', '--window', '24h', '--json'], env)).stdout) as { window: string; queues: { queue: string; ready: number }[] };
+      expect(json.window).toBe('24h');
+      expect(json.queues.find((queue) => queue.queue === 'echo:1:cli-stats')).toMatchObject({ ready: 1 });
+      expect(await wf(['stats', '--window', '7d'], env)).toMatchObject({ code: 2, stderr: expect.stringMatching(/Allowed choices are 1h, 24h/) });
+    });
+  });
+
   describe('steering runs', () => {
     it('cancels a run, and says why it cannot cancel it twice', async () => {
       const run = await client.start(sleepyWorkflow, { ms: 1 }, { runAt: LATER() });

@@ -29,6 +29,12 @@ function sendWithBody(url: string, method: string, body: string): Promise<{ stat
       url,
       { method: method.toUpperCase(), headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
       (response) => {
+        // A stream (the live feed) stays open: its status is the answer.
+        if ((response.headers['content-type'] ?? '').startsWith('text/event-stream')) {
+          response.destroy();
+          resolve({ status: response.statusCode! });
+          return;
+        }
         let text = '';
         response.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
         response.on('end', () => {
@@ -276,6 +282,30 @@ describe('HTTP contract', () => {
       const [left] = (await call('get', '/v1/dead-letters')).body.deadLetters;
       expect((await call('delete', '/v1/dead-letters/{id}', { params: { id: left.id } })).status).toBe(204);
       expect((await call('delete', '/v1/dead-letters/{id}', { params: { id: left.id } })).status).toBe(404);
+    });
+
+    it("operators' views: stats, a run's transitions, the live feed", async () => {
+      await db.sql('TRUNCATE runs CASCADE');
+      const run = await start();
+      expect((await call('get', '/v1/stats', { query: '?window=24h' })).body.runs).toEqual([{ workflow: 'echo', version: '1', status: 'queued', count: 1 }]);
+      expect((await call('get', '/v1/stats', { query: '?window=1w' })).body.reason).toBe('invalid_window');
+      expect((await call('get', '/v1/runs/{id}/transitions', { params: { id: run.id } })).body.items).toHaveLength(1);
+      expect((await call('get', '/v1/runs/{id}/transitions', { params: { id: NO_SUCH_RUN } })).status).toBe(404);
+
+      // A stream: its documented content type and status, and the events it sends, read until the first one.
+      const controller = new AbortController();
+      const response = await fetch(`${coordinator.url}/v1/feed?runId=${run.id}`, { signal: controller.signal });
+      const type = (response.headers.get('content-type') ?? '').split(';')[0];
+      expect(Object.keys(document.paths['/v1/feed'].get.responses?.[String(response.status)]?.content ?? {})).toEqual([type]);
+      const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+      let text = '';
+      while (!text.includes(': connected\n\n')) text += (await reader.read()).value;
+      await call('post', '/v1/runs/{id}/cancel', { params: { id: run.id } });
+      while (!text.includes('event: run\n')) text += (await reader.read()).value;
+      controller.abort();
+      expect(text).toContain(`"id":"${run.id}"`);
+      exercised.add('get /v1/feed');
+      expect((await call('get', '/v1/feed', { query: '?workflow=no:such' })).body.reason).toBe('invalid_workflow');
     });
 
     it('workers: a worker registers; clients list the registry', async () => {

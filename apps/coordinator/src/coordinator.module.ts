@@ -1,5 +1,5 @@
 import { LeaderElectionModule } from '@app/locking';
-import { NotificationsModule, OUTBOX_CHANNEL, RUN_FINISHED_CHANNEL, RUNS_DUE_CHANNEL, RUNS_READY_CHANNEL } from '@app/outbox';
+import { NotificationsModule, OUTBOX_CHANNEL, RUN_CHANGES_CHANNEL, RUN_FINISHED_CHANNEL, RUNS_DUE_CHANNEL, RUNS_READY_CHANNEL } from '@app/outbox';
 import { PersistenceModule } from '@app/persistence';
 import { DynamicModule, MiddlewareConsumer, Module, NestModule } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD } from '@nestjs/core';
@@ -9,11 +9,13 @@ import { COORDINATOR_CONFIG, type CoordinatorConfig } from './config/coordinator
 import { DeadLettersModule } from './dead-letters/dead-letters.module';
 import { CoordinatorDispatchModule } from './dispatch/dispatch.module';
 import { HealthModule } from './health/health.module';
+import { FeedModule } from './feed/feed.module';
 import { EngineExceptionFilter } from './http/engine-exception.filter';
 import { HttpDrain } from './http/http-drain';
 import { CoordinatorMetricsModule } from './metrics/coordinator-metrics.module';
 import { RetentionModule } from './retention/retention.module';
 import { RunsModule } from './runs/runs.module';
+import { StatsModule } from './stats/stats.module';
 import { SchedulesModule } from './schedules/schedules.module';
 import { TimersModule } from './timers/timers.module';
 import { WorkerApiModule } from './worker-api/worker-api.module';
@@ -53,7 +55,7 @@ export class CoordinatorModule implements NestModule {
           useFactory: (c: CoordinatorConfig) => ({
             url: c.databaseUrl,
             applicationName: c.applicationName,
-            channels: [RUNS_READY_CHANNEL, RUN_FINISHED_CHANNEL, RUNS_DUE_CHANNEL, ...(c.dispatch === 'none' ? [] : [OUTBOX_CHANNEL])],
+            channels: [RUNS_READY_CHANNEL, RUN_FINISHED_CHANNEL, RUNS_DUE_CHANNEL, RUN_CHANGES_CHANNEL, ...(c.dispatch === 'none' ? [] : [OUTBOX_CHANNEL])],
             probeIntervalMs: c.listenerProbeIntervalMs,
           }),
         }),
@@ -70,6 +72,8 @@ export class CoordinatorModule implements NestModule {
         SchedulesModule,
         WorkerApiModule,
         DeadLettersModule,
+        StatsModule,
+        FeedModule,
         WorkflowsModule,
         WorkersModule,
         RetentionModule,

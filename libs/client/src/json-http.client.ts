@@ -47,20 +47,40 @@ export class JsonHttpClient {
     return this.request<EndpointResult<E>>(method, path, body, signal);
   }
 
+  /**
+   * Calls an endpoint that answers with a stream (`text/event-stream`): resolves with the response once its
+   * headers arrived, its body unread; an error answer rejects as `call` does. `signal` ends the stream too.
+   */
+  async open<E extends Endpoint>(endpoint: E, call: EndpointCall<E>, signal?: AbortSignal): Promise<Response> {
+    const { method, path } = endpointRequest(endpoint, call);
+    const response = await this.send(method, path, undefined, signal, true);
+    if (!response.ok) await this.parse(method, path, response);
+    return response;
+  }
+
   async request<T>(method: HttpMethod, path: string, body?: unknown, signal?: AbortSignal): Promise<T> {
+    return this.parse<T>(method, path, await this.send(method, path, body, signal, false));
+  }
+
+  /**
+   * Sends the request. A stream's response stays tied to the caller's signal for as long as its body is read
+   * (`stream`); any other request's only until its answer arrives.
+   */
+  private async send(method: HttpMethod, path: string, body: unknown, signal: AbortSignal | undefined, stream: boolean): Promise<Response> {
     let response: Response;
     // A signal of this request's own, tied to the caller's: fetch may keep its listener on a signal
-    // after failing, and callers pass one long-lived signal to every request.
-    const controller = new AbortController();
-    const onAbort = () => controller.abort(signal?.reason);
-    if (signal?.aborted) controller.abort(signal.reason);
-    signal?.addEventListener('abort', onAbort, { once: true });
+    // after failing, and callers pass one long-lived signal to every request. A stream's body is read
+    // after this returns, so it keeps the caller's signal itself.
+    const own = stream ? undefined : new AbortController();
+    const onAbort = () => own?.abort(signal?.reason);
+    if (own && signal?.aborted) own.abort(signal.reason);
+    if (own) signal?.addEventListener('abort', onAbort, { once: true });
     try {
       response = await fetch(this.baseUrl + path, {
         method,
         headers: body === undefined ? this.headers : { ...this.headers, 'content-type': 'application/json' },
         body: body === undefined ? undefined : JSON.stringify(body),
-        signal: controller.signal,
+        signal: own ? own.signal : signal,
       });
     } catch (error) {
       if (signal?.aborted) {
@@ -75,6 +95,10 @@ export class JsonHttpClient {
     } finally {
       signal?.removeEventListener('abort', onAbort);
     }
+    return response;
+  }
+
+  private async parse<T>(method: string, path: string, response: Response): Promise<T> {
     const text = await response.text();
     let parsed: unknown;
     try {

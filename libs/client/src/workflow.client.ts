@@ -2,16 +2,20 @@ import type { StaticEncode } from '@sinclair/typebox';
 import type {
   DeadLetterPage,
   EventAccepted,
+  FeedEvent,
   JsonValue,
   RedriveResult,
   RunPage,
   RunStatus,
+  RunTransitions,
   RunView,
   ScheduleCatchUp,
   ScheduleOverlap,
   SchedulePage,
   ScheduleView,
   StartRunRequest,
+  Stats,
+  StatsWindow,
   Tags,
   TriggeredSchedule,
   WorkerList,
@@ -19,7 +23,8 @@ import type {
   WorkflowView,
 } from './contract';
 import { API, isTerminalStatus, tagFilters, WAIT_MS_MAX } from './contract';
-import { JsonHttpClient } from './json-http.client';
+import { readFeedEvents } from './feed-events';
+import { CoordinatorUnavailableError, JsonHttpClient } from './json-http.client';
 
 export interface WorkflowClientOptions {
   /** Coordinator base URL, e.g. http://127.0.0.1:3000 */
@@ -66,6 +71,13 @@ export interface ListDeadLettersOptions {
   limit?: number;
   /** The `nextCursor` of the previous page. */
   cursor?: string;
+}
+
+export interface FeedFilter {
+  /** Only this run's changes. */
+  runId?: string;
+  /** Only changes of runs of this workflow. */
+  workflow?: string;
 }
 
 /** A schedule: exactly one of `cron` and `intervalMs`. */
@@ -193,6 +205,35 @@ export class WorkflowClient {
    */
   sendEvent(runId: string, name: string, data?: JsonValue): Promise<EventAccepted> {
     return this.http.call(API.sendEvent, { params: { id: runId, name }, body: data === undefined ? undefined : { data } });
+  }
+
+  /** The run's state transitions, oldest first (the first 1,000; `truncated` says whether there are more). */
+  transitions(runId: string): Promise<RunTransitions> {
+    return this.http.call(API.runTransitions, { params: { id: runId } });
+  }
+
+  /** Run counts and throughput over the last hour (or day), queue depths, the outbox, dead letters and workers online. */
+  stats(window: StatsWindow = '1h'): Promise<Stats> {
+    return this.http.call(API.stats, { query: { window } });
+  }
+
+  /**
+   * The live feed of run changes, opened when iteration starts: `open` once it is (read what you show after
+   * it), then `run` per transition, `resync` when changes may have been missed (re-read). Ends when `signal`
+   * aborts (the iteration then throws its reason), when the loop breaks, or when the coordinator closes it
+   * (shutting down): open it again.
+   */
+  async *feed(filter: FeedFilter = {}, signal?: AbortSignal): AsyncGenerator<FeedEvent> {
+    const response = await this.http.open(API.feed, { query: filter }, signal);
+    if (!response.body) throw new CoordinatorUnavailableError('GET /v1/feed: answered without a body');
+    const body = response.body;
+    try {
+      yield { type: 'open' };
+      yield* readFeedEvents(body);
+    } finally {
+      // Left at `open` (or by an abort) the body may not have been read yet: close the connection.
+      if (!body.locked) await body.cancel().catch(() => undefined);
+    }
   }
 
   /** One page of dead letters (what dispatch gave up on), newest first. */

@@ -6,6 +6,7 @@ import {
   MAX_DELAY_MS,
   parseIdentifier,
   type StoredTask,
+  TASK_DURATION_MS_MAX,
   Tags,
   isRevisionConflict,
   isTransient,
@@ -135,7 +136,10 @@ class RunContext implements WorkflowContext {
     if (step.recorded) return outcomeOf<T>(step.recorded);
 
     const retry = this.history.retryOf(step.key);
+    const began = performance.now();
     const done = await this.runAttempts(step.key, step.seq, name, fn, options, retry ? Number(retry.attempts) : 0);
+    // Monotonic, so the coordinator can date the start from its own clock (the attempts of this execution).
+    const durationMs = Math.min(Math.round(performance.now() - began), TASK_DURATION_MS_MAX);
     this.lease.throwIfEnded();
     const stored = await this.call(() =>
       this.api.recordTask(this.runId, {
@@ -143,6 +147,7 @@ class RunContext implements WorkflowContext {
         key: step.key,
         seq: step.seq,
         name,
+        durationMs,
         attempts: done.attempts,
         ...(done.ok ? { status: 'completed' as const, output: done.output, error: null } : { status: 'failed' as const, output: null, error: done.error }),
       }),

@@ -68,6 +68,8 @@ export interface CoordinatorConfig {
   /** Readiness reports `degraded` when the oldest due outbox row waited longer, or dead letters exceed this. */
   outboxBacklogDegradedSeconds: number;
   deadLettersDegraded: number;
+  /** An open live feed (GET /v1/feed) gets a comment line this often, so proxies and clients see it is alive. */
+  feedKeepAliveMs: number;
   /**
    * This coordinator process, as PostgreSQL sees it: the application_name of all its sessions, so
    * coordinators can tell whether others are connected (not read from the environment).
@@ -133,6 +135,7 @@ export function loadCoordinatorConfig(env: Record<string, string | undefined>): 
     ...readLogging(read),
     outboxBacklogDegradedSeconds: read.integer('OUTBOX_BACKLOG_DEGRADED_SECONDS', 60, 1, 86_400),
     deadLettersDegraded: read.integer('DEAD_LETTERS_DEGRADED', 1, 1, 1_000_000_000),
+    feedKeepAliveMs: read.integer('FEED_KEEPALIVE_MS', 15_000, 100, 600_000),
     applicationName: `${COORDINATOR_APPLICATION_NAME} ${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`,
   };
   if (!config.authDisabled) {

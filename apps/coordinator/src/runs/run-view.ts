@@ -41,6 +41,13 @@ function toTaskView(task: TaskEntity): TaskView {
     output: task.output as JsonValue,
     error: task.error,
     createdAt: task.createdAt.toISOString(),
+    // A task's row is written when it ends (its start from the duration its worker reported); a suspension
+    // step's when the run suspends there, and its finished_at when it resolves (a step resolved at once is
+    // written resolved: it ended as it began).
+    startedAt: (task.kind === 'task' ? task.startedAt : task.createdAt)?.toISOString() ?? null,
+    finishedAt: task.status === 'waiting' ? null : (task.finishedAt ?? task.createdAt).toISOString(),
+    wakeAt: task.wakeAt ? isoOrNull(task.wakeAt) : null,
+    childId: task.childId,
   };
 }
 

@@ -1,4 +1,4 @@
-import { API, type EndpointInput, type EventAccepted, type RunPage, type RunView, type StartedRuns } from '@nest-durable/client';
+import { API, type EndpointInput, type EventAccepted, type RunPage, type RunTransitions, type RunView, type StartedRuns } from '@nest-durable/client';
 import { Controller, Res } from '@nestjs/common';
 import type { Response } from 'express';
 import { Input, Route } from '../http/route.decorators';
@@ -31,6 +31,11 @@ export class RunsController {
   @Route(API.getRun)
   get(@Input() { params }: EndpointInput<typeof API.getRun>): Promise<RunView> {
     return this.runs.get(params.id);
+  }
+
+  @Route(API.runTransitions)
+  transitions(@Input() { params }: EndpointInput<typeof API.runTransitions>): Promise<RunTransitions> {
+    return this.runs.transitions(params.id);
   }
 
   @Route(API.runResult)

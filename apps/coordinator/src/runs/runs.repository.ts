@@ -1,4 +1,4 @@
-import { ListRunsQuery } from '@nest-durable/client';
+import { ListRunsQuery, type RunStatus } from '@nest-durable/client';
 import { Database, RunEntity, TaskEntity } from '@app/persistence';
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
@@ -53,4 +53,26 @@ export class RunsRepository {
     if (query.tag) where.tags = Raw((tags) => `${tags} <> '{}' AND ${tags} @> :wanted::jsonb`, { wanted: JSON.stringify(query.tag) });
     return this.runs.find({ where, order: { id: 'DESC' }, take: query.limit });
   }
+
+  /**
+   * The first `limit` transitions of a run, oldest first (run_transitions_run_idx), with whether the run
+   * exists (every run has at least its start, so no rows means no run; checked only then).
+   */
+  async findTransitions(runId: string, limit: number): Promise<TransitionRow[] | undefined> {
+    const rows = await this.db.query<TransitionRow>(
+      `SELECT from_status AS "from", to_status AS "to", revision, worker_id AS "workerId", created_at AS at
+         FROM run_transitions WHERE run_id = $1 ORDER BY id LIMIT $2`,
+      [runId, limit],
+    );
+    if (rows.length === 0 && !(await this.runs.existsBy({ id: runId }))) return undefined;
+    return rows;
+  }
+}
+
+export interface TransitionRow {
+  from: RunStatus | null;
+  to: RunStatus;
+  revision: number;
+  workerId: string | null;
+  at: Date;
 }

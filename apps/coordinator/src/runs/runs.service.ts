@@ -8,8 +8,10 @@ import {
   RunNotSleepingError,
   RunNotFailedError,
   RunPage,
+  RunTransitions,
   RunView,
   StartRunRequest,
+  TRANSITIONS_MAX,
 } from '@nest-durable/client';
 import { ControlOutcome, RunControlRepository } from '@app/locking';
 import { NotificationListener, RUN_FINISHED_CHANNEL } from '@app/outbox';
@@ -70,6 +72,16 @@ export class RunsService {
 
   async get(id: string): Promise<RunView> {
     return this.view(await this.require(id));
+  }
+
+  /** The run's transitions, oldest first (at most TRANSITIONS_MAX). */
+  async transitions(id: string): Promise<RunTransitions> {
+    const rows = await this.repository.findTransitions(id, TRANSITIONS_MAX + 1);
+    if (!rows) throw new RunNotFoundError(id);
+    return {
+      items: rows.slice(0, TRANSITIONS_MAX).map((row) => ({ ...row, at: row.at.toISOString() })),
+      truncated: rows.length > TRANSITIONS_MAX,
+    };
   }
 
   async list(query: ListRunsQuery): Promise<RunPage> {

@@ -1,4 +1,4 @@
-import type { DeadLetterView, ErrorDetails, JsonValue, RunView, ScheduleView, TaskView, WorkerView, WorkflowView } from '../contract';
+import type { DeadLetterView, ErrorDetails, JsonValue, RunTransition, RunView, ScheduleView, Stats, TaskView, WorkerView, WorkflowView } from '../contract';
 
 const VALUE_WIDTH = 100;
 
@@ -107,6 +107,60 @@ export function formatDeadLetterList(deadLetters: DeadLetterView[], nextCursor: 
     deadLetters.map((letter) => [letter.id, letter.origin, letter.runId ?? '-', letter.queue, letter.reason, letter.createdAt, letter.message]),
   );
   return nextCursor ? `${table}\nmore: --cursor ${nextCursor}` : table;
+}
+
+/** `wf runs history`: a run's transitions, oldest first. */
+export function formatTransitions(transitions: RunTransition[], truncated: boolean): string {
+  const table = formatTable(
+    ['at', 'from', 'to', 'revision', 'worker'],
+    transitions.map((transition) => [transition.at, transition.from ?? '-', transition.to, String(transition.revision), transition.workerId ?? '-']),
+  );
+  return truncated ? `${table}\n(the first ${transitions.length} transitions only)` : table;
+}
+
+/** `wf stats`: the totals, runs by status, then every queue's depth. */
+export function formatStats(stats: Stats): string {
+  const total = (field: 'started' | 'finished') => stats.throughput.reduce((sum, minute) => sum + minute[field], 0);
+  const outboxAge = stats.outbox.oldestAgeMs === null ? '' : ` (oldest ${formatAge(stats.outbox.oldestAgeMs)})`;
+  const lines = [
+    `last ${stats.window} as of ${stats.generatedAt}: ${total('started')} runs started, ${total('finished')} finished`,
+    `workers online ${stats.workersOnline}, outbox backlog ${stats.outbox.backlog}${outboxAge}, dead letters ${stats.deadLetters}`,
+    '',
+    stats.runs.length === 0
+      ? 'no runs started in the window'
+      : formatTable(
+          ['workflow', 'version', 'status', 'runs'],
+          stats.runs.map((row) => [row.workflow, row.version, row.status, String(row.count)]),
+        ),
+    '',
+    stats.queues.length === 0
+      ? 'no queue has unfinished runs'
+      : formatTable(
+          ['queue', 'ready', 'delayed', 'running', 'waiting', 'oldest ready', 'hosted'],
+          stats.queues.map((queue) => [
+            queue.queue,
+            String(queue.ready),
+            String(queue.delayed),
+            String(queue.running),
+            String(queue.waiting),
+            queue.oldestReadyAgeMs === null ? '-' : formatAge(queue.oldestReadyAgeMs),
+            queue.hosted ? 'yes' : 'NO',
+          ]),
+        ),
+  ];
+  return lines.join('\n');
+}
+
+/** A duration for a human: `850ms`, `12s`, `5m`, `3h`, `2d`. */
+export function formatAge(ms: number): string {
+  if (ms < 1_000) return `${Math.round(ms)}ms`;
+  const units: [string, number][] = [
+    ['d', 86_400_000],
+    ['h', 3_600_000],
+    ['m', 60_000],
+  ];
+  for (const [unit, size] of units) if (ms >= size) return `${Math.floor(ms / size)}${unit}`;
+  return `${Math.floor(ms / 1_000)}s`;
 }
 
 export function formatWorkerList(workers: WorkerView[]): string {

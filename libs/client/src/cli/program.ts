@@ -6,6 +6,7 @@ import { registerDeadLetterCommands } from './dead-letters.commands';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE } from './exit-codes';
 import { type CliEnvironment, type CliStreams, DEFAULT_URL, Invocation } from './invocation';
 import { registerRunCommands } from './runs.commands';
+import { registerStatsCommand } from './stats.commands';
 import { registerScheduleCommands } from './schedules.commands';
 import { registerWorkerCommands } from './workers.commands';
 import { registerWorkflowCommands } from './workflows.commands';
@@ -18,7 +19,9 @@ function packageVersion(): string {
 function buildProgram(invocation: Invocation): Command {
   const { stdout, stderr } = invocation.streams;
   const program = new Command('wf')
-    .description('Start, inspect and steer the runs, schedules, dead letters, workers and workflow versions of a nest-durable-workflows coordinator.')
+    .description(
+      'Start, inspect and steer the runs, schedules, dead letters, workers and workflow versions of a nest-durable-workflows coordinator, and see its numbers.',
+    )
     .version(packageVersion())
     .option('--url <url>', `the coordinator (default: $WF_URL, else ${DEFAULT_URL})`)
     .option('--token <token>', "the coordinator's CLIENT_TOKEN (default: $WF_TOKEN)")
@@ -34,6 +37,7 @@ function buildProgram(invocation: Invocation): Command {
   registerRunCommands(program, invocation);
   registerScheduleCommands(program, invocation);
   registerDeadLetterCommands(program, invocation);
+  registerStatsCommand(program, invocation);
   registerWorkerCommands(program, invocation);
   registerWorkflowCommands(program, invocation);
   return program;

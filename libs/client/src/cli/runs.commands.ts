@@ -2,7 +2,7 @@ import { type Command, Option } from 'commander';
 import { type JsonValue, RUN_STATUSES, type RunStatus, type RunView } from '../contract';
 import { parseIntegerArgument, parseJsonArgument, parseTimeArgument, tagArgument } from './arguments';
 import { EXIT_FAILED, EXIT_OK } from './exit-codes';
-import { formatRun, formatRunLine, formatRunList } from './format';
+import { formatRun, formatRunLine, formatRunList, formatTransitions } from './format';
 import type { Invocation } from './invocation';
 import { watchRun } from './watch';
 
@@ -80,6 +80,16 @@ export function registerRunCommands(program: Command, invocation: Invocation): v
       invocation.action(async ({ client, output }, { tag, ...options }: ListOptions) => {
         const page = await client.list({ ...options, tags: tag });
         output.result(page, () => formatRunList(page.runs, page.nextCursor));
+      }),
+    );
+
+  runs
+    .command('history <id>')
+    .description("show a run's state transitions, oldest first")
+    .action(
+      invocation.action(async ({ client, output }, id: string) => {
+        const history = await client.transitions(id);
+        output.result(history, () => formatTransitions(history.items, history.truncated));
       }),
     );
 

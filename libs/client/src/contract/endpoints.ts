@@ -1,4 +1,5 @@
 import { type StaticDecode, type TSchema, Type } from '@sinclair/typebox';
+import { FEED_DESCRIPTION, FeedQuery, RunTransitions, Stats, StatsQuery } from './dashboard.contracts';
 import { DeadLetterPage, DeadLetterPath, ListDeadLettersQuery, RedriveResult } from './dead-letter.contracts';
 import {
   EventAccepted,
@@ -192,6 +193,40 @@ export const API = {
     status: 200,
     responses: { 200: json('The run, queued again', RunView) },
     errors: { 404: RUN_NOT_FOUND, 409: 'run_not_failed: only a failed run can be retried' },
+  }),
+
+  runTransitions: endpoint({
+    method: 'get',
+    path: '/v1/runs/{id}/transitions',
+    audience: 'client',
+    tag: 'runs',
+    summary: 'The run’s state transitions, oldest first',
+    params: RunPath,
+    status: 200,
+    responses: { 200: json('Its transitions', RunTransitions) },
+    errors: { 404: RUN_NOT_FOUND },
+  }),
+
+  // ---- operators' views (clients) ----
+  stats: endpoint({
+    method: 'get',
+    path: '/v1/stats',
+    audience: 'client',
+    tag: 'operations',
+    summary: 'Run counts and throughput over a window, queue depths, the outbox, dead letters and workers online',
+    query: StatsQuery,
+    status: 200,
+    responses: { 200: json('The numbers, as of `generatedAt`', Stats) },
+  }),
+  feed: endpoint({
+    method: 'get',
+    path: '/v1/feed',
+    audience: 'client',
+    tag: 'operations',
+    summary: 'A live feed of run changes (server-sent events), optionally of one run or one workflow',
+    query: FeedQuery,
+    status: 200,
+    responses: { 200: { description: FEED_DESCRIPTION, schema: Type.String(), contentType: 'text/event-stream' } },
   }),
 
   // ---- schedules (clients) ----

@@ -1,3 +1,4 @@
+export * from './dashboard.contracts';
 export * from './dead-letter.contracts';
 export * from './endpoint-call';
 export * from './endpoints';

@@ -35,6 +35,12 @@ export const TaskView = Closed(
     output: AnyJson(),
     error: Nullable(ErrorDetails),
     createdAt: Time,
+    startedAt: Type.Union([Time, Type.Null()], {
+      description: 'when the step began: a suspension step when the run suspended there; null for a task (its start is not reported)',
+    }),
+    finishedAt: Type.Union([Time, Type.Null()], { description: 'when it ended: a task when its result was recorded, a suspension step when it resolved' }),
+    wakeAt: Type.Union([Time, Type.Null()], { description: 'a sleep, a retry wait, or a wait with a timeout: when it is (or was) due to end' }),
+    childId: Type.Union([Type.String({ format: 'uuid' }), Type.Null()], { description: 'a child step: the child run' }),
   },
   { title: 'TaskView' },
 );

@@ -131,11 +131,16 @@ export const ReportedError = Type.Transform(
   )
   .Encode((error) => error);
 
+/** A day: a task that runs longer is still recorded, its duration capped there. */
+export const TASK_DURATION_MS_MAX = 86_400_000;
+
 const taskFields = {
   expectedRevision: Revision,
   key: Key('key'),
   seq: Seq,
   name: Key('name'),
+  /** Measured on the worker (a monotonic clock): its start is recorded as this long before the result. */
+  durationMs: Type.Optional(IntegerIn('durationMs', 0, TASK_DURATION_MS_MAX)),
 };
 
 /** A task's result: its output once completed, its error once failed (the first one written for a key wins). */

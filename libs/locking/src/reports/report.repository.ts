@@ -37,8 +37,8 @@ export class ReportRepository {
         'wf_record_tasks',
         `WITH input AS (
          SELECT * FROM unnest($1::uuid[], $2::integer[], $3::text[], $4::integer[], $5::text[], $6::text[],
-                              $7::integer[], $8::jsonb[], $9::jsonb[])
-                  WITH ORDINALITY AS i(run_id, revision, key, seq, name, status, attempts, output, error, n)
+                              $7::integer[], $8::jsonb[], $9::jsonb[], $10::integer[])
+                  WITH ORDINALITY AS i(run_id, revision, key, seq, name, status, attempts, output, error, duration_ms, n)
        ), held AS MATERIALIZED (
          SELECT r.id FROM runs r JOIN (SELECT DISTINCT run_id, revision FROM input) i ON r.id = i.run_id AND r.revision = i.revision
           WHERE r.status = 'running'
@@ -50,8 +50,9 @@ export class ReportRepository {
           WHERE r.id = h.id
          RETURNING r.id, r.revision
        ), inserted AS (
-         INSERT INTO tasks (run_id, key, kind, seq, name, status, attempts, output, error)
-         SELECT i.run_id, i.key, 'task', i.seq, i.name, i.status, i.attempts, i.output, i.error
+         INSERT INTO tasks (run_id, key, kind, seq, name, status, attempts, output, error, started_at)
+         SELECT i.run_id, i.key, 'task', i.seq, i.name, i.status, i.attempts, i.output, i.error,
+                now() - i.duration_ms * interval '1 millisecond'
            FROM input i JOIN owner o ON o.id = i.run_id AND o.revision = i.revision
          ON CONFLICT (run_id, key) DO NOTHING
          RETURNING run_id, ${STEP_COLUMNS}
@@ -72,6 +73,7 @@ export class ReportRepository {
         items.map(({ task }) => task.attempts),
         items.map(({ task }) => json(task.output)),
         items.map(({ task }) => json(task.error)),
+        items.map(({ task }) => task.durationMs ?? null),
       ],
     );
     const refused = indexesWhere(rows, (row) => !row.owned);

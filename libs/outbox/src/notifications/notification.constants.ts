@@ -12,6 +12,12 @@ export const RUNS_DUE_CHANNEL = 'wf_runs_due';
 /** A run reached a terminal state; payload: its id. */
 export const RUN_FINISHED_CHANNEL = 'wf_run_finished';
 
+/**
+ * Runs changed state (see the dashboard-feed migration): one notification per statement that appended to the
+ * run history; payload: a JSON array of `[id, workflow, version, status, revision, epoch ms]`.
+ */
+export const RUN_CHANGES_CHANNEL = 'wf_run_changes';
+
 export const NOTIFICATION_LISTENER_OPTIONS = Symbol('NOTIFICATION_LISTENER_OPTIONS');
 
 export interface NotificationListenerOptions {

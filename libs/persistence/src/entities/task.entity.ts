@@ -43,4 +43,12 @@ export class TaskEntity {
 
   @Column('timestamptz', { name: 'created_at' })
   createdAt: Date;
+
+  /** When a task began (from the duration its worker reported; null if it reported none, and for suspension steps). */
+  @Column('timestamptz', { name: 'started_at', nullable: true })
+  startedAt: Date | null;
+
+  /** When a suspension step resolved (null while waiting, and for task results: they are recorded when they end). */
+  @Column('timestamptz', { name: 'finished_at', nullable: true })
+  finishedAt: Date | null;
 }

@@ -1,0 +1,165 @@
+import type { FeedQuery, RunChange } from '@nest-durable/client';
+import { MetricsService } from '@app/metrics';
+import { NotificationListener, RUN_CHANGES_CHANNEL } from '@app/outbox';
+import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import type { Response } from 'express';
+import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config/coordinator.config';
+import { FeedWatchersRepository } from './feed-watchers.repository';
+import { parseRunChanges } from './run-changes';
+
+/**
+ * A client too slow to read its feed is disconnected once this much is waiting for it, rather than
+ * buffered without bound (it reconnects and re-reads).
+ */
+const MAX_UNSENT_BYTES = 1024 * 1024;
+
+/**
+ * How long this coordinator's `feed_watchers` row lasts, refreshed every third of it while a feed is open: the
+ * trigger keeps announcing changes up to this long after the last feed closed (or its coordinator died).
+ */
+const WATCH_TTL_MS = 60_000;
+
+/**
+ * A statement that checked `feed_watchers` just before this coordinator's row committed may commit after it,
+ * unannounced: once this long after the row was written, feeds get a `resync` (one re-read covers it).
+ */
+const SETTLE_MS = 1_000;
+
+interface Follower {
+  filter: FeedQuery;
+  response: Response;
+}
+
+/**
+ * GET /v1/feed: run changes as server-sent events. One subscription to the LISTEN session serves every open
+ * feed of this coordinator; every coordinator LISTENs, so a change committed through any of them reaches all
+ * feeds. While this coordinator has a feed open it keeps a `feed_watchers` row alive, without which changes are
+ * not announced at all (the NOTIFY costs commits their concurrency). A feed ends when its client goes away or
+ * the app shuts down, and takes nothing with it but its entry.
+ */
+@Injectable()
+export class FeedService implements OnModuleInit, BeforeApplicationShutdown, OnModuleDestroy {
+  private readonly logger = new Logger(FeedService.name);
+  private readonly followers = new Set<Follower>();
+  private unsubscribe: (() => void) | undefined;
+  private keepAlive: NodeJS.Timeout | undefined;
+  private refresh: NodeJS.Timeout | undefined;
+  private starting: Promise<void> | undefined;
+  private closed = false;
+
+  constructor(
+    private readonly listener: NotificationListener,
+    private readonly watchers: FeedWatchersRepository,
+    @Inject(COORDINATOR_CONFIG) private readonly config: CoordinatorConfig,
+    metrics: MetricsService,
+  ) {
+    metrics.gauge('feeds_open', 'Live feeds (GET /v1/feed) open on this coordinator', () => this.followers.size);
+  }
+
+  onModuleInit(): void {
+    this.unsubscribe = this.listener.subscribe(RUN_CHANGES_CHANNEL, {
+      notified: (payload) => this.publish(parseRunChanges(payload)),
+      // Changes committed while the session was down were not announced: followers re-read.
+      reconnected: () => this.broadcast('event: resync\ndata: {}\n\n'),
+    });
+    this.keepAlive = setInterval(() => this.broadcast(': keep-alive\n\n'), this.config.feedKeepAliveMs);
+    this.keepAlive.unref();
+  }
+
+  /** Before the HTTP server drains: end every feed, or the server would wait for them forever. */
+  async beforeApplicationShutdown(): Promise<void> {
+    this.closed = true;
+    this.onModuleDestroy();
+    for (const follower of [...this.followers]) this.end(follower);
+    await this.watchers.unwatch(this.config.applicationName).catch(() => undefined);
+  }
+
+  onModuleDestroy(): void {
+    clearInterval(this.keepAlive);
+    clearInterval(this.refresh);
+    this.refresh = undefined;
+    this.unsubscribe?.();
+    this.unsubscribe = undefined;
+  }
+
+  /**
+   * Streams changes matching `filter` to `response` until either side ends it. The response starts once this
+   * coordinator's watch is recorded, so every change committed after the client sees it open is announced
+   * (but for the statements in flight then, which the `resync` SETTLE_MS later covers).
+   */
+  async follow(filter: FeedQuery, response: Response): Promise<void> {
+    if (!this.closed) await this.watch();
+    response.status(200);
+    response.set({ 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', 'x-accel-buffering': 'no' });
+    if (this.closed || response.destroyed) {
+      response.end();
+      return;
+    }
+    response.flushHeaders();
+    const follower: Follower = { filter, response };
+    this.followers.add(follower);
+    response.on('close', () => this.forget(follower));
+    response.write(': connected\n\n');
+  }
+
+  /**
+   * Records that this coordinator watches, at every feed it opens (one upsert: a row that expired or was removed
+   * meanwhile is back before the feed starts), and keeps it recorded while any is open.
+   */
+  private watch(): Promise<void> {
+    this.starting ??= this.watchers
+      .watch(this.config.applicationName, WATCH_TTL_MS)
+      .then(() => {
+        if (this.closed || this.refresh) return;
+        this.refresh = setInterval(() => {
+          if (this.followers.size === 0) {
+            // The last feed closed: the row expires by itself (a page reloaded meanwhile finds it alive).
+            clearInterval(this.refresh);
+            this.refresh = undefined;
+            return;
+          }
+          this.watchers
+            .watch(this.config.applicationName, WATCH_TTL_MS)
+            .catch((error: Error) => this.logger.warn(`could not refresh the feed watch: ${error.message}`));
+        }, WATCH_TTL_MS / 3);
+        this.refresh.unref();
+        setTimeout(() => this.broadcast('event: resync\ndata: {}\n\n'), SETTLE_MS).unref();
+      })
+      .finally(() => {
+        this.starting = undefined;
+      });
+    return this.starting;
+  }
+
+  private publish(changes: RunChange[]): void {
+    for (const follower of this.followers) {
+      const { runId, workflow } = follower.filter;
+      const text = changes
+        .filter((change) => (!runId || change.id === runId) && (!workflow || change.workflow === workflow))
+        .map((change) => `event: run\ndata: ${JSON.stringify(change)}\n\n`)
+        .join('');
+      if (text) this.send(follower, text);
+    }
+  }
+
+  private broadcast(text: string): void {
+    for (const follower of this.followers) this.send(follower, text);
+  }
+
+  private send(follower: Follower, text: string): void {
+    if (follower.response.writableLength > MAX_UNSENT_BYTES) {
+      this.end(follower);
+      return;
+    }
+    follower.response.write(text);
+  }
+
+  private end(follower: Follower): void {
+    this.forget(follower);
+    follower.response.end();
+  }
+
+  private forget(follower: Follower): void {
+    this.followers.delete(follower);
+  }
+}

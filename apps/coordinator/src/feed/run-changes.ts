@@ -1,0 +1,17 @@
+import type { RunChange, RunStatus } from '@nest-durable/client';
+
+type Entry = [id: string, workflow: string, version: string, status: RunStatus, revision: number, atMs: number];
+
+/** The changes one `wf_run_changes` notification carries (see the dashboard-feed migration); nothing from a payload it cannot read. */
+export function parseRunChanges(payload: string): RunChange[] {
+  let entries: unknown;
+  try {
+    entries = JSON.parse(payload);
+  } catch {
+    return [];
+  }
+  if (!Array.isArray(entries)) return [];
+  return entries
+    .filter((entry): entry is Entry => Array.isArray(entry) && entry.length === 6)
+    .map(([id, workflow, version, status, revision, atMs]) => ({ id, workflow, version, status, revision, at: new Date(atMs).toISOString() }));
+}
