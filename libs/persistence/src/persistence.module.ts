@@ -16,6 +16,7 @@ import { Schedules1765200000000 } from './migrations/1765200000000-schedules';
 import { FlowControl1765300000000 } from './migrations/1765300000000-flow-control';
 import { RunTagsAndRetention1765400000000 } from './migrations/1765400000000-run-tags-and-retention';
 import { DashboardFeed1765500000000 } from './migrations/1765500000000-dashboard-feed';
+import { KeyRateLimits1765600000000 } from './migrations/1765600000000-key-rate-limits';
 import { FlowAdmissionLock1765700000000 } from './migrations/1765700000000-flow-admission-lock';
 
 export const ENTITIES = [RunEntity, TaskEntity];
@@ -31,6 +32,7 @@ export const MIGRATIONS = [
   FlowControl1765300000000,
   RunTagsAndRetention1765400000000,
   DashboardFeed1765500000000,
+  KeyRateLimits1765600000000,
   FlowAdmissionLock1765700000000,
 ];
 
