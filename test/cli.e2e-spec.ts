@@ -420,12 +420,15 @@ describe('wf (the command line)', () => {
       expect((await wf(['workflows', 'limits', 'cli-flow', '1', '--concurrency', 'none'], env)).stdout).toBe(
         'workflow cli-flow 1: paused in shards eu; limits: ratePerSecond 2.5\n',
       );
+      expect((await wf(['workflows', 'limits', 'cli-flow', '1', '--rate-per-key', '4'], env)).stdout).toBe(
+        'workflow cli-flow 1: paused in shards eu; limits: ratePerSecond 2.5, ratePerKeyPerSecond 4\n',
+      );
       const human = await wf(['workflows', 'list'], env);
-      expect(human.stdout).toMatch(/^WORKFLOW\s+VERSION\s+PAUSED\s+RUNNING\s+CONCURRENCY\s+PER KEY\s+RATE\/S$/m);
-      expect(human.stdout).toMatch(/^cli-flow\s+1\s+shards eu\s+0\s+-\s+-\s+2\.5$/m);
+      expect(human.stdout).toMatch(/^WORKFLOW\s+VERSION\s+PAUSED\s+RUNNING\s+CONCURRENCY\s+PER KEY\s+RATE\/S\s+RATE\/S PER KEY$/m);
+      expect(human.stdout).toMatch(/^cli-flow\s+1\s+shards eu\s+0\s+-\s+-\s+2\.5\s+4$/m);
       expect(await wf(['workflows', 'resume', 'cli-flow', '1'], env)).toMatchObject({
         code: 0,
-        stdout: 'workflow cli-flow 1: not paused; limits: ratePerSecond 2.5\n',
+        stdout: 'workflow cli-flow 1: not paused; limits: ratePerSecond 2.5, ratePerKeyPerSecond 4\n',
       });
       expect((await wf(['workflows', 'limits', 'cli-flow', '1', '--clear'], env)).stdout).toBe('workflow cli-flow 1: not paused; no limits\n');
       const json = JSON.parse((await wf(['workflows', 'list', '--json'], env)).stdout) as { items: { name: string; paused: boolean }[] };

@@ -43,7 +43,7 @@ export interface StartOptions {
   priority?: number;
   /** Not before this time. */
   runAt?: Date;
-  /** Runs with the same key share their version's `concurrencyPerKey` slots. */
+  /** Runs with the same key share their version's `concurrencyPerKey` slots and `ratePerKeyPerSecond` tokens. */
   concurrencyKey?: string;
   /** Metadata to find the run by: up to 16 keys with text values (`list({ tags })`). */
   tags?: Tags;
