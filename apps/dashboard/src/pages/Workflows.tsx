@@ -14,7 +14,9 @@ const LIMITS = [
   ['concurrency', 'Concurrency'],
   ['concurrencyPerKey', 'Concurrency per key'],
   ['ratePerSecond', 'Runs per second'],
+  ['ratePerKeyPerSecond', 'Runs per second per key'],
 ] as const;
+const RATES: readonly string[] = ['ratePerSecond', 'ratePerKeyPerSecond'];
 
 /** Each limit in force, and where it comes from (set here through the API, or declared in code). */
 function limitText(workflow: WorkflowView, field: keyof WorkflowLimits): string {
@@ -129,8 +131,8 @@ export function Workflows() {
                         <input
                           name={field}
                           type="number"
-                          min={field === 'ratePerSecond' ? 0.001 : 1}
-                          step={field === 'ratePerSecond' ? 'any' : 1}
+                          min={RATES.includes(field) ? 0.001 : 1}
+                          step={RATES.includes(field) ? 'any' : 1}
                           size={6}
                           defaultValue={workflow.apiLimits[field] === null ? '' : String(workflow.apiLimits[field])}
                         />
@@ -153,7 +155,7 @@ export function Workflows() {
           ))}
           {items.length === 0 && !workflows.loading && (
             <tr>
-              <td colSpan={8} class="muted">
+              <td colSpan={9} class="muted">
                 No workflow version is known yet: workers register theirs when they start.
               </td>
             </tr>
