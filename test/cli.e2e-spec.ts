@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { type RunView, WorkflowClient } from '@nest-durable/client';
+import { type RunPage, type RunView, WorkflowClient } from '@nest-durable/client';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -132,6 +132,19 @@ describe('wf (the command line)', () => {
       const listed = [...page.runs.map((run) => run.id), rows[0].split(/\s+/)[0]];
       expect(listed.sort()).toEqual(started.map((run) => run.id).sort());
       expect(await wf(['runs', 'list', '--workflow', 'nothing-here'], env)).toMatchObject({ code: 0, stdout: 'no runs\n' });
+    });
+
+    it('lists runs by version, idempotency key and creation time', async () => {
+      const ids = async (...args: string[]) =>
+        (JSON.parse((await wf(['runs', 'list', '--workflow', 'echo', ...args, '--json'], env)).stdout) as RunPage).runs.map((run) => run.id);
+      expect(await ids('--key', 'cli-list-2')).toEqual([started[1].id]);
+      expect(await ids('--workflow-version', '1', '--key', 'cli-list-2')).toEqual([started[1].id]);
+      expect(await ids('--workflow-version', '2')).toEqual([]);
+      // The creation millisecond a UUIDv7 starts with: the run is at or after it, not before.
+      const [first] = started;
+      const created = new Date(Number.parseInt(first.id.replace(/-/g, '').slice(0, 12), 16)).toISOString();
+      expect(await ids('--until', created, '--key', 'cli-list-1')).toEqual([]);
+      expect(await ids('--since', created, '--key', 'cli-list-1')).toEqual([first.id]);
     });
   });
 

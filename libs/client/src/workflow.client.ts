@@ -57,7 +57,14 @@ export interface StartManyEntry extends StartOptions {
 
 export interface ListRunsOptions {
   workflow?: string;
+  version?: string;
   status?: RunStatus;
+  /** Needs `workflow` (keys are unique per workflow). */
+  idempotencyKey?: string;
+  /** ISO 8601: runs created from this time on... */
+  createdAfter?: string;
+  /** ...and before this one. */
+  createdBefore?: string;
   /** Only runs that have every one of these tags. */
   tags?: Tags;
   /** 1–500, default 50. */

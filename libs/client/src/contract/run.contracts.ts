@@ -124,7 +124,14 @@ export const LIST_LIMIT_MAX = 500;
 export const ListRunsQuery = withDefaults(
   Closed({
     workflow: Type.Optional(Identifier('workflow')),
+    version: Type.Optional(Identifier('version')),
     status: Type.Optional(OneOf('status', RUN_STATUSES)),
+    /** Keys are unique per workflow: searching by one needs `workflow` too (400 otherwise). */
+    idempotencyKey: Type.Optional(Key('idempotencyKey')),
+    /** Runs created from this time on (inclusive)... */
+    createdAfter: Type.Optional(Timestamp('createdAfter')),
+    /** ...and before this one (exclusive). */
+    createdBefore: Type.Optional(Timestamp('createdBefore')),
     /** Only runs with every tag named (null: two filters named one key with different values, so none match). */
     tag: Type.Optional(TagFilters),
     limit: Type.Optional(IntegerIn('limit', 1, LIST_LIMIT_MAX)),
