@@ -2,6 +2,7 @@ export * from './coordinator.api';
 export * from './subscribers/failover.subscriber';
 export * from './subscribers/http.subscriber';
 export * from './subscribers/subscriber.interface';
+export * from './registration-gate';
 export * from './worker-registration';
 export * from './worker-runtime.service';
 export * from './worker.options';

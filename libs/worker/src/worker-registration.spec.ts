@@ -7,6 +7,7 @@ import type { HttpSubscriber } from './subscribers/http.subscriber';
 import type { Subscriber } from './subscribers/subscriber.interface';
 import { resolveWorkerOptions } from './worker.options';
 import { registeredWorkflows, WorkerRegistrar } from './worker-registration';
+import { RegistrationGate } from './registration-gate';
 import type { WorkerRuntime } from './worker-runtime.service';
 import { WorkflowRegistry } from './workflow.registry';
 
@@ -36,7 +37,8 @@ describe('WorkerRegistrar', () => {
     const backup = { name: 'http', claim: async () => [] } as unknown as HttpSubscriber;
     const subscriber = new FailoverSubscriber(primary, backup, 0);
     const runtime = { activeRuns: 2 } as WorkerRuntime;
-    const registrar = new WorkerRegistrar({} as CoordinatorApi, new WorkflowRegistry(options), runtime, subscriber, options);
+    const registry = new WorkflowRegistry(options);
+    const registrar = new WorkerRegistrar({} as CoordinatorApi, registry, runtime, new RegistrationGate(registry), subscriber, options);
     const expected: WorkerRegistration = {
       subscriber: 'redis-streams',
       failedOver: false,

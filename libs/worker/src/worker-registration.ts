@@ -1,6 +1,7 @@
 import type { JsonValue, RegisteredWorkflow, WorkerRegistration } from '@nest-durable/client';
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { CoordinatorApi } from './coordinator.api';
+import { RegistrationGate } from './registration-gate';
 import { FailoverSubscriber } from './subscribers/failover.subscriber';
 import { SUBSCRIBER, type Subscriber } from './subscribers/subscriber.interface';
 import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker.options';
@@ -45,6 +46,7 @@ export class WorkerRegistrar implements OnApplicationBootstrap, BeforeApplicatio
     private readonly api: CoordinatorApi,
     private readonly registry: WorkflowRegistry,
     private readonly runtime: WorkerRuntime,
+    private readonly gate: RegistrationGate,
     @Inject(SUBSCRIBER) private readonly subscriber: Subscriber,
     @Inject(WORKER_OPTIONS) private readonly options: ResolvedWorkerOptions,
   ) {}
@@ -82,6 +84,7 @@ export class WorkerRegistrar implements OnApplicationBootstrap, BeforeApplicatio
   private async register(): Promise<void> {
     try {
       await this.api.register(this.registration(), this.stopping.signal);
+      this.gate.registered();
       if (this.failing) this.logger.log('registered with the coordinator again');
       this.failing = false;
     } catch (error) {

@@ -2,6 +2,7 @@ import { CLAIM_LIMIT_MAX, type ClaimedRun } from '@nest-durable/client';
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { delivery, SUBSCRIBER, type Subscriber } from './subscribers/subscriber.interface';
 import { CoordinatorApi } from './coordinator.api';
+import { RegistrationGate } from './registration-gate';
 import { RunExecutor } from './run-executor';
 import { RunLease } from './run-lease';
 import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker.options';
@@ -38,6 +39,7 @@ export class WorkerRuntime implements OnApplicationBootstrap, BeforeApplicationS
     private readonly executor: RunExecutor,
     private readonly api: CoordinatorApi,
     @Inject(WORKER_OPTIONS) private readonly options: ResolvedWorkerOptions,
+    private readonly gate: RegistrationGate,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -90,6 +92,12 @@ export class WorkerRuntime implements OnApplicationBootstrap, BeforeApplicationS
   private async consume(): Promise<void> {
     let failures = 0;
     const signal = this.stopping.signal;
+    if (this.gate.waits) {
+      // Counted as a read: a worker whose registration never lands shows as stuck in its health.
+      this.readingSince = Date.now();
+      await Promise.race([this.gate.opened, new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }))]);
+      this.readingSince = undefined;
+    }
     while (!signal.aborted) {
       // A claim or take hands out at most CLAIM_LIMIT_MAX runs: ask for no more, whatever the concurrency.
       const free = Math.min(this.options.concurrency - this.active.size, CLAIM_LIMIT_MAX);

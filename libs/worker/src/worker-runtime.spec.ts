@@ -4,11 +4,14 @@ import { Logger } from '@nestjs/common';
 import type { Subscriber } from './subscribers/subscriber.interface';
 import type { CoordinatorApi } from './coordinator.api';
 import type { RunExecutor } from './run-executor';
+import type { RegistrationGate } from './registration-gate';
 import type { RunLease } from './run-lease';
 import { resolveWorkerOptions } from './worker.options';
 import { WorkerRuntime } from './worker-runtime.service';
 
 const HEARTBEAT_INTERVAL_MS = 100;
+/** These runtimes host no workflow declaring limits: nothing holds their first read back. */
+const OPEN_GATE = { waits: false, opened: Promise.resolve() } as RegistrationGate;
 
 /** A runtime executing one run that never ends, with a coordinator whose heartbeats answer only when told. */
 function runtimeWithOneRun() {
@@ -35,7 +38,7 @@ function runtimeWithOneRun() {
   const answers: ((lost: string[]) => void)[] = [];
   const api = { heartbeat: () => new Promise<string[]>((resolve) => answers.push(resolve)) };
   const options = resolveWorkerOptions({ workflows: [], coordinatorUrl: 'http://unused', heartbeatIntervalMs: HEARTBEAT_INTERVAL_MS });
-  const runtime = new WorkerRuntime(subscriber, executor as unknown as RunExecutor, api as unknown as CoordinatorApi, options);
+  const runtime = new WorkerRuntime(subscriber, executor as unknown as RunExecutor, api as unknown as CoordinatorApi, options, OPEN_GATE);
   return { runtime, leases, answers };
 }
 
@@ -89,7 +92,7 @@ describe('WorkerRuntime capacity', () => {
       getNextDelay: () => 0,
     };
     const options = resolveWorkerOptions({ workflows: [], coordinatorUrl: 'http://unused', concurrency: 2_000 });
-    const runtime = new WorkerRuntime(subscriber, {} as RunExecutor, {} as CoordinatorApi, options);
+    const runtime = new WorkerRuntime(subscriber, {} as RunExecutor, {} as CoordinatorApi, options, OPEN_GATE);
     runtime.onApplicationBootstrap();
     await runtime.beforeApplicationShutdown();
     expect(asked).toEqual([CLAIM_LIMIT_MAX]);

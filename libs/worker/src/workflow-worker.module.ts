@@ -9,6 +9,7 @@ import {
 } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';
 import { CoordinatorApi } from './coordinator.api';
+import { RegistrationGate } from './registration-gate';
 import { RunExecutor } from './run-executor';
 import { FailoverSubscriber } from './subscribers/failover.subscriber';
 import { HttpSubscriber } from './subscribers/http.subscriber';
@@ -62,6 +63,7 @@ function workerProviders(subscriber: SubscriberProvider | undefined): Provider[]
         primary instanceof HttpSubscriber ? primary : new FailoverSubscriber(primary, http, worker.claimWaitMs),
       inject: [PRIMARY_SUBSCRIBER, HttpSubscriber, WORKER_OPTIONS],
     },
+    RegistrationGate,
     WorkerRuntime,
     WorkerRegistrar,
     WorkerHealth,
