@@ -16,6 +16,7 @@ import { WorkerRegistry1765100000000 } from './migrations/1765100000000-worker-r
 import { Schedules1765200000000 } from './migrations/1765200000000-schedules';
 import { FlowControl1765300000000 } from './migrations/1765300000000-flow-control';
 import { RunTagsAndRetention1765400000000 } from './migrations/1765400000000-run-tags-and-retention';
+import { WorkerDeclaredSchedules1765800000000 } from './migrations/1765800000000-worker-declared-schedules';
 
 export const ENTITIES = [RunEntity, TaskEntity];
 export const MIGRATIONS = [
@@ -30,6 +31,7 @@ export const MIGRATIONS = [
   Schedules1765200000000,
   FlowControl1765300000000,
   RunTagsAndRetention1765400000000,
+  WorkerDeclaredSchedules1765800000000,
 ];
 
 export interface PersistenceOptions {
