@@ -10,8 +10,8 @@ const RECHECK_MS = 60_000;
 
 /**
  * Schedules declared in code (`defineWorkflow({ schedules })`), reconciled when workers register: the
- * code is their truth. A schedule is identified by its workflow, version and name; one the code of
- * its version no longer declares is deleted (its runs stay); a pause through the API survives. Each
+ * code is their truth. A schedule is identified by its workflow, version and name; one that no online
+ * worker of its version declares any more is deleted (its runs stay); a pause through the API survives. Each
  * coordinator remembers the declarations it reconciled, so a registration repeating them (every few
  * seconds per worker) costs no statement; it checks the database again once a minute at the latest.
  */
