@@ -174,9 +174,10 @@ try {
       ),
     60_000,
   );
-  log(`ready: coordinator on ${coordinatorUrl}, one worker (health on :${workerPort}). Try:`);
+  log(`ready: coordinator on ${coordinatorUrl}, one worker (health on :${workerPort})`);
+  log(`dashboard: ${coordinatorUrl}/ui/`);
   console.log(
-    `\n  curl -s -X POST ${coordinatorUrl}/v1/runs -H 'content-type: application/json' \\\n` +
+    `\nTry:\n\n  curl -s -X POST ${coordinatorUrl}/v1/runs -H 'content-type: application/json' \\\n` +
       `    -d '{"workflow":"order-processing","version":"1.0.0","input":{"orderId":"o-1"}}'\n` +
       `  curl -s '${coordinatorUrl}/v1/runs/<id>/result?waitMs=5000'\n\n` +
       `or with the command line (another terminal):\n\n` +

@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { type RunView, WorkflowClient } from '@nest-durable/client';
+import { type RunPage, type RunView, WorkflowClient } from '@nest-durable/client';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -132,6 +132,19 @@ describe('wf (the command line)', () => {
       const listed = [...page.runs.map((run) => run.id), rows[0].split(/\s+/)[0]];
       expect(listed.sort()).toEqual(started.map((run) => run.id).sort());
       expect(await wf(['runs', 'list', '--workflow', 'nothing-here'], env)).toMatchObject({ code: 0, stdout: 'no runs\n' });
+    });
+
+    it('lists runs by version, idempotency key and creation time', async () => {
+      const ids = async (...args: string[]) =>
+        (JSON.parse((await wf(['runs', 'list', '--workflow', 'echo', ...args, '--json'], env)).stdout) as RunPage).runs.map((run) => run.id);
+      expect(await ids('--key', 'cli-list-2')).toEqual([started[1].id]);
+      expect(await ids('--workflow-version', '1', '--key', 'cli-list-2')).toEqual([started[1].id]);
+      expect(await ids('--workflow-version', '2')).toEqual([]);
+      // The creation millisecond a UUIDv7 starts with: the run is at or after it, not before.
+      const [first] = started;
+      const created = new Date(Number.parseInt(first.id.replace(/-/g, '').slice(0, 12), 16)).toISOString();
+      expect(await ids('--until', created, '--key', 'cli-list-1')).toEqual([]);
+      expect(await ids('--since', created, '--key', 'cli-list-1')).toEqual([first.id]);
     });
   });
 
@@ -418,12 +431,15 @@ describe('wf (the command line)', () => {
       expect((await wf(['workflows', 'limits', 'cli-flow', '1', '--concurrency', 'none'], env)).stdout).toBe(
         'workflow cli-flow 1: paused in shards eu; limits: ratePerSecond 2.5\n',
       );
+      expect((await wf(['workflows', 'limits', 'cli-flow', '1', '--rate-per-key', '4'], env)).stdout).toBe(
+        'workflow cli-flow 1: paused in shards eu; limits: ratePerSecond 2.5, ratePerKeyPerSecond 4\n',
+      );
       const human = await wf(['workflows', 'list'], env);
-      expect(human.stdout).toMatch(/^WORKFLOW\s+VERSION\s+PAUSED\s+RUNNING\s+CONCURRENCY\s+PER KEY\s+RATE\/S$/m);
-      expect(human.stdout).toMatch(/^cli-flow\s+1\s+shards eu\s+0\s+-\s+-\s+2\.5$/m);
+      expect(human.stdout).toMatch(/^WORKFLOW\s+VERSION\s+PAUSED\s+RUNNING\s+CONCURRENCY\s+PER KEY\s+RATE\/S\s+RATE\/S PER KEY$/m);
+      expect(human.stdout).toMatch(/^cli-flow\s+1\s+shards eu\s+0\s+-\s+-\s+2\.5\s+4$/m);
       expect(await wf(['workflows', 'resume', 'cli-flow', '1'], env)).toMatchObject({
         code: 0,
-        stdout: 'workflow cli-flow 1: not paused; limits: ratePerSecond 2.5\n',
+        stdout: 'workflow cli-flow 1: not paused; limits: ratePerSecond 2.5, ratePerKeyPerSecond 4\n',
       });
       expect((await wf(['workflows', 'limits', 'cli-flow', '1', '--clear'], env)).stdout).toBe('workflow cli-flow 1: not paused; no limits\n');
       const json = JSON.parse((await wf(['workflows', 'list', '--json'], env)).stdout) as { items: { name: string; paused: boolean }[] };

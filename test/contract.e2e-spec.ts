@@ -345,10 +345,11 @@ describe('HTTP contract', () => {
       expect((await call('get', '/v1/schedules/{id}', { params: { id: created.id } })).status).toBe(404);
     });
 
-    it('operations: health and metrics', async () => {
+    it('operations: health, metrics and the dashboard settings', async () => {
       await call('get', '/health/live');
       await call('get', '/health/ready');
       await call('get', '/metrics');
+      expect((await call('get', '/ui/config.json')).body).toEqual({ authRequired: false });
     });
 
     it('exercised every described operation', () => {

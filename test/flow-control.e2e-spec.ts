@@ -5,6 +5,7 @@ import { PUBLISHER } from '@app/streams';
 import { defineWorkflow } from '@nest-durable/workflow';
 import { Redis } from 'ioredis';
 import { setTimeout as delay } from 'node:timers/promises';
+import { Client } from 'pg';
 import request from 'supertest';
 import { loadWorkerConfig } from '../apps/worker/src/config/worker.config';
 import { workerModuleOptions } from '../apps/worker/src/worker-app.module';
@@ -45,7 +46,7 @@ describe('flow control', () => {
 
   afterEach(async () => {
     for (const app of running.splice(0).reverse()) await app.close();
-    await db.sql('TRUNCATE runs, outbox, dead_letters, engine_settings, workflow_controls, workflows, workers CASCADE');
+    await db.sql('TRUNCATE runs, outbox, dead_letters, engine_settings, workflow_controls, workflow_key_buckets, workflows, workers CASCADE');
   });
 
   afterAll(async () => {
@@ -104,6 +105,9 @@ describe('flow control', () => {
       expect((await limits({ concurrencyPerKey: 1.5 }).expect(400)).body).toMatchObject({ reason: 'invalid_concurrencyPerKey' });
       expect((await limits({ ratePerSecond: -5 }).expect(400)).body).toMatchObject({ reason: 'invalid_ratePerSecond' });
       expect((await limits({ ratePerSecond: '5' }).expect(400)).body).toMatchObject({ reason: 'invalid_ratePerSecond' });
+      expect((await limits({ ratePerKeyPerSecond: 0 }).expect(400)).body).toMatchObject({ reason: 'invalid_ratePerKeyPerSecond', message: expect.any(String) });
+      expect((await limits({ ratePerKeyPerSecond: 'fast' }).expect(400)).body).toMatchObject({ reason: 'invalid_ratePerKeyPerSecond' });
+      expect((await limits({ ratePerKeyPerSecond: 100_001 }).expect(400)).body).toMatchObject({ reason: 'invalid_ratePerKeyPerSecond' });
       expect((await limits({ concurrency: 2, burst: 3 }).expect(400)).body).toMatchObject({ reason: 'unknown_field' });
       const pause = await request(coordinator.url).post('/v1/workflows/echo/1/pause').send({ shard: 'eu', all: true }).expect(400);
       expect(pause.body).toMatchObject({ reason: 'unknown_field' });
@@ -209,6 +213,102 @@ describe('flow control', () => {
       }
     }, 60_000);
   });
+
+  describe.each(MODES)('%s, rate per key', (mode) => {
+    it('delivers about 3 runs a second of each key under a per-key rate of 3/s (6/s for two keys); runs without a key are not limited by it', async () => {
+      const { client } = await stack(mode, { workers: 2 });
+      await client.setWorkflowLimits(echo, { ratePerKeyPerSecond: 3 });
+      const keyOf = (i: number) => [undefined, 'a', 'b'][i % 3];
+      const runs = await client.startMany(Array.from({ length: 45 }, (_, i) => ({ workflow: echo, input: i, concurrencyKey: keyOf(i) })));
+      const done = await allDone(client, runs);
+      expect(done.every((run) => run.status === 'completed')).toBe(true);
+      const startsOf = (key: string | undefined) =>
+        done
+          .filter((_, i) => keyOf(i) === key)
+          .map((run) => new Date(run.startedAt!).getTime())
+          .sort((a, b) => a - b);
+      const [a, b, unkeyed] = [startsOf('a'), startsOf('b'), startsOf(undefined)];
+      const first = Math.min(a[0], b[0], unkeyed[0]);
+      // 15 runs without a key start at once: the per-key rate does not hold them back.
+      expect(unkeyed[unkeyed.length - 1] - first).toBeLessThan(1_500);
+      // 15 runs per key: a full bucket (3 at once), then a token every 333 ms: 12 more over 4 s.
+      for (const starts of [a, b]) {
+        const spanMs = starts[starts.length - 1] - starts[0];
+        expect(spanMs).toBeGreaterThan(3_400);
+        expect(spanMs).toBeLessThan(5_500);
+      }
+      // Per whole second after the first: 3 of each key and 6 in all, give or take a wake-up moved
+      // across a window's edge (the bucket then catches up, never beyond one second's worth).
+      for (let window = 1; window < 4; window++) {
+        const from = first + window * 1_000;
+        const inWindow = (starts: number[]) => starts.filter((at) => at >= from && at < from + 1_000).length;
+        for (const starts of [a, b]) {
+          expect(inWindow(starts)).toBeGreaterThanOrEqual(1);
+          expect(inWindow(starts)).toBeLessThanOrEqual(5);
+        }
+        expect(inWindow(a) + inWindow(b)).toBeGreaterThanOrEqual(3);
+        expect(inWindow(a) + inWindow(b)).toBeLessThanOrEqual(9);
+      }
+    }, 60_000);
+
+    it('starts the runs of a key in order, a run started while others of its key are delayed after them', async () => {
+      const { client } = await stack(mode);
+      await client.setWorkflowLimits(echo, { ratePerKeyPerSecond: 3 });
+      const runs: RunView[] = [];
+      for (let i = 0; i < 6; i++) runs.push(await client.start(echo, i, { concurrencyKey: 'k' }));
+      // The bucket held 3: the others wait for their tokens (due then), and so do runs started now.
+      await eventually('the runs over the rate to be delayed', async () => (await countWhere(`status = 'queued' AND due_at > now()`)) === 3);
+      for (let i = 6; i < 9; i++) runs.push(await client.start(echo, i, { concurrencyKey: 'k' }));
+      const done = await allDone(client, runs);
+      expect(done.every((run) => run.status === 'completed')).toBe(true);
+      const starts = done.map((run) => new Date(run.startedAt!).getTime());
+      expect([...starts].sort((x, y) => x - y)).toEqual(starts);
+      // Each delayed run was given a token of its own, the later ones behind those already delayed.
+      const dueTimes = done.map((run) => new Date(run.runAt!).getTime());
+      expect(dueTimes.slice(1).every((at, i) => at > dueTimes[i])).toBe(true);
+      // Tokens at 0 (three), then one every 333 ms: the last at 2 s.
+      expect(starts[8] - starts[0]).toBeGreaterThan(1_700);
+    }, 30_000);
+  });
+
+  it("gives a key's tokens to its runs next in line when a claim takes fewer, delaying only those beyond", async () => {
+    const { coordinator, client } = await stack('http', { workers: 0 });
+    await client.setWorkflowLimits(echo, { ratePerKeyPerSecond: 3 });
+    const runs: RunView[] = [];
+    for (let i = 0; i < 6; i++) runs.push(await client.start(echo, i, { concurrencyKey: 'k' }));
+    const claim = async (limit: number) =>
+      (
+        (
+          await request(coordinator.url)
+            .post('/v1/worker/claims')
+            .send({ workerId: 'claimer', workflows: [echo], limit, waitMs: 0 })
+            .expect(200)
+        ).body.runs as { id: string }[]
+      ).map((run) => run.id);
+    // The bucket holds 3: a claim of 2 leaves the third token to the third run, and delays the others.
+    expect(await claim(2)).toEqual([runs[0].id, runs[1].id]);
+    expect(await claim(5)).toEqual([runs[2].id]);
+    const delayed = await db.sql<{ id: string; late: boolean }>(`SELECT id, due_at > now() AS late FROM runs WHERE status = 'queued' ORDER BY due_at`);
+    expect(delayed).toEqual(runs.slice(3).map((run) => ({ id: run.id, late: true })));
+  });
+
+  it('forgets the buckets of idle keys: a claim deletes those full again, keeps the ones it charged', async () => {
+    const { client } = await stack('http');
+    await client.setWorkflowLimits(echo, { ratePerKeyPerSecond: 5 });
+    const keys = (await allDone(client, await client.startMany(['a', 'b', 'c'].map((key) => ({ workflow: echo, concurrencyKey: key }))))).map(
+      (run) => run.concurrencyKey,
+    );
+    expect(keys).toEqual(['a', 'b', 'c']);
+    const buckets = async () => (await db.sql<{ key: string }>('SELECT key FROM workflow_key_buckets ORDER BY key')).map((row) => row.key);
+    expect(await buckets()).toEqual(['a', 'b', 'c']);
+    // A bucket of 5/s is full again one second after its last charge.
+    await eventually(
+      'the buckets to be full again',
+      async () => (await db.sql<{ full: boolean }>(`SELECT bool_and(refilled_at < now() - interval '1.1 seconds') AS full FROM workflow_key_buckets`))[0].full,
+    );
+    await client.waitForResult((await client.start(echo, null, { concurrencyKey: 'd' })).id, { timeoutMs: 20_000 });
+    expect(await buckets()).toEqual(['d']);
+  }, 30_000);
 
   it('holds a concurrency limit across two coordinators and four workers following both (Redis Streams)', async () => {
     const prefix = testPrefix('flow-two');
@@ -321,6 +421,46 @@ describe('flow control', () => {
     const full = await take(['d', 'e', 'f']);
     expect([full.runs.length, full.requeue]).toEqual([2, []]);
     expect(await take(['g'])).toEqual({ runs: [], requeue: [] });
+
+    // Per key: runs of a key whose slots are full are not work for a wake-up either.
+    await db.sql('TRUNCATE runs, outbox CASCADE');
+    await client.setWorkflowLimits(echo, { concurrencyPerKey: 1 });
+    await client.startMany(Array.from({ length: 3 }, (_, i) => ({ workflow: echo, input: i, concurrencyKey: 'm-1' })));
+    expect((await take(['h'])).runs).toHaveLength(1);
+    expect(await take(['i', 'j'])).toEqual({ runs: [], requeue: [] });
+  });
+
+  it('counts runs a claim took while a concurrency limit was being set against that limit', async () => {
+    const { coordinator, client } = await stack('http', { workers: 0 });
+    await client.startMany(Array.from({ length: 10 }, (_, i) => ({ workflow: echo, input: i })));
+    // A claim that takes 5 runs of the still unlimited version and has not committed yet: the same
+    // statement the claim API runs, inside a transaction held open on a connection of the test's own.
+    const claimer = new Client({ connectionString: db.url });
+    await claimer.connect();
+    try {
+      await claimer.query('BEGIN');
+      await claimer.query(
+        `UPDATE runs SET status = 'running', revision = revision + 1, claimed_by = 'slow', heartbeat_at = now(), started_at = now()
+          WHERE id IN (SELECT id FROM runs WHERE status = 'queued' ORDER BY id LIMIT 5)`,
+      );
+      await claimer.query(`SELECT * FROM flow_admit(ARRAY['echo:1'], ARRAY[5])`);
+      // The limit is set meanwhile: it must wait for that claim to commit and then count its runs.
+      const setting = client.setWorkflowLimits(echo, { concurrency: 2 });
+      await eventually('the limit to wait for the claim', async () => {
+        const [{ n }] = await db.sql<{ n: string }>(`SELECT count(*) AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`);
+        return Number(n) > 0;
+      });
+      await claimer.query('COMMIT');
+      expect((await setting).running).toBe(5);
+    } finally {
+      await claimer.end();
+    }
+    const claimed = await request(coordinator.url)
+      .post('/v1/worker/claims')
+      .send({ workerId: 'late', workflows: [echo], limit: 10, waitMs: 0 })
+      .expect(200);
+    expect(claimed.body.runs).toHaveLength(0);
+    expect(await countWhere(`status = 'running'`)).toBe(5);
   });
 
   it("keeps a dead worker's slot until its claim is taken over, and the takeover reuses it", async () => {
@@ -354,13 +494,15 @@ describe('flow control', () => {
 
   it('lists limits with their source: an API-set limit wins over none, clearing it lifts it', async () => {
     const { client } = await stack('http', { workers: 0 });
-    expect(await client.setWorkflowLimits(chain, { concurrency: 3, ratePerSecond: 2.5 })).toMatchObject({
-      limits: { concurrency: 3, concurrencyPerKey: null, ratePerSecond: 2.5 },
-      apiLimits: { concurrency: 3, concurrencyPerKey: null, ratePerSecond: 2.5 },
-      codeLimits: { concurrency: null, concurrencyPerKey: null, ratePerSecond: null },
+    expect(await client.setWorkflowLimits(chain, { concurrency: 3, ratePerSecond: 2.5, ratePerKeyPerSecond: 0.5 })).toMatchObject({
+      limits: { concurrency: 3, concurrencyPerKey: null, ratePerSecond: 2.5, ratePerKeyPerSecond: 0.5 },
+      apiLimits: { concurrency: 3, concurrencyPerKey: null, ratePerSecond: 2.5, ratePerKeyPerSecond: 0.5 },
+      codeLimits: { concurrency: null, concurrencyPerKey: null, ratePerSecond: null, ratePerKeyPerSecond: null },
       running: 0,
     });
-    expect(await client.clearWorkflowLimits(chain)).toMatchObject({ limits: { concurrency: null, concurrencyPerKey: null, ratePerSecond: null } });
+    expect(await client.clearWorkflowLimits(chain)).toMatchObject({
+      limits: { concurrency: null, concurrencyPerKey: null, ratePerSecond: null, ratePerKeyPerSecond: null },
+    });
   });
 
   it('applies limits declared in code once a worker registers them; an API-set limit wins until cleared', async () => {

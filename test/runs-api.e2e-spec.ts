@@ -117,6 +117,34 @@ describe('runs API', () => {
     expect(cancelled.body.runs.map((run: { id: string }) => run.id)).toEqual([ids[0]]);
   });
 
+  it('lists runs by version, by idempotency key and by creation time (a range of their time-ordered ids)', async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 6; i++) {
+      ids.push((await start({ workflow: 'ranged', version: i % 2 ? '2' : '1', idempotencyKey: `key-${i}` }).expect(201)).body.id);
+    }
+    const list = async (query: Record<string, string>) =>
+      (
+        (
+          await http()
+            .get('/v1/runs')
+            .query({ workflow: 'ranged', ...query })
+            .expect(200)
+        ).body.runs as { id: string }[]
+      ).map((run) => run.id);
+    expect(await list({ version: '2' })).toEqual([ids[5], ids[3], ids[1]]);
+    expect(await list({ idempotencyKey: 'key-4' })).toEqual([ids[4]]);
+    // A UUIDv7 starts with its creation millisecond: the range's edges are the times of runs 2 and 5.
+    const msOf = (id: string) => Number.parseInt(id.replace(/-/g, '').slice(0, 12), 16);
+    const after = msOf(ids[2]);
+    const before = msOf(ids[5]);
+    const expected = ids.filter((id) => msOf(id) >= after && msOf(id) < before).reverse();
+    const range = { createdAfter: new Date(after).toISOString(), createdBefore: new Date(before).toISOString() };
+    expect(await list(range)).toEqual(expected);
+    expect(expected).toContain(ids[2]);
+    // Paged inside the range: the cursor and the range's end together.
+    expect(await list({ ...range, cursor: ids[3] })).toEqual(expected.filter((id) => id < ids[3]));
+  });
+
   it('cancels a run that is not terminal, then refuses with 409', async () => {
     const created = await start({ workflow: 'echo', version: '1' }).expect(201);
     const cancelled = await http().post(`/v1/runs/${created.body.id}/cancel`).expect(200);
@@ -244,6 +272,8 @@ describe('runs API', () => {
       ['SQL in run id', () => http().get("/v1/runs/1'%20OR%201=1--"), 'invalid_run_id'],
       ['negative waitMs', () => http().get('/v1/runs/01a22c37-316c-762f-a717-4521456009df/result?waitMs=-1'), 'invalid_waitMs'],
       ['bad list limit', () => http().get('/v1/runs?limit=0'), 'invalid_limit'],
+      ['list by idempotency key without a workflow', () => http().get('/v1/runs?idempotencyKey=k'), 'invalid_idempotencyKey'],
+      ['bad createdAfter', () => http().get('/v1/runs?createdAfter=yesterday'), 'invalid_createdAfter'],
       ['bad list status', () => http().get('/v1/runs?status=done'), 'invalid_status'],
       ['bad cursor', () => http().get('/v1/runs?cursor=abc'), 'invalid_cursor'],
       ['unknown query field', () => http().get('/v1/runs?sort=asc'), 'unknown_field'],

@@ -6,6 +6,7 @@ import { APP_FILTER, APP_GUARD } from '@nestjs/core';
 import { ScheduleModule } from '@nestjs/schedule';
 import { BearerTokenGuard } from './auth/bearer-token.guard';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from './config/coordinator.config';
+import { DashboardModule } from './dashboard/dashboard.module';
 import { DeadLettersModule } from './dead-letters/dead-letters.module';
 import { CoordinatorDispatchModule } from './dispatch/dispatch.module';
 import { HealthModule } from './health/health.module';
@@ -78,6 +79,7 @@ export class CoordinatorModule implements NestModule {
         WorkersModule,
         RetentionModule,
         HealthModule,
+        DashboardModule,
       ],
       providers: [{ provide: APP_FILTER, useClass: EngineExceptionFilter }, { provide: APP_GUARD, useClass: BearerTokenGuard }, HttpDrain],
     };

@@ -43,7 +43,7 @@ export interface StartOptions {
   priority?: number;
   /** Not before this time. */
   runAt?: Date;
-  /** Runs with the same key share their version's `concurrencyPerKey` slots. */
+  /** Runs with the same key share their version's `concurrencyPerKey` slots and `ratePerKeyPerSecond` tokens. */
   concurrencyKey?: string;
   /** Metadata to find the run by: up to 16 keys with text values (`list({ tags })`). */
   tags?: Tags;
@@ -57,7 +57,14 @@ export interface StartManyEntry extends StartOptions {
 
 export interface ListRunsOptions {
   workflow?: string;
+  version?: string;
   status?: RunStatus;
+  /** Needs `workflow` (keys are unique per workflow). */
+  idempotencyKey?: string;
+  /** ISO 8601: runs created from this time on... */
+  createdAfter?: string;
+  /** ...and before this one. */
+  createdBefore?: string;
   /** Only runs that have every one of these tags. */
   tags?: Tags;
   /** 1–500, default 50. */

@@ -11,11 +11,13 @@ import { RunShardAndHistoryGuard1764700000000 } from './migrations/1764700000000
 import { DueTimers1764800000000 } from './migrations/1764800000000-due-timers';
 import { DispatchWakeups1764900000000 } from './migrations/1764900000000-dispatch-wakeups';
 import { ClaimAttribution1765000000000 } from './migrations/1765000000000-claim-attribution';
-import { DashboardFeed1765500000000 } from './migrations/1765500000000-dashboard-feed';
 import { WorkerRegistry1765100000000 } from './migrations/1765100000000-worker-registry';
 import { Schedules1765200000000 } from './migrations/1765200000000-schedules';
 import { FlowControl1765300000000 } from './migrations/1765300000000-flow-control';
 import { RunTagsAndRetention1765400000000 } from './migrations/1765400000000-run-tags-and-retention';
+import { DashboardFeed1765500000000 } from './migrations/1765500000000-dashboard-feed';
+import { KeyRateLimits1765600000000 } from './migrations/1765600000000-key-rate-limits';
+import { FlowAdmissionLock1765700000000 } from './migrations/1765700000000-flow-admission-lock';
 import { WorkerDeclaredSchedules1765800000000 } from './migrations/1765800000000-worker-declared-schedules';
 
 export const ENTITIES = [RunEntity, TaskEntity];
@@ -26,11 +28,13 @@ export const MIGRATIONS = [
   DueTimers1764800000000,
   DispatchWakeups1764900000000,
   ClaimAttribution1765000000000,
-  DashboardFeed1765500000000,
   WorkerRegistry1765100000000,
   Schedules1765200000000,
   FlowControl1765300000000,
   RunTagsAndRetention1765400000000,
+  DashboardFeed1765500000000,
+  KeyRateLimits1765600000000,
+  FlowAdmissionLock1765700000000,
   WorkerDeclaredSchedules1765800000000,
 ];
 

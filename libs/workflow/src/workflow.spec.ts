@@ -25,8 +25,8 @@ describe('defineWorkflow limits', () => {
   const define = (limits: WorkflowLimits) => defineWorkflow({ name: 'w', version: '1', limits, handler: async () => null });
 
   it('keeps limits in range, frozen', () => {
-    const workflow = define({ concurrency: 2, concurrencyPerKey: 1, ratePerSecond: 0.5 });
-    expect(workflow.limits).toEqual({ concurrency: 2, concurrencyPerKey: 1, ratePerSecond: 0.5 });
+    const workflow = define({ concurrency: 2, concurrencyPerKey: 1, ratePerSecond: 0.5, ratePerKeyPerSecond: 0.25 });
+    expect(workflow.limits).toEqual({ concurrency: 2, concurrencyPerKey: 1, ratePerSecond: 0.5, ratePerKeyPerSecond: 0.25 });
     expect(Object.isFrozen(workflow.limits)).toBe(true);
   });
 
@@ -34,6 +34,7 @@ describe('defineWorkflow limits', () => {
     expect(() => define({ concurrency: 0 })).toThrow('workflow w: limits.concurrency must be an integer from 1 to 100000');
     expect(() => define({ concurrencyPerKey: 1.5 })).toThrow('limits.concurrencyPerKey must be an integer');
     expect(() => define({ ratePerSecond: -1 })).toThrow('limits.ratePerSecond must be a number above 0');
+    expect(() => define({ ratePerKeyPerSecond: 0 })).toThrow('limits.ratePerKeyPerSecond must be a number above 0');
     expect(() => define({ rate: 5 } as WorkflowLimits)).toThrow('workflow w: limits.rate is not a limit');
   });
 });

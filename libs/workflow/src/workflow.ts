@@ -95,6 +95,11 @@ export interface WorkflowLimits {
   readonly concurrencyPerKey?: number;
   /** At most this many runs started per second (a token bucket holding one second's worth); the others wait. */
   readonly ratePerSecond?: number;
+  /**
+   * At most this many runs of one `concurrencyKey` started per second (a token bucket per key, holding one
+   * second's worth); the others of the key are delayed to their tokens. Runs without a key are not limited by it.
+   */
+  readonly ratePerKeyPerSecond?: number;
 }
 
 /**
@@ -148,7 +153,7 @@ export function defineWorkflow<I = JsonValue, O = JsonValue>(definition: Workflo
 
 /** The coordinator accepts the same ranges (libs/client/src/contract/workflow-control.contracts.ts). */
 function checkLimits(name: string, limits: WorkflowLimits): void {
-  const known = new Set(['concurrency', 'concurrencyPerKey', 'ratePerSecond']);
+  const known = new Set(['concurrency', 'concurrencyPerKey', 'ratePerSecond', 'ratePerKeyPerSecond']);
   for (const field of Object.keys(limits)) if (!known.has(field)) throw new TypeError(`workflow ${name}: limits.${field} is not a limit`);
   for (const field of ['concurrency', 'concurrencyPerKey'] as const) {
     const value = limits[field];
@@ -156,9 +161,11 @@ function checkLimits(name: string, limits: WorkflowLimits): void {
       throw new TypeError(`workflow ${name}: limits.${field} must be an integer from 1 to 100000`);
     }
   }
-  const rate = limits.ratePerSecond;
-  if (rate !== undefined && !(typeof rate === 'number' && rate > 0 && rate <= 100_000)) {
-    throw new TypeError(`workflow ${name}: limits.ratePerSecond must be a number above 0, at most 100000`);
+  for (const field of ['ratePerSecond', 'ratePerKeyPerSecond'] as const) {
+    const rate = limits[field];
+    if (rate !== undefined && !(typeof rate === 'number' && rate > 0 && rate <= 100_000)) {
+      throw new TypeError(`workflow ${name}: limits.${field} must be a number above 0, at most 100000`);
+    }
   }
 }
 

@@ -63,6 +63,8 @@ export interface CoordinatorConfig {
   clientToken?: string;
   workerToken?: string;
   authDisabled: boolean;
+  /** The built web dashboard served at /ui (DASHBOARD_DIR); undefined: the build's own `dist/dashboard`. */
+  dashboardDir?: string;
   logLevel: LogLevelName;
   logFormat: 'json' | 'pretty';
   /** Readiness reports `degraded` when the oldest due outbox row waited longer, or dead letters exceed this. */
@@ -132,6 +134,7 @@ export function loadCoordinatorConfig(env: Record<string, string | undefined>): 
     clientToken: read.optionalString('CLIENT_TOKEN'),
     workerToken: read.optionalString('WORKER_TOKEN'),
     authDisabled: read.boolean('AUTH_DISABLED', false),
+    dashboardDir: read.optionalString('DASHBOARD_DIR'),
     ...readLogging(read),
     outboxBacklogDegradedSeconds: read.integer('OUTBOX_BACKLOG_DEGRADED_SECONDS', 60, 1, 86_400),
     deadLettersDegraded: read.integer('DEAD_LETTERS_DEGRADED', 1, 1, 1_000_000_000),

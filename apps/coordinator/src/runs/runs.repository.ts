@@ -1,8 +1,8 @@
 import { ListRunsQuery, type RunStatus } from '@nest-durable/client';
-import { Database, RunEntity, TaskEntity } from '@app/persistence';
+import { Database, RunEntity, TaskEntity, uuidv7Floor } from '@app/persistence';
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { FindOptionsWhere, LessThan, Raw, Repository } from 'typeorm';
+import { And, FindOptionsWhere, LessThan, MoreThanOrEqual, Raw, Repository } from 'typeorm';
 
 /** Reads of runs for the client API (every state change goes through libs/locking). */
 @Injectable()
@@ -41,15 +41,21 @@ export class RunsRepository {
   }
 
   /**
-   * Newest first; ids are time-ordered, so the cursor is the last id of the previous page. Tags are
+   * Newest first; ids are time-ordered (UUIDv7), so the cursor is the last id of the previous page and a
+   * creation time range is a range of ids: both walk the primary key (or runs_workflow_id_idx with a workflow),
+   * never a scan of created_at. An idempotency key comes with its workflow (runs_idempotency_key_idx). Tags are
    * matched with `@>` on runs_tags_idx, which holds only tagged runs (hence the `<> '{}'`, which lets
    * the planner use it).
    */
   list(query: ListRunsQuery): Promise<RunEntity[]> {
     const where: FindOptionsWhere<RunEntity> = {};
     if (query.workflow) where.workflow = query.workflow;
+    if (query.version) where.version = query.version;
     if (query.status) where.status = query.status;
-    if (query.cursor) where.id = LessThan(query.cursor);
+    if (query.idempotencyKey) where.idempotencyKey = query.idempotencyKey;
+    const before = [query.cursor, query.createdBefore && uuidv7Floor(query.createdBefore.getTime())].filter((id): id is string => !!id).sort()[0];
+    const bounds = [before && LessThan(before), query.createdAfter && MoreThanOrEqual(uuidv7Floor(query.createdAfter.getTime()))].filter((bound) => !!bound);
+    if (bounds.length > 0) where.id = bounds.length === 1 ? bounds[0] : And(...bounds);
     if (query.tag) where.tags = Raw((tags) => `${tags} <> '{}' AND ${tags} @> :wanted::jsonb`, { wanted: JSON.stringify(query.tag) });
     return this.runs.find({ where, order: { id: 'DESC' }, take: query.limit });
   }

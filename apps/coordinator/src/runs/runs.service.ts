@@ -1,5 +1,6 @@
 import {
   EventAccepted,
+  InvalidRequestError,
   isTerminalStatus,
   JsonValue,
   ListRunsQuery,
@@ -88,6 +89,9 @@ export class RunsService {
   }
 
   async list(query: ListRunsQuery): Promise<RunPage> {
+    if (query.idempotencyKey !== undefined && query.workflow === undefined) {
+      throw new InvalidRequestError('invalid_idempotencyKey', 'an idempotency key is unique per workflow: search by it with `workflow` too');
+    }
     if (query.tag === null) return { runs: [], nextCursor: null }; // one key asked with two values: no run has both
     const runs = await this.repository.list({ ...query, limit: query.limit + 1 });
     const page = runs.slice(0, query.limit);

@@ -14,18 +14,37 @@ interface ControlRow {
   concurrency: number | null;
   concurrencyPerKey: number | null;
   ratePerSecond: number | null;
+  ratePerKeyPerSecond: number | null;
   apiConcurrency: number | null;
   apiConcurrencyPerKey: number | null;
   apiRatePerSecond: number | null;
+  apiRatePerKeyPerSecond: number | null;
   codeConcurrency: number | null;
   codeConcurrencyPerKey: number | null;
   codeRatePerSecond: number | null;
+  codeRatePerKeyPerSecond: number | null;
   running: number;
   updatedAt: Date | null;
 }
 
+/**
+ * CTEs (`declared`, `changed`) of the versions whose code-declared limits ($1 workflows, $2 versions, $3
+ * concurrency, $4 per key, $5 rate, $6 rate per key) differ from those recorded.
+ */
+const CODE_LIMITS_CHANGED = `declared AS (
+         SELECT DISTINCT ON (d.workflow, d.version) d.* FROM unnest($1::text[], $2::text[], $3::integer[], $4::integer[], $5::float8[], $6::float8[])
+                AS d(workflow, version, concurrency, concurrency_per_key, rate_per_second, rate_per_key_per_second)
+       ), changed AS (
+         SELECT d.* FROM declared d LEFT JOIN workflow_controls c USING (workflow, version)
+          WHERE CASE WHEN c.workflow IS NULL THEN coalesce(d.concurrency, d.concurrency_per_key, d.rate_per_second, d.rate_per_key_per_second) IS NOT NULL
+                     ELSE (c.code_concurrency, c.code_concurrency_per_key, c.code_rate_per_second, c.code_rate_per_key_per_second)
+                          IS DISTINCT FROM (d.concurrency, d.concurrency_per_key, d.rate_per_second, d.rate_per_key_per_second) END
+       )`;
+
 const COLUMNS = `c.workflow AS name, c.version, c.paused, c.paused_shards AS "pausedShards",
   c.concurrency, c.concurrency_per_key AS "concurrencyPerKey", c.rate_per_second AS "ratePerSecond",
+  c.rate_per_key_per_second AS "ratePerKeyPerSecond", c.api_rate_per_key_per_second AS "apiRatePerKeyPerSecond",
+  c.code_rate_per_key_per_second AS "codeRatePerKeyPerSecond",
   c.api_concurrency AS "apiConcurrency", c.api_concurrency_per_key AS "apiConcurrencyPerKey", c.api_rate_per_second AS "apiRatePerSecond",
   c.code_concurrency AS "codeConcurrency", c.code_concurrency_per_key AS "codeConcurrencyPerKey", c.code_rate_per_second AS "codeRatePerSecond",
   (SELECT count(*)::integer FROM runs r WHERE r.workflow = c.workflow AND r.version = c.version AND r.status = 'running' AND r.holds_slot) AS running,
@@ -59,25 +78,32 @@ export class WorkflowControlsRepository {
    */
   async reconcileCode(tx: SqlExecutor, workflows: RegisteredWorkflow[]): Promise<{ workflow: string; version: string }[]> {
     const limit = (field: keyof WorkflowLimits) => workflows.map((w) => w.limits?.[field] ?? null);
+    const params = [
+      workflows.map((w) => w.name),
+      workflows.map((w) => w.version),
+      limit('concurrency'),
+      limit('concurrencyPerKey'),
+      limit('ratePerSecond'),
+      limit('ratePerKeyPerSecond'),
+    ];
+    const changing = await tx.query<{ workflow: string; version: string }>(
+      `WITH ${CODE_LIMITS_CHANGED} SELECT workflow, version FROM changed ORDER BY workflow, version`,
+      params,
+    );
+    if (changing.length === 0) return [];
+    // The claims in flight first (see lockVersion), then the rows.
+    for (const { workflow, version } of changing) await this.lockVersion(tx, workflow, version);
     return tx.query<{ workflow: string; version: string }>(
-      `WITH declared AS (
-         SELECT DISTINCT ON (d.workflow, d.version) d.* FROM unnest($1::text[], $2::text[], $3::integer[], $4::integer[], $5::float8[])
-                AS d(workflow, version, concurrency, concurrency_per_key, rate_per_second)
-       ), changed AS (
-         SELECT d.* FROM declared d LEFT JOIN workflow_controls c USING (workflow, version)
-          WHERE CASE WHEN c.workflow IS NULL THEN coalesce(d.concurrency, d.concurrency_per_key, d.rate_per_second) IS NOT NULL
-                     ELSE (c.code_concurrency, c.code_concurrency_per_key, c.code_rate_per_second)
-                          IS DISTINCT FROM (d.concurrency, d.concurrency_per_key, d.rate_per_second) END
-       )
-       INSERT INTO workflow_controls AS c (workflow, version, code_concurrency, code_concurrency_per_key, code_rate_per_second)
+      `WITH ${CODE_LIMITS_CHANGED}
+       INSERT INTO workflow_controls AS c (workflow, version, code_concurrency, code_concurrency_per_key, code_rate_per_second, code_rate_per_key_per_second)
        SELECT * FROM changed ORDER BY workflow, version
        ON CONFLICT (workflow, version) DO UPDATE
           SET code_concurrency = excluded.code_concurrency, code_concurrency_per_key = excluded.code_concurrency_per_key,
-              code_rate_per_second = excluded.code_rate_per_second,
+              code_rate_per_second = excluded.code_rate_per_second, code_rate_per_key_per_second = excluded.code_rate_per_key_per_second,
               tokens = CASE WHEN c.rate_per_second IS DISTINCT FROM coalesce(c.api_rate_per_second, excluded.code_rate_per_second) THEN NULL ELSE c.tokens END,
               updated_at = now()
        RETURNING workflow, version`,
-      [workflows.map((w) => w.name), workflows.map((w) => w.version), limit('concurrency'), limit('concurrencyPerKey'), limit('ratePerSecond')],
+      params,
     );
   }
 
@@ -115,23 +141,38 @@ export class WorkflowControlsRepository {
   /**
    * Replaces the limits set through the API (null: none set there). Running runs of the version start
    * holding a slot if it now has a concurrency limit (they count against it); a new rate starts with a
-   * full bucket.
+   * full bucket (a new per-key rate refills the keys' buckets from where they are, capped at the new
+   * capacity, at the next claim).
    */
   async setApiLimits(tx: SqlExecutor, name: string, version: string, limits: WorkflowLimits): Promise<void> {
+    await this.lockVersion(tx, name, version);
     await tx.query(
-      `INSERT INTO workflow_controls (workflow, version, api_concurrency, api_concurrency_per_key, api_rate_per_second)
-       VALUES ($1, $2, $3, $4, $5)
+      `INSERT INTO workflow_controls (workflow, version, api_concurrency, api_concurrency_per_key, api_rate_per_second, api_rate_per_key_per_second)
+       VALUES ($1, $2, $3, $4, $5, $6)
        ON CONFLICT (workflow, version) DO UPDATE
           SET api_concurrency = excluded.api_concurrency, api_concurrency_per_key = excluded.api_concurrency_per_key,
-              api_rate_per_second = excluded.api_rate_per_second,
+              api_rate_per_second = excluded.api_rate_per_second, api_rate_per_key_per_second = excluded.api_rate_per_key_per_second,
               tokens = CASE WHEN excluded.api_rate_per_second IS DISTINCT FROM workflow_controls.api_rate_per_second THEN NULL ELSE workflow_controls.tokens END,
               updated_at = now()`,
-      [name, version, limits.concurrency ?? null, limits.concurrencyPerKey ?? null, limits.ratePerSecond ?? null],
+      [name, version, limits.concurrency ?? null, limits.concurrencyPerKey ?? null, limits.ratePerSecond ?? null, limits.ratePerKeyPerSecond ?? null],
     );
     await this.countRunning(tx, name, version);
   }
 
-  /** Running runs of a version that has a concurrency limit now hold a slot (they were taken before it had one). */
+  /**
+   * Waits for the claims of the version in flight (each holds its advisory lock shared, see flow_admit)
+   * and keeps new ones out until this transaction commits, so a limit set now counts every run they took
+   * (countRunning, a later statement, sees them). Taken before the version's control row is written: a
+   * claim takes the advisory lock first and the row lock after, and so must a change, or the two deadlock.
+   */
+  async lockVersion(tx: SqlExecutor, name: string, version: string): Promise<void> {
+    await tx.query(`SELECT pg_advisory_xact_lock(flow_version_lock($1, $2))`, [name, version]);
+  }
+
+  /**
+   * Running runs of a version that has a concurrency limit now hold a slot (they were taken before it had
+   * one). Call it after lockVersion, in a statement of its own, so it counts the runs of claims in flight.
+   */
   async countRunning(tx: SqlExecutor, name: string, version: string): Promise<void> {
     await tx.query(
       `UPDATE runs r SET holds_slot = true
@@ -171,16 +212,23 @@ export function toWorkflowView(row: ControlRow | undefined, name: string, versio
     version,
     paused: row?.paused ?? false,
     pausedShards: row?.pausedShards ?? [],
-    limits: { concurrency: row?.concurrency ?? null, concurrencyPerKey: row?.concurrencyPerKey ?? null, ratePerSecond: row?.ratePerSecond ?? null },
+    limits: {
+      concurrency: row?.concurrency ?? null,
+      concurrencyPerKey: row?.concurrencyPerKey ?? null,
+      ratePerSecond: row?.ratePerSecond ?? null,
+      ratePerKeyPerSecond: row?.ratePerKeyPerSecond ?? null,
+    },
     apiLimits: {
       concurrency: row?.apiConcurrency ?? null,
       concurrencyPerKey: row?.apiConcurrencyPerKey ?? null,
       ratePerSecond: row?.apiRatePerSecond ?? null,
+      ratePerKeyPerSecond: row?.apiRatePerKeyPerSecond ?? null,
     },
     codeLimits: {
       concurrency: row?.codeConcurrency ?? null,
       concurrencyPerKey: row?.codeConcurrencyPerKey ?? null,
       ratePerSecond: row?.codeRatePerSecond ?? null,
+      ratePerKeyPerSecond: row?.codeRatePerKeyPerSecond ?? null,
     },
     running: row?.running ?? 0,
     updatedAt: row?.updatedAt?.toISOString() ?? null,

@@ -187,7 +187,7 @@ export function formatWorkflowList(workflows: WorkflowView[]): string {
     return workflow.apiLimits[field] !== null && workflow.codeLimits[field] !== null ? `${value} (api)` : String(value);
   };
   return formatTable(
-    ['workflow', 'version', 'paused', 'running', 'concurrency', 'per key', 'rate/s'],
+    ['workflow', 'version', 'paused', 'running', 'concurrency', 'per key', 'rate/s', 'rate/s per key'],
     workflows.map((workflow) => [
       workflow.name,
       workflow.version,
@@ -196,6 +196,7 @@ export function formatWorkflowList(workflows: WorkflowView[]): string {
       limit(workflow, 'concurrency'),
       limit(workflow, 'concurrencyPerKey'),
       limit(workflow, 'ratePerSecond'),
+      limit(workflow, 'ratePerKeyPerSecond'),
     ]),
   );
 }

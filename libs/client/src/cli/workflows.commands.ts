@@ -8,6 +8,7 @@ interface LimitOptions {
   concurrency?: number | 'none';
   concurrencyPerKey?: number | 'none';
   rate?: number | 'none';
+  ratePerKey?: number | 'none';
   clear?: boolean;
 }
 
@@ -55,6 +56,7 @@ export function registerWorkflowCommands(program: Command, invocation: Invocatio
     .option('--concurrency <n>', 'at most n runs of the version running at once (none: clear)', parseLimitArgument)
     .option('--concurrency-per-key <n>', 'at most n runs of one concurrency key running at once (none: clear)', parseLimitArgument)
     .option('--rate <n>', 'at most n runs started per second (none: clear)', parseLimitArgument)
+    .option('--rate-per-key <n>', 'at most n runs of one concurrency key started per second (none: clear)', parseLimitArgument)
     .option('--clear', 'clear every limit set through the API: the code declares them again')
     .action(
       invocation.action(async ({ client, output }, name: string, version: string, options: LimitOptions) => {
@@ -64,6 +66,7 @@ export function registerWorkflowCommands(program: Command, invocation: Invocatio
           ...(options.concurrency !== undefined ? { concurrency: limit(options.concurrency) } : {}),
           ...(options.concurrencyPerKey !== undefined ? { concurrencyPerKey: limit(options.concurrencyPerKey) } : {}),
           ...(options.rate !== undefined ? { ratePerSecond: limit(options.rate) } : {}),
+          ...(options.ratePerKey !== undefined ? { ratePerKeyPerSecond: limit(options.ratePerKey) } : {}),
         };
         if (Object.keys(given).length > 0) {
           // The API replaces the limits it holds: keep the ones this command leaves alone.

@@ -1,4 +1,5 @@
 import { type StaticDecode, type TSchema, Type } from '@sinclair/typebox';
+import { DashboardConfig } from './dashboard-config.contracts';
 import { FEED_DESCRIPTION, FeedQuery, RunTransitions, RunTransitionsQuery, Stats, StatsQuery } from './dashboard.contracts';
 import { DeadLetterPage, DeadLetterPath, ListDeadLettersQuery, RedriveResult } from './dead-letter.contracts';
 import {
@@ -571,5 +572,14 @@ export const API = {
     summary: 'Prometheus metrics',
     status: 200,
     responses: { 200: { description: 'Prometheus text format', schema: Type.String(), contentType: 'text/plain' } },
+  }),
+  dashboardConfig: endpoint({
+    method: 'get',
+    path: '/ui/config.json',
+    audience: 'public',
+    tag: 'operations',
+    summary: "The web dashboard's settings (its pages are served under /ui without a token; the API calls they make take one)",
+    status: 200,
+    responses: { 200: json('Whether API calls need the client token', DashboardConfig) },
   }),
 } satisfies Record<string, Endpoint>;

@@ -61,7 +61,9 @@ export const RunView = Closed(
     error: Nullable(ErrorDetails),
     idempotencyKey: Type.Union([Text, Type.Null()]),
     shard: Type.Union([Text, Type.Null()], { description: 'routing shard (null: none)' }),
-    concurrencyKey: Type.Union([Text, Type.Null()], { description: "runs with the same key share their version's concurrencyPerKey slots (null: none)" }),
+    concurrencyKey: Type.Union([Text, Type.Null()], {
+      description: "runs with the same key share their version's concurrencyPerKey slots and ratePerKeyPerSecond tokens (null: none)",
+    }),
     paused: Type.Boolean({ description: 'true while the run waits (queued or waiting) under a pause of its workflow version or shard' }),
     parentId: Type.Union([Text, Type.Null()]),
     tags: Type.Record(Text, Text, { description: 'the tags it was started with' }),
@@ -100,7 +102,7 @@ export const StartRunRequest = withDefaults(
       /** Higher runs first among runs that are due. */
       priority: Type.Optional(IntegerIn('priority', PRIORITY_MIN, PRIORITY_MAX)),
       runAt: Type.Optional(Timestamp('runAt')),
-      /** Runs with the same key share their version's `concurrencyPerKey` slots. */
+      /** Runs with the same key share their version's `concurrencyPerKey` slots and `ratePerKeyPerSecond` tokens. */
       concurrencyKey: Type.Optional(Key('concurrencyKey')),
       /** Metadata to find the run by (`GET /v1/runs?tag=key:value`). */
       tags: Type.Optional(Tags),
@@ -122,7 +124,14 @@ export const LIST_LIMIT_MAX = 500;
 export const ListRunsQuery = withDefaults(
   Closed({
     workflow: Type.Optional(Identifier('workflow')),
+    version: Type.Optional(Identifier('version')),
     status: Type.Optional(OneOf('status', RUN_STATUSES)),
+    /** Keys are unique per workflow: searching by one needs `workflow` too (400 otherwise). */
+    idempotencyKey: Type.Optional(Key('idempotencyKey')),
+    /** Runs created from this time on (inclusive)... */
+    createdAfter: Type.Optional(Timestamp('createdAfter')),
+    /** ...and before this one (exclusive). */
+    createdBefore: Type.Optional(Timestamp('createdBefore')),
     /** Only runs with every tag named (null: two filters named one key with different values, so none match). */
     tag: Type.Optional(TagFilters),
     limit: Type.Optional(IntegerIn('limit', 1, LIST_LIMIT_MAX)),

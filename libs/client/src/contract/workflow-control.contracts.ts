@@ -7,21 +7,23 @@ export const CONCURRENCY_MAX = 100_000;
 export const RATE_PER_SECOND_MAX = 100_000;
 
 const Concurrency = (field: string) => Nullable(IntegerIn(field, 1, CONCURRENCY_MAX));
-const RatePerSecond = Nullable(
-  Type.Number({
-    exclusiveMinimum: 0,
-    maximum: RATE_PER_SECOND_MAX,
-    description: `a number of runs per second above 0, at most ${RATE_PER_SECOND_MAX}`,
-    [REASON]: 'invalid_ratePerSecond',
-  }),
-);
+const Rate = (field: string) =>
+  Nullable(
+    Type.Number({
+      exclusiveMinimum: 0,
+      maximum: RATE_PER_SECOND_MAX,
+      description: `a number of runs per second above 0, at most ${RATE_PER_SECOND_MAX}`,
+      [REASON]: `invalid_${field}`,
+    }),
+  );
 
 /** Limits of a workflow version; null (or absent): no such limit. */
 export const WorkflowLimits = Closed(
   {
     concurrency: Type.Optional(Concurrency('concurrency')),
     concurrencyPerKey: Type.Optional(Concurrency('concurrencyPerKey')),
-    ratePerSecond: Type.Optional(RatePerSecond),
+    ratePerSecond: Type.Optional(Rate('ratePerSecond')),
+    ratePerKeyPerSecond: Type.Optional(Rate('ratePerKeyPerSecond')),
   },
   { title: 'WorkflowLimits' },
 );
@@ -33,6 +35,9 @@ const limitsView = (description: string) =>
       concurrency: Type.Union([Type.Integer(), Type.Null()], { description: 'at most this many runs of the version running at once' }),
       concurrencyPerKey: Type.Union([Type.Integer(), Type.Null()], { description: 'at most this many runs of one concurrencyKey running at once' }),
       ratePerSecond: Type.Union([Type.Number(), Type.Null()], { description: 'at most this many runs started per second (token bucket)' }),
+      ratePerKeyPerSecond: Type.Union([Type.Number(), Type.Null()], {
+        description: 'at most this many runs of one concurrencyKey started per second (a token bucket per key; runs without a key are not limited by it)',
+      }),
     },
     { description },
   );

@@ -73,6 +73,47 @@ const RATE_LIMIT_CTES = `rate_demand AS (
        )`;
 
 /**
+ * The per-key rate limit's CTEs, after `picked`: the keys' buckets (read and locked by flow_key_tokens
+ * in `key_tokens`) are charged with the runs this statement took of each key, and the window's runs of
+ * a key beyond its whole tokens are delayed: the j-th gets the time of the key's (whole + j)-th token
+ * (the whole ones are left to the runs before it, taken now or by the next claim), and no earlier than
+ * j tokens after the latest time already given to its key (`delayed_until`), so they keep its order. The due-time triggers then wake claimers at
+ * that time (NOTIFY on wf_runs_due) and, with a publisher, write the wake-up to publish then (outbox),
+ * so they come back without a poll and are not read again before. Only rows this statement locked are
+ * delayed (others are skipped; the next claim sees them). A bucket row is written only for keys that
+ * took or delayed a run: a missing row is a full bucket.
+ */
+const KEY_RATE_LIMIT_CTES = `key_used AS MATERIALIZED (
+         SELECT k.family, k.concurrency_key AS key, count(*) AS n FROM picked p JOIN keyed_fit k USING (id) WHERE NOT p.idle GROUP BY 1, 2
+       ), rate_delay AS (
+         SELECT x.id FROM runs x
+          WHERE x.id IN (SELECT k.id FROM keyed_fit k WHERE k.rank > k.whole)
+            AND x.status IN ('queued', 'waiting') AND x.due_at <= now()
+          FOR NO KEY UPDATE SKIP LOCKED
+       ), delayed AS (
+         UPDATE runs r SET due_at = d.due_at, updated_at = now()
+           FROM (SELECT l.id, l.family, l.key,
+                        greatest(t.admitted_at + (t.whole + l.j - t.tokens) / t.rate * interval '1 second',
+                                 t.delayed_until + l.j / t.rate * interval '1 second') AS due_at
+                   FROM (SELECT k.id, k.family, k.concurrency_key AS key,
+                                row_number() OVER (PARTITION BY k.family, k.concurrency_key ORDER BY k.rank) AS j
+                           FROM rate_delay x JOIN keyed_fit k USING (id)) l
+                   JOIN key_tokens t ON t.family = l.family AND t.key = l.key) d
+          WHERE r.id = d.id
+         RETURNING r.id, d.family, d.key, d.due_at
+       ), key_charged AS (
+         INSERT INTO workflow_key_buckets AS b (workflow, version, key, tokens, refilled_at, delayed_until)
+         SELECT split_part(t.family, ':', 1), split_part(t.family, ':', 2), t.key, greatest(t.tokens - coalesce(u.n, 0), 0), t.admitted_at, d.until
+           FROM key_tokens t
+           LEFT JOIN key_used u ON u.family = t.family AND u.key = t.key
+           LEFT JOIN (SELECT family, key, max(due_at) AS until FROM delayed GROUP BY 1, 2) d ON d.family = t.family AND d.key = t.key
+          WHERE u.n IS NOT NULL OR d.until IS NOT NULL
+         ON CONFLICT (workflow, version, key) DO UPDATE
+            SET tokens = excluded.tokens, refilled_at = excluded.refilled_at, delayed_until = greatest(b.delayed_until, excluded.delayed_until)
+         RETURNING 1
+       )`;
+
+/**
  * The claim statement (see ClaimRepository.claim): $1 queues, $2 their limits, $3 the idle time, $4
  * the worker id, $5 the stall limit, $6 the total limit, $7/$8 the wake-ups' queues and names.
  * Prepared: planning it costs more than running it.
@@ -83,9 +124,11 @@ const CLAIM: PreparedStatement = {
          -- Per queue: how many runs it wants and, when its version has an active control (flow_admit), how
          -- many new runs it may take (fresh), whether idle claims may be taken over (not while paused) and
          -- the version's limits. A queue without one gets fresh = n and no cap: the statement as before.
+         -- The per-key rate is read (fresh, flow_key_rate) once flow_admit returned, i.e. holds the lock:
+         -- a set-returning function in FROM runs to its end before its first row is joined.
          SELECT w.queue, w.n, f.family, coalesce(f.fresh, w.n) AS fresh, coalesce(f.takeovers, true) AS takeovers,
                 f.family_cap, coalesce(f.counts_slot, false) AS counts_slot, f.per_key, f.full_keys, f.key_names, f.key_running,
-                f.rate, f.tokens, f.admitted_at, f.rate_wakeup_at
+                f.rate, f.tokens, f.admitted_at, f.rate_wakeup_at, CASE WHEN f.family IS NOT NULL THEN flow_key_rate(f.family) END AS key_rate
            FROM unnest($1::text[], $2::integer[]) AS w(queue, n)
            LEFT JOIN flow_admit($1::text[], $2::integer[]) f USING (queue)
        ), wakeups AS (
@@ -108,28 +151,42 @@ const CLAIM: PreparedStatement = {
                  ORDER BY priority DESC, due_at
                  LIMIT w.fresh
                  FOR NO KEY UPDATE SKIP LOCKED) r
-          WHERE w.per_key IS NULL
+          WHERE w.per_key IS NULL AND w.key_rate IS NULL
        ), keyed_window AS (
-         -- Queues with a per-key limit: the first ready runs in order whose key has a free slot (keys
-         -- already full are skipped in the index walk, unlocked), then at most the free slots of each key.
-         SELECT w.queue, r.id, r.priority, r.due_at, r.concurrency_key,
-                r.concurrency_key IS NULL OR row_number() OVER (PARTITION BY w.family, r.concurrency_key ORDER BY r.priority DESC, r.due_at, r.id)
-                  <= w.per_key - coalesce(w.key_running[array_position(w.key_names, r.concurrency_key)], 0) AS fits
+         -- Queues with a per-key limit (slots or rate): the first ready runs in order whose key has a free
+         -- slot (keys already full are skipped in the index walk, unlocked), each with its rank in its key.
+         SELECT w.queue, w.family, r.id, r.priority, r.due_at, r.concurrency_key,
+                row_number() OVER (PARTITION BY w.family, r.concurrency_key ORDER BY r.priority DESC, r.due_at, r.id) AS rank,
+                w.per_key - coalesce(w.key_running[array_position(w.key_names, r.concurrency_key)], 0) AS free_slots
            FROM wanted w CROSS JOIN LATERAL (
                 SELECT id, priority, due_at, concurrency_key FROM runs
                  WHERE status IN ('queued', 'waiting') AND queue = w.queue AND due_at <= now()
                    AND (concurrency_key IS NULL OR concurrency_key <> ALL (w.full_keys))
                  ORDER BY priority DESC, due_at
                  LIMIT w.fresh * 4 + 50) r
-          WHERE w.per_key IS NOT NULL AND w.fresh > 0
+          WHERE (w.per_key IS NOT NULL OR w.key_rate IS NOT NULL) AND w.fresh > 0
+       ), key_tokens AS MATERIALIZED (
+         -- Under a per-key rate, the window's keys' buckets: locked and read after flow_admit's lock, in
+         -- a fresh snapshot (flow_key_tokens), so claimers of the version take turns on them.
+         SELECT k.family, k.rate, t.key, t.tokens, floor(t.tokens + 1e-9) AS whole, t.delayed_until, t.admitted_at
+           FROM (SELECT kw.family, max(w.key_rate) AS rate, array_agg(DISTINCT kw.concurrency_key) AS keys
+                   FROM keyed_window kw JOIN wanted w USING (queue)
+                  WHERE w.key_rate IS NOT NULL AND kw.concurrency_key IS NOT NULL
+                  GROUP BY kw.family) k
+          CROSS JOIN LATERAL flow_key_tokens(k.family, k.rate, k.keys) t
+       ), keyed_fit AS MATERIALIZED (
+         -- A run fits when its key has a free slot and a whole token for it (runs without a key always do).
+         SELECT k.*, t.whole,
+                k.concurrency_key IS NULL OR k.rank <= least(coalesce(k.free_slots, k.rank), coalesce(t.whole, k.rank)) AS fits
+           FROM keyed_window k LEFT JOIN key_tokens t ON t.family = k.family AND t.key = k.concurrency_key
        ), keyed AS (
          SELECT r.id, r.status, r.stalls, w.queue, false AS idle, r.priority, r.due_at AS since
            FROM wanted w CROSS JOIN LATERAL (
                 SELECT x.id, x.status, x.stalls, x.priority, x.due_at FROM runs x
-                 WHERE x.id IN (SELECT k.id FROM keyed_window k WHERE k.queue = w.queue AND k.fits ORDER BY k.priority DESC, k.due_at LIMIT w.fresh)
+                 WHERE x.id IN (SELECT k.id FROM keyed_fit k WHERE k.queue = w.queue AND k.fits ORDER BY k.priority DESC, k.due_at LIMIT w.fresh)
                    AND x.status IN ('queued', 'waiting') AND x.due_at <= now()
                  FOR NO KEY UPDATE SKIP LOCKED) r
-          WHERE w.per_key IS NOT NULL AND w.fresh > 0
+          WHERE (w.per_key IS NOT NULL OR w.key_rate IS NOT NULL) AND w.fresh > 0
        ), candidates AS (
          SELECT *, idle AND stalls >= $5 AS stalled FROM (SELECT * FROM idle UNION ALL SELECT * FROM ready UNION ALL SELECT * FROM keyed) c
        ), ranked AS (
@@ -179,7 +236,7 @@ const CLAIM: PreparedStatement = {
          RETURNING t.run_id, ${STEP_COLUMNS.split(', ')
            .map((column) => `t.${column}`)
            .join(', ')}
-       ), ${RATE_LIMIT_CTES}, unused AS MATERIALIZED (
+       ), ${RATE_LIMIT_CTES}, ${KEY_RATE_LIMIT_CTES}, unused AS MATERIALIZED (
          SELECT u.queue, u.ref, u.k - coalesce(t.n, 0) AS rank
            FROM wakeups u LEFT JOIN taken t USING (queue)
           WHERE u.k > coalesce(t.n, 0)
@@ -190,11 +247,15 @@ const CLAIM: PreparedStatement = {
          -- queue counts no more than it was admitted to take and did not: a wake-up of a paused or full
          -- queue is dropped, not handed back (a freed slot, a resume or the next token brings a new one).
          SELECT l.queue, least(CASE WHEN w.family IS NULL THEN l.n ELSE greatest(w.fresh - coalesce(t.fresh, 0), 0) END,
-                (SELECT count(*) FROM (
+                CASE WHEN w.per_key IS NULL AND w.key_rate IS NULL THEN (SELECT count(*) FROM (
                    SELECT x.id FROM runs x
                     WHERE x.status IN ('queued', 'waiting') AND x.queue = l.queue AND x.due_at <= now()
                     ORDER BY x.priority DESC, x.due_at LIMIT w.n + l.n) s
-                  WHERE s.id NOT IN (SELECT id FROM picked))
+                  WHERE s.id NOT IN (SELECT id FROM picked UNION ALL SELECT id FROM delayed))
+                -- A per-key queue: only runs its window admitted (a key with a free slot and a token) and this statement
+                -- neither took nor delayed; runs of full keys are not work for a wake-up, which would circle through Redis.
+                ELSE (SELECT count(*) FROM keyed_fit k
+                       WHERE k.queue = l.queue AND k.fits AND k.id NOT IN (SELECT id FROM picked UNION ALL SELECT id FROM delayed)) END
               + (SELECT count(*) FROM (
                    SELECT x.id FROM runs x
                     WHERE x.status = 'running' AND x.queue = l.queue AND x.heartbeat_at < now() - $3 * interval '1 millisecond'

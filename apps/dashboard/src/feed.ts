@@ -1,0 +1,73 @@
+import type { RunChange } from '@nest-durable/client';
+import { EventSourceParserStream } from 'eventsource-parser/stream';
+import { useEffect, useRef } from 'preact/hooks';
+import { authHeaders } from './api';
+
+/** Without the feed (an older coordinator, or a proxy that cuts streams), pages refresh this often instead. */
+const POLL_MS = 5_000;
+const RECONNECT_MAX_MS = 10_000;
+
+/**
+ * Follows GET /v1/feed (server-sent events: `event: run` per change, `event: resync` when some may have been missed), filtered by run id or workflow. Read with fetch, not
+ * EventSource, because EventSource cannot send the bearer token. Reconnects with backoff; when the feed is
+ * missing (404) it falls back to calling `onChange(null)` every POLL_MS. Returns a function that stops it.
+ */
+export function followRuns(filter: { runId?: string; workflow?: string }, onChange: (change: RunChange | null) => void): () => void {
+  const controller = new AbortController();
+  let stopped = false;
+  let poll: ReturnType<typeof setInterval> | undefined;
+  const params = new URLSearchParams(Object.entries(filter).filter((entry): entry is [string, string] => !!entry[1]));
+
+  const connect = async (delayMs: number): Promise<void> => {
+    if (stopped) return;
+    try {
+      const response = await fetch(`/v1/feed?${params}`, { headers: { ...authHeaders(), accept: 'text/event-stream' }, signal: controller.signal });
+      if (response.status === 404) {
+        poll = setInterval(() => onChange(null), POLL_MS);
+        return;
+      }
+      if (!response.ok || !response.body) throw new Error(`feed answered ${response.status}`);
+      // Connected: what changed while we were away is read again once.
+      onChange(null);
+      const reader = response.body.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream()).getReader();
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        if (value.event === 'run') onChange(JSON.parse(value.data) as RunChange);
+        // The coordinator may have missed changes (its LISTEN session reconnected): read everything again.
+        if (value.event === 'resync') onChange(null);
+      }
+      delayMs = 500;
+    } catch {
+      if (stopped) return;
+    }
+    setTimeout(() => void connect(Math.min(delayMs * 2, RECONNECT_MAX_MS)), delayMs);
+  };
+  void connect(500);
+  return () => {
+    stopped = true;
+    controller.abort();
+    if (poll) clearInterval(poll);
+  };
+}
+
+/** Calls `refresh` whenever a run matching the filter changes (at most every 300 ms), for as long as the component lives. */
+export function useLiveRuns(filter: { runId?: string; workflow?: string }, refresh: () => void, enabled = true): void {
+  const latest = useRef(refresh);
+  latest.current = refresh;
+  useEffect(() => {
+    if (!enabled) return;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const stop = followRuns(filter, () => {
+      if (timer) return;
+      timer = setTimeout(() => {
+        timer = undefined;
+        latest.current();
+      }, 300);
+    });
+    return () => {
+      stop();
+      if (timer) clearTimeout(timer);
+    };
+  }, [filter.runId, filter.workflow, enabled]);
+}

@@ -1,0 +1,127 @@
+import type { DeadLetterView } from '@nest-durable/client';
+import { useState } from 'preact/hooks';
+import { Link } from 'wouter-preact';
+import { api } from '../api';
+import { Confirm } from '../components/Confirm';
+import { Json } from '../components/Json';
+import { Problem } from '../components/Problem';
+import { Time } from '../components/Time';
+import { useLoad } from '../use-load';
+
+type Pending = { kind: 'redrive' | 'delete'; letter: DeadLetterView };
+
+export function DeadLetters() {
+  const [cursors, setCursors] = useState<string[]>([]);
+  const cursor = cursors.at(-1);
+  const page = useLoad(() => api.deadLetters(cursor), [cursor]);
+  const [pending, setPending] = useState<Pending>();
+  const [error, setError] = useState<Error>();
+  const [message, setMessage] = useState<string>();
+
+  const perform = async ({ kind, letter }: Pending) => {
+    setPending(undefined);
+    setError(undefined);
+    try {
+      if (kind === 'redrive') {
+        const result = await api.redrive(letter.id);
+        setMessage(`Dead letter ${letter.id} redriven: ${result.action}; its run is ${result.runStatus}.`);
+      } else {
+        await api.deleteDeadLetter(letter.id);
+        setMessage(`Dead letter ${letter.id} deleted.`);
+      }
+      page.reload();
+    } catch (caught) {
+      setError(caught as Error);
+    }
+  };
+
+  const letters = page.data?.deadLetters ?? [];
+  return (
+    <section aria-labelledby="dead-letters-title">
+      <header class="page-header">
+        <h1 id="dead-letters-title">Dead letters</h1>
+      </header>
+      {message && (
+        <p class="notice" role="status">
+          {message}
+        </p>
+      )}
+      <Problem error={error ?? page.error} />
+      <table>
+        <thead>
+          <tr>
+            <th scope="col">id</th>
+            <th scope="col">when</th>
+            <th scope="col">origin</th>
+            <th scope="col">queue</th>
+            <th scope="col">run</th>
+            <th scope="col">reason</th>
+            <th scope="col">actions</th>
+          </tr>
+        </thead>
+        <tbody>
+          {letters.map((letter) => (
+            <tr key={letter.id}>
+              <th scope="row">{letter.id}</th>
+              <td>
+                <Time at={letter.createdAt} compact />
+              </td>
+              <td>{letter.origin}</td>
+              <td class="mono">{letter.queue}</td>
+              <td>
+                {letter.runId ? (
+                  <Link href={`/runs/${letter.runId}`} class="mono">
+                    {letter.runId.slice(0, 8)}
+                  </Link>
+                ) : (
+                  '—'
+                )}
+              </td>
+              <td>
+                {letter.reason}: {letter.message}
+                <Json label="Detail" value={letter.detail} />
+              </td>
+              <td class="buttons">
+                <button type="button" aria-label={`Redrive dead letter ${letter.id}`} onClick={() => setPending({ kind: 'redrive', letter })}>
+                  Redrive
+                </button>
+                <button type="button" aria-label={`Delete dead letter ${letter.id}`} onClick={() => setPending({ kind: 'delete', letter })}>
+                  Delete
+                </button>
+              </td>
+            </tr>
+          ))}
+          {letters.length === 0 && !page.loading && (
+            <tr>
+              <td colSpan={7} class="muted">
+                No dead letters.
+              </td>
+            </tr>
+          )}
+        </tbody>
+      </table>
+      <nav class="pager" aria-label="Pages of dead letters">
+        <button type="button" disabled={cursors.length === 0} onClick={() => setCursors(cursors.slice(0, -1))}>
+          Previous page
+        </button>
+        <button type="button" disabled={!page.data?.nextCursor} onClick={() => page.data?.nextCursor && setCursors([...cursors, page.data.nextCursor])}>
+          Next page
+        </button>
+      </nav>
+      {pending && (
+        <Confirm
+          title={pending.kind === 'redrive' ? 'Redrive this dead letter?' : 'Delete this dead letter?'}
+          confirmLabel={pending.kind === 'redrive' ? 'Redrive' : 'Delete'}
+          onConfirm={() => void perform(pending)}
+          onCancel={() => setPending(undefined)}
+        >
+          <p>
+            {pending.kind === 'redrive'
+              ? 'Its run is put back in motion (a new attempt, or a new wake-up) and the dead letter removed.'
+              : 'The dead letter is removed; its run is left as it is.'}
+          </p>
+        </Confirm>
+      )}
+    </section>
+  );
+}

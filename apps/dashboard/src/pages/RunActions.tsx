@@ -1,0 +1,100 @@
+import type { RunView } from '@nest-durable/client';
+import { isTerminalStatus } from '@nest-durable/client/run-status';
+import { useState } from 'preact/hooks';
+import { api } from '../api';
+import { Confirm } from '../components/Confirm';
+import { Problem } from '../components/Problem';
+
+type Action = { kind: 'cancel' } | { kind: 'retry' } | { kind: 'wake' } | { kind: 'event'; name: string; data: unknown };
+
+const TITLES: Record<Action['kind'], string> = {
+  cancel: 'Cancel this run and its unfinished children?',
+  retry: 'Retry this run as its next attempt?',
+  wake: 'End its sleep now?',
+  event: 'Send this event?',
+};
+
+/** Cancel, retry, wake and send event, each through the API after a confirmation; the answer is said on the page. */
+export function RunActions({ run, onDone }: { run: RunView; onDone: (message: string) => void }) {
+  const [pending, setPending] = useState<Action>();
+  const [error, setError] = useState<Error>();
+  const [eventName, setEventName] = useState('');
+  const [eventData, setEventData] = useState('null');
+  const terminal = isTerminalStatus(run.status);
+  const sleeping = run.status === 'waiting' && (run.tasks ?? []).some((step) => step.kind === 'sleep' && step.status === 'waiting');
+
+  const perform = async (action: Action) => {
+    setPending(undefined);
+    setError(undefined);
+    try {
+      if (action.kind === 'cancel') await api.cancel(run.id);
+      if (action.kind === 'retry') await api.retry(run.id);
+      if (action.kind === 'wake') await api.wake(run.id);
+      if (action.kind === 'event') {
+        const { delivered } = await api.sendEvent(run.id, action.name, action.data);
+        onDone(delivered ? `Event ${action.name} delivered: the run was waiting for it.` : `Event ${action.name} kept for the run's next wait of that name.`);
+        return;
+      }
+      onDone({ cancel: 'Cancelled.', retry: 'Queued again as its next attempt.', wake: 'Woken.' }[action.kind]);
+    } catch (caught) {
+      setError(caught as Error);
+    }
+  };
+
+  const askEvent = (event: Event) => {
+    event.preventDefault();
+    try {
+      setPending({ kind: 'event', name: eventName.trim(), data: JSON.parse(eventData || 'null') });
+    } catch {
+      setError(new Error('The event data is not valid JSON.'));
+    }
+  };
+
+  return (
+    <div class="run-actions">
+      <fieldset class="buttons">
+        <legend class="visually-hidden">Actions</legend>
+        <button type="button" disabled={terminal} onClick={() => setPending({ kind: 'cancel' })}>
+          Cancel run
+        </button>
+        <button type="button" disabled={run.status !== 'failed'} onClick={() => setPending({ kind: 'retry' })}>
+          Retry run
+        </button>
+        <button type="button" disabled={!sleeping} onClick={() => setPending({ kind: 'wake' })}>
+          Wake run
+        </button>
+      </fieldset>
+      {!terminal && (
+        <form class="send-event" onSubmit={askEvent}>
+          <label>
+            Event name <input required value={eventName} onInput={(event) => setEventName(event.currentTarget.value)} />
+          </label>
+          <label>
+            Event data (JSON) <textarea rows={1} value={eventData} onInput={(event) => setEventData(event.currentTarget.value)} />
+          </label>
+          <button type="submit">Send event</button>
+        </form>
+      )}
+      <Problem error={error} />
+      {pending && (
+        <Confirm
+          title={TITLES[pending.kind]}
+          confirmLabel={{ cancel: 'Cancel run', retry: 'Retry', wake: 'Wake', event: 'Send' }[pending.kind]}
+          onConfirm={() => void perform(pending)}
+          onCancel={() => setPending(undefined)}
+        >
+          <p>
+            Run <span class="mono">{run.id}</span> ({run.workflow}@{run.version})
+            {pending.kind === 'event' && (
+              <>
+                {' '}
+                gets event <strong>{pending.name}</strong> with data <code>{JSON.stringify(pending.data).slice(0, 200)}</code>
+              </>
+            )}
+            .
+          </p>
+        </Confirm>
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,197 @@
+import type { RunTransition, RunView, TaskView } from '@nest-durable/client';
+import { isTerminalStatus } from '@nest-durable/client/run-status';
+import { useState } from 'preact/hooks';
+import { Link } from 'wouter-preact';
+import { api } from '../api';
+import { Json } from '../components/Json';
+import { Problem } from '../components/Problem';
+import { Status } from '../components/Status';
+import { Time } from '../components/Time';
+import { useLiveRuns } from '../feed';
+import { between } from '../format';
+import { useLoad } from '../use-load';
+import { RunActions } from './RunActions';
+
+export function RunDetail({ id }: { id: string }) {
+  const run = useLoad(() => api.getRun(id), [id]);
+  const transitions = useLoad(() => api.transitions(id), [id]);
+  const reload = () => {
+    run.reload();
+    transitions.reload();
+  };
+  useLiveRuns({ runId: id }, reload, run.data ? !isTerminalStatus(run.data.status) : true);
+  const [message, setMessage] = useState<string>();
+
+  if (!run.data) return run.error ? <Problem error={run.error} /> : <p class="muted">Loading…</p>;
+  const data = run.data;
+  const history = transitions.data?.items ?? [];
+  // The worker that last held it (of the transitions listed: a run with more than 1,000 shows its first ones).
+  const worker = history.findLast((transition) => transition.workerId)?.workerId;
+  return (
+    <section aria-labelledby="run-title">
+      <header class="page-header">
+        <h1 id="run-title">
+          Run <span class="mono">{data.id}</span>
+        </h1>
+        <span class="muted">
+          {data.workflow}@{data.version} · attempt {data.attempt}
+        </span>
+        <Status status={data.status} />
+      </header>
+      <Problem error={run.error} />
+      {message && (
+        <p class="notice" role="status">
+          {message}
+        </p>
+      )}
+      <RunActions
+        run={data}
+        onDone={(text) => {
+          setMessage(text);
+          reload();
+        }}
+      />
+      {data.error && (
+        <div class="run-error" role="alert" aria-label="Run error">
+          <strong>{data.error.name}</strong>: {data.error.message}
+          {data.error.reason && <span class="muted"> (reason {data.error.reason})</span>}
+        </div>
+      )}
+      <Facts run={data} worker={worker} />
+      <Json label="Input" value={data.input} open />
+      <Json label="Output" value={data.output} />
+      {data.error && <Json label="Error" value={data.error} />}
+      <h2>Steps</h2>
+      <Timeline steps={data.tasks ?? []} />
+      <h2>Transitions</h2>
+      <Problem error={transitions.error} />
+      <Transitions items={history} />
+      {transitions.data?.truncated && <p class="muted">The first {history.length.toLocaleString()} transitions are shown; the run has more.</p>}
+    </section>
+  );
+}
+
+function Facts({ run, worker }: { run: RunView; worker: string | null | undefined }) {
+  const rows: [string, preact.ComponentChildren][] = [
+    ['Workflow', `${run.workflow}@${run.version}`],
+    ['Status', <Status status={run.status} key="status" />],
+    ['Attempt', run.attempt],
+    ['Revision', run.revision],
+    ['Worker', worker ?? '—'],
+    ['Priority', run.priority],
+    ['Stalls', run.stalls],
+    ['Idempotency key', run.idempotencyKey ?? '—'],
+    ['Shard', run.shard ?? '—'],
+    [
+      'Parent',
+      run.parentId ? (
+        <Link href={`/runs/${run.parentId}`} class="mono" key="parent">
+          {run.parentId}
+        </Link>
+      ) : (
+        '—'
+      ),
+    ],
+    ['Created', <Time at={run.createdAt} key="c" />],
+    ['Started', <Time at={run.startedAt} key="s" />],
+    ['Finished', <Time at={run.finishedAt} key="f" />],
+    ['Due', <Time at={run.runAt} key="d" />],
+    ['Updated', <Time at={run.updatedAt} key="u" />],
+    ['Queued for', between(run.createdAt, run.startedAt) ?? '—'],
+    ['Ran for', between(run.startedAt, run.finishedAt) ?? '—'],
+  ];
+  return (
+    <dl class="facts">
+      {rows.map(([term, value]) => (
+        <div key={term}>
+          <dt>{term}</dt>
+          <dd>{value}</dd>
+        </div>
+      ))}
+    </dl>
+  );
+}
+
+/** The steps in the order the run recorded them: each task, sleep, event wait and child, failed ones highlighted. */
+function Timeline({ steps }: { steps: TaskView[] }) {
+  if (steps.length === 0) return <p class="muted">No steps recorded yet.</p>;
+  return (
+    <ol class="timeline" aria-label="Steps">
+      {steps.map((step) => {
+        // A task is recorded when it ends (its start is not reported); a suspension step when the run suspends there.
+        const started = step.startedAt ?? (step.kind === 'task' ? undefined : step.createdAt);
+        const ended = step.finishedAt ?? (step.kind === 'task' ? step.createdAt : undefined);
+        return (
+          <li key={step.key} class={`step step-${step.status}`} data-step={step.name}>
+            <div class="step-head">
+              <span class="step-kind">{step.kind}</span> <strong class="step-name">{step.name}</strong> <Status status={step.status} />
+              <span class="muted">
+                {' '}
+                {step.attempts > 0 && ` · ${step.attempts} attempt${step.attempts === 1 ? '' : 's'}`}
+                {between(started, ended) && ` · took ${between(started, ended)}`}
+              </span>
+            </div>
+            <div class="step-times">
+              {[
+                started && ['started', <Time at={started} compact key="s" />],
+                ended && ['ended', <Time at={ended} compact key="e" />],
+                step.wakeAt && step.status === 'waiting' && ['wakes', <Time at={step.wakeAt} compact key="w" />],
+                step.childId && [
+                  'child',
+                  <Link href={`/runs/${step.childId}`} class="mono" key="c">
+                    {step.childId}
+                  </Link>,
+                ],
+              ]
+                .filter((part): part is [string, preact.JSX.Element] => !!part)
+                .map(([label, value], index) => (
+                  <span key={label}>
+                    {index > 0 && ' · '}
+                    {label} {value}
+                  </span>
+                ))}
+            </div>
+            {step.error && (
+              <p class="step-error">
+                <strong>{step.error.name}</strong>: {step.error.message}
+              </p>
+            )}
+            {step.output !== null && step.output !== undefined && <Json label="Output" value={step.output} />}
+          </li>
+        );
+      })}
+    </ol>
+  );
+}
+
+function Transitions({ items }: { items: RunTransition[] }) {
+  if (items.length === 0) return <p class="muted">No transitions to show.</p>;
+  return (
+    <table>
+      <thead>
+        <tr>
+          <th scope="col">at</th>
+          <th scope="col">from</th>
+          <th scope="col">to</th>
+          <th scope="col" class="number">
+            revision
+          </th>
+          <th scope="col">worker</th>
+        </tr>
+      </thead>
+      <tbody>
+        {items.map((transition) => (
+          <tr key={`${transition.revision}-${transition.to}-${transition.at}`}>
+            <td>
+              <Time at={transition.at} />
+            </td>
+            <td>{transition.from ?? '—'}</td>
+            <td>{transition.to}</td>
+            <td class="number">{transition.revision}</td>
+            <td>{transition.workerId ?? '—'}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}

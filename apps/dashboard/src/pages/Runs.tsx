@@ -1,0 +1,190 @@
+import type { RunView, WorkerList } from '@nest-durable/client';
+import { RUN_STATUSES } from '@nest-durable/client/run-status';
+import { useState } from 'preact/hooks';
+import { Link, useLocation, useSearch } from 'wouter-preact';
+import { api, type RunFilter } from '../api';
+import { Problem } from '../components/Problem';
+import { Status } from '../components/Status';
+import { Time } from '../components/Time';
+import { useLiveRuns } from '../feed';
+import { between, shortId } from '../format';
+import { useLoad } from '../use-load';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const RANGES = { '': 'any time', '15m': 'last 15 minutes', '1h': 'last hour', '24h': 'last day', '7d': 'last 7 days', custom: 'between…' } as const;
+const RANGE_MS: Record<string, number> = { '15m': 900_000, '1h': 3_600_000, '24h': 86_400_000, '7d': 604_800_000 };
+
+/** A `datetime-local` value (the browser's zone) as ISO 8601, or undefined when empty. */
+const isoOf = (local: string | undefined) => (local ? new Date(local).toISOString() : undefined);
+
+/** The API's filter for the page's; a preset time range ends now, at each (re)load; `between…` is `from` to `to`. */
+function toQuery(filters: Record<string, string>): RunFilter {
+  const custom = filters.range === 'custom';
+  return {
+    workflow: filters.workflow,
+    version: filters.version,
+    status: filters.status,
+    idempotencyKey: filters.key,
+    createdAfter: custom ? isoOf(filters.from) : filters.range ? new Date(Date.now() - RANGE_MS[filters.range]).toISOString() : undefined,
+    createdBefore: custom ? isoOf(filters.to) : undefined,
+  };
+}
+
+/** The filters live in the address (so they survive a reload and can be linked to, as the overview does). */
+function useFilters(): [Record<string, string>, (next: Record<string, string>) => void] {
+  const search = useSearch();
+  const [, navigate] = useLocation();
+  const current = Object.fromEntries(new URLSearchParams(search));
+  const set = (next: Record<string, string>) => {
+    const params = new URLSearchParams(Object.entries(next).filter(([, value]) => value !== ''));
+    navigate(`/runs${params.size ? `?${params}` : ''}`, { replace: true });
+  };
+  return [current, set];
+}
+
+export function Runs() {
+  const [filters, setFilters] = useFilters();
+  const [, navigate] = useLocation();
+  const [search, setSearch] = useState(filters.key ?? '');
+  // Cursors of the pages before this one: "Previous" pops one.
+  const [cursors, setCursors] = useState<string[]>([]);
+  const cursor = cursors.at(-1);
+  const page = useLoad(() => api.listRuns(toQuery(filters), cursor), [JSON.stringify(filters), cursor]);
+  // What the online workers host: a queued run of a version none hosts is flagged (it will not start by itself).
+  const workers = useLoad(() => api.workers().catch(() => undefined), [page.data]);
+  const hosted = workers.data && hostedVersions(workers.data);
+  // Live on the first page only: a later page keeps still while it is read.
+  useLiveRuns({ workflow: filters.workflow }, page.reload, cursor === undefined);
+
+  const change = (name: string, value: string) => {
+    setCursors([]);
+    // From the address as it is now: two changes in one event (Enter fires `change`, then `submit`) keep both.
+    setFilters({ ...Object.fromEntries(new URLSearchParams(window.location.search)), [name]: value });
+  };
+  const onSearch = (event: Event) => {
+    event.preventDefault();
+    const text = search.trim();
+    if (UUID.test(text)) navigate(`/runs/${text.toLowerCase()}`);
+    else change('key', text);
+  };
+
+  return (
+    <section aria-labelledby="runs-title">
+      <header class="page-header">
+        <h1 id="runs-title">Runs</h1>
+      </header>
+      <search>
+        <form class="filters" onSubmit={onSearch}>
+          <label>
+            Workflow <input name="workflow" value={filters.workflow ?? ''} onChange={(event) => change('workflow', event.currentTarget.value.trim())} />
+          </label>
+          <label>
+            Version <input name="version" size={8} value={filters.version ?? ''} onChange={(event) => change('version', event.currentTarget.value.trim())} />
+          </label>
+          <label>
+            Status{' '}
+            <select name="status" value={filters.status ?? ''} onChange={(event) => change('status', event.currentTarget.value)}>
+              <option value="">any</option>
+              {RUN_STATUSES.map((status) => (
+                <option key={status} value={status}>
+                  {status}
+                </option>
+              ))}
+            </select>
+          </label>
+          <label>
+            Created{' '}
+            <select name="range" value={filters.range ?? ''} onChange={(event) => change('range', event.currentTarget.value)}>
+              {Object.entries(RANGES).map(([value, label]) => (
+                <option key={value} value={value}>
+                  {label}
+                </option>
+              ))}
+            </select>
+          </label>
+          {filters.range === 'custom' && (
+            <>
+              <label>
+                From <input type="datetime-local" step={1} value={filters.from ?? ''} onChange={(event) => change('from', event.currentTarget.value)} />
+              </label>
+              <label>
+                To <input type="datetime-local" step={1} value={filters.to ?? ''} onChange={(event) => change('to', event.currentTarget.value)} />
+              </label>
+            </>
+          )}
+          <label>
+            Run id or idempotency key <input name="search" type="search" value={search} onInput={(event) => setSearch(event.currentTarget.value)} />
+          </label>
+          <button type="submit">Search</button>
+        </form>
+      </search>
+      {filters.key && !filters.workflow && <p class="muted">An idempotency key belongs to one workflow: choose the workflow to search by key.</p>}
+      <Problem error={page.error} />
+      <RunTable runs={page.data?.runs ?? []} loading={page.loading && !page.data} hosted={hosted} />
+      <nav class="pager" aria-label="Pages of runs">
+        <button type="button" disabled={cursors.length === 0} onClick={() => setCursors(cursors.slice(0, -1))}>
+          Previous page
+        </button>
+        <button type="button" disabled={!page.data?.nextCursor} onClick={() => page.data?.nextCursor && setCursors([...cursors, page.data.nextCursor])}>
+          Next page
+        </button>
+      </nav>
+    </section>
+  );
+}
+
+/** `workflow@version` of every version an online worker hosts. */
+function hostedVersions({ items }: WorkerList): Set<string> {
+  return new Set(items.filter((worker) => worker.online).flatMap((worker) => worker.workflows.map((workflow) => `${workflow.name}@${workflow.version}`)));
+}
+
+function RunTable({ runs, loading, hosted }: { runs: RunView[]; loading: boolean; hosted: Set<string> | undefined }) {
+  return (
+    <table class="runs">
+      <thead>
+        <tr>
+          <th scope="col">run</th>
+          <th scope="col">workflow@version</th>
+          <th scope="col">status</th>
+          <th scope="col" class="number">
+            attempt
+          </th>
+          <th scope="col">created</th>
+          <th scope="col">duration</th>
+          <th scope="col">idempotency key</th>
+        </tr>
+      </thead>
+      <tbody>
+        {runs.map((run) => (
+          <tr key={run.id} data-run-id={run.id}>
+            <td>
+              <Link href={`/runs/${run.id}`} title={run.id} class="mono">
+                {shortId(run.id)}
+              </Link>
+            </td>
+            <td>
+              {run.workflow}@{run.version}
+            </td>
+            <td>
+              <Status status={run.status} />
+              {hosted && run.status === 'queued' && !hosted.has(`${run.workflow}@${run.version}`) && <strong class="warn"> no live worker hosts it</strong>}
+            </td>
+            <td class="number">{run.attempt}</td>
+            <td>
+              <Time at={run.createdAt} compact />
+            </td>
+            <td>{between(run.startedAt, run.finishedAt) ?? '—'}</td>
+            <td class="mono">{run.idempotencyKey ?? ''}</td>
+          </tr>
+        ))}
+        {runs.length === 0 && (
+          <tr>
+            <td colSpan={7} class="muted">
+              {loading ? 'Loading…' : 'No runs match.'}
+            </td>
+          </tr>
+        )}
+      </tbody>
+    </table>
+  );
+}

@@ -1,0 +1,148 @@
+import type { ScheduleView } from '@nest-durable/client';
+import { useState } from 'preact/hooks';
+import { Link } from 'wouter-preact';
+import { api } from '../api';
+import { Confirm } from '../components/Confirm';
+import { Problem } from '../components/Problem';
+import { Time } from '../components/Time';
+import { duration, shortId } from '../format';
+import { useLoad } from '../use-load';
+
+type Kind = 'pause' | 'resume' | 'trigger' | 'delete';
+type Pending = { kind: Kind; schedule: ScheduleView };
+
+const CONFIRM: Record<Kind, [title: string, button: string, detail: string]> = {
+  pause: ['Pause this schedule?', 'Pause', 'It starts no run until resumed.'],
+  resume: ['Resume this schedule?', 'Resume', 'Its next fire time is computed from now, with its catch-up policy.'],
+  trigger: ['Start a run of this schedule now?', 'Start run', 'One run with its input, besides its timetable.'],
+  delete: ['Delete this schedule?', 'Delete', 'It starts no more runs; the runs it started stay.'],
+};
+
+const timing = (schedule: ScheduleView) => (schedule.cron ? `${schedule.cron} (${schedule.timezone})` : `every ${duration(schedule.intervalMs ?? 0)}`);
+
+/** Schedules (GET /v1/schedules): their timetable, next and last fire times; pause, resume, start a run now, delete. */
+export function Schedules() {
+  const [cursors, setCursors] = useState<string[]>([]);
+  const cursor = cursors.at(-1);
+  const page = useLoad(() => api.schedules(cursor), [cursor]);
+  const [pending, setPending] = useState<Pending>();
+  const [error, setError] = useState<Error>();
+  const [message, setMessage] = useState<string>();
+
+  const perform = async ({ kind, schedule }: Pending) => {
+    setPending(undefined);
+    setError(undefined);
+    try {
+      if (kind === 'pause') await api.pauseSchedule(schedule.id);
+      if (kind === 'resume') await api.resumeSchedule(schedule.id);
+      if (kind === 'delete') await api.deleteSchedule(schedule.id);
+      if (kind === 'trigger') {
+        const { run } = await api.triggerSchedule(schedule.id);
+        setMessage(`Started run ${run.id}.`);
+      } else {
+        setMessage(`Schedule ${shortId(schedule.id)} ${{ pause: 'paused', resume: 'resumed', delete: 'deleted' }[kind]}.`);
+      }
+      page.reload();
+    } catch (caught) {
+      setError(caught as Error);
+    }
+  };
+
+  const schedules = page.data?.schedules ?? [];
+  const button = (kind: Kind, schedule: ScheduleView, label: string) => (
+    <button type="button" aria-label={`${label} schedule ${schedule.name ?? schedule.id}`} onClick={() => setPending({ kind, schedule })}>
+      {label}
+    </button>
+  );
+  return (
+    <section aria-labelledby="schedules-title">
+      <header class="page-header">
+        <h1 id="schedules-title">Schedules</h1>
+      </header>
+      {message && (
+        <p class="notice" role="status">
+          {message}
+        </p>
+      )}
+      <Problem error={error ?? page.error} />
+      <table>
+        <thead>
+          <tr>
+            <th scope="col">schedule</th>
+            <th scope="col">workflow@version</th>
+            <th scope="col">when</th>
+            <th scope="col">next</th>
+            <th scope="col">last fired</th>
+            <th scope="col">policies</th>
+            <th scope="col">actions</th>
+          </tr>
+        </thead>
+        <tbody>
+          {schedules.map((schedule) => (
+            <tr key={schedule.id} data-schedule-id={schedule.id}>
+              <th scope="row">
+                {schedule.name ?? <span class="mono">{shortId(schedule.id)}</span>}
+                {schedule.paused && <strong class="warn"> paused</strong>}
+              </th>
+              <td>
+                {schedule.workflow}@{schedule.version}
+              </td>
+              <td class="mono">{timing(schedule)}</td>
+              <td>
+                <Time at={schedule.nextRunAt} compact />
+              </td>
+              <td>
+                <Time at={schedule.lastFiredAt} compact />
+                {schedule.lastRunId && (
+                  <>
+                    {' '}
+                    <Link href={`/runs/${schedule.lastRunId}`} class="mono">
+                      {shortId(schedule.lastRunId)}
+                    </Link>
+                  </>
+                )}
+              </td>
+              <td>
+                overlap {schedule.overlap}, catch-up {schedule.catchUp}
+              </td>
+              <td>
+                <div class="buttons">
+                  {schedule.paused ? button('resume', schedule, 'Resume') : button('pause', schedule, 'Pause')}
+                  {button('trigger', schedule, 'Run now')}
+                  {button('delete', schedule, 'Delete')}
+                </div>
+              </td>
+            </tr>
+          ))}
+          {schedules.length === 0 && !page.loading && (
+            <tr>
+              <td colSpan={7} class="muted">
+                No schedules.
+              </td>
+            </tr>
+          )}
+        </tbody>
+      </table>
+      <nav class="pager" aria-label="Pages of schedules">
+        <button type="button" disabled={cursors.length === 0} onClick={() => setCursors(cursors.slice(0, -1))}>
+          Previous page
+        </button>
+        <button type="button" disabled={!page.data?.nextCursor} onClick={() => page.data?.nextCursor && setCursors([...cursors, page.data.nextCursor])}>
+          Next page
+        </button>
+      </nav>
+      {pending && (
+        <Confirm
+          title={CONFIRM[pending.kind][0]}
+          confirmLabel={CONFIRM[pending.kind][1]}
+          onConfirm={() => void perform(pending)}
+          onCancel={() => setPending(undefined)}
+        >
+          <p>
+            {pending.schedule.name ?? pending.schedule.id} ({pending.schedule.workflow}@{pending.schedule.version}): {CONFIRM[pending.kind][2]}
+          </p>
+        </Confirm>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,361 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import type { RunView } from '@nest-durable/client';
+import { defineWorkflow } from '@nest-durable/workflow';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type Browser, chromium, type Page } from 'playwright-core';
+import { approvalWorkflow } from '../apps/worker/src/workflows/approval.workflow';
+import { type RunningCoordinator, type RunningWorker, startCoordinator, startCustomWorker } from './support/apps';
+import { createTestDatabase, type TestDatabase } from './support/database';
+import { eventually } from './support/poll';
+
+/** Debian's Chromium (.ci/run installs it when missing); playwright-core drives it, never a downloaded browser. */
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const ROOT = join(__dirname, '..');
+const SCREENSHOTS = join(ROOT, 'test-results', 'dashboard');
+const CLIENT_TOKEN = 'dashboard-client-token-0123';
+const WORKER_TOKEN = 'dashboard-worker-token-0123';
+/** Long enough for a live change to arrive through the feed (or, without it, the pages' 5 s poll). */
+const LIVE_MS = 15_000;
+
+/** Its task fails while `fragile.failing` is set (one attempt, so the run fails); a retry once it is cleared completes. */
+const fragile = { failing: true };
+const fragileWorkflow = defineWorkflow<null, string>({
+  name: 'dashboard-fragile',
+  version: '1',
+  handler: async (ctx) => {
+    await ctx.task('prepare', () => 'prepared');
+    return ctx.task(
+      'call-partner',
+      () => {
+        if (fragile.failing) throw new Error('the partner API answered 502');
+        return 'called';
+      },
+      { retry: { maxAttempts: 1 } },
+    );
+  },
+});
+
+/** A task, a durable sleep, then two more tasks: the timeline shows all four in order. */
+const stepsWorkflow = defineWorkflow<null, string>({
+  name: 'dashboard-steps',
+  version: '1',
+  handler: async (ctx) => {
+    await ctx.task('validate', () => true);
+    await ctx.sleep('cool-down', 50);
+    await ctx.task('charge', () => 'charged');
+    return ctx.task('notify', () => 'notified');
+  },
+});
+
+/**
+ * The web dashboard in a real browser (headless Chromium), against a real coordinator with authentication on
+ * and a real worker: the token form, the runs table, a run's steps, retry and cancel from the page, and a page
+ * that follows a run by itself. Each page is saved as a screenshot under test-results/dashboard.
+ */
+describe('dashboard', () => {
+  let db: TestDatabase;
+  let coordinator: RunningCoordinator;
+  let worker: RunningWorker;
+  let browser: Browser;
+  let page: Page;
+  let dashboardDir: string;
+
+  beforeAll(async () => {
+    // The bundle built from the sources as they are now, into a folder of the test's own.
+    dashboardDir = mkdtempSync(join(tmpdir(), 'wf-dashboard-'));
+    execFileSync(
+      process.execPath,
+      [join(ROOT, 'node_modules/vite/bin/vite.js'), 'build', 'apps/dashboard', '--outDir', dashboardDir, '--emptyOutDir', '--logLevel', 'error'],
+      {
+        cwd: ROOT,
+        stdio: 'pipe',
+      },
+    );
+    mkdirSync(SCREENSHOTS, { recursive: true });
+    db = await createTestDatabase('dashboard');
+    coordinator = await startCoordinator(db.url, { authDisabled: false, clientToken: CLIENT_TOKEN, workerToken: WORKER_TOKEN, dashboardDir });
+    worker = await startCustomWorker(coordinator.url, {
+      workflows: [fragileWorkflow, stepsWorkflow, approvalWorkflow],
+      workerId: 'dashboard-worker',
+      claimWaitMs: 1_000,
+      headers: { authorization: `Bearer ${WORKER_TOKEN}` },
+    });
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-dev-shm-usage'],
+    });
+    // The other tests' tab is signed in already, as the token form leaves it (that form has a test of its own).
+    page = await newTab();
+    // (A script's text: it runs in the browser, where sessionStorage is; the test's types are Node's.)
+    await page.addInitScript(`sessionStorage.setItem('wf.clientToken', ${JSON.stringify(CLIENT_TOKEN)})`);
+  }, 120_000);
+
+  afterEach(() => {
+    fragile.failing = true;
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await worker?.close();
+    await coordinator?.close();
+    await db?.drop();
+    if (dashboardDir) rmSync(dashboardDir, { recursive: true, force: true });
+  });
+
+  /** A tab of its own (a fresh session), 1,024 px wide: the narrowest screen the dashboard is laid out for. */
+  const newTab = async () => {
+    const tab = await browser.newPage({ viewport: { width: 1024, height: 800 } });
+    tab.setDefaultTimeout(LIVE_MS);
+    return tab;
+  };
+  const api = async <T = RunView>(method: string, path: string, body?: unknown): Promise<T> => {
+    const response = await fetch(`${coordinator.url}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${CLIENT_TOKEN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    if (!response.ok) throw new Error(`${method} ${path} answered ${response.status}: ${await response.text()}`);
+    return (await response.json()) as T;
+  };
+  const start = (workflow: string, input: unknown = null) => api('POST', '/v1/runs', { workflow, version: '1', input });
+  const runStatus = async (id: string) => (await api('GET', `/v1/runs/${id}`)).status;
+  const screenshot = (name: string) => page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true });
+  /** The run page's status, as the page shows it (the badge beside its title). */
+  const shownStatus = (page: Page) => page.locator('.page-header .status').textContent();
+  /** Marks the document: a marker still there later proves the page changed without a reload. */
+  const markDocument = () => page.evaluate(() => Object.assign(globalThis, { dashboardTestMarker: true }));
+  const stillSameDocument = () => page.evaluate(() => (globalThis as { dashboardTestMarker?: boolean }).dashboardTestMarker === true);
+  /** Follows the link of the top navigation, with a click as a user would. */
+  const navigateTo = (pageName: string) => page.getByRole('navigation', { name: 'Dashboard pages' }).getByRole('link', { name: pageName, exact: true }).click();
+  const confirmDialog = (label: string) => page.getByRole('dialog').getByRole('button', { name: label, exact: true }).click();
+
+  it('serves index.html for every page under /ui without a token, its assets cached for good, and nothing outside its folder', async () => {
+    const index = await fetch(`${coordinator.url}/ui/runs/01a22c37-316c-762f-a717-4521456009df`);
+    expect([index.status, index.headers.get('cache-control')]).toEqual([200, 'no-cache']);
+    const asset = /\/ui\/assets\/[\w.-]+\.js/.exec(await index.text())![0];
+    const script = await fetch(`${coordinator.url}${asset}`);
+    expect([script.status, script.headers.get('cache-control')]).toEqual([200, 'public, max-age=31536000, immutable']);
+    expect((await fetch(`${coordinator.url}/ui/assets/missing.js`)).status).toBe(404);
+    expect((await fetch(`${coordinator.url}/ui/assets/..%2f..%2fpackage.json`)).status).toBe(403);
+    expect(await (await fetch(`${coordinator.url}/ui/config.json`)).json()).toEqual({ authRequired: true });
+    // The API itself still wants the token.
+    expect((await fetch(`${coordinator.url}/v1/runs`)).status).toBe(401);
+  });
+
+  it('asks once for the client token, refuses a wrong one, then keeps it for the session', async () => {
+    const page = await newTab();
+    await page.goto(`${coordinator.url}/ui/`);
+    const token = page.getByLabel('Token');
+    await token.fill('not-the-client-token');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('alert').filter({ hasText: 'refused that token' }).waitFor();
+    await page.getByLabel('Token').fill(CLIENT_TOKEN);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Overview' }).waitFor();
+    // A deep link loads the app (index.html for every path under /ui), which remembers the token.
+    await page.goto(`${coordinator.url}/ui/runs`);
+    await page.getByRole('heading', { name: 'Runs' }).waitFor();
+    expect(await page.getByLabel('Token').count()).toBe(0);
+    await page.close();
+  });
+
+  it('shows a started run in the runs table without a reload', async () => {
+    await page.goto(`${coordinator.url}/ui/runs`);
+    await page.getByRole('heading', { name: 'Runs' }).waitFor();
+    await markDocument();
+    const run = await start('dashboard-steps');
+    await page.locator(`tr[data-run-id="${run.id}"]`).waitFor();
+    expect(await stillSameDocument()).toBe(true);
+    await eventually('the run to complete', async () => (await runStatus(run.id)) === 'completed', LIVE_MS);
+    await page.locator(`tr[data-run-id="${run.id}"] .status-completed`).waitFor();
+    // A queued run of a version no online worker hosts is flagged: it will not start by itself.
+    const stranded = await start('dashboard-unhosted');
+    await page.locator(`tr[data-run-id="${stranded.id}"]`).getByText('no live worker hosts it').waitFor();
+    expect(await page.locator(`tr[data-run-id="${run.id}"] .warn`).count()).toBe(0);
+    await screenshot('runs');
+    // Filters: the address keeps them, the table follows.
+    await page.getByLabel('Status').selectOption('queued');
+    await page.locator(`tr[data-run-id="${run.id}"]`).waitFor({ state: 'detached' });
+    expect(await page.locator('tr[data-run-id]').evaluateAll((rows) => rows.map((row) => row.getAttribute('data-run-id')))).toEqual([stranded.id]);
+    expect(new URL(page.url()).search).toBe('?status=queued');
+    await page.getByLabel('Workflow').fill('dashboard-steps');
+    await page.getByLabel('Workflow').press('Enter');
+    await page.getByText('No runs match.').waitFor();
+    await api('POST', `/v1/runs/${stranded.id}/cancel`);
+  });
+
+  it("shows a run's steps in order with their statuses", async () => {
+    const run = await start('dashboard-steps');
+    await eventually('the run to complete', async () => (await runStatus(run.id)) === 'completed', LIVE_MS);
+    await page.goto(`${coordinator.url}/ui/runs/${run.id}`);
+    await page.getByRole('heading', { name: `Run ${run.id}` }).waitFor();
+    const steps = page.getByRole('list', { name: 'Steps' }).getByRole('listitem');
+    await steps.nth(3).waitFor();
+    const shown = await steps.evaluateAll((items) =>
+      items.map(
+        (item) =>
+          `${item.querySelector('.step-kind')?.textContent} ${item.querySelector('.step-name')?.textContent} ${item.querySelector('.status')?.textContent}`,
+      ),
+    );
+    expect(shown).toEqual(['task validate completed', 'sleep cool-down completed', 'task charge completed', 'task notify completed']);
+    expect(await shownStatus(page)).toBe('completed');
+    await screenshot('run');
+  });
+
+  it("shows a failed run's error, and retries it from the page", async () => {
+    const run = await start('dashboard-fragile');
+    await eventually('the run to fail', async () => (await runStatus(run.id)) === 'failed', LIVE_MS);
+    await page.goto(`${coordinator.url}/ui/runs/${run.id}`);
+    await page.getByRole('alert', { name: 'Run error' }).filter({ hasText: 'the partner API answered 502' }).waitFor();
+    const failedStep = page.locator('.step-failed');
+    expect(await failedStep.locator('.step-name').textContent()).toBe('call-partner');
+    expect(await failedStep.locator('.step-error').textContent()).toContain('the partner API answered 502');
+    await screenshot('run-failed');
+
+    fragile.failing = false;
+    await markDocument();
+    await page.getByRole('button', { name: 'Retry run' }).click();
+    await confirmDialog('Retry');
+    await eventually('the page to show the retried run completed', async () => (await shownStatus(page)) === 'completed', LIVE_MS);
+    expect(await stillSameDocument()).toBe(true);
+    expect(await api('GET', `/v1/runs/${run.id}`)).toMatchObject({ status: 'completed', attempt: 2, output: 'called' });
+  });
+
+  it('cancels a run from the page, after a confirmation', async () => {
+    const run = await start('approval', { timeoutMs: 3_600_000 });
+    await eventually('the run to wait for its event', async () => (await runStatus(run.id)) === 'waiting', LIVE_MS);
+    await page.goto(`${coordinator.url}/ui/runs/${run.id}`);
+    await page.getByRole('button', { name: 'Cancel run' }).click();
+    // Backing out of the confirmation changes nothing.
+    await page.getByRole('dialog').getByRole('button', { name: 'Back' }).click();
+    expect(await runStatus(run.id)).toBe('waiting');
+    await page.getByRole('button', { name: 'Cancel run' }).click();
+    await confirmDialog('Cancel run');
+    await page.getByRole('status').filter({ hasText: 'Cancelled.' }).waitFor();
+    expect(await runStatus(run.id)).toBe('cancelled');
+    await eventually('the page to show it cancelled', async () => (await shownStatus(page)) === 'cancelled', LIVE_MS);
+  });
+
+  it('works from the keyboard: Tab reaches an action, Enter asks to confirm, Escape backs out', async () => {
+    const run = await start('approval', { timeoutMs: 3_600_000 });
+    await eventually('the run to wait for its event', async () => (await runStatus(run.id)) === 'waiting', LIVE_MS);
+    await page.goto(`${coordinator.url}/ui/runs/${run.id}`);
+    await page.getByRole('button', { name: 'Cancel run' }).waitFor();
+    // Expressions evaluated in the page (its DOM is not in the test's types).
+    const focused = () => page.evaluate<string | undefined>('document.activeElement?.textContent?.trim()');
+    let tabs = 0;
+    while ((await focused()) !== 'Cancel run') {
+      expect(++tabs).toBeLessThan(30);
+      await page.keyboard.press('Tab');
+    }
+    await page.keyboard.press('Enter');
+    const dialog = page.getByRole('dialog', { name: 'Cancel this run and its unfinished children?' });
+    await dialog.waitFor();
+    expect(await page.evaluate<boolean>("document.activeElement?.closest('dialog') != null")).toBe(true);
+    await page.keyboard.press('Escape');
+    await dialog.waitFor({ state: 'hidden' });
+    expect(await runStatus(run.id)).toBe('waiting');
+    await api('POST', `/v1/runs/${run.id}/cancel`);
+  });
+
+  it("updates a waiting run's page by itself when its event arrives through the API", async () => {
+    const run = await start('approval', { timeoutMs: 3_600_000 });
+    await page.goto(`${coordinator.url}/ui/runs/${run.id}`);
+    await eventually('the page to show it waiting', async () => (await shownStatus(page)) === 'waiting', LIVE_MS);
+    await page.locator('.step-waiting .step-name', { hasText: 'approved' }).waitFor();
+    await markDocument();
+    await api('POST', `/v1/runs/${run.id}/events/approved`, { data: { by: 'ops' } });
+    await eventually('the page to show it completed', async () => (await shownStatus(page)) === 'completed', LIVE_MS);
+    expect(await stillSameDocument()).toBe(true);
+    await page.locator('.step-completed .step-name', { hasText: 'approved' }).waitFor();
+  });
+
+  it('pauses and resumes a workflow version, and sets and clears its limits, from the Workflows page', async () => {
+    type Workflows = { items: { name: string; paused: boolean; limits: { concurrency: number | null }; apiLimits: { concurrency: number | null } }[] };
+    const steps = async () => (await api<Workflows>('GET', '/v1/workflows')).items.find((item) => item.name === 'dashboard-steps')!;
+    await page.goto(`${coordinator.url}/ui/`);
+    await navigateTo('Workflows');
+    const row = page.locator('tr[data-workflow="dashboard-steps@1"]');
+    await row.getByRole('button', { name: 'Pause dashboard-steps@1' }).click();
+    await confirmDialog('Pause');
+    await page.getByRole('status').filter({ hasText: 'dashboard-steps@1: paused.' }).waitFor();
+    expect((await steps()).paused).toBe(true);
+    await row.getByText('paused', { exact: true }).waitFor();
+    await screenshot('workflows');
+    await row.getByRole('button', { name: 'Resume dashboard-steps@1' }).click();
+    await confirmDialog('Resume');
+    await row.getByRole('button', { name: 'Pause dashboard-steps@1' }).waitFor();
+    expect((await steps()).paused).toBe(false);
+
+    await row.getByRole('button', { name: 'Edit the limits of dashboard-steps@1' }).click();
+    await row.getByLabel('Concurrency', { exact: true }).fill('3');
+    await row.getByRole('button', { name: 'Save limits' }).click();
+    await confirmDialog('Set limits');
+    await row.getByText('3 (set here)').waitFor();
+    expect((await steps()).apiLimits.concurrency).toBe(3);
+    await row.getByRole('button', { name: 'Edit the limits of dashboard-steps@1' }).click();
+    await row.getByRole('button', { name: 'Clear limits set here' }).click();
+    await confirmDialog('Clear');
+    await page.getByRole('status').filter({ hasText: 'dashboard-steps@1: limits cleared.' }).waitFor();
+    expect((await steps()).limits.concurrency).toBeNull();
+  });
+
+  it('pauses, resumes, runs now and deletes a schedule from the Schedules page', async () => {
+    type Schedule = { id: string; paused: boolean; lastRunId: string | null };
+    const schedule = await api<Schedule>('POST', '/v1/schedules', { workflow: 'dashboard-steps', version: '1', cron: '0 0 3 * * *', timezone: 'UTC' });
+    const current = () => api<Schedule>('GET', `/v1/schedules/${schedule.id}`);
+    await page.goto(`${coordinator.url}/ui/`);
+    await navigateTo('Schedules');
+    const row = page.locator(`tr[data-schedule-id="${schedule.id}"]`);
+    await row.getByText('0 0 3 * * * (UTC)').waitFor();
+    await row.getByRole('button', { name: `Pause schedule ${schedule.id}` }).click();
+    await confirmDialog('Pause');
+    await row.getByText('paused').waitFor();
+    expect((await current()).paused).toBe(true);
+    await screenshot('schedules');
+    await row.getByRole('button', { name: `Resume schedule ${schedule.id}` }).click();
+    await confirmDialog('Resume');
+    await row.getByRole('button', { name: `Pause schedule ${schedule.id}` }).waitFor();
+    expect((await current()).paused).toBe(false);
+
+    await row.getByRole('button', { name: `Run now schedule ${schedule.id}` }).click();
+    await confirmDialog('Start run');
+    await page.getByRole('status').filter({ hasText: 'Started run' }).waitFor();
+    const { lastRunId } = await current();
+    expect(await page.getByRole('status').textContent()).toBe(`Started run ${lastRunId}.`);
+
+    await row.getByRole('button', { name: `Delete schedule ${schedule.id}` }).click();
+    await confirmDialog('Delete');
+    await row.waitFor({ state: 'detached' });
+    expect((await fetch(`${coordinator.url}/v1/schedules/${schedule.id}`, { headers: { authorization: `Bearer ${CLIENT_TOKEN}` } })).status).toBe(404);
+  });
+
+  it('shows the overview, the workers and the dead letters', async () => {
+    const run = await start('dashboard-steps');
+    await eventually('the run to complete', async () => (await runStatus(run.id)) === 'completed', LIVE_MS);
+    await page.goto(`${coordinator.url}/ui/`);
+    await page.getByRole('heading', { name: 'Overview' }).waitFor();
+    await page.locator('.chart canvas').waitFor();
+    const counts = page.getByRole('table', { name: 'Runs created in the window, by workflow version and status' });
+    await counts.getByRole('rowheader', { name: 'dashboard-steps@1' }).waitFor();
+    // The worker serves the version: its queue is listed, hosted.
+    const queue = page.getByRole('table', { name: 'Queue depths' }).getByRole('row', { name: /^dashboard-steps@1 / });
+    expect(await queue.getByRole('cell').last().textContent()).toBe('yes');
+    expect(await page.locator('.card', { hasText: 'Workers online' }).locator('.card-value').textContent()).toBe('1');
+    await screenshot('overview');
+
+    await navigateTo('Workers');
+    await page.getByRole('rowheader', { name: 'dashboard-worker' }).waitFor();
+    expect(await page.getByRole('row', { name: /dashboard-worker/ }).textContent()).toContain('dashboard-fragile@1');
+    await screenshot('workers');
+
+    await navigateTo('Dead letters');
+    await page.getByRole('heading', { name: 'Dead letters' }).waitFor();
+    await page.getByText('No dead letters.').waitFor();
+    await screenshot('dead-letters');
+  });
+});
