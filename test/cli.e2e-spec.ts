@@ -245,6 +245,17 @@ describe('wf (the command line)', () => {
       ]);
       const json = JSON.parse((await wf(['runs', 'history', run.id, '--json'], env)).stdout) as { items: { to: string }[]; truncated: boolean };
       expect(json).toMatchObject({ items: [{ to: 'queued' }, { to: 'running' }, { to: 'completed' }], truncated: false });
+      const paged = await wf(['runs', 'history', run.id, '--limit', '2'], env);
+      const cursor = /^more: --after (\d+)$/m.exec(paged.stdout)?.[1];
+      expect({ rows: paged.stdout.trimEnd().split('\n').length, cursor }).toEqual({ rows: 4, cursor: expect.any(String) });
+      const rest = await wf(['runs', 'history', run.id, '--limit', '2', '--after', cursor!], env);
+      expect(
+        rest.stdout
+          .trimEnd()
+          .split('\n')
+          .slice(1)
+          .map((row) => row.split(/\s+/)[2]),
+      ).toEqual(['completed']);
       expect(await wf(['runs', 'history', UNKNOWN_RUN], env)).toMatchObject({ code: 1, stderr: `wf: run_not_found: run ${UNKNOWN_RUN} does not exist\n` });
     });
 

@@ -146,8 +146,23 @@ describe('dashboard API', () => {
       expect([...times].sort((a, b) => a - b)).toEqual(times);
     });
 
+    it('pages through the transitions with limit and the cursor of the previous page', async () => {
+      worker = await startWorker(first.url, { workerId: 'paging-worker' });
+      const run = await client.start(ORDER, { orderId: 'o-paged' });
+      expect((await client.waitForResult(run.id, { timeoutMs: 10_000 })).status).toBe('completed');
+      const firstPage = await client.transitions(run.id, { limit: 2 });
+      expect(firstPage).toMatchObject({ items: [{ to: 'queued' }, { to: 'running' }], truncated: true, nextCursor: expect.any(String) });
+      const secondPage = await otherClient.transitions(run.id, { limit: 2, after: firstPage.nextCursor! });
+      expect(secondPage).toMatchObject({ items: [{ to: 'completed' }], truncated: false, nextCursor: null });
+      expect(await client.transitions(run.id)).toMatchObject({ items: [{ to: 'queued' }, { to: 'running' }, { to: 'completed' }], nextCursor: null });
+      await expect(client.transitions(run.id, { limit: 0 })).rejects.toMatchObject({ statusCode: 400, reason: 'invalid_limit' });
+      await expect(client.transitions(run.id, { after: 'x1' })).rejects.toMatchObject({ statusCode: 400, reason: 'invalid_after' });
+      await expect(client.transitions(run.id, { after: '9'.repeat(19) })).rejects.toMatchObject({ statusCode: 400, reason: 'invalid_after' });
+    });
+
     it('answers 404 run_not_found for a run that does not exist, 400 for an id that is not one', async () => {
       await expect(client.transitions(NO_SUCH_RUN)).rejects.toMatchObject({ statusCode: 404, reason: 'run_not_found' });
+      await expect(client.transitions(NO_SUCH_RUN, { after: '1' })).rejects.toMatchObject({ statusCode: 404, reason: 'run_not_found' });
       await expect(client.transitions('nope')).rejects.toMatchObject({ statusCode: 400, reason: 'invalid_run_id' });
     });
   });

@@ -374,6 +374,47 @@ describe('schedules', () => {
     expect(await declared()).toEqual([]);
   }, 30_000);
 
+  it('keeps a schedule that some online worker of its version declares while others do not (a rolling deploy)', async () => {
+    const c = await coordinator();
+    const client = new WorkflowClient({ url: c.url });
+    const register = (workerId: string, schedules: unknown[], intervalMs = 60_000) =>
+      request(c.url)
+        .put(`/v1/worker/workers/${workerId}`)
+        .send({
+          subscriber: 'http',
+          failedOver: false,
+          concurrency: 1,
+          runsHeld: 0,
+          intervalMs,
+          workflows: [{ name: 'scheduled', version: '1', shards: [], schedules }],
+        })
+        .expect(204);
+    const byName = async () => Object.fromEntries((await client.listSchedules({ workflow: 'scheduled' })).schedules.map((s) => [s.name, s]));
+    const often = { name: 'often', intervalMs: 60_000 };
+    const nightly = { name: 'nightly', cron: '0 0 3 * * *' };
+
+    // The old code declares `often`; the new code (same version) `often` and `nightly`.
+    await register('old-code', [often]);
+    await register('new-code', [often, nightly], 100);
+    const before = await byName();
+    expect(Object.keys(before).sort()).toEqual(['nightly', 'often']);
+    await client.pauseSchedule(before.nightly.id);
+    // The old code registering again leaves `nightly` alone: the new code, online, declares it.
+    await register('old-code', [often]);
+    await register('new-code', [often, nightly], 100);
+    await register('old-code', [often]);
+    const after = await byName();
+    expect(after).toEqual({
+      often: expect.objectContaining({ id: before.often.id }),
+      nightly: expect.objectContaining({ id: before.nightly.id, paused: true }),
+    });
+    // Once no online worker declares it (the new code stopped), the next registration of the version deletes it.
+    await register('new-code', [often, nightly], 100);
+    await eventually('the new code offline', async () => (await client.listWorkers()).items.find((w) => w.id === 'new-code')?.online === false);
+    await register('old-code', [often]);
+    expect(Object.keys(await byName())).toEqual(['often']);
+  });
+
   it('refuses a registration whose code declares a bad schedule, and stores nothing of it', async () => {
     const c = await coordinator();
     const register = (schedules: unknown[]) =>

@@ -214,9 +214,12 @@ export class WorkflowClient {
     return this.http.call(API.sendEvent, { params: { id: runId, name }, body: data === undefined ? undefined : { data } });
   }
 
-  /** The run's state transitions, oldest first (the first 1,000; `truncated` says whether there are more). */
-  transitions(runId: string): Promise<RunTransitions> {
-    return this.http.call(API.runTransitions, { params: { id: runId } });
+  /**
+   * The run's state transitions, oldest first: a page of at most `limit` (default and most 1,000) after
+   * `after`; `nextCursor`, passed back as `after`, gives the next page (null on the last).
+   */
+  transitions(runId: string, page: { after?: string; limit?: number } = {}): Promise<RunTransitions> {
+    return this.http.call(API.runTransitions, { params: { id: runId }, query: page });
   }
 
   /** Run counts and throughput over the last hour (or day), queue depths, the outbox, dead letters and workers online. */

@@ -18,6 +18,7 @@ import { RunTagsAndRetention1765400000000 } from './migrations/1765400000000-run
 import { DashboardFeed1765500000000 } from './migrations/1765500000000-dashboard-feed';
 import { KeyRateLimits1765600000000 } from './migrations/1765600000000-key-rate-limits';
 import { FlowAdmissionLock1765700000000 } from './migrations/1765700000000-flow-admission-lock';
+import { WorkerDeclaredSchedules1765800000000 } from './migrations/1765800000000-worker-declared-schedules';
 
 export const ENTITIES = [RunEntity, TaskEntity];
 export const MIGRATIONS = [
@@ -34,6 +35,7 @@ export const MIGRATIONS = [
   DashboardFeed1765500000000,
   KeyRateLimits1765600000000,
   FlowAdmissionLock1765700000000,
+  WorkerDeclaredSchedules1765800000000,
 ];
 
 export interface PersistenceOptions {

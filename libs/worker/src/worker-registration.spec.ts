@@ -1,6 +1,6 @@
-import type { WorkerRegistration } from '@nest-durable/client';
+import { EngineHttpError, type WorkerRegistration } from '@nest-durable/client';
 import { defineWorkflow } from '@nest-durable/workflow';
-import { describe, expect, it } from '@jest/globals';
+import { describe, expect, it, jest } from '@jest/globals';
 import type { CoordinatorApi } from './coordinator.api';
 import { FailoverSubscriber } from './subscribers/failover.subscriber';
 import type { HttpSubscriber } from './subscribers/http.subscriber';
@@ -31,6 +31,29 @@ function flakyPrimary(): Subscriber & { up: boolean } {
 }
 
 describe('WorkerRegistrar', () => {
+  it('logs a refused registration (a configuration error) at error level with its reason every time, a failing coordinator once', async () => {
+    const options = resolveWorkerOptions({ workflows: [workflow], coordinatorUrl: 'http://unused' });
+    let refusal: Error = new EngineHttpError(400, 'invalid_cron', 'w 1 schedule bad: cron "x" is not a cron expression');
+    const api = { register: async () => Promise.reject(refusal) } as unknown as CoordinatorApi;
+    const registrar = new WorkerRegistrar(api, new WorkflowRegistry(options), { activeRuns: 0 } as WorkerRuntime, flakyPrimary(), options);
+    const logger = (registrar as unknown as { logger: { error: () => void; warn: () => void } }).logger;
+    const errors = jest.spyOn(logger, 'error').mockImplementation(() => undefined);
+    const warnings = jest.spyOn(logger, 'warn').mockImplementation(() => undefined);
+    const register = () => (registrar as unknown as { register(): Promise<void> }).register();
+    await register();
+    await register();
+    expect(errors.mock.calls).toEqual([
+      [expect.stringContaining('the coordinator refused this worker\'s registration (400 invalid_cron: w 1 schedule bad: cron "x" is not a cron expression)')],
+      [expect.stringContaining('(400 invalid_cron:')],
+    ]);
+    expect(warnings).not.toHaveBeenCalled();
+    refusal = new Error('connection refused');
+    await register();
+    await register();
+    expect(errors).toHaveBeenCalledTimes(2);
+    expect(warnings.mock.calls).toEqual([[expect.stringContaining('connection refused')]]);
+  });
+
   it('says which subscriber it reads and whether that one has failed over to HTTP', async () => {
     const options = resolveWorkerOptions({ workflows: [workflow], coordinatorUrl: 'http://unused', concurrency: 3, shards: ['eu'] });
     const primary = flakyPrimary();

@@ -1,4 +1,4 @@
-import type { JsonValue, RegisteredWorkflow, WorkerRegistration } from '@nest-durable/client';
+import { EngineHttpError, type JsonValue, type RegisteredWorkflow, type WorkerRegistration } from '@nest-durable/client';
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { CoordinatorApi } from './coordinator.api';
 import { RegistrationGate } from './registration-gate';
@@ -31,15 +31,19 @@ export function registeredWorkflows(registry: WorkflowRegistry): RegisteredWorkf
 /**
  * Keeps this worker in the coordinators' worker registry (GET /v1/workers): registers at start and
  * then every `registrationIntervalMs`, saying what it hosts, which subscriber it reads and whether
- * that one failed over, and how busy it is. A registration that fails is logged and tried again at
- * the next tick: the registry is for operators and declared settings, never on a run's path.
+ * that one failed over, and how busy it is. A registration that fails is tried again at the next tick:
+ * the registry is for operators and declared settings, never on a run's path. A coordinator that is
+ * down is logged once; one that refuses the registration (4xx: a configuration error, say a schedule
+ * it cannot read) is logged at error level every time, since it stays refused until someone fixes it
+ * and meanwhile nothing this worker declares (limits, retention, schedules) is recorded.
  */
 @Injectable()
 export class WorkerRegistrar implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger(WorkerRegistrar.name);
   private timer: NodeJS.Timeout | undefined;
   private inFlight: Promise<void> | undefined;
-  private failing = false;
+  /** Why the last registration failed: refused (4xx), or the coordinator unavailable; undefined once one succeeds. */
+  private failing: 'refused' | 'unavailable' | undefined;
   private readonly stopping = new AbortController();
 
   constructor(
@@ -86,11 +90,20 @@ export class WorkerRegistrar implements OnApplicationBootstrap, BeforeApplicatio
       await this.api.register(this.registration(), this.stopping.signal);
       this.gate.registered();
       if (this.failing) this.logger.log('registered with the coordinator again');
-      this.failing = false;
+      this.failing = undefined;
     } catch (error) {
       if (this.stopping.signal.aborted) return;
-      if (!this.failing) this.logger.warn(`registering with the coordinator failed (${(error as Error).message}); trying again every interval`);
-      this.failing = true;
+      if (error instanceof EngineHttpError && error.statusCode >= 400 && error.statusCode < 500) {
+        this.logger.error(
+          `the coordinator refused this worker's registration (${error.statusCode} ${error.reason}: ${error.message}); ` +
+            'its declared limits, retention and schedules are not recorded until that is fixed',
+        );
+        this.failing = 'refused';
+        return;
+      }
+      if (this.failing !== 'unavailable')
+        this.logger.warn(`registering with the coordinator failed (${(error as Error).message}); trying again every interval`);
+      this.failing = 'unavailable';
     }
   }
 }

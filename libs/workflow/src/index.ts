@@ -1,2 +1,3 @@
 export * from './errors';
 export * from './workflow';
+export { type CheckedSchedule, checkDeclaredSchedules, DEFAULT_TIMEZONE, ScheduleTimes, type ScheduleTiming } from './schedule-times';

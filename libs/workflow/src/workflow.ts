@@ -1,4 +1,5 @@
 import type { JsonValue, ScheduleCatchUp, ScheduleOverlap } from '@nest-durable/client';
+import { checkDeclaredSchedules } from './schedule-times';
 
 /**
  * How often a task (or a whole run) is tried. Waits grow exponentially by default, each drawn at
@@ -103,7 +104,8 @@ export interface WorkflowLimits {
 
 /**
  * A schedule declared with its workflow version: the coordinators create, change and delete it as
- * workers register the code (see the README's Schedules). Exactly one of `cron` and `intervalMs`.
+ * workers register the code (see the README's Schedules). Exactly one of `cron` and `intervalMs`;
+ * `defineWorkflow` refuses one the coordinator would refuse (an InvalidRequestError with its reason).
  */
 export interface WorkflowSchedule<I = JsonValue> {
   /** Names it within its workflow version (the same name in a new declaration changes that schedule). */
@@ -144,6 +146,8 @@ export interface WorkflowDefinition<I = JsonValue, O = JsonValue> {
 /** Declares a workflow: a name, a version and a handler. Inputs and outputs are JSON. */
 export function defineWorkflow<I = JsonValue, O = JsonValue>(definition: WorkflowDefinition<I, O>): WorkflowDefinition<I, O> {
   if (definition.limits) checkLimits(definition.name, definition.limits);
+  // The coordinator's own check (it would refuse the worker's whole registration over one bad schedule).
+  if (definition.schedules) checkDeclaredSchedules(definition.name, definition.version, definition.schedules);
   return Object.freeze({ ...definition, ...(definition.limits ? { limits: Object.freeze({ ...definition.limits }) } : {}) });
 }
 

@@ -45,6 +45,8 @@ export class FeedService implements OnModuleInit, BeforeApplicationShutdown, OnM
   private keepAlive: NodeJS.Timeout | undefined;
   private refresh: NodeJS.Timeout | undefined;
   private starting: Promise<void> | undefined;
+  /** When the last upsert of this coordinator's watch row that succeeded started (Date.now()). */
+  private lastWatchedAt: number | undefined;
   private closed = false;
 
   constructor(
@@ -107,10 +109,13 @@ export class FeedService implements OnModuleInit, BeforeApplicationShutdown, OnM
    * meanwhile is back before the feed starts), and keeps it recorded while any is open.
    */
   private watch(): Promise<void> {
-    this.starting ??= this.watchers
-      .watch(this.config.applicationName, WATCH_TTL_MS)
-      .then(() => {
-        if (this.closed || this.refresh) return;
+    this.starting ??= this.recordWatch()
+      .then((lapsed) => {
+        if (this.closed) return;
+        if (this.refresh) {
+          if (lapsed) this.resyncSoon();
+          return;
+        }
         this.refresh = setInterval(() => {
           if (this.followers.size === 0) {
             // The last feed closed: the row expires by itself (a page reloaded meanwhile finds it alive).
@@ -118,17 +123,39 @@ export class FeedService implements OnModuleInit, BeforeApplicationShutdown, OnM
             this.refresh = undefined;
             return;
           }
-          this.watchers
-            .watch(this.config.applicationName, WATCH_TTL_MS)
+          this.recordWatch()
+            .then((lapsed) => {
+              if (!lapsed) return;
+              this.logger.log('the feed watch is recorded again after it expired: open feeds re-read');
+              this.resyncSoon();
+            })
             .catch((error: Error) => this.logger.warn(`could not refresh the feed watch: ${error.message}`));
         }, WATCH_TTL_MS / 3);
         this.refresh.unref();
-        setTimeout(() => this.broadcast('event: resync\ndata: {}\n\n'), SETTLE_MS).unref();
+        this.resyncSoon();
       })
       .finally(() => {
         this.starting = undefined;
       });
     return this.starting;
+  }
+
+  /**
+   * Upserts this coordinator's row; resolves with whether the row may have expired since the last upsert that
+   * succeeded (refreshes failed for a TTL): changes committed meanwhile were not announced. Measured from the
+   * start of that upsert, before its now(), so a lapse is never missed.
+   */
+  private async recordWatch(): Promise<boolean> {
+    const startedAt = Date.now();
+    await this.watchers.watch(this.config.applicationName, WATCH_TTL_MS);
+    const lapsed = this.lastWatchedAt !== undefined && Date.now() - this.lastWatchedAt >= WATCH_TTL_MS;
+    this.lastWatchedAt = startedAt;
+    return lapsed;
+  }
+
+  /** Feeds re-read once the statements that missed the watch row have settled. */
+  private resyncSoon(): void {
+    setTimeout(() => this.broadcast('event: resync\ndata: {}\n\n'), SETTLE_MS).unref();
   }
 
   private publish(changes: RunChange[]): void {

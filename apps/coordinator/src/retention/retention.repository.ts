@@ -66,19 +66,6 @@ export class RetentionRepository {
   constructor(private readonly db: Database) {}
 
   /**
-   * Deletes finished runs older than their workflow's window, through delete_runs() (the one path that
-   * removes history rows; it cascades to their steps, transitions and events). Per workflow version, a
-   * range scan of runs_finished_idx, oldest first; the versions are found by a loose index scan of the
-   * same index (one probe per version), so a million finished runs cost as much as the batch.
-   *
-   * A run is kept while its parent is unfinished (a parent in progress keeps its children for whoever
-   * looks at it; the outcome it waits for is already in its child step, written with the child's end)
-   * and while any of its children is unfinished (the tree stays linked: deleting it would set their
-   * parent_id to NULL). Either is decided in this statement's snapshot; a parent retried at that very
-   * moment still finds each child's outcome in its steps. delete_runs() checks the status again.
-   * Returns how many runs it deleted.
-   */
-  /**
    * Records the windows workflow versions declare in code, as a worker registered them (in the
    * registration's transaction, after its versions were upserted). Writes only what changed, so the
    * registrations every few seconds cost a primary-key probe per version. A version registered without
@@ -93,6 +80,19 @@ export class RetentionRepository {
     );
   }
 
+  /**
+   * Deletes finished runs older than their workflow's window, through delete_runs() (the one path that
+   * removes history rows; it cascades to their steps, transitions and events). Per workflow version, a
+   * range scan of runs_finished_idx, oldest first; the versions are found by a loose index scan of the
+   * same index (one probe per version), so a million finished runs cost as much as the batch.
+   *
+   * A run is kept while its parent is unfinished (a parent in progress keeps its children for whoever
+   * looks at it; the outcome it waits for is already in its child step, written with the child's end)
+   * and while any of its children is unfinished (the tree stays linked: deleting it would set their
+   * parent_id to NULL). Either is decided in this statement's snapshot; a parent retried at that very
+   * moment still finds each child's outcome in its steps. delete_runs() checks the status again.
+   * Returns how many runs it deleted.
+   */
   async deleteFinishedRuns(windows: RetentionWindows, limit: number): Promise<number> {
     const [{ deleted }] = await this.batch<{ deleted: number }>(DELETE_FINISHED_RUNS, [...windowParams(windows), limit]);
     return deleted;

@@ -34,8 +34,8 @@ export class RunsController {
   }
 
   @Route(API.runTransitions)
-  transitions(@Input() { params }: EndpointInput<typeof API.runTransitions>): Promise<RunTransitions> {
-    return this.runs.transitions(params.id);
+  transitions(@Input() { params, query }: EndpointInput<typeof API.runTransitions>): Promise<RunTransitions> {
+    return this.runs.transitions(params.id, query);
   }
 
   @Route(API.runResult)

@@ -61,14 +61,14 @@ export class RunsRepository {
   }
 
   /**
-   * The first `limit` transitions of a run, oldest first (run_transitions_run_idx), with whether the run
-   * exists (every run has at least its start, so no rows means no run; checked only then).
+   * The first `limit` transitions of a run after the one with id `after`, oldest first (a range scan of
+   * run_transitions_run_idx), or undefined if the run does not exist (checked only when there are no rows).
    */
-  async findTransitions(runId: string, limit: number): Promise<TransitionRow[] | undefined> {
+  async findTransitions(runId: string, after: string, limit: number): Promise<TransitionRow[] | undefined> {
     const rows = await this.db.query<TransitionRow>(
-      `SELECT from_status AS "from", to_status AS "to", revision, worker_id AS "workerId", created_at AS at
-         FROM run_transitions WHERE run_id = $1 ORDER BY id LIMIT $2`,
-      [runId, limit],
+      `SELECT id::text, from_status AS "from", to_status AS "to", revision, worker_id AS "workerId", created_at AS at
+         FROM run_transitions WHERE run_id = $1 AND id > $2::bigint ORDER BY id LIMIT $3`,
+      [runId, after, limit],
     );
     if (rows.length === 0 && !(await this.runs.existsBy({ id: runId }))) return undefined;
     return rows;
@@ -76,6 +76,8 @@ export class RunsRepository {
 }
 
 export interface TransitionRow {
+  /** Its position, as text (a bigint). */
+  id: string;
   from: RunStatus | null;
   to: RunStatus;
   revision: number;

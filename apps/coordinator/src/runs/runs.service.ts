@@ -12,7 +12,7 @@ import {
   RunTransitions,
   RunView,
   StartRunRequest,
-  TRANSITIONS_MAX,
+  type RunTransitionsQuery,
 } from '@nest-durable/client';
 import { ControlOutcome, RunControlRepository } from '@app/locking';
 import { NotificationListener, RUN_FINISHED_CHANNEL } from '@app/outbox';
@@ -75,13 +75,16 @@ export class RunsService {
     return this.view(await this.require(id));
   }
 
-  /** The run's transitions, oldest first (at most TRANSITIONS_MAX). */
-  async transitions(id: string): Promise<RunTransitions> {
-    const rows = await this.repository.findTransitions(id, TRANSITIONS_MAX + 1);
+  /** A page of the run's transitions, oldest first, after the cursor `after` (a transition's id). */
+  async transitions(id: string, { after, limit }: RunTransitionsQuery): Promise<RunTransitions> {
+    const rows = await this.repository.findTransitions(id, after ?? '0', limit + 1);
     if (!rows) throw new RunNotFoundError(id);
+    const page = rows.slice(0, limit);
+    const more = rows.length > limit;
     return {
-      items: rows.slice(0, TRANSITIONS_MAX).map((row) => ({ ...row, at: row.at.toISOString() })),
-      truncated: rows.length > TRANSITIONS_MAX,
+      items: page.map(({ id: _position, ...row }) => ({ ...row, at: row.at.toISOString() })),
+      truncated: more,
+      nextCursor: more ? page[page.length - 1].id : null,
     };
   }
 

@@ -1,7 +1,7 @@
-import { type DeclaredSchedule, InvalidRequestError, type RegisteredWorkflow } from '@nest-durable/client';
+import type { DeclaredSchedule, RegisteredWorkflow } from '@nest-durable/client';
 import { type SqlExecutor, uuidv7 } from '@app/persistence';
+import { checkDeclaredSchedules } from '@nest-durable/workflow';
 import { Injectable } from '@nestjs/common';
-import { ScheduleTimes } from './schedule-times';
 import { SchedulesRepository } from './schedules.repository';
 import { scheduleFields } from './schedules.service';
 
@@ -10,8 +10,8 @@ const RECHECK_MS = 60_000;
 
 /**
  * Schedules declared in code (`defineWorkflow({ schedules })`), reconciled when workers register: the
- * code is their truth. A schedule is identified by its workflow, version and name; one the code of
- * its version no longer declares is deleted (its runs stay); a pause through the API survives. Each
+ * code is their truth. A schedule is identified by its workflow, version and name; one that no online
+ * worker of its version declares any more is deleted (its runs stay); a pause through the API survives. Each
  * coordinator remembers the declarations it reconciled, so a registration repeating them (every few
  * seconds per worker) costs no statement; it checks the database again once a minute at the latest.
  */
@@ -46,12 +46,8 @@ export class DeclaredSchedules {
   }
 
   private async apply(tx: SqlExecutor, workflow: string, version: string, declared: DeclaredSchedule[]): Promise<void> {
-    const names = declared.map((schedule) => schedule.name);
-    const twice = names.find((name, i) => names.indexOf(name) !== i);
-    if (twice !== undefined) throw new InvalidRequestError('invalid_schedules', `${workflow} ${version} declares the schedule ${twice} twice`);
     const dbNow = declared.length > 0 ? await this.repository.now(tx) : 0;
-    for (const schedule of declared) {
-      const times = ScheduleTimes.parse(schedule, dbNow);
+    for (const { schedule, times } of checkDeclaredSchedules(workflow, version, declared, dbNow)) {
       const nextFire = new Date(times.next(dbNow));
       await this.repository.upsertDeclared(
         tx,
@@ -67,6 +63,11 @@ export class DeclaredSchedules {
         nextFire,
       );
     }
-    await this.repository.deleteUndeclared(tx, workflow, version, names);
+    await this.repository.deleteUndeclared(
+      tx,
+      workflow,
+      version,
+      declared.map((schedule) => schedule.name),
+    );
   }
 }

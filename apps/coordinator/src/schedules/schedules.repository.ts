@@ -146,9 +146,24 @@ export class SchedulesRepository {
     );
   }
 
-  /** Deletes the schedules declared in code for this workflow version that its code no longer declares. */
+  /**
+   * Deletes the schedules declared in code for this workflow version that neither this registration
+   * (`names`) nor any online worker declares (`workers.declared_schedules`, the registering worker's
+   * row already written in this transaction): during a rolling deploy, code of one version that
+   * declares different schedules does not delete the others' (a few worker rows, each a few names).
+   * A worker registering concurrently with a declaration not yet committed may see its schedule
+   * deleted here; its next registration creates it again.
+   */
   async deleteUndeclared(tx: SqlExecutor, workflow: string, version: string, names: string[]): Promise<void> {
-    await tx.query(`DELETE FROM schedules WHERE workflow = $1 AND version = $2 AND name IS NOT NULL AND name <> ALL($3::text[])`, [workflow, version, names]);
+    await tx.query(
+      `DELETE FROM schedules s
+        WHERE s.workflow = $1 AND s.version = $2 AND s.name IS NOT NULL AND s.name <> ALL($3::text[])
+          AND NOT EXISTS (
+            SELECT 1 FROM workers w
+             WHERE w.expires_at > now()
+               AND w.declared_schedules @> jsonb_build_array(jsonb_build_object('workflow', s.workflow, 'version', s.version, 'name', s.name)))`,
+      [workflow, version, names],
+    );
   }
 
   /** Whether a worker registered as online hosts this workflow version (the registry's `workers`, a few rows). */

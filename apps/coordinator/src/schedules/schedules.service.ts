@@ -15,7 +15,8 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config/coordinator.config';
 import { CoordinatorMetrics } from '../metrics/coordinator.metrics';
 import { toRunView } from '../runs/run-view';
-import { type FiringPlan, planFiring, ScheduleTimes } from './schedule-times';
+import { ScheduleTimes } from '@nest-durable/workflow';
+import { type FiringPlan, planFiring } from './schedule-times';
 import { type NewSchedule, type ScheduleRow, SchedulesRepository } from './schedules.repository';
 
 /** What a firing found: it fired, the schedule was not due (fired elsewhere, paused, deleted), or another coordinator holds it now. */

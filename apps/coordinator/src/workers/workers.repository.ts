@@ -20,18 +20,20 @@ export class WorkersRepository {
   /**
    * Upserts the worker (online for MISSED_REGISTRATIONS_OFFLINE intervals from now; a worker that was
    * offline starts again) and drops workers offline for an hour. Concurrent registrations of one id
-   * (two processes misconfigured with one name) serialise on its row; the last one wins.
+   * (two processes misconfigured with one name) serialise on its row; the last one wins. `declared`:
+   * the schedules its code declares (see DeclaredSchedules).
    */
-  async upsertWorker(tx: SqlExecutor, id: string, registration: WorkerRegistration): Promise<void> {
+  async upsertWorker(tx: SqlExecutor, id: string, registration: WorkerRegistration, declared: DeclaredScheduleName[]): Promise<void> {
     await tx.query(
       `WITH gone AS (
          DELETE FROM workers WHERE expires_at < now() - ${OFFLINE_KEPT} AND id <> $1
        )
-       INSERT INTO workers (id, subscriber, failed_over, concurrency, runs_held, workflows, expires_at)
-       VALUES ($1, $2, $3, $4, $5, $6, now() + $7 * interval '1 millisecond')
+       INSERT INTO workers (id, subscriber, failed_over, concurrency, runs_held, workflows, expires_at, declared_schedules)
+       VALUES ($1, $2, $3, $4, $5, $6, now() + $7 * interval '1 millisecond', $8)
        ON CONFLICT (id) DO UPDATE
           SET subscriber = excluded.subscriber, failed_over = excluded.failed_over, concurrency = excluded.concurrency,
               runs_held = excluded.runs_held, workflows = excluded.workflows, expires_at = excluded.expires_at,
+              declared_schedules = excluded.declared_schedules,
               last_seen_at = now(), started_at = CASE WHEN workers.expires_at < now() THEN now() ELSE workers.started_at END`,
       [
         id,
@@ -41,6 +43,7 @@ export class WorkersRepository {
         registration.runsHeld,
         JSON.stringify(registration.workflows),
         MISSED_REGISTRATIONS_OFFLINE * registration.intervalMs,
+        JSON.stringify(declared),
       ],
     );
   }
@@ -70,4 +73,11 @@ export class WorkersRepository {
         ORDER BY online DESC, id`,
     );
   }
+}
+
+/** A schedule a worker's code declares, as `workers.declared_schedules` lists it. */
+export interface DeclaredScheduleName {
+  workflow: string;
+  version: string;
+  name: string;
 }

@@ -26,7 +26,11 @@ export class WorkersService {
     const remember = await this.db.transaction(async (tx) => {
       // The registry lists what a worker hosts; what its code declares lives in its own tables.
       const hosted = registration.workflows.map(({ name, version, shards }) => ({ name, version, shards }));
-      await this.workers.upsertWorker(tx, workerId, { ...registration, workflows: hosted });
+      // What its code declares, for the versions whose declarations it sent (absent: it does not say).
+      const declared = registration.workflows.flatMap(({ name: workflow, version, schedules }) =>
+        (schedules ?? []).map((schedule) => ({ workflow, version, name: schedule.name })),
+      );
+      await this.workers.upsertWorker(tx, workerId, { ...registration, workflows: hosted }, declared);
       await this.workers.upsertWorkflows(tx, registration.workflows);
       // Limits declared in code: recorded when they changed (the running runs then count, waiting ones are woken).
       for (const { workflow, version } of await this.controls.reconcileCode(tx, registration.workflows)) {

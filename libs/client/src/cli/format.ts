@@ -109,13 +109,13 @@ export function formatDeadLetterList(deadLetters: DeadLetterView[], nextCursor: 
   return nextCursor ? `${table}\nmore: --cursor ${nextCursor}` : table;
 }
 
-/** `wf runs history`: a run's transitions, oldest first. */
-export function formatTransitions(transitions: RunTransition[], truncated: boolean): string {
+/** `wf runs history`: a page of a run's transitions, oldest first. */
+export function formatTransitions(transitions: RunTransition[], nextCursor: string | null): string {
   const table = formatTable(
     ['at', 'from', 'to', 'revision', 'worker'],
     transitions.map((transition) => [transition.at, transition.from ?? '-', transition.to, String(transition.revision), transition.workerId ?? '-']),
   );
-  return truncated ? `${table}\n(the first ${transitions.length} transitions only)` : table;
+  return nextCursor ? `${table}\nmore: --after ${nextCursor}` : table;
 }
 
 /** `wf stats`: the totals, runs by status, then every queue's depth. */

@@ -94,10 +94,12 @@ export function registerRunCommands(program: Command, invocation: Invocation): v
   runs
     .command('history <id>')
     .description("show a run's state transitions, oldest first")
+    .option('--limit <n>', 'at most this many (1..1000, default 1000)', parseIntegerArgument)
+    .option('--after <cursor>', 'the page after this cursor (printed after a full page)')
     .action(
-      invocation.action(async ({ client, output }, id: string) => {
-        const history = await client.transitions(id);
-        output.result(history, () => formatTransitions(history.items, history.truncated));
+      invocation.action(async ({ client, output }, id: string, page: { after?: string; limit?: number }) => {
+        const history = await client.transitions(id, page);
+        output.result(history, () => formatTransitions(history.items, history.nextCursor));
       }),
     );
 

@@ -1,5 +1,5 @@
 import { type Static, type StaticDecode, Type } from '@sinclair/typebox';
-import { Closed, Identifier, OneOf, REASON, RunId, withDefaults } from './fields';
+import { Closed, Identifier, IntegerIn, OneOf, REASON, RunId, withDefaults } from './fields';
 import { RUN_STATUSES } from './run-status';
 
 /** What an operator's view (the dashboard, `wf stats`, `wf runs history`, `wf runs watch`) reads. */
@@ -61,8 +61,20 @@ export const Stats = Closed(
 );
 export type Stats = Static<typeof Stats>;
 
-/** The most transitions one answer lists (a run that loops over sleeps for months has many). */
+/** The most transitions one answer lists (a run that loops over sleeps for months has many: page with `after`). */
 export const TRANSITIONS_MAX = 1_000;
+
+export const RunTransitionsQuery = withDefaults(
+  Closed({
+    limit: Type.Optional(IntegerIn('limit', 1, TRANSITIONS_MAX)),
+    /** A transition's position (a bigint identity): at most 18 digits, so any value fits the column. */
+    after: Type.Optional(
+      Type.String({ pattern: '^[0-9]{1,18}$', description: 'the `nextCursor` of the previous page: the transitions after it', [REASON]: 'invalid_after' }),
+    ),
+  }),
+  { limit: TRANSITIONS_MAX },
+);
+export type RunTransitionsQuery = StaticDecode<typeof RunTransitionsQuery>;
 
 export const RunTransition = Closed(
   {
@@ -78,8 +90,9 @@ export type RunTransition = Static<typeof RunTransition>;
 
 export const RunTransitions = Closed(
   {
-    items: Type.Array(RunTransition, { description: `oldest first, the first ${TRANSITIONS_MAX}` }),
-    truncated: Type.Boolean({ description: `the run has more than ${TRANSITIONS_MAX} transitions: the later ones are left out` }),
+    items: Type.Array(RunTransition, { description: 'oldest first, at most `limit` (default and most 1,000) after `after`' }),
+    truncated: Type.Boolean({ description: 'the run has more transitions after this page (`nextCursor` is set)' }),
+    nextCursor: Type.Union([Text, Type.Null()], { description: 'pass it back as `after` for the next page; null on the last' }),
   },
   { title: 'RunTransitions' },
 );

@@ -1,6 +1,6 @@
 import { type StaticDecode, type TSchema, Type } from '@sinclair/typebox';
 import { DashboardConfig } from './dashboard-config.contracts';
-import { FEED_DESCRIPTION, FeedQuery, RunTransitions, Stats, StatsQuery } from './dashboard.contracts';
+import { FEED_DESCRIPTION, FeedQuery, RunTransitions, RunTransitionsQuery, Stats, StatsQuery } from './dashboard.contracts';
 import { DeadLetterPage, DeadLetterPath, ListDeadLettersQuery, RedriveResult } from './dead-letter.contracts';
 import {
   EventAccepted,
@@ -201,8 +201,9 @@ export const API = {
     path: '/v1/runs/{id}/transitions',
     audience: 'client',
     tag: 'runs',
-    summary: 'The run’s state transitions, oldest first',
+    summary: 'The run’s state transitions, oldest first, a page at a time',
     params: RunPath,
+    query: RunTransitionsQuery,
     status: 200,
     responses: { 200: json('Its transitions', RunTransitions) },
     errors: { 404: RUN_NOT_FOUND },
