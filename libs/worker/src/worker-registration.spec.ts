@@ -35,7 +35,8 @@ describe('WorkerRegistrar', () => {
     const options = resolveWorkerOptions({ workflows: [workflow], coordinatorUrl: 'http://unused' });
     let refusal: Error = new EngineHttpError(400, 'invalid_cron', 'w 1 schedule bad: cron "x" is not a cron expression');
     const api = { register: async () => Promise.reject(refusal) } as unknown as CoordinatorApi;
-    const registrar = new WorkerRegistrar(api, new WorkflowRegistry(options), { activeRuns: 0 } as WorkerRuntime, flakyPrimary(), options);
+    const registry = new WorkflowRegistry(options);
+    const registrar = new WorkerRegistrar(api, registry, { activeRuns: 0 } as WorkerRuntime, new RegistrationGate(registry), flakyPrimary(), options);
     const logger = (registrar as unknown as { logger: { error: () => void; warn: () => void } }).logger;
     const errors = jest.spyOn(logger, 'error').mockImplementation(() => undefined);
     const warnings = jest.spyOn(logger, 'warn').mockImplementation(() => undefined);
