@@ -14,52 +14,16 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  *   counted (through `runs_slots_idx`, which unlimited runs never enter: their claims cost nothing more),
  *   and only their leaving `running` wakes the queue (`runs_slot_freed`), so a freed slot is used at once.
  */
-export class FlowControl1765300000000 implements MigrationInterface {
-  name = 'FlowControl1765300000000';
-
-  async up(queryRunner: QueryRunner): Promise<void> {
-    await queryRunner.query(`ALTER TABLE runs ADD COLUMN concurrency_key text CHECK (length(concurrency_key) BETWEEN 1 AND 255)`);
-    await queryRunner.query(`ALTER TABLE runs ADD COLUMN holds_slot boolean NOT NULL DEFAULT false`);
-    await queryRunner.query(`CREATE INDEX runs_slots_idx ON runs (workflow, version, concurrency_key) WHERE status = 'running' AND holds_slot`);
-
-    await queryRunner.query(`
-      CREATE TABLE workflow_controls (
-        workflow                 text NOT NULL,
-        version                  text NOT NULL,
-        paused                   boolean NOT NULL DEFAULT false,
-        -- Shards paused on their own (the whole version is paused by 'paused').
-        paused_shards            text[] NOT NULL DEFAULT '{}',
-        api_concurrency          integer CHECK (api_concurrency > 0),
-        api_concurrency_per_key  integer CHECK (api_concurrency_per_key > 0),
-        api_rate_per_second      double precision CHECK (api_rate_per_second > 0),
-        code_concurrency         integer CHECK (code_concurrency > 0),
-        code_concurrency_per_key integer CHECK (code_concurrency_per_key > 0),
-        code_rate_per_second     double precision CHECK (code_rate_per_second > 0),
-        concurrency              integer GENERATED ALWAYS AS (coalesce(api_concurrency, code_concurrency)) STORED,
-        concurrency_per_key      integer GENERATED ALWAYS AS (coalesce(api_concurrency_per_key, code_concurrency_per_key)) STORED,
-        rate_per_second          double precision GENERATED ALWAYS AS (coalesce(api_rate_per_second, code_rate_per_second)) STORED,
-        -- The claim statement looks at this row only when it is active.
-        active                   boolean GENERATED ALWAYS AS (
-                                   paused OR cardinality(paused_shards) > 0
-                                   OR coalesce(api_concurrency, code_concurrency, api_concurrency_per_key, code_concurrency_per_key) IS NOT NULL
-                                   OR coalesce(api_rate_per_second, code_rate_per_second) IS NOT NULL) STORED,
-        -- The token bucket (capacity: one second's worth, at least 1): tokens as of refilled_at.
-        tokens                   double precision,
-        refilled_at              timestamptz,
-        -- A wake-up for the next token is scheduled for this time (no second one is needed before it).
-        rate_wakeup_at           timestamptz,
-        updated_at               timestamptz NOT NULL DEFAULT now(),
-        PRIMARY KEY (workflow, version)
-      )`);
-
-    // Admission: called by the claim statement with its queues and how many runs it wants of each.
-    // For each queue whose version has an active control it locks the control row (in workflow,
-    // version order: two claimers of overlapping versions cannot deadlock) and returns what may be
-    // taken. VOLATILE on purpose: each query in it takes a fresh snapshot (READ COMMITTED), so the
-    // slot counts, read after the lock was granted, include every run a claimer that held the lock
-    // before took: two claimers cannot both take the last slot. The claim statement's own snapshot,
-    // older, would miss them. The lock is held until the claim commits.
-    await queryRunner.query(`
+/**
+ * Admission: called by the claim statement with its queues and how many runs it wants of each.
+ * For each queue whose version has an active control it locks the control row (in workflow,
+ * version order: two claimers of overlapping versions cannot deadlock) and returns what may be
+ * taken. VOLATILE on purpose: each query in it takes a fresh snapshot (READ COMMITTED), so the
+ * slot counts, read after the lock was granted, include every run a claimer that held the lock
+ * before took: two claimers cannot both take the last slot. The claim statement's own snapshot,
+ * older, would miss them. The lock is held until the claim commits.
+ */
+export const FLOW_ADMIT = `
       CREATE FUNCTION flow_admit(queues text[], wanted integer[])
       RETURNS TABLE (queue text, family text, fresh integer, takeovers boolean, family_cap integer, counts_slot boolean,
                      per_key integer, full_keys text[], key_names text[], key_running integer[],
@@ -117,7 +81,47 @@ export class FlowControl1765300000000 implements MigrationInterface {
           END LOOP;
         END LOOP;
       END;
-      $$`);
+      $$`;
+
+export class FlowControl1765300000000 implements MigrationInterface {
+  name = 'FlowControl1765300000000';
+
+  async up(queryRunner: QueryRunner): Promise<void> {
+    await queryRunner.query(`ALTER TABLE runs ADD COLUMN concurrency_key text CHECK (length(concurrency_key) BETWEEN 1 AND 255)`);
+    await queryRunner.query(`ALTER TABLE runs ADD COLUMN holds_slot boolean NOT NULL DEFAULT false`);
+    await queryRunner.query(`CREATE INDEX runs_slots_idx ON runs (workflow, version, concurrency_key) WHERE status = 'running' AND holds_slot`);
+
+    await queryRunner.query(`
+      CREATE TABLE workflow_controls (
+        workflow                 text NOT NULL,
+        version                  text NOT NULL,
+        paused                   boolean NOT NULL DEFAULT false,
+        -- Shards paused on their own (the whole version is paused by 'paused').
+        paused_shards            text[] NOT NULL DEFAULT '{}',
+        api_concurrency          integer CHECK (api_concurrency > 0),
+        api_concurrency_per_key  integer CHECK (api_concurrency_per_key > 0),
+        api_rate_per_second      double precision CHECK (api_rate_per_second > 0),
+        code_concurrency         integer CHECK (code_concurrency > 0),
+        code_concurrency_per_key integer CHECK (code_concurrency_per_key > 0),
+        code_rate_per_second     double precision CHECK (code_rate_per_second > 0),
+        concurrency              integer GENERATED ALWAYS AS (coalesce(api_concurrency, code_concurrency)) STORED,
+        concurrency_per_key      integer GENERATED ALWAYS AS (coalesce(api_concurrency_per_key, code_concurrency_per_key)) STORED,
+        rate_per_second          double precision GENERATED ALWAYS AS (coalesce(api_rate_per_second, code_rate_per_second)) STORED,
+        -- The claim statement looks at this row only when it is active.
+        active                   boolean GENERATED ALWAYS AS (
+                                   paused OR cardinality(paused_shards) > 0
+                                   OR coalesce(api_concurrency, code_concurrency, api_concurrency_per_key, code_concurrency_per_key) IS NOT NULL
+                                   OR coalesce(api_rate_per_second, code_rate_per_second) IS NOT NULL) STORED,
+        -- The token bucket (capacity: one second's worth, at least 1): tokens as of refilled_at.
+        tokens                   double precision,
+        refilled_at              timestamptz,
+        -- A wake-up for the next token is scheduled for this time (no second one is needed before it).
+        rate_wakeup_at           timestamptz,
+        updated_at               timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (workflow, version)
+      )`);
+
+    await queryRunner.query(FLOW_ADMIT);
 
     // A run that held a slot left 'running' (finished, failed, cancelled, suspended, released, stalled):
     // one run of the version may start now. Wake the queue whose best run waits longest among the run's
