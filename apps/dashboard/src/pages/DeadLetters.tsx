@@ -7,6 +7,7 @@ import { Json } from '../components/Json';
 import { Problem } from '../components/Problem';
 import { Time } from '../components/Time';
 import { useLoad } from '../use-load';
+import { Pager } from '../components/Pager';
 
 type Pending = { kind: 'redrive' | 'delete'; letter: DeadLetterView };
 
@@ -100,14 +101,7 @@ export function DeadLetters() {
           )}
         </tbody>
       </table>
-      <nav class="pager" aria-label="Pages of dead letters">
-        <button type="button" disabled={cursors.length === 0} onClick={() => setCursors(cursors.slice(0, -1))}>
-          Previous page
-        </button>
-        <button type="button" disabled={!page.data?.nextCursor} onClick={() => page.data?.nextCursor && setCursors([...cursors, page.data.nextCursor])}>
-          Next page
-        </button>
-      </nav>
+      <Pager label="Pages of dead letters" cursors={cursors} next={page.data?.nextCursor} onChange={setCursors} />
       {pending && (
         <Confirm
           title={pending.kind === 'redrive' ? 'Redrive this dead letter?' : 'Delete this dead letter?'}

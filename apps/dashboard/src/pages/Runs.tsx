@@ -9,6 +9,7 @@ import { Time } from '../components/Time';
 import { useLiveRuns } from '../feed';
 import { between, shortId } from '../format';
 import { useLoad } from '../use-load';
+import { Pager } from '../components/Pager';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const RANGES = { '': 'any time', '15m': 'last 15 minutes', '1h': 'last hour', '24h': 'last day', '7d': 'last 7 days', custom: 'between…' } as const;
@@ -121,14 +122,7 @@ export function Runs() {
       {filters.key && !filters.workflow && <p class="muted">An idempotency key belongs to one workflow: choose the workflow to search by key.</p>}
       <Problem error={page.error} />
       <RunTable runs={page.data?.runs ?? []} loading={page.loading && !page.data} hosted={hosted} />
-      <nav class="pager" aria-label="Pages of runs">
-        <button type="button" disabled={cursors.length === 0} onClick={() => setCursors(cursors.slice(0, -1))}>
-          Previous page
-        </button>
-        <button type="button" disabled={!page.data?.nextCursor} onClick={() => page.data?.nextCursor && setCursors([...cursors, page.data.nextCursor])}>
-          Next page
-        </button>
-      </nav>
+      <Pager label="Pages of runs" cursors={cursors} next={page.data?.nextCursor} onChange={setCursors} />
     </section>
   );
 }

@@ -7,6 +7,7 @@ import { Problem } from '../components/Problem';
 import { Time } from '../components/Time';
 import { duration, shortId } from '../format';
 import { useLoad } from '../use-load';
+import { Pager } from '../components/Pager';
 
 type Kind = 'pause' | 'resume' | 'trigger' | 'delete';
 type Pending = { kind: Kind; schedule: ScheduleView };
@@ -123,14 +124,7 @@ export function Schedules() {
           )}
         </tbody>
       </table>
-      <nav class="pager" aria-label="Pages of schedules">
-        <button type="button" disabled={cursors.length === 0} onClick={() => setCursors(cursors.slice(0, -1))}>
-          Previous page
-        </button>
-        <button type="button" disabled={!page.data?.nextCursor} onClick={() => page.data?.nextCursor && setCursors([...cursors, page.data.nextCursor])}>
-          Next page
-        </button>
-      </nav>
+      <Pager label="Pages of schedules" cursors={cursors} next={page.data?.nextCursor} onChange={setCursors} />
       {pending && (
         <Confirm
           title={CONFIRM[pending.kind][0]}
