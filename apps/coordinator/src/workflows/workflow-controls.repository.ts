@@ -1,4 +1,5 @@
 import type { RegisteredWorkflow, WorkflowLimits, WorkflowView } from '@nest-durable/client';
+import { DISPATCHING } from '@app/locking';
 import { RUNS_READY_CHANNEL } from '@app/outbox';
 import { Database, type SqlExecutor } from '@app/persistence';
 import { Injectable } from '@nestjs/common';
@@ -196,7 +197,7 @@ export class WorkflowControlsRepository {
           WHERE workflow = $1 AND version = $2 AND status IN ('queued', 'waiting') AND due_at <= now()
        ), published AS (
          INSERT INTO outbox (run_id, queue)
-         SELECT id, queue FROM waiting WHERE k <= $3 AND coalesce(current_setting('wf.dispatch', true), 'none') NOT IN ('', 'none')
+         SELECT id, queue FROM waiting WHERE k <= $3 AND ${DISPATCHING}
          RETURNING 1
        )
        SELECT (SELECT count(*) FROM (SELECT pg_notify('${RUNS_READY_CHANNEL}', queue) FROM waiting WHERE k = 1) n) AS queues,

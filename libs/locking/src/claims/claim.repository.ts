@@ -2,7 +2,7 @@ import type { ClaimedRun } from '@nest-durable/client';
 import { Database, type PreparedStatement } from '@app/persistence';
 import { RUNS_DUE_CHANNEL } from '@app/outbox';
 import { Injectable } from '@nestjs/common';
-import { appendHistory, notifyFinished, notifyReady, stalledError, STEP_COLUMNS, wakeParents } from '../runs/run-sql';
+import { appendHistory, DISPATCHING, notifyFinished, notifyReady, stalledError, STEP_COLUMNS, wakeParents } from '../runs/run-sql';
 
 export interface ClaimParams {
   /**
@@ -68,7 +68,7 @@ const RATE_LIMIT_CTES = `rate_demand AS (
        ), rate_wakeup AS (
          INSERT INTO outbox (run_id, queue, next_attempt_at)
          SELECT waiting, queue, next_at FROM bucket
-          WHERE wake AND coalesce(current_setting('wf.dispatch', true), 'none') NOT IN ('', 'none')
+          WHERE wake AND ${DISPATCHING}
          RETURNING id
        )`;
 

@@ -24,6 +24,12 @@ export function appendHistory(source: string, from: string, to: string, worker =
           SELECT id, ${from}, ${to}, revision, ${worker} FROM ${source}`;
 }
 
+/**
+ * True when this session's coordinator publishes to a transport (its `wf.dispatch` setting, see
+ * PersistenceModule): outbox rows are written only then, as the enqueue trigger does.
+ */
+export const DISPATCHING = `coalesce(current_setting('wf.dispatch', true), 'none') NOT IN ('', 'none')`;
+
 /** NOTIFY for each row of `source` (a CTE with `queue`): wakes claimers of those queues at commit. */
 export function notifyReady(source: string): string {
   return `(SELECT count(*) FROM (SELECT pg_notify('${RUNS_READY_CHANNEL}', queue) FROM ${source}) n)`;
