@@ -42,7 +42,8 @@ const CODE_LIMITS_CHANGED = `declared AS (
                           IS DISTINCT FROM (d.concurrency, d.concurrency_per_key, d.rate_per_second, d.rate_per_key_per_second) END
        )`;
 
-const COLUMNS = `c.workflow AS name, c.version, c.paused, c.paused_shards AS "pausedShards",
+/** A control row's fields under ControlRow's names, but for the version's key (`c`: workflow_controls). */
+const CONTROL_COLUMNS = `c.paused, c.paused_shards AS "pausedShards",
   c.concurrency, c.concurrency_per_key AS "concurrencyPerKey", c.rate_per_second AS "ratePerSecond",
   c.rate_per_key_per_second AS "ratePerKeyPerSecond", c.api_rate_per_key_per_second AS "apiRatePerKeyPerSecond",
   c.code_rate_per_key_per_second AS "codeRatePerKeyPerSecond",
@@ -63,7 +64,7 @@ export class WorkflowControlsRepository {
   /** Every version known: registered by a worker (the registry's `workflows`) or with controls. */
   list(): Promise<ControlRow[]> {
     return this.db.query<ControlRow>(
-      `SELECT v.workflow AS name, v.version, ${COLUMNS.replace('c.workflow AS name, c.version, ', '')}
+      `SELECT v.workflow AS name, v.version, ${CONTROL_COLUMNS}
          FROM (SELECT workflow, version FROM workflows UNION SELECT workflow, version FROM workflow_controls) v
          LEFT JOIN workflow_controls c USING (workflow, version)
         ORDER BY v.workflow, v.version`,
@@ -109,7 +110,10 @@ export class WorkflowControlsRepository {
   }
 
   async get(tx: SqlExecutor, name: string, version: string): Promise<ControlRow | undefined> {
-    const [row] = await tx.query<ControlRow>(`SELECT ${COLUMNS} FROM workflow_controls c WHERE c.workflow = $1 AND c.version = $2`, [name, version]);
+    const [row] = await tx.query<ControlRow>(
+      `SELECT c.workflow AS name, c.version, ${CONTROL_COLUMNS} FROM workflow_controls c WHERE c.workflow = $1 AND c.version = $2`,
+      [name, version],
+    );
     return row;
   }
 
