@@ -95,7 +95,7 @@ async function main(): Promise<void> {
 
   console.log('\n==== GET /v1/runs/{id}/transitions');
   const [{ id }] = (await client.query<{ id: string }>(`SELECT id FROM runs WHERE status = 'completed' ORDER BY id LIMIT 1 OFFSET 500000`)).rows;
-  await new RunsRepository({ existsBy: async () => true } as never, undefined as never, explaining).findTransitions(id, '0', 1_001);
+  await new RunsRepository({ existsBy: async () => true } as never, explaining).findTransitions(id, '0', 1_001);
 
   // GET /v1/runs is a TypeORM find (RunsRepository.list); these are the statements it sends, by filter.
   console.log('\n==== GET /v1/runs (newest first, limit 50, as RunsRepository.list sends it)');

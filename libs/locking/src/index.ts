@@ -6,4 +6,4 @@ export * from './leader/leader-election.service';
 export * from './locking.module';
 export * from './reports/report.repository';
 export * from './steps/step.repository';
-export { DISPATCHING, type NewRun } from './runs/run-sql';
+export { DISPATCHING, type NewRun, RUN_COLUMNS } from './runs/run-sql';

@@ -3,6 +3,7 @@ import type { Pool, PoolClient } from 'pg';
 import { DataSource } from 'typeorm';
 import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver.js';
 import { asDatabaseError } from './connection-loss';
+import { GenericPlanPool } from './generic-plan.pool';
 import { SCHEMA_MIGRATED } from './migration.runner';
 
 /**
@@ -12,10 +13,16 @@ import { SCHEMA_MIGRATED } from './migration.runner';
 export interface PreparedStatement {
   name: string;
   text: string;
+  /**
+   * Run outside a transaction on the GenericPlanPool's sessions, planned once with its generic plan (see
+   * there): for a statement whose planning costs more than running it. In a transaction it is planned
+   * as that session decides.
+   */
+  genericPlan?: boolean;
 }
 
-export function prepared(name: string, text: string): PreparedStatement {
-  return { name, text };
+export function prepared(name: string, text: string, options: { genericPlan?: boolean } = {}): PreparedStatement {
+  return { name, text, ...options };
 }
 
 /** Runs parameterised SQL and returns the rows: the pool, or one transaction's connection. */
@@ -44,6 +51,7 @@ export class Database implements SqlExecutor {
 
   constructor(
     private readonly dataSource: DataSource,
+    private readonly genericPlans: GenericPlanPool,
     @Inject(SCHEMA_MIGRATED) _schemaMigrated: true,
   ) {}
 
@@ -53,7 +61,11 @@ export class Database implements SqlExecutor {
 
   async query<T>(statement: string | PreparedStatement, values: unknown[] = []): Promise<T[]> {
     // pool.query listens for its client's 'error' while the statement runs, and discards that client.
-    return retryOnConflict(async () => (await this.pool.query(queryConfig(statement, values))).rows as T[]).catch((error: unknown) => {
+    const run =
+      typeof statement !== 'string' && statement.genericPlan
+        ? () => this.genericPlans.query(queryConfig(statement, values)) as Promise<T[]>
+        : async () => (await this.pool.query(queryConfig(statement, values))).rows as T[];
+    return retryOnConflict(run).catch((error: unknown) => {
       throw asDatabaseError(error);
     });
   }

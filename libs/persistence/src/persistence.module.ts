@@ -2,6 +2,7 @@ import { DynamicModule, type FactoryProvider, Logger, Module, type ModuleMetadat
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { Database } from './database';
+import { GenericPlanPool } from './generic-plan.pool';
 import { RunEntity } from './entities/run.entity';
 import { TaskEntity } from './entities/task.entity';
 import { migrateSchema, SCHEMA_MIGRATED } from './migration.runner';
@@ -57,7 +58,20 @@ export interface PersistenceAsyncOptions extends Pick<ModuleMetadata, 'imports'>
   inject?: FactoryProvider['inject'];
 }
 
+/** How long a request waits for a free connection before it fails (503). */
+const CONNECTION_TIMEOUT_MS = 10_000;
+
 const poolLogger = new Logger('DatabasePool');
+
+/** Sessions of the GenericPlanPool (the claim's), beside the main pool's `poolSize`. */
+export function genericPlanPoolSize(poolSize: number): number {
+  return Math.max(2, Math.ceil(poolSize / 4));
+}
+
+/** Every session's settings: the publisher in `wf.dispatch` (see PersistenceOptions). */
+function sessionOptions(dispatch: string): string {
+  return `-c wf.dispatch=${dispatch}`;
+}
 
 /** The coordinator's PostgreSQL: TypeORM entities, migrations applied at start, and plain SQL access. */
 @Module({})
@@ -67,6 +81,7 @@ export class PersistenceModule {
       module: PersistenceModule,
       global: true,
       imports: [
+        ...(options.imports ?? []),
         TypeOrmModule.forRootAsync({
           imports: options.imports,
           inject: options.inject,
@@ -80,7 +95,7 @@ export class PersistenceModule {
               migrations: MIGRATIONS,
               migrationsRun: false,
               synchronize: false,
-              extra: { max: poolSize, connectionTimeoutMillis: 10_000, options: `-c wf.dispatch=${dispatch}` },
+              extra: { max: poolSize, connectionTimeoutMillis: CONNECTION_TIMEOUT_MS, options: sessionOptions(dispatch) },
               // An idle pooled connection that dies is dropped by the pool and replaced on demand.
               poolErrorHandler: (error: Error) =>
                 poolLogger.warn(`an idle PostgreSQL connection was lost (${error.message}); the pool opens a new one when needed`),
@@ -89,7 +104,24 @@ export class PersistenceModule {
         }),
         TypeOrmModule.forFeature(ENTITIES),
       ],
-      providers: [{ provide: SCHEMA_MIGRATED, useFactory: migrateSchema, inject: [DataSource] }, Database],
+      providers: [
+        { provide: SCHEMA_MIGRATED, useFactory: migrateSchema, inject: [DataSource] },
+        {
+          provide: GenericPlanPool,
+          inject: options.inject,
+          useFactory: async (...args: unknown[]) => {
+            const { url, poolSize, dispatch, applicationName } = await options.useFactory(...args);
+            return new GenericPlanPool({
+              connectionString: url,
+              application_name: applicationName,
+              max: genericPlanPoolSize(poolSize),
+              connectionTimeoutMillis: CONNECTION_TIMEOUT_MS,
+              options: sessionOptions(dispatch),
+            });
+          },
+        },
+        Database,
+      ],
       exports: [TypeOrmModule, Database],
     };
   }

@@ -107,9 +107,11 @@ export class CoordinatorApi {
   }
 
   /**
-   * Report batching ("group commit"): a report goes out at once when none is in flight; reports
-   * made while one is in flight wait for it and then go together, in one request and one
-   * transaction. An idle worker adds no delay; a busy one pays one commit for many runs' writes.
+   * Report batching ("group commit"): reports made in the same turn of the event loop go together,
+   * in one request and one transaction (a handler's last task result and the run's outcome, say:
+   * see RunContext.unsettle); reports made while a batch is in flight wait for it and then go
+   * together. An idle worker adds one turn of delay (setImmediate); a busy one pays one commit for
+   * many runs' writes.
    */
   private enqueue(report: WorkerReport): Promise<unknown> {
     return new Promise((resolve, reject) => {
@@ -121,7 +123,10 @@ export class CoordinatorApi {
         return reject(error);
       }
       this.pending.push({ report, bytes: Buffer.byteLength(JSON.stringify(report)), resolve, reject });
-      if (!this.sending) void this.sendPending();
+      if (!this.sending) {
+        this.sending = true;
+        setImmediate(() => void this.sendPending());
+      }
     });
   }
 
@@ -137,7 +142,6 @@ export class CoordinatorApi {
   }
 
   private async sendPending(): Promise<void> {
-    this.sending = true;
     while (this.pending.length > 0) {
       await this.sendBatch(this.nextBatch());
     }

@@ -112,6 +112,8 @@ class RunContext implements WorkflowContext {
   readonly version: string;
   readonly attempt: number;
   private readonly history: StepHistory;
+  /** The task results sent and not yet known recorded (see `unsettle`). */
+  private unsettled: Promise<unknown> = Promise.resolve();
 
   constructor(
     run: ClaimedRun,
@@ -132,6 +134,7 @@ class RunContext implements WorkflowContext {
 
   // biome-ignore lint/suspicious/noConfusingVoidType: a task may return nothing (its result is recorded as null)
   async task<T extends JsonValue | void>(name: string, fn: (task: TaskContext) => Promise<T> | T, options: TaskOptions = {}): Promise<T> {
+    await this.settled();
     const step = this.begin('task', name);
     if (step.recorded) return outcomeOf<T>(step.recorded);
 
@@ -141,22 +144,48 @@ class RunContext implements WorkflowContext {
     // Monotonic, so the coordinator can date the start from its own clock (the attempts of this execution).
     const durationMs = Math.min(Math.round(performance.now() - began), TASK_DURATION_MS_MAX);
     this.lease.throwIfEnded();
-    const stored = await this.call(() =>
-      this.api.recordTask(this.runId, {
-        expectedRevision: this.lease.revision,
-        key: step.key,
-        seq: step.seq,
-        name,
-        durationMs,
-        attempts: done.attempts,
-        ...(done.ok ? { status: 'completed' as const, output: done.output, error: null } : { status: 'failed' as const, output: null, error: done.error }),
-      }),
+    const result = done.ok
+      ? { status: 'completed' as const, output: done.output, error: null }
+      : { status: 'failed' as const, output: null, error: done.error };
+    this.unsettle(
+      this.call(() =>
+        this.api.recordTask(this.runId, {
+          expectedRevision: this.lease.revision,
+          key: step.key,
+          seq: step.seq,
+          name,
+          durationMs,
+          attempts: done.attempts,
+          ...result,
+        }),
+      ),
     );
-    return outcomeOf<T>(stored, !done.ok && done.nonRetryable);
+    return outcomeOf<T>({ key: step.key, kind: 'task', seq: step.seq, attempts: done.attempts, ...result }, !done.ok && done.nonRetryable);
+  }
+
+  /**
+   * A task's result goes back to the handler while its record is still on its way, so that the record
+   * of a handler's last task and the run's outcome travel in one report batch (one request, one
+   * commit: see CoordinatorApi). The record is still durable before anything later happens: every
+   * step first waits for the records sent before it (`settled`), and the outcome is applied after
+   * them in the same transaction (a record refused makes the outcome refused too: same run, same
+   * revision). A record that fails ends the execution at the next step (RunLostError, see `call`).
+   */
+  private unsettle(record: Promise<unknown>): void {
+    const before = this.unsettled;
+    this.unsettled = Promise.all([before, record]);
+    // Seen by the next step, or by the outcome's own refusal: not an unhandled rejection meanwhile.
+    this.unsettled.catch(() => undefined);
+  }
+
+  /** Waits until the task results sent so far are recorded (throws RunLostError if one was refused). */
+  private async settled(): Promise<void> {
+    await this.unsettled;
   }
 
   async sleep(name: string, durationMs: number): Promise<void> {
     const delayMs = checkDelay(durationMs, 'sleep duration');
+    await this.settled();
     const step = this.begin('sleep', name);
     if (step.recorded) return;
     await this.suspendAt(step.key, () =>
@@ -167,6 +196,7 @@ class RunContext implements WorkflowContext {
   async waitForEvent<T = JsonValue>(name: string, options: { timeoutMs?: number } = {}): Promise<EventResult<T>> {
     parseIdentifier(name, 'event_name');
     const delayMs = options.timeoutMs === undefined ? null : checkDelay(options.timeoutMs, 'event timeout');
+    await this.settled();
     const step = this.begin('event', name);
     const resolved =
       step.recorded ??
@@ -200,6 +230,7 @@ class RunContext implements WorkflowContext {
   ): Promise<StoredTask> {
     if (shard !== undefined && shard !== null) parseIdentifier(shard, 'shard');
     if (tags !== undefined) decode(Tags, tags, 'tags');
+    await this.settled();
     const step = this.begin('child', name);
     if (step.recorded) return step.recorded;
     return this.suspendAt(step.key, () =>
@@ -246,6 +277,8 @@ class RunContext implements WorkflowContext {
 
   /** Sends a suspending step; if the run did suspend, this execution ends here. */
   private async suspendAt(key: string, send: () => Promise<{ suspended: boolean; task: StoredTask }>): Promise<StoredTask> {
+    // A suspension moves the revision on: the task results sent before it must have landed first.
+    await this.settled();
     const response = await this.call(() => this.lease.whileEnding(send));
     if (!response.suspended) return response.task;
     this.lease.suspend();

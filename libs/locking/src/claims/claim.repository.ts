@@ -116,7 +116,8 @@ const KEY_RATE_LIMIT_CTES = `key_used AS MATERIALIZED (
 /**
  * The claim statement (see ClaimRepository.claim): $1 queues, $2 their limits, $3 the idle time, $4
  * the worker id, $5 the stall limit, $6 the total limit, $7/$8 the wake-ups' queues and names.
- * Prepared, and run with a generic plan (see ClaimRepository.claim): planning it costs more than running it.
+ * Prepared, and run with its generic plan (see GenericPlanPool): planning it costs more than running it, and its
+ * inputs are arrays whose contents no custom plan could use.
  */
 const CLAIM: PreparedStatement = {
   name: 'wf_claim',
@@ -279,6 +280,7 @@ const CLAIM: PreparedStatement = {
        SELECT 'requeue', NULL, NULL, NULL, n.queue, NULL, NULL, NULL, n.ref, NULL, '[]'::json
          FROM unused n JOIN still_waiting s USING (queue)
         WHERE n.rank <= s.runs`,
+  genericPlan: true,
 };
 
 /**
@@ -328,14 +330,7 @@ export class ClaimRepository {
       wakeups.map((w) => w.queue),
       wakeups.map((w) => w.ref),
     ];
-    // PostgreSQL kept re-planning the prepared statement for each execution (a custom plan looked cheaper
-    // than the generic one), and planning this statement takes ~3 ms against ~1 ms to run it. Its inputs
-    // are arrays whose contents no plan can use, so the generic plan is the one it would pick anyway: one
-    // transaction forces it (SET LOCAL ends with it), at the cost of two short round trips.
-    const rows = await this.db.transaction(async (tx) => {
-      await tx.query(`SET LOCAL plan_cache_mode = force_generic_plan`);
-      return tx.query<Row>(CLAIM, values);
-    });
+    const rows = await this.db.query<Row>(CLAIM, values);
     return {
       runs: rows.filter((row) => row.kind === 'run').map(({ kind: _, wakeup, ...run }) => (wakeup === null ? run : { ...run, wakeup })),
       stalled: rows.filter((row) => row.kind === 'stalled').map(({ id, workflow }) => ({ id, workflow })),

@@ -1,0 +1,104 @@
+import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
+import type { ClaimedRun, WorkerReport } from '@nest-durable/client';
+import { defineWorkflow } from '@nest-durable/workflow';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { CoordinatorApi } from './coordinator.api';
+import { RunExecutor } from './run-executor';
+import { RunLease } from './run-lease';
+import { WorkflowRegistry } from './workflow.registry';
+import { resolveWorkerOptions } from './worker.options';
+
+/** A stand-in coordinator's report endpoint: keeps each request's reports, accepts them all. */
+class ReportSink {
+  readonly requests: WorkerReport[][] = [];
+  /** While set, answers wait for it (a record still on its way). */
+  held: Promise<void> | undefined;
+  private server: Server | undefined;
+
+  async start(): Promise<string> {
+    this.server = createServer((request, response) => {
+      let body = '';
+      request.on('data', (chunk) => (body += chunk));
+      request.on('end', async () => {
+        const { reports } = JSON.parse(body) as { reports: WorkerReport[] };
+        this.requests.push(reports);
+        await this.held;
+        const outcomes = reports.map((report) =>
+          report.type === 'task'
+            ? { ok: true, result: { key: report.task.key, kind: 'task', seq: report.task.seq, status: report.task.status, attempts: 1, output: report.task.output, error: null } }
+            : { ok: true, result: { revision: 4 } },
+        );
+        response.writeHead(200, { 'content-type': 'application/json' });
+        response.end(JSON.stringify({ outcomes }));
+      });
+    });
+    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+    return `http://127.0.0.1:${(this.server!.address() as AddressInfo).port}`;
+  }
+
+  /** Each request as the types and keys of its reports. */
+  get sent(): string[][] {
+    return this.requests.map((reports) => reports.map((report) => (report.type === 'task' ? `task ${report.task.key}` : report.type)));
+  }
+
+  async stop(): Promise<void> {
+    this.server?.closeAllConnections();
+    await new Promise<void>((resolve) => this.server?.close(() => resolve()));
+  }
+}
+
+const steps: string[] = [];
+const twoSteps = defineWorkflow<Record<string, never>, number>({
+  name: 'two-steps',
+  version: '1',
+  handler: async (ctx) => {
+    const first = await ctx.task('first', () => {
+      steps.push('first');
+      return 1;
+    });
+    const second = await ctx.task('second', () => {
+      steps.push('second');
+      return 2;
+    });
+    return first + second;
+  },
+});
+
+const run: ClaimedRun = { id: '01a23292-e466-76ce-9ad8-c86c6dd448fb', workflow: 'two-steps', version: '1', queue: 'two-steps:1', revision: 3, attempt: 1, input: {}, tasks: [] };
+
+describe('CoordinatorApi report batching, as the executor uses it', () => {
+  const sink = new ReportSink();
+  let executor: RunExecutor;
+
+  beforeEach(async () => {
+    steps.length = 0;
+    sink.requests.length = 0;
+    sink.held = undefined;
+    const options = resolveWorkerOptions({ workflows: [twoSteps], coordinatorUrl: await sink.start() });
+    executor = new RunExecutor(new CoordinatorApi(options), new WorkflowRegistry(options), options);
+  });
+
+  afterEach(() => sink.stop());
+
+  it("sends a handler's last task result and the run's outcome in one request", async () => {
+    await executor.execute(run, new RunLease(run.id, 3));
+    expect(sink.sent).toEqual([['task first#1'], ['task second#1', 'complete']]);
+  });
+
+  it('starts the next step only once the previous task result is recorded', async () => {
+    let release!: () => void;
+    sink.held = new Promise((resolve) => (release = resolve));
+    const execution = executor.execute(run, new RunLease(run.id, 3));
+    // Poll until the first record reached the coordinator: the second step must not have begun meanwhile.
+    const deadline = Date.now() + 5_000;
+    while (sink.requests.length === 0 && Date.now() < deadline) await new Promise((resolve) => setImmediate(resolve));
+    expect(sink.sent).toEqual([['task first#1']]);
+    expect(steps).toEqual(['first']);
+    sink.held = undefined;
+    release();
+    await execution;
+    expect(steps).toEqual(['first', 'second']);
+    expect(sink.sent).toEqual([['task first#1'], ['task second#1', 'complete']]);
+  });
+});
