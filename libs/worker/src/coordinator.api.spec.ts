@@ -26,7 +26,18 @@ class ReportSink {
         await this.held;
         const outcomes = reports.map((report) =>
           report.type === 'task'
-            ? { ok: true, result: { key: report.task.key, kind: 'task', seq: report.task.seq, status: report.task.status, attempts: 1, output: report.task.output, error: null } }
+            ? {
+                ok: true,
+                result: {
+                  key: report.task.key,
+                  kind: 'task',
+                  seq: report.task.seq,
+                  status: report.task.status,
+                  attempts: 1,
+                  output: report.task.output,
+                  error: null,
+                },
+              }
             : { ok: true, result: { revision: 4 } },
         );
         response.writeHead(200, { 'content-type': 'application/json' });
@@ -65,7 +76,16 @@ const twoSteps = defineWorkflow<Record<string, never>, number>({
   },
 });
 
-const run: ClaimedRun = { id: '01a23292-e466-76ce-9ad8-c86c6dd448fb', workflow: 'two-steps', version: '1', queue: 'two-steps:1', revision: 3, attempt: 1, input: {}, tasks: [] };
+const run: ClaimedRun = {
+  id: '01a23292-e466-76ce-9ad8-c86c6dd448fb',
+  workflow: 'two-steps',
+  version: '1',
+  queue: 'two-steps:1',
+  revision: 3,
+  attempt: 1,
+  input: {},
+  tasks: [],
+};
 
 describe('CoordinatorApi report batching, as the executor uses it', () => {
   const sink = new ReportSink();

@@ -15,7 +15,7 @@ import {
   type RunTransitionsQuery,
 } from '@nest-durable/client';
 import { ControlOutcome, RunControlRepository } from '@app/locking';
-import { NotificationListener, RUN_FINISHED_CHANNEL, RUNS_READY_CHANNEL } from '@app/outbox';
+import { NotificationListener, OUTBOX_CHANNEL, RUN_FINISHED_CHANNEL, RUNS_READY_CHANNEL } from '@app/outbox';
 import { RunEntity, uuidv7 } from '@app/persistence';
 import { Injectable } from '@nestjs/common';
 import { CoordinatorMetrics } from '../metrics/coordinator.metrics';
@@ -57,7 +57,7 @@ export class RunsService {
     }));
     const inserted = await this.control.start(runs);
     for (const run of inserted.values()) this.metrics.runsStarted.inc({ workflow: run.workflow });
-    this.wakeLocalClaims(inserted.values());
+    this.wakeLocally(inserted.values());
     const duplicates = runs.filter((run) => !inserted.has(run.id));
     const existing =
       duplicates.length > 0
@@ -73,17 +73,19 @@ export class RunsService {
   }
 
   /**
-   * Wakes this coordinator's long-poll claims of the queues that got a run due now, as soon as the start
-   * committed, instead of when the start's NOTIFY comes back through the LISTEN session (which still
-   * wakes every coordinator's, this one's again: a claim that finds nothing waits again).
+   * Wakes, as soon as the start committed, what waits in this coordinator for runs that became ready:
+   * its long-poll claims of the queues that got a run due now, and its outbox publisher (the Redis modes),
+   * instead of when the start's NOTIFY comes back through the LISTEN session. That NOTIFY still wakes
+   * every coordinator's, this one's again: a claim or a batch that finds nothing waits again.
    */
-  private wakeLocalClaims(started: Iterable<RunEntity>): void {
+  private wakeLocally(started: Iterable<RunEntity>): void {
     const now = Date.now();
     const due = new Map<string, number>();
     for (const run of started) {
       if (run.dueAt instanceof Date && run.dueAt.getTime() <= now) due.set(run.queue, (due.get(run.queue) ?? 0) + 1);
     }
     for (const [queue, runs] of due) this.listener.wake(RUNS_READY_CHANNEL, queue, runs);
+    if (due.size > 0) this.listener.wake(OUTBOX_CHANNEL, '', 1);
   }
 
   async get(id: string): Promise<RunView> {

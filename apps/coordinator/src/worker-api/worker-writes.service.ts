@@ -13,11 +13,12 @@ import {
   WorkerReport,
 } from '@nest-durable/client';
 import { HeartbeatRepository, ReportRepository, type RunOutcome, StepRepository } from '@app/locking';
+import { NotificationListener, RUN_FINISHED_CHANNEL } from '@app/outbox';
 import { Database, type SqlExecutor, uuidv7 } from '@app/persistence';
 import { Injectable, Logger } from '@nestjs/common';
 import { CoordinatorMetrics } from '../metrics/coordinator.metrics';
 
-type Finished = { status: 'completed' | 'failed'; workflow: string } | undefined;
+type Finished = { runId: string; status: 'completed' | 'failed'; workflow: string } | undefined;
 
 /**
  * A worker's writes under its claims: heartbeats, task results, completions and failures (alone or
@@ -35,6 +36,7 @@ export class WorkerWritesService {
     private readonly steps: StepRepository,
     private readonly db: Database,
     private readonly metrics: CoordinatorMetrics,
+    private readonly listener: NotificationListener,
   ) {}
 
   /** Refreshes the claims; returns the runs the worker no longer holds. */
@@ -65,13 +67,13 @@ export class WorkerWritesService {
 
   async complete(runId: string, request: CompleteRunRequest): Promise<{ revision: number }> {
     const { result, finished } = await this.completeOn(this.db, runId, request);
-    this.count(finished);
+    this.finished(finished);
     return result;
   }
 
   async fail(runId: string, request: FailRunRequest): Promise<{ revision: number }> {
     const { result, finished } = await this.failOn(this.db, runId, request);
-    this.count(finished);
+    this.finished(finished);
     return result;
   }
 
@@ -97,7 +99,7 @@ export class WorkerWritesService {
               this.logger.warn('a report batch failed as a whole; applying its reports one by one', { error: error.message });
               return this.applyEach(reports);
             });
-    for (const { finished } of applied) this.count(finished);
+    for (const { finished } of applied) this.finished(finished);
     return applied.map(({ outcome }) => outcome);
   }
 
@@ -129,12 +131,18 @@ export class WorkerWritesService {
       return [];
     });
     const retries = reports.length - tasks.length - finals.length;
-    if (Number(tasks.length > 0) + Number(finals.length > 0) + retries > 1) {
+    const runs = [...new Set(reports.map((report) => report.runId))];
+    if (runs.length > 1 && Number(tasks.length > 0) + Number(finals.length > 0) + retries > 1) {
       // Several statements, each locking its own subset of the runs: lock them all first, in id order.
-      await this.reports.lockInOrder([...new Set(reports.map((report) => report.runId))], tx);
+      // (One run's reports need no order: a run's last task result and its outcome, say.)
+      await this.reports.lockInOrder(runs, tx);
     }
     if (tasks.length > 0) {
-      const results = await this.reports.recordTasks(tasks, tx);
+      const results = await this.reports.recordTasks(
+        tasks,
+        tx,
+        finals.map((final) => final.runId),
+      );
       tasks.forEach(({ index }, i) => {
         applied[index] = { outcome: toOutcome(results[i]), finished: undefined };
       });
@@ -146,7 +154,10 @@ export class WorkerWritesService {
         applied[index] =
           result instanceof Error
             ? { outcome: toOutcome(result), finished: undefined }
-            : { outcome: { ok: true, result: { revision: result.revision } }, finished: { status: outcome.status, workflow: result.workflow } };
+            : {
+                outcome: { ok: true, result: { revision: result.revision } },
+                finished: { runId: finals[i].runId, status: outcome.status, workflow: result.workflow },
+              };
       });
     }
     for (const [index, report] of reports.entries()) {
@@ -184,7 +195,7 @@ export class WorkerWritesService {
 
   private async completeOn(on: SqlExecutor, runId: string, request: CompleteRunRequest) {
     const { revision, workflow } = await this.reports.finish(runId, request.expectedRevision, { status: 'completed', output: request.output }, on);
-    return { result: { revision }, finished: { status: 'completed' as const, workflow } };
+    return { result: { revision }, finished: { runId, status: 'completed' as const, workflow } };
   }
 
   /** Fails the run, or with `retryDelayMs` schedules its next attempt (workflow-level retry). */
@@ -193,12 +204,18 @@ export class WorkerWritesService {
       return { result: await this.reports.retryLater(runId, request.expectedRevision, request.error, request.retryDelayMs, on), finished: undefined };
     }
     const { revision, workflow } = await this.reports.finish(runId, request.expectedRevision, { status: 'failed', error: request.error }, on);
-    return { result: { revision }, finished: { status: 'failed' as const, workflow } };
+    return { result: { revision }, finished: { runId, status: 'failed' as const, workflow } };
   }
 
-  private count(finished: Finished): void {
-    if (finished?.status === 'completed') this.metrics.runsCompleted.inc({ workflow: finished.workflow });
-    if (finished?.status === 'failed') this.metrics.runsFailed.inc({ workflow: finished.workflow });
+  /**
+   * Counts a run that ended, and wakes this coordinator's waits for its result at once (a client's
+   * `GET /v1/runs/:id/result`) instead of when the finish's NOTIFY comes back through the LISTEN session.
+   */
+  private finished(finished: Finished): void {
+    if (!finished) return;
+    if (finished.status === 'completed') this.metrics.runsCompleted.inc({ workflow: finished.workflow });
+    else this.metrics.runsFailed.inc({ workflow: finished.workflow });
+    this.listener.wake(RUN_FINISHED_CHANNEL, finished.runId, Number.POSITIVE_INFINITY);
   }
 }
 

@@ -30,8 +30,9 @@ export class ReportRepository {
    * recordTask for many runs in one statement (a worker's coalesced reports): each result is
    * checked against its own run's revision, and comes back as the stored task or the error
    * (409 stale, 404 unknown) for that one alone. The runs are locked in id order (see lockInOrder).
+   * `finishing`: runs whose outcome the same transaction writes next (their claim is not refreshed).
    */
-  async recordTasks(items: { runId: string; task: TaskResultRequest }[], on: SqlExecutor = this.db): Promise<(StoredTask | Error)[]> {
+  async recordTasks(items: { runId: string; task: TaskResultRequest }[], on: SqlExecutor = this.db, finishing: string[] = []): Promise<(StoredTask | Error)[]> {
     const rows = await on.query<{ owned: boolean; task: StoredTask | null }>(
       prepared(
         'wf_record_tasks',
@@ -39,16 +40,17 @@ export class ReportRepository {
          SELECT * FROM unnest($1::uuid[], $2::integer[], $3::text[], $4::integer[], $5::text[], $6::text[],
                               $7::integer[], $8::jsonb[], $9::jsonb[], $10::integer[])
                   WITH ORDINALITY AS i(run_id, revision, key, seq, name, status, attempts, output, error, duration_ms, n)
-       ), held AS MATERIALIZED (
-         SELECT r.id FROM runs r JOIN (SELECT DISTINCT run_id, revision FROM input) i ON r.id = i.run_id AND r.revision = i.revision
+       ), owner AS MATERIALIZED (
+         SELECT r.id, r.revision FROM runs r JOIN (SELECT DISTINCT run_id, revision FROM input) i ON r.id = i.run_id AND r.revision = i.revision
           WHERE r.status = 'running'
           ORDER BY r.id
           FOR UPDATE OF r
-       ), owner AS (
+       ), refreshed AS (
+         -- A task result refreshes the claim, except of a run whose outcome follows in the same transaction
+         -- ($11): that write moves the run on anyway, and a row version less is an index entry less per index.
          UPDATE runs r SET heartbeat_at = now(), updated_at = now()
-           FROM held h
-          WHERE r.id = h.id
-         RETURNING r.id, r.revision
+           FROM owner o
+          WHERE r.id = o.id AND r.id <> ALL ($11::uuid[])
        ), inserted AS (
          INSERT INTO tasks (run_id, key, kind, seq, name, status, attempts, output, error, started_at)
          SELECT i.run_id, i.key, 'task', i.seq, i.name, i.status, i.attempts, i.output, i.error,
@@ -74,6 +76,7 @@ export class ReportRepository {
         items.map(({ task }) => json(task.output)),
         items.map(({ task }) => json(task.error)),
         items.map(({ task }) => task.durationMs ?? null),
+        finishing,
       ],
     );
     const refused = indexesWhere(rows, (row) => !row.owned);

@@ -1,0 +1,69 @@
+import { describe, expect, it } from '@jest/globals';
+import type { WorkerReport } from '@nest-durable/client';
+import type { HeartbeatRepository, ReportRepository, StepRepository } from '@app/locking';
+import { type NotificationListener, RUN_FINISHED_CHANNEL } from '@app/outbox';
+import type { Database, SqlExecutor } from '@app/persistence';
+import type { CoordinatorMetrics } from '../metrics/coordinator.metrics';
+import { WorkerWritesService } from './worker-writes.service';
+
+const RUN = '01a23292-e466-76ce-9ad8-c86c6dd448fb';
+
+/** WorkerWritesService over stand-ins that accept every write, keeping what they were asked. */
+function service() {
+  const woken: [string, string, number][] = [];
+  const calls: string[] = [];
+  const tx: SqlExecutor = { query: async () => [] };
+  const reports = {
+    lockInOrder: async (runIds: string[]) => calls.push(`lock ${runIds.length}`),
+    recordTasks: async (items: unknown[], _on: unknown, finishing: string[]) => {
+      calls.push(`record ${items.length}, finishing ${finishing.length}`);
+      return items.map(() => ({ key: 'a#1', kind: 'task', seq: 0, status: 'completed', attempts: 1, output: 1, error: null }));
+    },
+    finishMany: async (items: unknown[]) => {
+      calls.push(`finish ${items.length}`);
+      return items.map(() => ({ revision: 4, workflow: 'chain' }));
+    },
+    finish: async () => ({ revision: 4, workflow: 'chain' }),
+  };
+  const db = { transaction: async <T>(work: (on: SqlExecutor) => Promise<T>) => work(tx), query: tx.query };
+  const counter = { inc: () => undefined };
+  const writes = new WorkerWritesService(
+    reports as unknown as ReportRepository,
+    {} as HeartbeatRepository,
+    {} as StepRepository,
+    db as unknown as Database,
+    { runsCompleted: counter, runsFailed: counter } as unknown as CoordinatorMetrics,
+    { wake: (channel: string, payload: string, max: number) => woken.push([channel, payload, max]) } as unknown as NotificationListener,
+  );
+  return { writes, woken, calls };
+}
+
+const task: WorkerReport = {
+  type: 'task',
+  runId: RUN,
+  task: { expectedRevision: 3, key: 'a#1', seq: 0, name: 'a', status: 'completed', attempts: 1, output: 1, error: null },
+};
+const complete: WorkerReport = { type: 'complete', runId: RUN, complete: { expectedRevision: 3, output: { steps: 1 } } };
+
+describe('WorkerWritesService reports', () => {
+  it("a run's last task result and its outcome: two statements, no lock round trip, no claim refresh, and its result waits woken", async () => {
+    const { writes, woken, calls } = service();
+    const outcomes = await writes.apply([task, complete]);
+    expect(outcomes.map((outcome) => outcome.ok)).toEqual([true, true]);
+    expect(calls).toEqual(['record 1, finishing 1', 'finish 1']);
+    expect(woken).toEqual([[RUN_FINISHED_CHANNEL, RUN, Number.POSITIVE_INFINITY]]);
+  });
+
+  it('a lone completion wakes the waits for its result too', async () => {
+    const { writes, woken } = service();
+    await writes.apply([complete]);
+    expect(woken).toEqual([[RUN_FINISHED_CHANNEL, RUN, Number.POSITIVE_INFINITY]]);
+  });
+
+  it('the reports of several runs are locked in id order first', async () => {
+    const { writes, calls } = service();
+    const other = '01a23292-e466-76ce-9ad8-c86c6dd448fc';
+    await writes.apply([task, { ...complete, runId: other }]);
+    expect(calls).toEqual(['lock 2', 'record 1, finishing 1', 'finish 1']);
+  });
+});
