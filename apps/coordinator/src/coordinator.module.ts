@@ -47,6 +47,7 @@ export class CoordinatorModule implements NestModule {
           useFactory: (c: CoordinatorConfig) => ({
             url: c.databaseUrl,
             poolSize: c.databasePoolSize,
+            claimPoolSize: c.databaseClaimPoolSize,
             dispatch: c.dispatch,
             applicationName: c.applicationName,
           }),
