@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { type HttpMethod, JsonHttpClient } from '@nest-durable/client';
 import { Client } from 'pg';
 
 export const ROOT = join(__dirname, '..');
@@ -80,14 +81,17 @@ export async function until(what: string, check: () => Promise<boolean>, timeout
   }
 }
 
-export async function api<T>(base: string, method: string, path: string, body?: unknown): Promise<T> {
-  const response = await fetch(base + path, {
-    method,
-    headers: { authorization: `Bearer ${TOKEN.client}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${await response.text()}`);
-  return (await response.json()) as T;
+/** The engine's own HTTP client (the one WorkflowClient and workers use), one per coordinator. */
+const clients = new Map<string, JsonHttpClient>();
+
+/** A request with the bench's client token, through the engine's own HTTP client: what a user's code pays. */
+export async function api<T>(base: string, method: HttpMethod, path: string, body?: unknown): Promise<T> {
+  let client = clients.get(base);
+  if (!client) {
+    client = new JsonHttpClient(base, { authorization: `Bearer ${TOKEN.client}` });
+    clients.set(base, client);
+  }
+  return client.request<T>(method, path, body);
 }
 
 /** A fresh database for one measurement, with a connection for the bench's own queries. */

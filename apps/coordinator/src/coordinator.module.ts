@@ -43,6 +43,7 @@ export class CoordinatorModule {
           useFactory: (c: CoordinatorConfig) => ({
             url: c.databaseUrl,
             poolSize: c.databasePoolSize,
+            claimPoolSize: c.databaseClaimPoolSize,
             dispatch: c.dispatch,
             applicationName: c.applicationName,
           }),

@@ -4,25 +4,18 @@ import type { FeedEvent, RunChange } from './contract';
  * The events of a `text/event-stream` body, as the live feed (GET /v1/feed) sends them: `run` and `resync`;
  * comments (keep-alives) and events of other types are skipped. Ends when the body ends.
  */
-export async function* readFeedEvents(body: ReadableStream<Uint8Array>): AsyncGenerator<FeedEvent> {
-  const decoder = new TextDecoderStream();
+export async function* readFeedEvents(body: AsyncIterable<Uint8Array>): AsyncGenerator<FeedEvent> {
+  const decoder = new TextDecoder();
   let buffered = '';
-  const reader = body.pipeThrough(decoder).getReader();
-  try {
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) return;
-      buffered += value;
-      let end = buffered.indexOf('\n\n');
-      while (end >= 0) {
-        const event = parseEvent(buffered.slice(0, end));
-        buffered = buffered.slice(end + 2);
-        if (event) yield event;
-        end = buffered.indexOf('\n\n');
-      }
+  for await (const chunk of body) {
+    buffered += decoder.decode(chunk, { stream: true });
+    let end = buffered.indexOf('\n\n');
+    while (end >= 0) {
+      const event = parseEvent(buffered.slice(0, end));
+      buffered = buffered.slice(end + 2);
+      if (event) yield event;
+      end = buffered.indexOf('\n\n');
     }
-  } finally {
-    await reader.cancel().catch(() => undefined);
   }
 }
 

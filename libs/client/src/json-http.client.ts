@@ -1,3 +1,5 @@
+import type { Readable } from 'node:stream';
+import { Agent, type Dispatcher } from 'undici';
 import { type Endpoint, type EndpointCall, type EndpointResult, EngineError, ErrorBody, endpointRequest, type HttpMethod } from './contract';
 
 /** An error response from the coordinator, rebuilt from its `{statusCode, reason, message}` body. */
@@ -30,86 +32,112 @@ export function isHttpUrl(value: unknown): value is string {
   return typeof value === 'string' && URL.canParse(value) && ['http:', 'https:'].includes(new URL(value).protocol);
 }
 
+/** What bounds one request: the caller's `signal` ends it; past `timeoutMs` it fails as unreachable. */
+export interface RequestOptions {
+  signal?: AbortSignal;
+  timeoutMs?: number;
+}
+
+/**
+ * The connections of every client in the process, kept alive between requests (one pool per coordinator
+ * origin). One request per connection at a time, so a long-poll claim holds up no other request, and as many
+ * connections as requests in flight.
+ */
+const connections = new Agent({ pipelining: 1, connections: null });
+
 /** Small JSON-over-HTTP client shared by the typed workflow client and the worker protocol. */
 export class JsonHttpClient {
-  private readonly baseUrl: string;
+  private readonly origin: string;
+  private readonly pathPrefix: string;
+  private readonly jsonHeaders: Record<string, string>;
 
   constructor(
     baseUrl: string,
     private readonly headers: Record<string, string> = {},
   ) {
-    this.baseUrl = baseUrl.replace(/\/+$/, '');
+    const url = new URL(baseUrl);
+    this.origin = url.origin;
+    this.pathPrefix = url.pathname.replace(/\/+$/, '');
+    this.jsonHeaders = { ...headers, 'content-type': 'application/json' };
   }
 
   /** Calls one endpoint of the contract, with what its schemas say it sends and answers. */
-  call<E extends Endpoint>(endpoint: E, call: EndpointCall<E>, signal?: AbortSignal): Promise<EndpointResult<E>> {
+  call<E extends Endpoint>(endpoint: E, call: EndpointCall<E>, options?: RequestOptions): Promise<EndpointResult<E>> {
     const { method, path, body } = endpointRequest(endpoint, call);
-    return this.request<EndpointResult<E>>(method, path, body, signal);
+    return this.request<EndpointResult<E>>(method, path, body, options);
   }
 
   /**
-   * Calls an endpoint that answers with a stream (`text/event-stream`): resolves with the response once its
-   * headers arrived, its body unread; an error answer rejects as `call` does. `signal` ends the stream too.
+   * Calls an endpoint that answers with a stream (`text/event-stream`): resolves with its body, unread, once
+   * the headers arrived; an error answer rejects as `call` does. `signal` ends the stream too (destroying the
+   * body with its reason); so does destroying the body.
    */
-  async open<E extends Endpoint>(endpoint: E, call: EndpointCall<E>, signal?: AbortSignal): Promise<Response> {
+  async open<E extends Endpoint>(endpoint: E, call: EndpointCall<E>, signal?: AbortSignal): Promise<Readable> {
     const { method, path } = endpointRequest(endpoint, call);
-    const response = await this.send(method, path, undefined, signal, true);
-    if (!response.ok) await this.parse(method, path, response);
-    return response;
+    const response = await this.send(method, path, undefined, signal);
+    if (response.statusCode >= 300) await this.read(method, path, response, signal);
+    return response.body;
   }
 
-  async request<T>(method: HttpMethod, path: string, body?: unknown, signal?: AbortSignal): Promise<T> {
-    return this.parse<T>(method, path, await this.send(method, path, body, signal, false));
-  }
-
-  /**
-   * Sends the request. A stream's response stays tied to the caller's signal for as long as its body is read
-   * (`stream`); any other request's only until its answer arrives.
-   */
-  private async send(method: HttpMethod, path: string, body: unknown, signal: AbortSignal | undefined, stream: boolean): Promise<Response> {
-    let response: Response;
-    // A signal of this request's own, tied to the caller's: fetch may keep its listener on a signal
-    // after failing, and callers pass one long-lived signal to every request. A stream's body is read
-    // after this returns, so it keeps the caller's signal itself.
-    const own = stream ? undefined : new AbortController();
-    const onAbort = () => own?.abort(signal?.reason);
-    if (own && signal?.aborted) own.abort(signal.reason);
-    if (own) signal?.addEventListener('abort', onAbort, { once: true });
+  async request<T>(method: HttpMethod, path: string, body?: unknown, { signal, timeoutMs }: RequestOptions = {}): Promise<T> {
+    if (timeoutMs === undefined) return this.read<T>(method, path, await this.send(method, path, body, signal), signal);
+    signal?.throwIfAborted();
+    // The attempt's own signal: the deadline or the caller's abort, whichever comes first.
+    const attempt = new AbortController();
+    const timer = setTimeout(() => attempt.abort(new CoordinatorUnavailableError(`${method} ${path}: no answer in ${timeoutMs} ms`)), timeoutMs);
+    const onAbort = () => attempt.abort(signal?.reason);
+    signal?.addEventListener('abort', onAbort, { once: true });
     try {
-      response = await fetch(this.baseUrl + path, {
-        method,
-        headers: body === undefined ? this.headers : { ...this.headers, 'content-type': 'application/json' },
-        body: body === undefined ? undefined : JSON.stringify(body),
-        signal: own ? own.signal : signal,
-      });
-    } catch (error) {
-      if (signal?.aborted) {
-        // A deadline is the coordinator not answering (worth retrying); any other abort is the caller's.
-        if ((signal.reason as Error | undefined)?.name === 'TimeoutError') {
-          throw new CoordinatorUnavailableError(`${method} ${path}: no answer in time`);
-        }
-        throw error;
-      }
-      const cause = (error as { cause?: { code?: string; message?: string } }).cause;
-      throw new CoordinatorUnavailableError(`${method} ${path}: ${cause?.code ?? cause?.message ?? (error as Error).message}`);
+      return await this.read<T>(method, path, await this.send(method, path, body, attempt.signal), attempt.signal);
     } finally {
+      clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);
     }
-    return response;
   }
 
-  private async parse<T>(method: string, path: string, response: Response): Promise<T> {
-    const text = await response.text();
+  /** Sends the request; resolves once the answer's headers arrived. */
+  private async send(method: HttpMethod, path: string, body: unknown, signal: AbortSignal | undefined): Promise<Dispatcher.ResponseData> {
+    try {
+      return await connections.request({
+        origin: this.origin,
+        path: this.pathPrefix + path,
+        method,
+        headers: body === undefined ? this.headers : this.jsonHeaders,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal,
+      });
+    } catch (error) {
+      throw transportError(method, path, error, signal);
+    }
+  }
+
+  /** Reads the answer's body: its JSON if it succeeded, else the error it reports. */
+  private async read<T>(method: string, path: string, response: Dispatcher.ResponseData, signal: AbortSignal | undefined): Promise<T> {
+    let text: string;
+    try {
+      text = await response.body.text();
+    } catch (error) {
+      throw transportError(method, path, error, signal);
+    }
     let parsed: unknown;
     try {
       parsed = text.length === 0 ? undefined : JSON.parse(text);
     } catch {
-      throw new CoordinatorUnavailableError(`${method} ${path}: HTTP ${response.status} with a non-JSON body`);
+      throw new CoordinatorUnavailableError(`${method} ${path}: HTTP ${response.statusCode} with a non-JSON body`);
     }
-    if (!response.ok) {
+    if (response.statusCode >= 300) {
       const error = parsed as Partial<ErrorBody> | undefined;
-      throw new EngineHttpError(response.status, error?.reason ?? `http_${response.status}`, error?.message ?? (text || `HTTP ${response.status}`));
+      throw new EngineHttpError(response.statusCode, error?.reason ?? `http_${response.statusCode}`, error?.message ?? (text || `HTTP ${response.statusCode}`));
     }
     return parsed as T;
   }
+}
+
+/**
+ * What a request that failed in transit rejects with: an abort's own reason (the caller's, or the deadline's
+ * CoordinatorUnavailableError), anything else as the coordinator being unreachable.
+ */
+function transportError(method: string, path: string, error: unknown, signal: AbortSignal | undefined): unknown {
+  if (signal?.aborted) return error;
+  return new CoordinatorUnavailableError(`${method} ${path}: ${(error as { code?: string }).code ?? (error as Error).message}`);
 }

@@ -24,7 +24,7 @@ import type {
 } from './contract';
 import { API, isTerminalStatus, tagFilters, WAIT_MS_MAX } from './contract';
 import { readFeedEvents } from './feed-events';
-import { CoordinatorUnavailableError, JsonHttpClient } from './json-http.client';
+import { JsonHttpClient } from './json-http.client';
 
 export interface WorkflowClientOptions {
   /** Coordinator base URL, e.g. http://127.0.0.1:3000 */
@@ -186,7 +186,7 @@ export class WorkflowClient {
     for (;;) {
       options.signal?.throwIfAborted();
       const waitMs = Math.max(0, Math.min(WAIT_MS_MAX, deadline - Date.now()));
-      const run = await this.http.call(API.runResult, { params: { id: runId }, query: { waitMs } }, options.signal);
+      const run = await this.http.call(API.runResult, { params: { id: runId }, query: { waitMs } }, { signal: options.signal });
       if (isTerminalStatus(run.status) || Date.now() >= deadline) return run;
     }
   }
@@ -234,15 +234,13 @@ export class WorkflowClient {
    * (shutting down): open it again.
    */
   async *feed(filter: FeedFilter = {}, signal?: AbortSignal): AsyncGenerator<FeedEvent> {
-    const response = await this.http.open(API.feed, { query: filter }, signal);
-    if (!response.body) throw new CoordinatorUnavailableError('GET /v1/feed: answered without a body');
-    const body = response.body;
+    const body = await this.http.open(API.feed, { query: filter }, signal);
     try {
       yield { type: 'open' };
       yield* readFeedEvents(body);
     } finally {
-      // Left at `open` (or by an abort) the body may not have been read yet: close the connection.
-      if (!body.locked) await body.cancel().catch(() => undefined);
+      // Left at `open` (or by an abort) the body may not have been read to its end: close the connection.
+      body.destroy();
     }
   }
 

@@ -43,6 +43,8 @@ export interface PersistenceOptions {
   /** postgres://user:password@host:port/database */
   url: string;
   poolSize: number;
+  /** Sessions of the GenericPlanPool (the claim's), beside `poolSize`. */
+  claimPoolSize: number;
   /**
    * Publisher named in every session's `wf.dispatch` setting: with one (not 'none'), the schema's
    * trigger writes an outbox row whenever a run becomes ready.
@@ -62,11 +64,6 @@ export interface PersistenceAsyncOptions extends Pick<ModuleMetadata, 'imports'>
 const CONNECTION_TIMEOUT_MS = 10_000;
 
 const poolLogger = new Logger('DatabasePool');
-
-/** Sessions of the GenericPlanPool (the claim's), beside the main pool's `poolSize`. */
-export function genericPlanPoolSize(poolSize: number): number {
-  return Math.max(2, Math.ceil(poolSize / 4));
-}
 
 /** Every session's settings: the publisher in `wf.dispatch` (see PersistenceOptions). */
 function sessionOptions(dispatch: string): string {
@@ -110,11 +107,11 @@ export class PersistenceModule {
           provide: GenericPlanPool,
           inject: options.inject,
           useFactory: async (...args: unknown[]) => {
-            const { url, poolSize, dispatch, applicationName } = await options.useFactory(...args);
+            const { url, claimPoolSize, dispatch, applicationName } = await options.useFactory(...args);
             return new GenericPlanPool({
               connectionString: url,
               application_name: applicationName,
-              max: genericPlanPoolSize(poolSize),
+              max: claimPoolSize,
               connectionTimeoutMillis: CONNECTION_TIMEOUT_MS,
               options: sessionOptions(dispatch),
             });

@@ -6,17 +6,23 @@ import { CoordinatorPool } from './coordinator-pool';
 /** A stand-in coordinator: answers every request with `status` and its name, counting what it served. */
 class FakeCoordinator {
   served = 0;
+  /** Requests that arrived, answered or not. */
+  received = 0;
   status = 200;
   hang = false;
+  /** Sends its headers and the start of its body, then nothing more. */
+  stallBody = false;
   private server: Server | undefined;
 
   constructor(readonly name: string) {}
 
   async start(port = 0): Promise<void> {
     this.server = createServer((_request, response) => {
+      this.received++;
       if (this.hang) return;
       this.served++;
       response.writeHead(this.status, { 'content-type': 'application/json' });
+      if (this.stallBody) return void response.write('{"name":');
       response.end(
         JSON.stringify(
           this.status === 200
@@ -94,6 +100,27 @@ describe('CoordinatorPool', () => {
     const servedByA = a.served;
     await expect(bFirst.request('GET', '/x')).rejects.toMatchObject({ statusCode: 404, reason: 'not_found' });
     expect(a.served).toBe(servedByA);
+  });
+
+  it('treats a coordinator that stops in the middle of its answer as down', async () => {
+    const [a, b] = await coordinators('a', 'b');
+    const pool = new CoordinatorPool([a.url, b.url], {});
+    a.stallBody = true;
+    expect((await pool.request<{ name: string }>('GET', '/x', undefined, { timeoutMs: 200 })).name).toBe('b');
+    expect(a.served).toBe(1);
+  });
+
+  it("ends the request when the caller's signal aborts, with its reason, trying no other coordinator", async () => {
+    const [a, b] = await coordinators('a', 'b');
+    const pool = new CoordinatorPool([a.url, b.url], {});
+    a.hang = true;
+    const controller = new AbortController();
+    const request = pool.request('GET', '/x', undefined, { signal: controller.signal, timeoutMs: 10_000 });
+    const deadline = Date.now() + 5_000;
+    while (a.received === 0 && Date.now() < deadline) await new Promise((resolve) => setImmediate(resolve));
+    controller.abort(new Error('shutting down'));
+    await expect(request).rejects.toThrow('shutting down');
+    expect(b.served).toBe(0);
   });
 
   it('fails with the last error when no coordinator answers', async () => {

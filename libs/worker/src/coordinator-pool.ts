@@ -7,6 +7,7 @@ import {
   endpointRequest,
   type HttpMethod,
   JsonHttpClient,
+  type RequestOptions,
 } from '@nest-durable/client';
 import { Logger } from '@nestjs/common';
 
@@ -49,7 +50,7 @@ export class CoordinatorPool {
   }
 
   /** Calls one endpoint of the contract (see `request`), with what its schemas say it sends and answers. */
-  call<E extends Endpoint>(endpoint: E, call: EndpointCall<E>, options: { signal?: AbortSignal; timeoutMs?: number } = {}): Promise<EndpointResult<E>> {
+  call<E extends Endpoint>(endpoint: E, call: EndpointCall<E>, options: RequestOptions = {}): Promise<EndpointResult<E>> {
     const { method, path, body } = endpointRequest(endpoint, call);
     return this.request<EndpointResult<E>>(method, path, body, options);
   }
@@ -59,18 +60,15 @@ export class CoordinatorPool {
    * attempt (a coordinator that hangs, stopped or partitioned away, counts as failed); `signal` is
    * the caller's, ending every attempt.
    */
-  async request<T>(method: HttpMethod, path: string, body?: unknown, options: { signal?: AbortSignal; timeoutMs?: number } = {}): Promise<T> {
-    const { signal, timeoutMs } = options;
+  async request<T>(method: HttpMethod, path: string, body?: unknown, options: RequestOptions = {}): Promise<T> {
     let lastError: unknown;
     for (const member of this.order()) {
-      const deadline = timeoutMs === undefined ? undefined : AbortSignal.timeout(timeoutMs);
-      const attemptSignal = deadline && signal ? AbortSignal.any([signal, deadline]) : (deadline ?? signal);
       try {
-        const result = await member.http.request<T>(method, path, body, attemptSignal);
+        const result = await member.http.request<T>(method, path, body, options);
         this.answered(member);
         return result;
       } catch (error) {
-        if (signal?.aborted) throw error;
+        if (options.signal?.aborted) throw error;
         if (!failedInTransit(error)) {
           this.answered(member);
           throw error;
@@ -84,6 +82,7 @@ export class CoordinatorPool {
 
   /** Each coordinator once: those not avoided first, starting with the next in turn; then the avoided, soonest back first. */
   private order(): Member[] {
+    if (this.members.length === 1) return this.members;
     const now = Date.now();
     const start = this.next++ % this.members.length;
     const rotated = [...this.members.slice(start), ...this.members.slice(0, start)];

@@ -14,6 +14,8 @@ class ReportSink {
   readonly requests: WorkerReport[][] = [];
   /** While set, answers wait for it (a record still on its way). */
   held: Promise<void> | undefined;
+  /** Task keys answered with a 409, as a coordinator answers a stale report. */
+  readonly stale = new Set<string>();
   private server: Server | undefined;
 
   async start(): Promise<string> {
@@ -25,20 +27,22 @@ class ReportSink {
         this.requests.push(reports);
         await this.held;
         const outcomes = reports.map((report) =>
-          report.type === 'task'
-            ? {
-                ok: true,
-                result: {
-                  key: report.task.key,
-                  kind: 'task',
-                  seq: report.task.seq,
-                  status: report.task.status,
-                  attempts: 1,
-                  output: report.task.output,
-                  error: null,
-                },
-              }
-            : { ok: true, result: { revision: 4 } },
+          report.type === 'task' && this.stale.has(report.task.key)
+            ? { ok: false, statusCode: 409, reason: 'revision_conflict', message: 'stale' }
+            : report.type === 'task'
+              ? {
+                  ok: true,
+                  result: {
+                    key: report.task.key,
+                    kind: 'task',
+                    seq: report.task.seq,
+                    status: report.task.status,
+                    attempts: 1,
+                    output: report.task.output,
+                    error: null,
+                  },
+                }
+              : { ok: true, result: { revision: 4 } },
         );
         response.writeHead(200, { 'content-type': 'application/json' });
         response.end(JSON.stringify({ outcomes }));
@@ -76,6 +80,28 @@ const twoSteps = defineWorkflow<Record<string, never>, number>({
   },
 });
 
+/** Returns a result after its last task, once a timer fired: its outcome is made while that task's record is in flight. */
+const slowToReturn = defineWorkflow<Record<string, never>, number>({
+  name: 'slow-to-return',
+  version: '1',
+  handler: async (ctx) => {
+    const value = await ctx.task('only', () => 1);
+    await new Promise((resolve) => setTimeout(resolve, 1));
+    return value;
+  },
+});
+/** Its task's output cannot be stored (a NUL), which the worker knows before sending it. */
+const unstorable = defineWorkflow<Record<string, never>, number>({
+  name: 'unstorable',
+  version: '1',
+  handler: async (ctx) => (await ctx.task('nul', () => 'a\u0000b')).length,
+});
+const keyOrder = defineWorkflow<Record<string, never>, string>({
+  name: 'key-order',
+  version: '1',
+  handler: async (ctx) => Object.keys(await ctx.task('object', () => ({ bb: 1, b: 2, a: 3, é: 4, 10: 5 }))).join(','),
+});
+
 const run: ClaimedRun = {
   id: '01a23292-e466-76ce-9ad8-c86c6dd448fb',
   workflow: 'two-steps',
@@ -95,7 +121,8 @@ describe('CoordinatorApi report batching, as the executor uses it', () => {
     steps.length = 0;
     sink.requests.length = 0;
     sink.held = undefined;
-    const options = resolveWorkerOptions({ workflows: [twoSteps], coordinatorUrl: await sink.start() });
+    sink.stale.clear();
+    const options = resolveWorkerOptions({ workflows: [twoSteps, slowToReturn, unstorable, keyOrder], coordinatorUrl: await sink.start() });
     executor = new RunExecutor(new CoordinatorApi(options), new WorkflowRegistry(options), options);
   });
 
@@ -120,5 +147,35 @@ describe('CoordinatorApi report batching, as the executor uses it', () => {
     await execution;
     expect(steps).toEqual(['first', 'second']);
     expect(sink.sent).toEqual([['task first#1'], ['task second#1', 'complete']]);
+  });
+
+  it("does not send a run's outcome once the record of a task before it was refused", async () => {
+    sink.stale.add('only#1');
+    let release!: () => void;
+    sink.held = new Promise((resolve) => (release = resolve));
+    const lease = new RunLease(run.id, 3);
+    const execution = executor.execute({ ...run, workflow: 'slow-to-return' }, lease);
+    const deadline = Date.now() + 5_000;
+    while (sink.requests.length === 0 && Date.now() < deadline) await new Promise((resolve) => setImmediate(resolve));
+    // The handler returns while the record waits for its answer: its completion waits behind it.
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    sink.held = undefined;
+    release();
+    await execution;
+    expect(sink.sent).toEqual([['task only#1']]);
+    expect(lease.isLost).toBe(true);
+  });
+
+  it('a task result the coordinator would refuse fails the run at its task, as it always did, and is not sent', async () => {
+    await executor.execute({ ...run, workflow: 'unstorable' }, new RunLease(run.id, 3));
+    expect(sink.sent).toEqual([['fail']]);
+    const [[failure]] = sink.requests;
+    expect(failure).toMatchObject({ type: 'fail', fail: { error: { message: expect.stringContaining('NUL') } } });
+  });
+
+  it('the handler goes on with a task result in the key order a replay reads it back in (jsonb order)', async () => {
+    await executor.execute({ ...run, workflow: 'key-order' }, new RunLease(run.id, 3));
+    const complete = sink.requests.flat().find((report) => report.type === 'complete');
+    expect(complete).toMatchObject({ complete: { output: '10,a,b,bb,é' } });
   });
 });

@@ -34,13 +34,34 @@ const REQUEST_TIMEOUT_MS = 30_000;
 const BATCH_BYTES = 1024 * 1024;
 const REPORT_FIRST_DELAY_MS = 100;
 
+interface PendingReport {
+  report: WorkerReport;
+  bytes: number;
+  resolve: (result: unknown) => void;
+  reject: (error: unknown) => void;
+  /** Why it was refused, once it was. */
+  refusal?: unknown;
+}
+
+/** Checked with the coordinator's own rules, so one bad report (say, an output with a NUL) fails its own run instead of the whole batch. */
+function checkReport(report: WorkerReport): void {
+  parseReportsRequest({ reports: [report] });
+}
+
+function partition<T>(items: T[], test: (item: T) => boolean): [T[], T[]] {
+  const yes: T[] = [];
+  const no: T[] = [];
+  for (const item of items) (test(item) ? yes : no).push(item);
+  return [yes, no];
+}
+
 /** The worker side of the worker protocol (see WorkerApiController in the coordinator). */
 @Injectable()
 export class CoordinatorApi {
   private readonly logger = new Logger(CoordinatorApi.name);
   private readonly coordinators: CoordinatorPool;
   /** Reports waiting for the one in flight to return (see report batching below). */
-  private pending: { report: WorkerReport; bytes: number; resolve: (result: unknown) => void; reject: (error: unknown) => void }[] = [];
+  private pending: PendingReport[] = [];
   private sending = false;
 
   constructor(@Inject(WORKER_OPTIONS) private readonly options: ResolvedWorkerOptions) {
@@ -93,8 +114,14 @@ export class CoordinatorApi {
     return response.lost;
   }
 
-  async recordTask(runId: string, task: TaskResultRequest): Promise<StoredTask> {
-    return (await this.enqueue({ type: 'task', runId, task })) as StoredTask;
+  /**
+   * Sends a task result. A result the coordinator would refuse (say, an output with a NUL) throws here,
+   * before anything is sent, so the handler sees it at its task as it would see the coordinator's refusal.
+   */
+  recordTask(runId: string, task: TaskResultRequest): Promise<StoredTask> {
+    const report: WorkerReport = { type: 'task', runId, task };
+    checkReport(report);
+    return this.enqueue(report) as Promise<StoredTask>;
   }
 
   async complete(runId: string, request: CompleteRunRequest): Promise<void> {
@@ -115,10 +142,8 @@ export class CoordinatorApi {
    */
   private enqueue(report: WorkerReport): Promise<unknown> {
     return new Promise((resolve, reject) => {
-      // Checked here with the coordinator's own rules, so one bad report (say, an output with a NUL)
-      // fails its own run instead of the whole batch.
       try {
-        parseReportsRequest({ reports: [report] });
+        checkReport(report);
       } catch (error) {
         return reject(error);
       }
@@ -148,22 +173,48 @@ export class CoordinatorApi {
     this.sending = false;
   }
 
-  private async sendBatch(batch: typeof this.pending): Promise<void> {
+  private async sendBatch(batch: PendingReport[]): Promise<void> {
     try {
       const { outcomes } = await this.report(API.report, { body: { reports: batch.map((entry) => entry.report) } });
       batch.forEach((entry, i) => {
         const outcome = outcomes[i];
         if (outcome.ok) entry.resolve(outcome.result);
-        else entry.reject(new EngineHttpError(outcome.statusCode, outcome.reason, outcome.message));
+        else this.refuse(entry, new EngineHttpError(outcome.statusCode, outcome.reason, outcome.message));
       });
     } catch (error) {
       // Refused as a whole (too large for the coordinator's body limit, say): one report at a time, so
       // the refusal reaches only the run whose report caused it.
       if (batch.length > 1 && error instanceof EngineHttpError && error.statusCode < 500) {
-        for (const entry of batch) await this.sendBatch([entry]);
+        const refused = new Map<string, unknown>();
+        for (const entry of batch) {
+          const earlier = refused.get(entry.report.runId);
+          if (earlier !== undefined) {
+            this.refuse(entry, earlier); // its run's earlier report was refused (see refuse)
+            continue;
+          }
+          await this.sendBatch([entry]);
+          if (entry.refusal !== undefined) refused.set(entry.report.runId, entry.refusal);
+        }
         return;
       }
-      for (const entry of batch) entry.reject(error);
+      for (const entry of batch) this.refuse(entry, error);
+    }
+  }
+
+  /**
+   * A run's reports depend on the ones before them (its outcome on its last task results): once one is
+   * refused or cannot be sent, the run's reports still waiting are refused with it, unsent. (In one
+   * batch the coordinator does the same: see WorkerWritesService.)
+   */
+  private refuse(entry: PendingReport, error: unknown): void {
+    entry.refusal = error;
+    entry.reject(error);
+    const runId = entry.report.runId;
+    const [later, others] = partition(this.pending, (pending) => pending.report.runId === runId);
+    this.pending = others;
+    for (const pending of later) {
+      pending.refusal = error;
+      pending.reject(error);
     }
   }
 

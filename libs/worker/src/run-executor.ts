@@ -57,8 +57,11 @@ export class RunExecutor {
     let outcome: { ok: true; output: JsonValue } | { ok: false; error: unknown };
     try {
       if (!workflow) throw new Error(`workflow ${run.workflow} ${run.version} is not registered on this worker`);
-      const output = await workflow.handler(new RunContext(run, lease, this.api, this.options), run.input);
+      const context = new RunContext(run, lease, this.api, this.options);
+      const output = await workflow.handler(context, run.input);
       lease.throwIfEnded();
+      // A task result refused after the handler went past it (see RunContext.unsettle) fails the run as it would have at the task.
+      if (context.refusal !== undefined) throw context.refusal;
       outcome = { ok: true, output: toJson(output) };
     } catch (error) {
       if (lease.isSuspended || error instanceof RunSuspendedError) return;
@@ -113,7 +116,8 @@ class RunContext implements WorkflowContext {
   readonly attempt: number;
   private readonly history: StepHistory;
   /** The task results sent and not yet known recorded (see `unsettle`). */
-  private unsettled: Promise<unknown> = Promise.resolve();
+  private unsettled: Promise<void> = Promise.resolve();
+  private refused: unknown;
 
   constructor(
     run: ClaimedRun,
@@ -147,34 +151,46 @@ class RunContext implements WorkflowContext {
     const result = done.ok
       ? { status: 'completed' as const, output: done.output, error: null }
       : { status: 'failed' as const, output: null, error: done.error };
-    this.unsettle(
-      this.call(() =>
-        this.api.recordTask(this.runId, {
-          expectedRevision: this.lease.revision,
-          key: step.key,
-          seq: step.seq,
-          name,
-          durationMs,
-          attempts: done.attempts,
-          ...result,
-        }),
-      ),
+    // Throws at once for a result the coordinator would refuse (the handler sees it here, as before).
+    const recording = this.api.recordTask(this.runId, {
+      expectedRevision: this.lease.revision,
+      key: step.key,
+      seq: step.seq,
+      name,
+      durationMs,
+      attempts: done.attempts,
+      ...result,
+    });
+    this.unsettle(this.call(() => recording));
+    // The handler goes on with the result as a replay will read it back (jsonb's key order), not as made.
+    const stored: StoredTask = { key: step.key, kind: 'task', seq: step.seq, attempts: done.attempts, ...result };
+    return outcomeOf<T>(
+      { ...stored, output: inJsonbOrder(stored.output), error: stored.error && (inJsonbOrder(stored.error) as ErrorDetails) },
+      !done.ok && done.nonRetryable,
     );
-    return outcomeOf<T>({ key: step.key, kind: 'task', seq: step.seq, attempts: done.attempts, ...result }, !done.ok && done.nonRetryable);
+  }
+
+  /** Why a task result this execution sent was refused, once one was (the run's outcome must not be reported then). */
+  get refusal(): unknown {
+    return this.refused;
   }
 
   /**
    * A task's result goes back to the handler while its record is still on its way, so that the record
    * of a handler's last task and the run's outcome travel in one report batch (one request, one
    * commit: see CoordinatorApi). The record is still durable before anything later happens: every
-   * step first waits for the records sent before it (`settled`), and the outcome is applied after
-   * them in the same transaction (a record refused makes the outcome refused too: same run, same
-   * revision). A record that fails ends the execution at the next step (RunLostError, see `call`).
+   * step first waits for the records sent before it (`settled`); the outcome goes after them, and is
+   * refused with any of them (by CoordinatorApi before it is sent, by the coordinator in one batch).
+   * A record that is refused ends the execution at the next step (RunLostError after a 409, see
+   * `call`), or, if the handler has returned meanwhile, fails the run as the refusal would have.
    */
   private unsettle(record: Promise<unknown>): void {
-    const before = this.unsettled;
-    this.unsettled = Promise.all([before, record]);
+    // Settles to nothing: the recorded tasks are not kept for the whole execution.
+    this.unsettled = Promise.all([this.unsettled, record]).then(() => undefined);
     // Seen by the next step, or by the outcome's own refusal: not an unhandled rejection meanwhile.
+    record.catch((error: unknown) => {
+      this.refused ??= error;
+    });
     this.unsettled.catch(() => undefined);
   }
 
@@ -359,6 +375,20 @@ function abortableDelay(ms: number, signal: AbortSignal): Promise<void> {
     };
     signal.addEventListener('abort', onAbort, { once: true });
   });
+}
+
+/**
+ * `value` with each object's keys in the order PostgreSQL's jsonb keeps them (shorter first, then by
+ * their UTF-8 bytes), the order in which a replay reads a recorded result back.
+ */
+export function inJsonbOrder(value: JsonValue): JsonValue {
+  if (Array.isArray(value)) return value.map(inJsonbOrder);
+  if (value === null || typeof value !== 'object') return value;
+  const keys = Object.keys(value).sort((a, b) => {
+    const [x, y] = [Buffer.from(a), Buffer.from(b)];
+    return x.length - y.length || Buffer.compare(x, y);
+  });
+  return Object.fromEntries(keys.map((key) => [key, inJsonbOrder(value[key])]));
 }
 
 /** Normalises a handler's value to JSON (undefined becomes null, Dates become strings). */

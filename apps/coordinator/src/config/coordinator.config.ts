@@ -11,6 +11,8 @@ export interface CoordinatorConfig {
   host: string;
   databaseUrl: string;
   databasePoolSize: number;
+  /** Sessions of the claim's own pool (see GenericPlanPool), beside the main pool's. */
+  databaseClaimPoolSize: number;
   /** A running run whose claim has been idle this long is handed to the next claimer. */
   claimMinIdleTimeMs: number;
   /** A run whose claim went idle after this many takeovers fails (`stalled`) instead of being taken over again. */
@@ -102,11 +104,13 @@ function readRetentionOverrides(read: EnvReader): Record<string, number> {
 /** Parses and validates the coordinator's environment once, at start. */
 export function loadCoordinatorConfig(env: Record<string, string | undefined>): CoordinatorConfig {
   const read = new EnvReader(env);
+  const databasePoolSize = read.integer('DATABASE_POOL_SIZE', 10, 2, 1000);
   const config: CoordinatorConfig = {
     port: read.integer('PORT', 3000, 0, 65535),
     host: read.string('HOST', '0.0.0.0'),
     databaseUrl: read.url('DATABASE_URL', ['postgres', 'postgresql']),
-    databasePoolSize: read.integer('DATABASE_POOL_SIZE', 10, 2, 1000),
+    databasePoolSize,
+    databaseClaimPoolSize: read.integer('DATABASE_CLAIM_POOL_SIZE', Math.max(2, Math.ceil(databasePoolSize / 4)), 1, 1000),
     claimMinIdleTimeMs: read.integer('CLAIM_MIN_IDLE_TIME_MS', 90_000, 100, 86_400_000),
     maxStalls: read.integer('MAX_STALLS', 3, 0, 1_000),
     heartbeatIntervalMs: read.integer('HEARTBEAT_INTERVAL_MS', 30_000, 50, 86_400_000),

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import type { WorkerReport } from '@nest-durable/client';
+import { RevisionConflictError, type WorkerReport } from '@nest-durable/client';
 import type { HeartbeatRepository, ReportRepository, StepRepository } from '@app/locking';
 import { type NotificationListener, RUN_FINISHED_CHANNEL } from '@app/outbox';
 import type { Database, SqlExecutor } from '@app/persistence';
@@ -13,11 +13,14 @@ function service() {
   const woken: [string, string, number][] = [];
   const calls: string[] = [];
   const tx: SqlExecutor = { query: async () => [] };
+  const stale = new Set<string>();
   const reports = {
     lockInOrder: async (runIds: string[]) => calls.push(`lock ${runIds.length}`),
     recordTasks: async (items: unknown[], _on: unknown, finishing: string[]) => {
       calls.push(`record ${items.length}, finishing ${finishing.length}`);
-      return items.map(() => ({ key: 'a#1', kind: 'task', seq: 0, status: 'completed', attempts: 1, output: 1, error: null }));
+      return (items as { runId: string }[]).map(({ runId }) =>
+        stale.has(runId) ? new RevisionConflictError(runId, 3) : { key: 'a#1', kind: 'task', seq: 0, status: 'completed', attempts: 1, output: 1, error: null },
+      );
     },
     finishMany: async (items: unknown[]) => {
       calls.push(`finish ${items.length}`);
@@ -35,7 +38,7 @@ function service() {
     { runsCompleted: counter, runsFailed: counter } as unknown as CoordinatorMetrics,
     { wake: (channel: string, payload: string, max: number) => woken.push([channel, payload, max]) } as unknown as NotificationListener,
   );
-  return { writes, woken, calls };
+  return { writes, woken, calls, stale };
 }
 
 const task: WorkerReport = {
@@ -65,5 +68,17 @@ describe('WorkerWritesService reports', () => {
     const other = '01a23292-e466-76ce-9ad8-c86c6dd448fc';
     await writes.apply([task, { ...complete, runId: other }]);
     expect(calls).toEqual(['lock 2', 'record 1, finishing 1', 'finish 1']);
+  });
+
+  it("a run's outcome is refused with a task result before it in the batch, and not written", async () => {
+    const { writes, woken, calls, stale } = service();
+    stale.add(RUN);
+    const outcomes = await writes.apply([task, complete]);
+    expect(outcomes).toEqual([
+      expect.objectContaining({ ok: false, statusCode: 409, reason: 'revision_conflict' }),
+      expect.objectContaining({ ok: false, statusCode: 409, reason: 'revision_conflict' }),
+    ]);
+    expect(calls).toEqual(['record 1, finishing 1']);
+    expect(woken).toEqual([]);
   });
 });

@@ -103,10 +103,16 @@ export class WorkerWritesService {
     return applied.map(({ outcome }) => outcome);
   }
 
-  /** Each report in a statement (and commit) of its own. */
+  /** Each report in a statement (and commit) of its own; a run's reports after one of its refused are refused with it. */
   private async applyEach(reports: WorkerReport[]): Promise<{ outcome: ReportOutcome; finished: Finished }[]> {
     const applied: { outcome: ReportOutcome; finished: Finished }[] = [];
-    for (const report of reports) applied.push(await this.applyOne(this.db, report));
+    const refused = new Map<string, ReportOutcome>();
+    for (const report of reports) {
+      const earlier = refused.get(report.runId);
+      const one = earlier ? { outcome: earlier, finished: undefined } : await this.applyOne(this.db, report);
+      if (!one.outcome.ok) refused.set(report.runId, one.outcome);
+      applied.push(one);
+    }
     return applied;
   }
 
@@ -137,31 +143,40 @@ export class WorkerWritesService {
       // (One run's reports need no order: a run's last task result and its outcome, say.)
       await this.reports.lockInOrder(runs, tx);
     }
+    // A run's outcome depends on its task results before it (the worker sends its last ones together
+    // with it, see RunContext.unsettle in the worker): one of them refused, the outcome is refused with it.
+    const refused = new Map<string, ReportOutcome>();
     if (tasks.length > 0) {
       const results = await this.reports.recordTasks(
         tasks,
         tx,
         finals.map((final) => final.runId),
       );
-      tasks.forEach(({ index }, i) => {
-        applied[index] = { outcome: toOutcome(results[i]), finished: undefined };
+      tasks.forEach(({ index, runId }, i) => {
+        const outcome = toOutcome(results[i]);
+        applied[index] = { outcome, finished: undefined };
+        if (!outcome.ok && !refused.has(runId)) refused.set(runId, outcome);
       });
     }
-    if (finals.length > 0) {
-      const results = await this.reports.finishMany(finals, tx);
-      finals.forEach(({ index, outcome }, i) => {
+    for (const { index, runId } of finals) {
+      const earlier = refused.get(runId);
+      if (earlier) applied[index] = { outcome: earlier, finished: undefined };
+    }
+    const finishing = finals.filter(({ runId }) => !refused.has(runId));
+    if (finishing.length > 0) {
+      const results = await this.reports.finishMany(finishing, tx);
+      finishing.forEach(({ index, runId, outcome }, i) => {
         const result = results[i];
         applied[index] =
           result instanceof Error
             ? { outcome: toOutcome(result), finished: undefined }
-            : {
-                outcome: { ok: true, result: { revision: result.revision } },
-                finished: { runId: finals[i].runId, status: outcome.status, workflow: result.workflow },
-              };
+            : { outcome: { ok: true, result: { revision: result.revision } }, finished: { runId, status: outcome.status, workflow: result.workflow } };
       });
     }
     for (const [index, report] of reports.entries()) {
-      if (!applied[index]) applied[index] = await this.applyOne(tx, report);
+      if (applied[index]) continue;
+      const earlier = refused.get(report.runId);
+      applied[index] = earlier ? { outcome: earlier, finished: undefined } : await this.applyOne(tx, report);
     }
     return applied;
   }

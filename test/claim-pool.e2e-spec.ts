@@ -1,0 +1,68 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Database, prepared } from '@app/persistence';
+import request from 'supertest';
+import { type RunningCoordinator, startCoordinator } from './support/apps';
+import { createTestDatabase, type TestDatabase } from './support/database';
+import { eventually } from './support/poll';
+
+/** The claim's own sessions (GenericPlanPool): their setting, their size, their recovery and their end. */
+describe('the claim pool', () => {
+  let db: TestDatabase;
+  let coordinator: RunningCoordinator | undefined;
+  const CLAIM_POOL_SIZE = 3;
+
+  beforeAll(async () => {
+    db = await createTestDatabase('claim_pool');
+    coordinator = await startCoordinator(db.url, { databasePoolSize: 4, databaseClaimPoolSize: CLAIM_POOL_SIZE, claimPollIntervalMs: 60_000 });
+  });
+
+  afterAll(async () => {
+    await coordinator?.close();
+    await db?.drop();
+  });
+
+  const claim = () =>
+    request(coordinator!.url)
+      .post('/v1/worker/claims')
+      .send({ workerId: 'w-claim-pool', workflows: [{ name: 'echo', version: '1' }], limit: 10, waitMs: 0 });
+  /** The sessions whose last statement was the claim (pg_stat_activity shows its text, not its name). */
+  const CLAIM_SESSIONS = `FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND query LIKE 'WITH wanted AS MATERIALIZED%'`;
+  const claimSessions = async () => (await db.sql<{ n: number }>(`SELECT count(*)::int AS n ${CLAIM_SESSIONS}`))[0].n;
+
+  it('plans the statements sent through it generically, and only those', async () => {
+    const database = coordinator!.app.get(Database);
+    const setting = prepared('wf_test_plan_cache_mode', `SELECT current_setting('plan_cache_mode') AS mode`, { genericPlan: true });
+    expect(await database.query<{ mode: string }>(setting)).toEqual([{ mode: 'force_generic_plan' }]);
+    expect(await database.query<{ mode: string }>(`SELECT current_setting('plan_cache_mode') AS mode`)).toEqual([{ mode: 'auto' }]);
+  });
+
+  it('claims through it, with at most DATABASE_CLAIM_POOL_SIZE sessions', async () => {
+    await request(coordinator!.url)
+      .post('/v1/runs/batch')
+      .send({ runs: Array.from({ length: 30 }, (_, i) => ({ workflow: 'echo', version: '1', input: i })) })
+      .expect(201);
+    const responses = await Promise.all(Array.from({ length: 12 }, () => claim().expect(200)));
+    expect(responses.flatMap((response) => response.body.runs).length).toBe(30);
+    const sessions = await claimSessions();
+    expect(sessions).toBeGreaterThan(0);
+    expect(sessions).toBeLessThanOrEqual(CLAIM_POOL_SIZE);
+  });
+
+  it('claims again once its sessions were killed (the pool opens new ones)', async () => {
+    await claim().expect(200);
+    await db.sql(`SELECT pg_terminate_backend(pid) ${CLAIM_SESSIONS}`);
+    await eventually('the claim sessions to end', async () => (await claimSessions()) === 0, 5_000);
+    // An idle session that died is dropped by the pool: the next claims get new ones.
+    await eventually('a claim to succeed again', async () => (await claim()).status === 200, 5_000);
+    await claim().expect(200);
+    expect(await claimSessions()).toBeGreaterThan(0);
+  });
+
+  it('closes its sessions when the coordinator shuts down', async () => {
+    await coordinator!.close();
+    coordinator = undefined;
+    const sessions = async () =>
+      (await db.sql<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`))[0].n;
+    await eventually('every session of the coordinator to end', async () => (await sessions()) === 0, 5_000);
+  });
+});
