@@ -26,7 +26,8 @@ module.exports = {
     '^.+\\.ts$': ['@swc/jest', swcTs],
     '^.+\\.m?js$': ['@swc/jest', swcJs],
   },
-  transformIgnorePatterns: ['/node_modules/(?!(@nestjs|file-type|strtok3|token-types|@tokenizer|uint8array-extras)/)'],
+  // ESM-only packages (content-disposition 2 under @fastify/static, whose path has to be let through to reach it).
+  transformIgnorePatterns: ['/node_modules/(?!(@nestjs|file-type|strtok3|token-types|@tokenizer|uint8array-extras|@fastify/static|content-disposition)/)'],
   moduleNameMapper: Object.fromEntries(
     Object.entries(compilerOptions.paths).map(([alias, [target]]) => [`^${alias}$`, `<rootDir>/${target.replace(/^\.\//, '')}`]),
   ),

@@ -1,14 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
-import type { Application } from 'express';
+import type { FastifyInstance } from 'fastify';
 import { request as httpRequest } from 'node:http';
 import { type RunningCoordinator, startCoordinator } from './support/apps';
 import { createTestDatabase, type TestDatabase } from './support/database';
 
 /**
  * The API description at /docs-json against what the coordinator serves: every route of the running app
- * (read from its Express router, not from a list) is described, with its request body where it reads one
+ * (read from its Fastify router, not from a list) is described, with its request body where it reads one
  * and a schema for each response; and real responses of every described operation match their schemas.
  * The schemas are checked with Ajv, a validator of its own, so the document is tested as a reader gets it.
  */
@@ -19,7 +19,7 @@ type Operation = {
 type Document = { openapi: string; paths: Record<string, Record<string, Operation>>; components?: object };
 
 /** The routes that serve the description itself (and its browser UI): not part of the API it describes. */
-const DESCRIPTION_ROUTES = /^\/docs(-json|-yaml|\/|$)/;
+const DESCRIPTION_ROUTES = /^\/docs(-json|-yaml|\/|\*|$)/;
 const NO_SUCH_RUN = '01a22c37-316c-762f-a717-4521456009df';
 
 /** Sends a request with a JSON body whatever the method (fetch sends none with GET); resolves with its status and reason. */
@@ -48,16 +48,31 @@ function sendWithBody(url: string, method: string, body: string): Promise<{ stat
   });
 }
 
-/** Method and path (`{name}` for a parameter) of every route the app's Express router serves. */
-function servedRoutes(app: Application): { method: string; path: string }[] {
-  const stack = (app as unknown as { router: { stack: { route?: { path: string; methods: Record<string, boolean> } }[] } }).router.stack;
-  return stack.flatMap((layer) =>
-    layer.route
-      ? Object.keys(layer.route.methods)
-          .filter((method) => method !== '_all')
-          .map((method) => ({ method, path: layer.route!.path.replace(/:(\w+)/g, '{$1}') }))
-      : [],
-  );
+/** The dashboard's static files (GET at /ui and below, but for the API's /ui/config.json): no API operation. */
+const DASHBOARD_FILES = /^\/ui(\/assets)?\/?\*?$/;
+
+/**
+ * Method and path (`{name}` for a parameter) of every route the app's Fastify router serves, from its printed
+ * tree: each line is a node, indented four characters a level, whose path continues its parent's (a wildcard
+ * prints as `*` without the slash before it). HEAD routes are the ones Fastify adds for each GET.
+ */
+function servedRoutes(fastify: FastifyInstance): { method: string; path: string }[] {
+  const ancestors: string[] = [];
+  return fastify
+    .printRoutes({ commonPrefix: false })
+    .split('\n')
+    .flatMap((line) => {
+      const node = /^([│ ]*)[├└]── (\S+)(?: \(([^)]*)\))?$/u.exec(line);
+      if (!node) return [];
+      const depth = node[1].length / 4;
+      ancestors.length = depth;
+      const path = ancestors.join('') + node[2];
+      ancestors.push(node[2]);
+      return (node[3] ?? '')
+        .split(', ')
+        .filter((method) => method !== '' && method !== '-' && method !== 'HEAD')
+        .map((method) => ({ method: method.toLowerCase(), path: path.replace(/:(\w+)/g, '{$1}') }));
+    });
 }
 
 describe('HTTP contract', () => {
@@ -83,7 +98,8 @@ describe('HTTP contract', () => {
   });
 
   const pointer = (...parts: string[]) => parts.map((part) => part.replace(/~/g, '~0').replace(/\//g, '~1')).join('/');
-  const served = () => servedRoutes(coordinator.app.getHttpAdapter().getInstance()).filter((route) => !DESCRIPTION_ROUTES.test(route.path));
+  const served = () =>
+    servedRoutes(coordinator.app.getHttpAdapter().getInstance()).filter((route) => !DESCRIPTION_ROUTES.test(route.path) && !DASHBOARD_FILES.test(route.path));
 
   /**
    * Sends a request to the operation `method template`, checks the answer against the schema the document gives

@@ -1,21 +1,43 @@
 import { createAppLogger } from '@app/config';
 import type { LoggerService, LogLevel } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import type { NestExpressApplication } from '@nestjs/platform-express';
+import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { openApiDocument } from '@nest-durable/client';
 import { type OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import type { CoordinatorConfig } from './config/coordinator.config';
 import { CoordinatorModule } from './coordinator.module';
+import { answerFrameworkError } from './http/engine-exception.filter';
 import { useJsonBodies } from './http/json-body';
+
+/**
+ * Fastify, set to route as Express did: paths case-insensitively and with or without a trailing slash, path
+ * parameters of any length (Fastify's default of 100 characters would make a long workflow name a 404),
+ * keep-alive requests during shutdown served (with `Connection: close`, see HttpDrain) rather than refused with
+ * 503, and a path that is not UTF-8 refused with the error body. Idle keep-alive connections last Node's 5 s, not
+ * Fastify's 72 s: clients keep an idle connection as long as the server says it does, and one that never
+ * carried a request holds a shutting-down server open until the client drops it.
+ */
+function httpAdapter(): FastifyAdapter {
+  return new FastifyAdapter({
+    routerOptions: { caseSensitive: false, ignoreTrailingSlash: true, maxParamLength: Number.MAX_SAFE_INTEGER },
+    return503OnClosing: false,
+    keepAliveTimeout: 5_000,
+    frameworkErrors: answerFrameworkError,
+  });
+}
 
 /** Builds the coordinator app (used by main.ts and by the end-to-end tests). Does not listen. */
 export async function createCoordinatorApp(
   config: CoordinatorConfig,
   logger: LoggerService | LogLevel[] = createAppLogger(config.logFormat, config.logLevel),
-): Promise<NestExpressApplication> {
+): Promise<NestFastifyApplication> {
   // abortOnError: false: the caller sees why it could not start (main.ts prints it and exits).
-  const app = await NestFactory.create<NestExpressApplication>(CoordinatorModule.register(config), { bodyParser: false, logger, abortOnError: false });
-  useJsonBodies(app, config.bodyLimitBytes);
+  const app = await NestFactory.create<NestFastifyApplication>(CoordinatorModule.register(config), httpAdapter(), {
+    bodyParser: false,
+    logger,
+    abortOnError: false,
+  });
+  useJsonBodies(app.getHttpAdapter().getInstance(), config.bodyLimitBytes);
   // The API description at /docs (UI) and /docs-json, unauthenticated like health and metrics: built from the
   // contract's endpoints and schemas, which the routes serve and validate with (OpenAPI 3.1, whose schemas
   // @nestjs/swagger's 3.0 types do not spell).
@@ -23,6 +45,8 @@ export async function createCoordinatorApp(
   app.enableShutdownHooks();
   try {
     await app.init();
+    // Fastify loads its plugins and routes when ready: before anything is served (tests serve the app without listening).
+    await app.getHttpAdapter().getInstance().ready();
   } catch (error) {
     // Refused while initialising (e.g. a stream partition count the deployment disagrees with):
     // close what was opened, so no connection outlives the refusal.

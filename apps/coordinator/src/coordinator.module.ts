@@ -1,7 +1,7 @@
 import { LeaderElectionModule } from '@app/locking';
 import { NotificationsModule, OUTBOX_CHANNEL, RUN_CHANGES_CHANNEL, RUN_FINISHED_CHANNEL, RUNS_DUE_CHANNEL, RUNS_READY_CHANNEL } from '@app/outbox';
 import { PersistenceModule } from '@app/persistence';
-import { DynamicModule, MiddlewareConsumer, Module, NestModule } from '@nestjs/common';
+import { DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD } from '@nestjs/core';
 import { ScheduleModule } from '@nestjs/schedule';
 import { BearerTokenGuard } from './auth/bearer-token.guard';
@@ -24,11 +24,7 @@ import { WorkflowsModule } from './workflows/workflows.module';
 import { WorkersModule } from './workers/workers.module';
 
 @Module({})
-export class CoordinatorModule implements NestModule {
-  configure(consumer: MiddlewareConsumer): void {
-    consumer.apply(HttpDrain).forRoutes('*');
-  }
-
+export class CoordinatorModule {
   /** The whole coordinator, configured by an already validated config (see loadCoordinatorConfig). */
   static register(config: CoordinatorConfig): DynamicModule {
     const configModule: DynamicModule = {

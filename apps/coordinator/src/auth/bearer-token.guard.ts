@@ -1,8 +1,8 @@
 import { UnauthorizedError } from '@nest-durable/client';
 import { CanActivate, ExecutionContext, Inject, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import type { Request } from 'express';
 import { createHash, timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config/coordinator.config';
 import { AUDIENCE, type Audience } from './auth.decorators';
 
@@ -26,7 +26,7 @@ export class BearerTokenGuard implements CanActivate {
     const audience = this.reflector.getAllAndOverride<Audience | undefined>(AUDIENCE, [context.getHandler(), context.getClass()]);
     if (audience === 'public' || this.config.authDisabled) return true;
     const expected = audience ? this.digests[audience] : undefined;
-    const header = context.switchToHttp().getRequest<Request>().headers.authorization ?? '';
+    const header = context.switchToHttp().getRequest<Pick<IncomingMessage, 'headers'>>().headers.authorization ?? '';
     const presented = /^Bearer (.+)$/i.exec(header)?.[1];
     if (!expected || !presented || !timingSafeEqual(digest(presented)!, expected)) {
       throw new UnauthorizedError(audience ?? 'known');

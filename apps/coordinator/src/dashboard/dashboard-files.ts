@@ -1,4 +1,5 @@
-import type { NextFunction, Request, Response } from 'express';
+import fastifyStatic from '@fastify/static';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
@@ -17,31 +18,33 @@ export function findBuiltDashboard(from: string = __dirname): string | undefined
 }
 
 /**
- * Serves the dashboard's files, mounted at /ui: hashed assets under /assets (cached for good), and index.html for
- * every other path, so that a deep link (/ui/runs/<id>) loads the app, which routes it in the browser. Without a
+ * Serves the dashboard's files at `mount` (GET and HEAD): hashed assets under /assets (cached for good), and
+ * index.html for every other path, so that a deep link (/ui/runs/<id>) loads the app, which routes it in the
+ * browser. The API's own routes under `mount` (its config.json) are matched before these wildcards. Without a
  * build it answers 404 with the error body and says how to make one.
  */
-export function dashboardFiles(dir: string | undefined) {
-  return (request: Request, response: Response, next: NextFunction): void => {
-    if (request.method !== 'GET' && request.method !== 'HEAD') {
-      next();
-      return;
-    }
+export function serveDashboard(fastify: FastifyInstance, mount: string, dir: string | undefined): void {
+  fastify.register(async (scope) => {
     if (!dir) {
-      response.status(404).json({
-        statusCode: 404,
-        error: 'Not Found',
-        reason: 'dashboard_not_built',
-        message: 'the dashboard has not been built: run `npm run build` (or set DASHBOARD_DIR to a built dashboard)',
-      });
+      scope.get(mount, notBuilt).get(`${mount}/*`, notBuilt);
       return;
     }
-    // sendFile with `root` refuses paths that climb out of it (403) and answers 404 for missing files.
-    if (request.path.startsWith('/assets/')) {
-      response.sendFile(request.path, { root: dir, maxAge: '365d', immutable: true, dotfiles: 'deny' }, (error) => error && next(error));
-      return;
-    }
-    response.setHeader('cache-control', 'no-cache');
-    response.sendFile('index.html', { root: dir }, (error) => error && next(error));
-  };
+    // Only its sendFile: refuses paths that climb out of the root (403) and calls the not-found handler for missing files.
+    await scope.register(fastifyStatic, { root: dir, serve: false });
+    const assets = join(dir, 'assets');
+    scope.get(`${mount}/assets/*`, (request: FastifyRequest<{ Params: { '*': string } }>, reply) =>
+      reply.sendFile(request.params['*'], assets, { maxAge: '365d', immutable: true, dotfiles: 'deny' }),
+    );
+    const index = (_request: FastifyRequest, reply: FastifyReply) => reply.header('cache-control', 'no-cache').sendFile('index.html', { cacheControl: false });
+    scope.get(mount, index).get(`${mount}/*`, index);
+  });
+}
+
+function notBuilt(_request: FastifyRequest, reply: FastifyReply): void {
+  reply.status(404).send({
+    statusCode: 404,
+    error: 'Not Found',
+    reason: 'dashboard_not_built',
+    message: 'the dashboard has not been built: run `npm run build` (or set DASHBOARD_DIR to a built dashboard)',
+  });
 }

@@ -2,14 +2,14 @@ import { Inject, Logger, Module, type OnModuleInit } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config/coordinator.config';
 import { DashboardController } from './dashboard.controller';
-import { dashboardFiles, findBuiltDashboard } from './dashboard-files';
+import { findBuiltDashboard, serveDashboard } from './dashboard-files';
 
 /** The dashboard's mount point; its pages need no token, the API calls they make do. */
 export const DASHBOARD_PATH = '/ui';
 
 /**
- * The web dashboard: its static build at /ui (mounted on Express after the API's routes, so /ui/config.json
- * is the controller's) and its settings.
+ * The web dashboard: its static build at /ui (whose wildcard routes leave /ui/config.json to the controller)
+ * and its settings.
  */
 @Module({ controllers: [DashboardController] })
 export class DashboardModule implements OnModuleInit {
@@ -21,6 +21,6 @@ export class DashboardModule implements OnModuleInit {
   onModuleInit(): void {
     const dir = this.config.dashboardDir ?? findBuiltDashboard();
     if (!dir) new Logger('Dashboard').warn('the dashboard has not been built (npm run build): /ui answers 404');
-    this.adapter.httpAdapter.getInstance().use(DASHBOARD_PATH, dashboardFiles(dir));
+    serveDashboard(this.adapter.httpAdapter.getInstance(), DASHBOARD_PATH, dir);
   }
 }

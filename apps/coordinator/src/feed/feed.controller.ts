@@ -1,6 +1,6 @@
 import { API, type EndpointInput } from '@nest-durable/client';
 import { Controller, Res } from '@nestjs/common';
-import type { Response } from 'express';
+import type { FastifyReply } from 'fastify';
 import { Input, Route } from '../http/route.decorators';
 import { FeedService } from './feed.service';
 
@@ -8,9 +8,12 @@ import { FeedService } from './feed.service';
 export class FeedController {
   constructor(private readonly feed: FeedService) {}
 
-  /** Server-sent events, open until the client disconnects or the coordinator shuts down. */
+  /**
+   * Server-sent events, open until the client disconnects or the coordinator shuts down. Written to the raw
+   * response: Fastify leaves a reply alone once its headers are sent, and answers a failure before that.
+   */
   @Route(API.feed)
-  follow(@Input() { query }: EndpointInput<typeof API.feed>, @Res() response: Response): Promise<void> {
-    return this.feed.follow(query, response);
+  follow(@Input() { query }: EndpointInput<typeof API.feed>, @Res() reply: FastifyReply): Promise<void> {
+    return this.feed.follow(query, reply.raw);
   }
 }

@@ -1,7 +1,7 @@
 import type { MetricsService } from '@app/metrics';
 import type { NotificationListener } from '@app/outbox';
 import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
-import type { Response } from 'express';
+import type { ServerResponse } from 'node:http';
 import type { CoordinatorConfig } from '../config/coordinator.config';
 import type { FeedWatchersRepository } from './feed-watchers.repository';
 import { FeedService } from './feed.service';
@@ -9,20 +9,19 @@ import { FeedService } from './feed.service';
 const RESYNC = 'event: resync\ndata: {}\n\n';
 
 /** A feed's response that keeps what was written to it. */
-function openResponse(): Response & { written: string[] } {
+function openResponse(): ServerResponse & { written: string[] } {
   const written: string[] = [];
   const response = {
     written,
     destroyed: false,
     writableLength: 0,
-    status: () => response,
-    set: () => response,
+    writeHead: () => response,
     flushHeaders: () => undefined,
     on: () => response,
     end: () => undefined,
     write: (text: string) => written.push(text) > 0,
   };
-  return response as unknown as Response & { written: string[] };
+  return response as unknown as ServerResponse & { written: string[] };
 }
 
 describe('FeedService watch refresh', () => {

@@ -2,7 +2,7 @@ import type { FeedQuery, RunChange } from '@nest-durable/client';
 import { MetricsService } from '@app/metrics';
 import { NotificationListener, RUN_CHANGES_CHANNEL } from '@app/outbox';
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
-import type { Response } from 'express';
+import type { ServerResponse } from 'node:http';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config/coordinator.config';
 import { FeedWatchersRepository } from './feed-watchers.repository';
 import { parseRunChanges } from './run-changes';
@@ -27,7 +27,7 @@ const SETTLE_MS = 1_000;
 
 interface Follower {
   filter: FeedQuery;
-  response: Response;
+  response: ServerResponse;
 }
 
 /**
@@ -89,10 +89,9 @@ export class FeedService implements OnModuleInit, BeforeApplicationShutdown, OnM
    * coordinator's watch is recorded, so every change committed after the client sees it open is announced
    * (but for the statements in flight then, which the `resync` SETTLE_MS later covers).
    */
-  async follow(filter: FeedQuery, response: Response): Promise<void> {
+  async follow(filter: FeedQuery, response: ServerResponse): Promise<void> {
     if (!this.closed) await this.watch();
-    response.status(200);
-    response.set({ 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', 'x-accel-buffering': 'no' });
+    response.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', 'x-accel-buffering': 'no' });
     if (this.closed || response.destroyed) {
       response.end();
       return;

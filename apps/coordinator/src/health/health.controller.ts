@@ -2,7 +2,7 @@ import { NotificationListenerHealth, OutboxHealth } from '@app/outbox';
 import { RedisHealth } from '@nest-durable/worker/redis';
 import { API } from '@nest-durable/client';
 import { ArgumentsHost, Catch, Controller, HttpException, Inject, Optional, UseFilters } from '@nestjs/common';
-import type { Response } from 'express';
+import type { FastifyReply } from 'fastify';
 import { HealthCheck, HealthCheckService, type HealthIndicatorFunction, TypeOrmHealthIndicator } from '@nestjs/terminus';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config/coordinator.config';
 import { Route } from '../http/route.decorators';
@@ -11,7 +11,7 @@ import { Route } from '../http/route.decorators';
 @Catch(HttpException)
 class HealthReportFilter {
   catch(exception: HttpException, host: ArgumentsHost): void {
-    host.switchToHttp().getResponse<Response>().status(exception.getStatus()).json(exception.getResponse());
+    host.switchToHttp().getResponse<FastifyReply>().status(exception.getStatus()).send(exception.getResponse());
   }
 }
 

@@ -1,7 +1,7 @@
 import { EngineError, ErrorBody, RevisionConflictError } from '@nest-durable/client';
 import { asDatabaseError } from '@app/persistence';
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
-import type { Response } from 'express';
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { STATUS_CODES } from 'node:http';
 import { CoordinatorMetrics } from '../metrics/coordinator.metrics';
 
@@ -25,10 +25,10 @@ export class EngineExceptionFilter implements ExceptionFilter {
   constructor(private readonly metrics: CoordinatorMetrics) {}
 
   catch(exception: unknown, host: ArgumentsHost): void {
-    const response = host.switchToHttp().getResponse<Response>();
+    const reply = host.switchToHttp().getResponse<FastifyReply>();
     const body = this.toBody(exception);
-    if (response.headersSent) return;
-    response.status(body.statusCode).json(body);
+    if (reply.sent || reply.raw.headersSent) return;
+    reply.status(body.statusCode).send(body);
   }
 
   private toBody(thrown: unknown): ErrorBody {
@@ -40,15 +40,21 @@ export class EngineExceptionFilter implements ExceptionFilter {
     }
     if (exception instanceof HttpException) {
       const status = exception.getStatus();
-      // The express adapter wraps body-parser's JSON syntax error, and the URIError of a path that is
-      // not percent-encoded UTF-8, as a 400 with that cause.
-      const reason =
-        exception.cause instanceof SyntaxError ? 'invalid_json' : exception.cause instanceof URIError ? 'invalid_url_encoding' : HTTP_REASONS[status];
-      return errorBody(status, reason ?? `http_${status}`, exception.message);
+      // The fastify adapter wraps Fastify's own errors (e.g. a body over the limit) as HttpExceptions.
+      return errorBody(status, HTTP_REASONS[status] ?? `http_${status}`, exception.message);
     }
     this.logger.error(exception instanceof Error ? (exception.stack ?? exception.message) : String(exception));
     return errorBody(500, 'internal_error', 'internal error; see the coordinator log');
   }
+}
+
+/**
+ * Answers what Fastify's router refuses before any hook or filter runs: a path that is not percent-encoded UTF-8
+ * (`FST_ERR_BAD_URL`, the one such error these routes can raise).
+ */
+export function answerFrameworkError(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
+  const status = error.statusCode ?? 400;
+  reply.status(status).send(errorBody(status, error.code === 'FST_ERR_BAD_URL' ? 'invalid_url_encoding' : `http_${status}`, error.message));
 }
 
 export function errorBody(statusCode: number, reason: string, message: string): ErrorBody {

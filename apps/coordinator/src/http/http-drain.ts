@@ -1,7 +1,6 @@
-import { BeforeApplicationShutdown, Injectable, NestMiddleware } from '@nestjs/common';
+import { BeforeApplicationShutdown, Injectable, OnModuleInit } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
-import type { NextFunction, Request, Response } from 'express';
-import type { Server } from 'node:http';
+import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import { CoordinatorMetrics } from '../metrics/coordinator.metrics';
 
 /**
@@ -10,7 +9,7 @@ import { CoordinatorMetrics } from '../metrics/coordinator.metrics';
  * begins every response says `Connection: close`, and idle connections are closed at once.
  */
 @Injectable()
-export class HttpDrain implements BeforeApplicationShutdown, NestMiddleware {
+export class HttpDrain implements OnModuleInit, BeforeApplicationShutdown {
   private draining = false;
 
   constructor(
@@ -18,14 +17,19 @@ export class HttpDrain implements BeforeApplicationShutdown, NestMiddleware {
     private readonly metrics: CoordinatorMetrics,
   ) {}
 
-  beforeApplicationShutdown(): void {
-    this.draining = true;
-    (this.adapterHost.httpAdapter?.getHttpServer() as Server | undefined)?.closeIdleConnections?.();
+  onModuleInit(): void {
+    (this.adapterHost.httpAdapter.getInstance() as FastifyInstance).addHook('onRequest', this.onRequest);
   }
 
-  use(_request: Request, response: Response, next: NextFunction): void {
-    this.metrics.httpRequests.inc();
-    if (this.draining) response.setHeader('connection', 'close');
-    next();
+  beforeApplicationShutdown(): void {
+    this.draining = true;
+    this.adapterHost.httpAdapter?.getHttpServer()?.closeIdleConnections?.();
   }
+
+  private readonly onRequest = (_request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void => {
+    this.metrics.httpRequests.inc();
+    // On the raw response, so that the streamed ones (the feed) say it too.
+    if (this.draining) reply.raw.setHeader('connection', 'close');
+    done();
+  };
 }

@@ -1,6 +1,6 @@
 import { decode, decodeQuery, type Endpoint } from '@nest-durable/client';
 import { applyDecorators, createParamDecorator, type ExecutionContext, HttpCode, RequestMapping, RequestMethod, SetMetadata } from '@nestjs/common';
-import type { Request } from 'express';
+import type { FastifyRequest } from 'fastify';
 import { Audience } from '../auth/auth.decorators';
 
 const ENDPOINT = 'wf:endpoint';
@@ -26,7 +26,7 @@ export function Route(endpoint: Endpoint): MethodDecorator {
 export const Input = createParamDecorator((_data: unknown, context: ExecutionContext): Record<'params' | 'query' | 'body', unknown> => {
   const endpoint = Reflect.getMetadata(ENDPOINT, context.getHandler()) as Endpoint | undefined;
   if (!endpoint) throw new Error(`${context.getClass().name}.${context.getHandler().name} reads @Input() but is not a @Route`);
-  const request = context.switchToHttp().getRequest<Request>();
+  const request = context.switchToHttp().getRequest<FastifyRequest>();
   const params = endpoint.params && decode(endpoint.params, request.params, 'path');
   const query = endpoint.query && decodeQuery(endpoint.query, request.query as Record<string, unknown>);
   const body = endpoint.body && decode(endpoint.body, request.body === undefined && endpoint.bodyOptional ? {} : request.body, 'request body');

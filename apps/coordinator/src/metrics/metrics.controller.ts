@@ -1,7 +1,7 @@
 import { MetricsService } from '@app/metrics';
 import { API } from '@nest-durable/client';
 import { Controller, Header, Res } from '@nestjs/common';
-import type { Response } from 'express';
+import type { FastifyReply } from 'fastify';
 import { Route } from '../http/route.decorators';
 
 /** Prometheus text format, unauthenticated (like health). */
@@ -11,8 +11,8 @@ export class MetricsController {
 
   @Route(API.metrics)
   @Header('cache-control', 'no-store')
-  async scrape(@Res() response: Response): Promise<void> {
+  async scrape(@Res() reply: FastifyReply): Promise<void> {
     const { contentType, body } = await this.metrics.text();
-    response.type(contentType).send(body);
+    reply.type(contentType).send(body);
   }
 }

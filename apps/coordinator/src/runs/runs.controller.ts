@@ -1,6 +1,6 @@
 import { API, type EndpointInput, type EventAccepted, type RunPage, type RunTransitions, type RunView, type StartedRuns } from '@nest-durable/client';
 import { Controller, Res } from '@nestjs/common';
-import type { Response } from 'express';
+import type { FastifyReply } from 'fastify';
 import { Input, Route } from '../http/route.decorators';
 import { RunsService } from './runs.service';
 
@@ -10,9 +10,9 @@ export class RunsController {
   constructor(private readonly runs: RunsService) {}
 
   @Route(API.startRun)
-  async start(@Input() { body }: EndpointInput<typeof API.startRun>, @Res({ passthrough: true }) response: Response): Promise<RunView> {
+  async start(@Input() { body }: EndpointInput<typeof API.startRun>, @Res({ passthrough: true }) reply: FastifyReply): Promise<RunView> {
     const { run, created } = await this.runs.start(body);
-    response.status(created ? 201 : 200);
+    reply.status(created ? 201 : 200);
     return run;
   }
 

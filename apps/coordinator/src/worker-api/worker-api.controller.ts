@@ -11,7 +11,8 @@ import {
   type TaskResultResponse,
 } from '@nest-durable/client';
 import { Controller, Res } from '@nestjs/common';
-import type { Response } from 'express';
+import type { FastifyReply } from 'fastify';
+import type { ServerResponse } from 'node:http';
 import { DeadLettersService } from '../dead-letters/dead-letters.service';
 import { Input, Route } from '../http/route.decorators';
 import { ClaimsService } from './claims.service';
@@ -30,8 +31,8 @@ export class WorkerApiController {
   ) {}
 
   @Route(API.claimRuns)
-  async claim(@Input() { body }: EndpointInput<typeof API.claimRuns>, @Res({ passthrough: true }) response: Response): Promise<ClaimResponse> {
-    return { runs: await this.claims.claim(body, disconnected(response)) };
+  async claim(@Input() { body }: EndpointInput<typeof API.claimRuns>, @Res({ passthrough: true }) reply: FastifyReply): Promise<ClaimResponse> {
+    return { runs: await this.claims.claim(body, disconnected(reply.raw)) };
   }
 
   /**
@@ -40,8 +41,8 @@ export class WorkerApiController {
    * transport (their queue still has runs waiting); the others are done with.
    */
   @Route(API.takeRuns)
-  take(@Input() { body }: EndpointInput<typeof API.takeRuns>, @Res({ passthrough: true }) response: Response): Promise<TakeRunsResponse> {
-    return this.claims.take(body, disconnected(response));
+  take(@Input() { body }: EndpointInput<typeof API.takeRuns>, @Res({ passthrough: true }) reply: FastifyReply): Promise<TakeRunsResponse> {
+    return this.claims.take(body, disconnected(reply.raw));
   }
 
   /** A Streams wake-up delivered more than MAX_DELIVERIES times: recorded, and its run failed if its claim went idle. */
@@ -97,7 +98,7 @@ export class WorkerApiController {
 }
 
 /** Whether the caller went away before the response was written (what is taken for it then goes back). */
-function disconnected(response: Response): () => boolean {
+function disconnected(response: ServerResponse): () => boolean {
   let gone = false;
   response.once('close', () => (gone = !response.writableFinished));
   return () => gone;
