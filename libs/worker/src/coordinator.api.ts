@@ -43,11 +43,6 @@ interface PendingReport {
   refusal?: unknown;
 }
 
-/** Checked with the coordinator's own rules, so one bad report (say, an output with a NUL) fails its own run instead of the whole batch. */
-function checkReport(report: WorkerReport): void {
-  parseReportsRequest({ reports: [report] });
-}
-
 function partition<T>(items: T[], test: (item: T) => boolean): [T[], T[]] {
   const yes: T[] = [];
   const no: T[] = [];
@@ -119,9 +114,7 @@ export class CoordinatorApi {
    * before anything is sent, so the handler sees it at its task as it would see the coordinator's refusal.
    */
   recordTask(runId: string, task: TaskResultRequest): Promise<StoredTask> {
-    const report: WorkerReport = { type: 'task', runId, task };
-    checkReport(report);
-    return this.enqueue(report) as Promise<StoredTask>;
+    return this.enqueue({ type: 'task', runId, task }) as Promise<StoredTask>;
   }
 
   async complete(runId: string, request: CompleteRunRequest): Promise<void> {
@@ -141,12 +134,11 @@ export class CoordinatorApi {
    * many runs' writes.
    */
   private enqueue(report: WorkerReport): Promise<unknown> {
+    // Checked with the coordinator's own rules, so one bad report (say, an output with a NUL) fails its own
+    // run instead of the whole batch. It throws here, before anything is queued: recordTask's caller sees it
+    // at once, complete's and fail's (async) as their rejection.
+    parseReportsRequest({ reports: [report] });
     return new Promise((resolve, reject) => {
-      try {
-        checkReport(report);
-      } catch (error) {
-        return reject(error);
-      }
       this.pending.push({ report, bytes: Buffer.byteLength(JSON.stringify(report)), resolve, reject });
       if (!this.sending) {
         this.sending = true;

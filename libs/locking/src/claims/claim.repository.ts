@@ -320,7 +320,7 @@ export class ClaimRepository {
    */
   async claim(params: ClaimParams): Promise<ClaimResult> {
     const wakeups = params.queues.flatMap(({ queue, wakeups: refs = [] }) => refs.map((ref) => ({ queue, ref })));
-    const values = [
+    const rows = await this.db.query<Row>(CLAIM, [
       params.queues.map((q) => q.queue),
       params.queues.map((q) => q.limit),
       params.claimMinIdleTimeMs,
@@ -329,8 +329,7 @@ export class ClaimRepository {
       params.limit,
       wakeups.map((w) => w.queue),
       wakeups.map((w) => w.ref),
-    ];
-    const rows = await this.db.query<Row>(CLAIM, values);
+    ]);
     return {
       runs: rows.filter((row) => row.kind === 'run').map(({ kind: _, wakeup, ...run }) => (wakeup === null ? run : { ...run, wakeup })),
       stalled: rows.filter((row) => row.kind === 'stalled').map(({ id, workflow }) => ({ id, workflow })),
