@@ -270,7 +270,16 @@ describe('durable execution', () => {
     const run = await client.start({ name: 'chain', version: '1' }, { steps: 40, stepMs: 50 });
     await eventually('the leaving worker to record a step', async () => ((await client.get(run.id)).tasks?.length ?? 0) >= 2);
     await leaving.close();
-    expect(await transitions(run.id)).toEqual(['new>queued', 'queued>running', 'running>queued']);
+    // Before 'leaving' claimed it, the run may have been handed to the claim of the worker closed above, if the
+    // coordinator had not yet read that its connection closed: that claim gave it back at once (a second pair).
+    const history = await db.sql<{ step: string }>(
+      `SELECT from_status || '>' || to_status || ' ' || worker_id AS step FROM run_transitions WHERE run_id = $1 AND from_status IS NOT NULL ORDER BY id`,
+      [run.id],
+    );
+    expect(history.slice(-2).map((row) => row.step)).toEqual(['queued>running leaving', 'running>queued leaving']);
+    const before = history.slice(0, -2).map((row) => row.step);
+    const other = before[0]?.split(' ')[1];
+    expect([[], [`queued>running ${other}`, `running>queued ${other}`]]).toContainEqual(before);
 
     worker = await startCustomWorker(coordinator.url, { workflows: EXAMPLE_WORKFLOWS, workerId: 'staying' });
     const done = await finish(run, 20_000);
@@ -278,7 +287,7 @@ describe('durable execution', () => {
     const claims = await db.sql<{ worker_id: string }>(`SELECT worker_id FROM run_transitions WHERE run_id = $1 AND to_status = 'running' ORDER BY id`, [
       run.id,
     ]);
-    expect(claims.map((claim) => claim.worker_id)).toEqual(['leaving', 'staying']);
+    expect(claims.map((claim) => claim.worker_id).slice(-2)).toEqual(['leaving', 'staying']);
   });
 
   it('delays a run until runAt', async () => {

@@ -20,6 +20,7 @@ import { DashboardFeed1765500000000 } from './migrations/1765500000000-dashboard
 import { KeyRateLimits1765600000000 } from './migrations/1765600000000-key-rate-limits';
 import { FlowAdmissionLock1765700000000 } from './migrations/1765700000000-flow-admission-lock';
 import { WorkerDeclaredSchedules1765800000000 } from './migrations/1765800000000-worker-declared-schedules';
+import { HandOff1765900000000 } from './migrations/1765900000000-hand-off';
 
 export const ENTITIES = [RunEntity, TaskEntity];
 export const MIGRATIONS = [
@@ -37,6 +38,7 @@ export const MIGRATIONS = [
   KeyRateLimits1765600000000,
   FlowAdmissionLock1765700000000,
   WorkerDeclaredSchedules1765800000000,
+  HandOff1765900000000,
 ];
 
 export interface PersistenceOptions {

@@ -1,11 +1,12 @@
 import { LockingModule } from '@app/locking';
 import { Module } from '@nestjs/common';
+import { HandOffModule } from '../hand-off/hand-off.module';
 import { RunsController } from './runs.controller';
 import { RunsRepository } from './runs.repository';
 import { RunsService } from './runs.service';
 
 @Module({
-  imports: [LockingModule],
+  imports: [LockingModule, HandOffModule],
   controllers: [RunsController],
   providers: [RunsRepository, RunsService],
 })

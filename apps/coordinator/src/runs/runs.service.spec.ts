@@ -2,21 +2,32 @@ import { describe, expect, it } from '@jest/globals';
 import type { RunControlRepository } from '@app/locking';
 import { OUTBOX_CHANNEL, type NotificationListener, RUNS_READY_CHANNEL } from '@app/outbox';
 import type { RunEntity } from '@app/persistence';
+import { WaitingClaims } from '../hand-off/waiting-claims.service';
 import type { CoordinatorMetrics } from '../metrics/coordinator.metrics';
 import type { RunsRepository } from './runs.repository';
 import { RunsService } from './runs.service';
 
-/** RunsService over stand-ins: the start statement returns the runs as inserted, due now or at `runAt`. */
-function service() {
+/**
+ * RunsService over stand-ins: the start statement returns the runs as inserted, due now or at `runAt`;
+ * handed to a claim (running at revision 1) when it is given one, unless `refuseHandOff` (as when a
+ * control is active); `failStart` makes it fail.
+ */
+function service({ refuseHandOff = false, failStart = false } = {}) {
   const woken: [string, string, number][] = [];
+  const handedTo: (string | undefined)[] = [];
   const control = {
-    start: async (runs: { id: string; workflow: string; version: string; runAt: Date | null }[]) =>
-      new Map(
+    start: async (runs: { id: string; workflow: string; version: string; runAt: Date | null }[], _on: unknown, worker?: string) => {
+      handedTo.push(worker);
+      if (failStart) throw new Error('connection terminated');
+      const handed = worker !== undefined && !refuseHandOff;
+      return new Map(
         runs.map((run) => {
           const entity = {
             ...run,
             queue: `${run.workflow}:${run.version}`,
-            status: 'queued',
+            status: handed ? 'running' : 'queued',
+            revision: handed ? 1 : 0,
+            attempt: 1,
             dueAt: run.runAt ?? new Date(Date.now() - 1),
             createdAt: new Date(),
             updatedAt: new Date(),
@@ -24,18 +35,21 @@ function service() {
           };
           return [run.id, entity as unknown as RunEntity & { paused: boolean }];
         }),
-      ),
+      );
+    },
   };
   const repository = { pausedQueues: async () => new Set<string>(), findByIdempotencyKeys: async () => new Map() };
   const listener = { wake: (channel: string, payload: string, max: number) => woken.push([channel, payload, max]) };
-  const metrics = { runsStarted: { inc: () => undefined } };
+  const metrics = { runsStarted: { inc: () => undefined }, taken: (runs: { readyForSeconds: unknown }[]) => runs.map(({ readyForSeconds: _, ...run }) => run) };
+  const waiting = new WaitingClaims();
   const runs = new RunsService(
     repository as unknown as RunsRepository,
     control as unknown as RunControlRepository,
     listener as unknown as NotificationListener,
     metrics as unknown as CoordinatorMetrics,
+    waiting,
   );
-  return { runs, woken };
+  return { runs, woken, waiting, handedTo };
 }
 
 describe('RunsService start', () => {
@@ -58,5 +72,67 @@ describe('RunsService start', () => {
     const { runs, woken } = service();
     await runs.startMany([{ workflow: 'later', version: '1', input: 1, priority: 0, runAt: new Date(Date.now() + 60_000) }]);
     expect(woken).toEqual([]);
+  });
+});
+
+describe('RunsService start with a claim waiting for its queue', () => {
+  const connected = () => false;
+
+  it('hands the run to the claim that has waited longest, which gets it as a claim would return it', async () => {
+    const { runs, waiting, handedTo, woken } = service();
+    const first = waiting.offer('w-1', ['echo:1'], connected);
+    const second = waiting.offer('w-2', ['echo:1'], connected);
+    const { run } = await runs.start({ workflow: 'echo', version: '1', input: { n: 1 }, priority: 0 });
+    expect(handedTo).toEqual(['w-1']);
+    expect(run.status).toBe('running');
+    expect(await first.handed).toEqual({ id: run.id, workflow: 'echo', version: '1', queue: 'echo:1', revision: 1, attempt: 1, input: { n: 1 }, tasks: [] });
+    expect(second.withdraw()).toBe(true); // still offered: the run went to one claim only
+    expect(woken).toEqual([]); // a run handed over is not waiting: nothing else is woken for it
+  });
+
+  it('passes over claims whose worker disconnected, and claims of other queues', async () => {
+    const { runs, waiting, handedTo } = service();
+    waiting.offer('w-gone', ['echo:1'], () => true);
+    waiting.offer('w-other', ['chain:1'], connected);
+    const live = waiting.offer('w-live', ['chain:1', 'echo:1'], connected);
+    await runs.start({ workflow: 'echo', version: '1', input: 1, priority: 0 });
+    expect(handedTo).toEqual(['w-live']);
+    expect((await live.handed)?.queue).toBe('echo:1');
+  });
+
+  it('takes no claim for a run due later', async () => {
+    const { runs, waiting, handedTo } = service();
+    const offer = waiting.offer('w-1', ['later:1'], connected);
+    await runs.start({ workflow: 'later', version: '1', input: 1, priority: 0, runAt: new Date(Date.now() + 60_000) });
+    expect(handedTo).toEqual([undefined]);
+    expect(offer.withdraw()).toBe(true);
+  });
+
+  it('settles the claim with nothing when the run went in queued, and wakes claimers for it', async () => {
+    const { runs, waiting, woken } = service({ refuseHandOff: true });
+    const offer = waiting.offer('w-1', ['echo:1'], connected);
+    const { run } = await runs.start({ workflow: 'echo', version: '1', input: 1, priority: 0 });
+    expect(run.status).toBe('queued');
+    expect(await offer.handed).toBeUndefined();
+    expect(woken).toEqual([
+      [RUNS_READY_CHANNEL, 'echo:1', 1],
+      [OUTBOX_CHANNEL, '', 1],
+    ]);
+  });
+
+  it('settles the claim with nothing when the start fails', async () => {
+    const { runs, waiting } = service({ failStart: true });
+    const offer = waiting.offer('w-1', ['echo:1'], connected);
+    await expect(runs.start({ workflow: 'echo', version: '1', input: 1, priority: 0 })).rejects.toThrow('connection terminated');
+    expect(offer.withdraw()).toBe(false); // taken: the claim awaits `handed`, which the failure settled
+    expect(await offer.handed).toBeUndefined();
+  });
+
+  it('hands nothing from a batch start', async () => {
+    const { runs, waiting, handedTo } = service();
+    const offer = waiting.offer('w-1', ['echo:1'], connected);
+    await runs.startMany([{ workflow: 'echo', version: '1', input: 1, priority: 0 }]);
+    expect(handedTo).toEqual([undefined]);
+    expect(offer.withdraw()).toBe(true);
   });
 });

@@ -1,4 +1,5 @@
 import {
+  type ClaimedRun,
   EventAccepted,
   InvalidRequestError,
   isTerminalStatus,
@@ -13,14 +14,46 @@ import {
   RunView,
   StartRunRequest,
   type RunTransitionsQuery,
+  queueName,
 } from '@nest-durable/client';
-import { ControlOutcome, RunControlRepository } from '@app/locking';
+import { ControlOutcome, type NewRun, RunControlRepository } from '@app/locking';
 import { NotificationListener, OUTBOX_CHANNEL, RUN_FINISHED_CHANNEL, RUNS_READY_CHANNEL } from '@app/outbox';
 import { RunEntity, uuidv7 } from '@app/persistence';
 import { Injectable } from '@nestjs/common';
+import { type WaitingClaim, WaitingClaims } from '../hand-off/waiting-claims.service';
 import { CoordinatorMetrics } from '../metrics/coordinator.metrics';
 import { RunsRepository } from './runs.repository';
 import { toRunView } from './run-view';
+
+function newRun(request: StartRunRequest): NewRun {
+  return {
+    id: uuidv7(),
+    workflow: request.workflow,
+    version: request.version,
+    shard: request.shard ?? null,
+    input: request.input,
+    priority: request.priority,
+    idempotencyKey: request.idempotencyKey ?? null,
+    runAt: request.runAt ?? null,
+    parentId: null,
+    concurrencyKey: request.concurrencyKey ?? null,
+    tags: request.tags ?? {},
+  };
+}
+
+/** A run handed to a claim at its start, as a claim returns it (a new run has no steps yet). */
+function claimedRun(run: RunEntity): ClaimedRun {
+  return {
+    id: run.id,
+    workflow: run.workflow,
+    version: run.version,
+    queue: run.queue,
+    revision: run.revision,
+    attempt: run.attempt,
+    input: run.input as JsonValue,
+    tasks: [],
+  };
+}
 
 @Injectable()
 export class RunsService {
@@ -29,11 +62,19 @@ export class RunsService {
     private readonly control: RunControlRepository,
     private readonly listener: NotificationListener,
     private readonly metrics: CoordinatorMetrics,
+    private readonly waitingClaims: WaitingClaims,
   ) {}
 
-  /** Starts a run; with a known idempotency key returns the existing run (`created: false`). */
+  /**
+   * Starts a run; with a known idempotency key returns the existing run (`created: false`). A run due
+   * now whose queue has a claim waiting on this coordinator goes straight to that claim when it may
+   * (RunControlRepository.start with `handedTo`): it is started running, in one commit.
+   */
   async start(request: StartRunRequest): Promise<{ run: RunView; created: boolean }> {
-    const [started] = await this.startMany([request]);
+    const run = newRun(request);
+    const dueNow = run.runAt === null || run.runAt.getTime() <= Date.now();
+    const claim = dueNow ? this.waitingClaims.take(queueName(run.workflow, run.version, run.shard ?? undefined)) : undefined;
+    const [started] = await this.insert([run], claim);
     return started;
   }
 
@@ -41,21 +82,22 @@ export class RunsService {
    * Starts runs in one transaction (one NOTIFY per queue). A run whose idempotency key exists comes
    * back as the existing run. Results are in request order.
    */
-  async startMany(requests: StartRunRequest[]): Promise<{ run: RunView; created: boolean }[]> {
-    const runs = requests.map((request) => ({
-      id: uuidv7(),
-      workflow: request.workflow,
-      version: request.version,
-      shard: request.shard ?? null,
-      input: request.input,
-      priority: request.priority,
-      idempotencyKey: request.idempotencyKey ?? null,
-      runAt: request.runAt ?? null,
-      parentId: null,
-      concurrencyKey: request.concurrencyKey ?? null,
-      tags: request.tags ?? {},
-    }));
-    const inserted = await this.control.start(runs);
+  startMany(requests: StartRunRequest[]): Promise<{ run: RunView; created: boolean }[]> {
+    return this.insert(requests.map(newRun));
+  }
+
+  /** Inserts the runs (handing one to `claim`, which it settles whatever happens) and views them. */
+  private async insert(runs: NewRun[], claim?: WaitingClaim): Promise<{ run: RunView; created: boolean }[]> {
+    const startedAt = performance.now();
+    let inserted: Map<string, RunEntity & { paused: boolean }>;
+    try {
+      inserted = await this.control.start(runs, undefined, claim?.workerId);
+    } catch (error) {
+      claim?.settle(undefined);
+      throw error;
+    }
+    const handed = claim ? [...inserted.values()].find((run) => run.status === 'running') : undefined;
+    claim?.settle(handed && this.metrics.taken([{ ...claimedRun(handed), readyForSeconds: 0 }], startedAt)[0]);
     for (const run of inserted.values()) this.metrics.runsStarted.inc({ workflow: run.workflow });
     this.wakeLocally(inserted.values());
     const duplicates = runs.filter((run) => !inserted.has(run.id));
@@ -82,7 +124,7 @@ export class RunsService {
     const now = Date.now();
     const due = new Map<string, number>();
     for (const run of started) {
-      if (run.dueAt instanceof Date && run.dueAt.getTime() <= now) due.set(run.queue, (due.get(run.queue) ?? 0) + 1);
+      if (run.status === 'queued' && run.dueAt instanceof Date && run.dueAt.getTime() <= now) due.set(run.queue, (due.get(run.queue) ?? 0) + 1);
     }
     for (const [queue, runs] of due) this.listener.wake(RUNS_READY_CHANNEL, queue, runs);
     if (due.size > 0) this.listener.wake(OUTBOX_CHANNEL, '', 1);

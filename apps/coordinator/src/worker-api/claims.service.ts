@@ -3,6 +3,7 @@ import { ClaimRepository, type ClaimParams, ReportRepository } from '@app/lockin
 import { NotificationListener, RUNS_READY_CHANNEL } from '@app/outbox';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config/coordinator.config';
+import { WaitingClaims } from '../hand-off/waiting-claims.service';
 import { CoordinatorMetrics } from '../metrics/coordinator.metrics';
 
 /** How workers come to own runs: claims (the HTTP subscriber) and takes (a transport's wake-ups), one statement for both. */
@@ -16,13 +17,15 @@ export class ClaimsService {
     private readonly listener: NotificationListener,
     @Inject(COORDINATOR_CONFIG) private readonly config: CoordinatorConfig,
     private readonly metrics: CoordinatorMetrics,
+    private readonly waiting: WaitingClaims,
   ) {}
 
   /**
    * Claims up to `limit` runs, long-polling up to `waitMs` when none is ready. It sleeps until a
    * NOTIFY says a run became ready on one of the requested queues, or the due timers say one came
    * due by time, re-checking every claimPollIntervalMs for claims that went idle (and as the
-   * timers' safety net).
+   * timers' safety net). While it waits, it is offered to runs started on this coordinator: a start
+   * of one of its queues may hand it the new run directly (WaitingClaims, RunsService.start).
    * `gone()` reports that the caller disconnected: then nothing more is claimed for it.
    */
   async claim(request: ClaimRequest, gone: () => boolean): Promise<ClaimedRun[]> {
@@ -53,7 +56,17 @@ export class ClaimsService {
         wait?.cancel();
         return runs;
       }
-      await wait.notified;
+      const offer = this.waiting.offer(request.workerId, queues, gone);
+      await Promise.race([wait.notified, offer.taken]);
+      if (offer.withdraw()) continue; // woken, or the poll interval passed: claim again
+      wait.cancel();
+      const handed = await offer.handed;
+      if (handed === undefined) continue; // the start queued its run (or had none): claim as usual
+      if (gone()) {
+        await this.releaseAll([handed]);
+        return [];
+      }
+      return [handed];
     }
   }
 

@@ -1,12 +1,13 @@
 import { LockingModule } from '@app/locking';
 import { Module } from '@nestjs/common';
 import { DeadLettersModule } from '../dead-letters/dead-letters.module';
+import { HandOffModule } from '../hand-off/hand-off.module';
 import { ClaimsService } from './claims.service';
 import { WorkerApiController } from './worker-api.controller';
 import { WorkerWritesService } from './worker-writes.service';
 
 @Module({
-  imports: [LockingModule, DeadLettersModule],
+  imports: [LockingModule, DeadLettersModule, HandOffModule],
   controllers: [WorkerApiController],
   providers: [ClaimsService, WorkerWritesService],
 })

@@ -4,6 +4,7 @@ import { Injectable } from '@nestjs/common';
 import {
   appendHistory,
   INSERT_RUNS,
+  INSERT_RUNS_HANDED,
   insertRunsParams,
   json,
   type NewRun,
@@ -15,6 +16,21 @@ import {
   stepsToRerun,
   wakeParents,
 } from '../runs/run-sql';
+
+/** The start statement, the runs it inserted, and whether a pause holds each (a primary-key probe of workflow_controls). */
+function startRuns(name: string, insert: string) {
+  return prepared(
+    name,
+    `WITH ${insert}, notified AS (SELECT ${NOTIFY_INSERTED_QUEUES} AS n)
+       SELECT ${RUN_COLUMNS},
+              EXISTS (SELECT 1 FROM workflow_controls c
+                       WHERE c.workflow = inserted.workflow AND c.version = inserted.version
+                         AND (c.paused OR inserted.shard = ANY (c.paused_shards))) AS paused
+         FROM inserted, notified`,
+  );
+}
+const START_RUNS = startRuns('wf_start_runs', INSERT_RUNS);
+const START_HANDED_RUNS = startRuns('wf_start_handed_runs', INSERT_RUNS_HANDED);
 
 /** Outcome of a client command on an existing run: its status before, and whether it applied. */
 export interface ControlOutcome {
@@ -37,19 +53,18 @@ export class RunControlRepository {
    * idle claimers with one NOTIFY per queue that got a run due now (delivered at commit). Returns
    * the runs inserted, by id: a run whose idempotency key already exists for its workflow is left out.
    * `paused`: a pause of its version or shard holds it (a primary-key probe of workflow_controls).
+   *
+   * `handedTo`: the worker whose claim waits, on this coordinator, for the runs' queue. Each run that
+   * flow_hand_off admits (its version has no active control and its queue no ready run) is inserted
+   * running for that worker instead, claimed in the same commit as its start: it skips the queue, and
+   * nobody else is woken for it. Safe under concurrency as a claim is: flow_hand_off takes the version's
+   * admission lock shared, so a limit set meanwhile counts the run, and a run of a version that got a
+   * control or of a queue that got ready runs goes in queued, for the claim's usual statement to order.
    */
-  async start(runs: NewRun[], on: SqlExecutor = this.db): Promise<Map<string, RunEntity & { paused: boolean }>> {
+  async start(runs: NewRun[], on: SqlExecutor = this.db, handedTo?: string): Promise<Map<string, RunEntity & { paused: boolean }>> {
     const rows = await on.query<RunEntity & { paused: boolean }>(
-      prepared(
-        'wf_start_runs',
-        `WITH ${INSERT_RUNS}, notified AS (SELECT ${NOTIFY_INSERTED_QUEUES} AS n)
-       SELECT ${RUN_COLUMNS},
-              EXISTS (SELECT 1 FROM workflow_controls c
-                       WHERE c.workflow = inserted.workflow AND c.version = inserted.version
-                         AND (c.paused OR inserted.shard = ANY (c.paused_shards))) AS paused
-         FROM inserted, notified`,
-      ),
-      insertRunsParams(runs),
+      handedTo === undefined ? START_RUNS : START_HANDED_RUNS,
+      handedTo === undefined ? insertRunsParams(runs) : [...insertRunsParams(runs), handedTo],
     );
     return new Map(rows.map((row) => [row.id, row]));
   }

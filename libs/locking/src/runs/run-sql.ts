@@ -108,22 +108,51 @@ export interface NewRun {
  * as the CTE `inserted`, with their first history rows. A run whose idempotency key already exists
  * for its workflow is not inserted; a concurrent insert of the same key waits for the other to
  * commit, so exactly one run exists.
+ *
+ * `handedTo` (SQL for a worker id) hands each run flow_hand_off admits straight to that worker's
+ * waiting claim: it is inserted running at revision 1, as a claim would leave it, and its history is
+ * the two transitions a start and a claim append (queued at revision 0, then running). The others
+ * are inserted queued, as without it.
  */
-export const INSERT_RUNS = `inserted AS (
-         INSERT INTO runs (id, workflow, version, queue, shard, status, input, priority, idempotency_key, due_at, parent_id, concurrency_key, tags)
-         SELECT id, workflow, version, queue, shard, 'queued', input, priority, idempotency_key, coalesce(run_at, now()), parent_id, concurrency_key, tags
+function insertRuns(handedTo?: string): string {
+  const handed = (value: string, otherwise: string) => (handedTo ? `CASE WHEN h.admitted THEN ${value} ELSE ${otherwise} END` : otherwise);
+  return `inserted AS (
+         INSERT INTO runs (id, workflow, version, queue, shard, status, input, priority, idempotency_key, due_at, parent_id, concurrency_key, tags${
+           handedTo ? ', revision, claimed_by, heartbeat_at, started_at' : ''
+         })
+         SELECT id, workflow, version, queue, shard, ${handed(`'running'`, `'queued'`)}, input, priority, idempotency_key, coalesce(run_at, now()), parent_id, concurrency_key, tags${
+           handedTo ? `, ${handed('1', '0')}, ${handed(handedTo, 'NULL')}, ${handed('now()', 'NULL')}, ${handed('now()', 'NULL')}` : ''
+         }
            FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::jsonb[], $6::integer[], $7::text[],
                        $8::timestamptz[], $9::uuid[], $10::text[], $11::text[], $12::jsonb[])
-                AS n(id, workflow, version, queue, input, priority, idempotency_key, run_at, parent_id, shard, concurrency_key, tags)
+                AS n(id, workflow, version, queue, input, priority, idempotency_key, run_at, parent_id, shard, concurrency_key, tags)${
+                  handedTo
+                    ? `
+                CROSS JOIN LATERAL (SELECT flow_hand_off(n.workflow, n.version, n.queue) AS admitted) h`
+                    : ''
+                }
          ON CONFLICT (workflow, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
          RETURNING *
        ), inserted_history AS (
-         ${appendHistory('inserted', 'NULL', `'queued'`)}
+         ${
+           handedTo
+             ? `INSERT INTO run_transitions (run_id, from_status, to_status, revision, worker_id)
+          SELECT id, NULL, 'queued', 0, NULL FROM inserted
+          UNION ALL
+          SELECT id, 'queued', 'running', revision, claimed_by FROM inserted WHERE status = 'running'`
+             : appendHistory('inserted', 'NULL', `'queued'`)
+         }
        )`;
+}
 
-/** One NOTIFY per queue that got a run due now (not one per run). */
+export const INSERT_RUNS = insertRuns();
+
+/** INSERT_RUNS handing the runs flow_hand_off admits to the claim of worker $13 (see RunControlRepository.start). */
+export const INSERT_RUNS_HANDED = insertRuns('$13');
+
+/** One NOTIFY per queue that got a queued run due now (not one per run; a run handed to a claim is not waiting). */
 export const NOTIFY_INSERTED_QUEUES = `(SELECT count(*) FROM (
-         SELECT pg_notify('${RUNS_READY_CHANNEL}', queue) FROM (SELECT DISTINCT queue FROM inserted WHERE due_at <= now()) q) n)`;
+         SELECT pg_notify('${RUNS_READY_CHANNEL}', queue) FROM (SELECT DISTINCT queue FROM inserted WHERE status = 'queued' AND due_at <= now()) q) n)`;
 
 export function insertRunsParams(runs: NewRun[]): unknown[] {
   return [

@@ -1,0 +1,104 @@
+import type { ClaimedRun } from '@nest-durable/client';
+import { Injectable } from '@nestjs/common';
+
+/** A claim long-poll waiting on this coordinator, as the start that took it sees it. */
+export interface WaitingClaim {
+  readonly workerId: string;
+  /**
+   * Ends the wait: with the run the start handed over, or with nothing (the start inserted its run
+   * queued, or no run at all), after which the claim claims as usual.
+   */
+  settle(run: ClaimedRun | undefined): void;
+}
+
+/** The same wait, as the claim that offered itself sees it. */
+export interface ClaimOffer {
+  /** Resolves when a start took this claim; `handed` then tells what it handed over. */
+  readonly taken: Promise<void>;
+  readonly handed: Promise<ClaimedRun | undefined>;
+  /** Stops offering the claim to starts. False when a start took it already: await `handed` then. */
+  withdraw(): boolean;
+}
+
+class Offer implements WaitingClaim, ClaimOffer {
+  readonly taken: Promise<void>;
+  readonly handed: Promise<ClaimedRun | undefined>;
+  state: 'offered' | 'taken' | 'withdrawn' = 'offered';
+  private markTaken!: () => void;
+  private resolveHanded!: (run: ClaimedRun | undefined) => void;
+
+  constructor(
+    readonly workerId: string,
+    readonly queues: readonly string[],
+    readonly gone: () => boolean,
+    private readonly remove: (offer: Offer) => void,
+  ) {
+    this.taken = new Promise((resolve) => (this.markTaken = resolve));
+    this.handed = new Promise((resolve) => (this.resolveHanded = resolve));
+  }
+
+  take(): void {
+    this.state = 'taken';
+    this.remove(this);
+    this.markTaken();
+  }
+
+  settle(run: ClaimedRun | undefined): void {
+    this.resolveHanded(run);
+  }
+
+  withdraw(): boolean {
+    if (this.state === 'taken') return false;
+    if (this.state === 'offered') {
+      this.state = 'withdrawn';
+      this.remove(this);
+    }
+    return true;
+  }
+}
+
+/**
+ * The claim long-polls waiting on this coordinator, by queue, so that a run started here can be
+ * handed straight to one of them (RunControlRepository.start with `handedTo`) instead of being queued
+ * and claimed in a second statement and commit. Only this process's claims are here: a start on
+ * another coordinator queues its run and wakes claimers through NOTIFY, as before.
+ */
+@Injectable()
+export class WaitingClaims {
+  private readonly byQueue = new Map<string, Set<Offer>>();
+
+  /**
+   * Offers a claim that found nothing and waits for runs of `queues`, until it withdraws or a start
+   * takes it. `gone()` says its worker disconnected: a start passes it over.
+   */
+  offer(workerId: string, queues: readonly string[], gone: () => boolean): ClaimOffer {
+    const offer = new Offer(workerId, queues, gone, (done) => this.remove(done));
+    for (const queue of queues) {
+      const offers = this.byQueue.get(queue) ?? new Set();
+      offers.add(offer);
+      this.byQueue.set(queue, offers);
+    }
+    return offer;
+  }
+
+  /**
+   * Takes the claim that has waited longest for `queue` (its worker still connected), if any. The
+   * claim waits for `settle` from then on: the caller must settle it, whatever happens.
+   */
+  take(queue: string): WaitingClaim | undefined {
+    for (const offer of this.byQueue.get(queue) ?? []) {
+      if (offer.gone()) continue;
+      offer.take();
+      return offer;
+    }
+    return undefined;
+  }
+
+  private remove(offer: Offer): void {
+    for (const queue of offer.queues) {
+      const offers = this.byQueue.get(queue);
+      offers?.delete(offer);
+      if (offers?.size === 0) this.byQueue.delete(queue);
+    }
+  }
+}

@@ -1,0 +1,165 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it, jest } from '@jest/globals';
+import { Client } from 'pg';
+import request from 'supertest';
+import { WaitingClaims } from '../apps/coordinator/src/hand-off/waiting-claims.service';
+import { type RunningCoordinator, startCoordinator } from './support/apps';
+import { createTestDatabase, type TestDatabase } from './support/database';
+import { eventually } from './support/poll';
+
+/**
+ * A run started while a worker's claim long-polls this coordinator for its queue goes straight to that
+ * claim, in the start's own commit, unless flow control or ready runs of the queue say it must queue.
+ */
+describe('handing a new run to a waiting claim', () => {
+  let db: TestDatabase;
+  let coordinator: RunningCoordinator;
+  let offers: ReturnType<typeof jest.spyOn>;
+
+  beforeAll(async () => {
+    db = await createTestDatabase('hand_off');
+    // No poll interval in the way: a claim waits until a start or a NOTIFY ends its wait.
+    coordinator = await startCoordinator(db.url, { claimPollIntervalMs: 60_000 });
+    offers = jest.spyOn(coordinator.app.get(WaitingClaims), 'offer');
+  });
+
+  afterEach(async () => {
+    await db.sql('TRUNCATE runs, workflow_controls CASCADE');
+  });
+
+  afterAll(async () => {
+    await coordinator?.close();
+    await db?.drop();
+  });
+
+  const http = () => request(coordinator.url);
+  /** A claim of echo:1 for `workerId`, waiting up to 10 s; resolves once it is waiting (offered to starts). */
+  async function waitingClaim(workerId: string): Promise<{ answer: Promise<request.Response> }> {
+    const before = offers.mock.calls.length;
+    const answer = http()
+      .post('/v1/worker/claims')
+      .send({ workerId, workflows: [{ name: 'echo', version: '1' }], limit: 5, waitMs: 10_000 })
+      .then((r) => r);
+    await eventually('the claim to wait', async () => offers.mock.calls.length > before);
+    return { answer };
+  }
+  /** The claim's answer, once it came, which must be a 200. */
+  async function claimed(claim: { answer: Promise<request.Response> }) {
+    const response = await claim.answer;
+    expect(response.status).toBe(200);
+    return response;
+  }
+  const start = (body: Record<string, unknown> = {}) =>
+    http()
+      .post('/v1/runs')
+      .send({ workflow: 'echo', version: '1', input: 1, ...body });
+  const row = async (id: string) =>
+    (
+      await db.sql<{ status: string; revision: number; claimed_by: string | null; holds_slot: boolean }>(
+        `SELECT status, revision, claimed_by, holds_slot FROM runs WHERE id = $1`,
+        [id],
+      )
+    )[0];
+  const transitions = (id: string) =>
+    db.sql(`SELECT from_status AS "from", to_status AS "to", revision, worker_id AS worker FROM run_transitions WHERE run_id = $1 ORDER BY id`, [id]);
+
+  it('starts the run running for the waiting claim, in one commit, with the history of a start and a claim', async () => {
+    const claim = await waitingClaim('w-hand');
+    const started = await start({ input: { n: 1 } }).expect(201);
+    expect(started.body).toMatchObject({ status: 'running', revision: 1 });
+    const { body } = await claimed(claim);
+    expect(body.runs).toEqual([{ id: started.body.id, workflow: 'echo', version: '1', queue: 'echo:1', revision: 1, attempt: 1, input: { n: 1 }, tasks: [] }]);
+    expect(await row(started.body.id)).toEqual({ status: 'running', revision: 1, claimed_by: 'w-hand', holds_slot: false });
+    expect(await transitions(started.body.id)).toEqual([
+      { from: null, to: 'queued', revision: 0, worker: null },
+      { from: 'queued', to: 'running', revision: 1, worker: 'w-hand' },
+    ]);
+    // The worker owns it as if it had claimed it: its writes at revision 1 pass, a stale one does not.
+    await http().post(`/v1/worker/runs/${started.body.id}/complete`).send({ expectedRevision: 0, output: 'x' }).expect(409);
+    await http().post(`/v1/worker/runs/${started.body.id}/complete`).send({ expectedRevision: 1, output: 'done' }).expect(200);
+    expect(await row(started.body.id)).toMatchObject({ status: 'completed', revision: 2 });
+  });
+
+  it("queues a paused version's run: the claim keeps waiting, and takes it once the version is resumed", async () => {
+    await http().post('/v1/workflows/echo/1/pause').expect(200);
+    const claim = await waitingClaim('w-paused');
+    const offered = offers.mock.calls.length;
+    const started = await start().expect(201);
+    expect(started.body).toMatchObject({ status: 'queued', paused: true });
+    // Not handed the run, the claim claimed as usual, found the version paused and waits again.
+    await eventually('the claim to wait again', async () => offers.mock.calls.length > offered);
+    expect((await row(started.body.id)).status).toBe('queued');
+    await http().post('/v1/workflows/echo/1/resume').expect(200);
+    expect((await claimed(claim)).body.runs.map((run: { id: string }) => run.id)).toEqual([started.body.id]);
+  });
+
+  it('queues a run of a version with a concurrency limit; the claim takes it through the limit, holding a slot', async () => {
+    await http().put('/v1/workflows/echo/1/limits').send({ concurrency: 1 }).expect(200);
+    const claim = await waitingClaim('w-limited');
+    const started = await start().expect(201);
+    expect(started.body.status).toBe('queued');
+    expect((await claimed(claim)).body.runs.map((run: { id: string }) => run.id)).toEqual([started.body.id]);
+    expect(await row(started.body.id)).toMatchObject({ status: 'running', claimed_by: 'w-limited', holds_slot: true });
+  });
+
+  it('queues the run while the queue has a ready run (it comes first), even one the claim could not lock', async () => {
+    const earlier = await start({ priority: 5 }).expect(201);
+    const holder = new Client({ connectionString: db.url });
+    await holder.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT 1 FROM runs WHERE id = $1 FOR UPDATE', [earlier.body.id]);
+      const claim = await waitingClaim('w-ready'); // skips the locked run, finds nothing else, waits
+      const later = await start().expect(201);
+      expect(later.body.status).toBe('queued');
+      await holder.query('COMMIT');
+      const { body } = await claimed(claim);
+      expect(body.runs.length).toBeGreaterThan(0);
+    } finally {
+      await holder.end();
+    }
+  });
+
+  it('waits for a limit being set (the admission lock) and then sees it: the run goes in queued', async () => {
+    const setter = new Client({ connectionString: db.url });
+    await setter.connect();
+    try {
+      const claim = await waitingClaim('w-race');
+      // What PUT /limits does, held open: the version's admission lock, then the control row.
+      await setter.query('BEGIN');
+      await setter.query(`SELECT pg_advisory_xact_lock(flow_version_lock('echo', '1'))`);
+      await setter.query(`INSERT INTO workflow_controls (workflow, version, api_concurrency) VALUES ('echo', '1', 1)`);
+      const starting = start().then((r) => r);
+      await eventually('the start to wait for the admission lock', async () => {
+        const [{ n }] = await db.sql<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event = 'advisory'`,
+        );
+        return n > 0;
+      });
+      await setter.query('COMMIT');
+      const started = await starting;
+      expect(started.status).toBe(201);
+      expect(started.body.status).toBe('queued');
+      expect((await claimed(claim)).body.runs.map((run: { id: string }) => run.id)).toEqual([started.body.id]);
+      expect(await row(started.body.id)).toMatchObject({ holds_slot: true });
+    } finally {
+      await setter.end();
+    }
+  });
+
+  it('hands nothing for a start whose idempotency key exists; the claim takes the next new run', async () => {
+    const first = await start({ idempotencyKey: 'k-1' }).expect(201);
+    await http()
+      .post('/v1/worker/claims')
+      .send({ workerId: 'w-first', workflows: [{ name: 'echo', version: '1' }], limit: 1, waitMs: 0 })
+      .expect(200);
+    const claim = await waitingClaim('w-dup');
+    const offered = offers.mock.calls.length;
+    const again = await start({ idempotencyKey: 'k-1' }).expect(200);
+    expect(again.body).toMatchObject({ id: first.body.id, status: 'running', revision: 1 });
+    expect(await row(first.body.id)).toMatchObject({ claimed_by: 'w-first' });
+    await eventually('the claim to wait again', async () => offers.mock.calls.length > offered);
+    const next = await start().expect(201);
+    expect(next.body.status).toBe('running');
+    expect((await claimed(claim)).body.runs.map((run: { id: string }) => run.id)).toEqual([next.body.id]);
+  });
+});
