@@ -167,18 +167,20 @@ export class RunsService {
    */
   async waitForResult(id: string, waitMs: number): Promise<RunView> {
     const deadline = Date.now() + waitMs;
+    let finished = false;
     for (;;) {
       const remaining = deadline - Date.now();
       const wait = remaining > 0 ? this.listener.waitFor(RUN_FINISHED_CHANNEL, (payload) => payload === id, remaining) : undefined;
-      const run = await this.require(id).catch((error: unknown) => {
+      // Once the run's end was announced, its steps are read beside it (the view needs both), not after it.
+      const [run, tasks] = await Promise.all([this.require(id), finished ? this.repository.findTasks(id) : undefined]).catch((error: unknown) => {
         wait?.cancel();
         throw error;
       });
       if (!wait || isTerminalStatus(run.status) || this.listener.isClosed) {
         wait?.cancel();
-        return this.view(run);
+        return tasks && isTerminalStatus(run.status) ? toRunView(run, tasks) : this.view(run);
       }
-      await wait.notified;
+      finished = await wait.notified;
     }
   }
 
