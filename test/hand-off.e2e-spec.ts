@@ -32,12 +32,15 @@ describe('handing a new run to a waiting claim', () => {
   });
 
   const http = () => request(coordinator.url);
-  /** A claim of echo:1 for `workerId`, waiting up to 10 s; resolves once it is waiting (offered to starts). */
-  async function waitingClaim(workerId: string): Promise<{ answer: Promise<request.Response> }> {
+  /** A claim (of echo:1 unless told) for `workerId`, waiting up to 10 s; resolves once it is waiting (offered to starts). */
+  async function waitingClaim(
+    workerId: string,
+    { workflows = [{ name: 'echo', version: '1' }], waitMs = 10_000 } = {},
+  ): Promise<{ answer: Promise<request.Response> }> {
     const before = offers.mock.calls.length;
     const answer = http()
       .post('/v1/worker/claims')
-      .send({ workerId, workflows: [{ name: 'echo', version: '1' }], limit: 5, waitMs: 10_000 })
+      .send({ workerId, workflows, limit: 5, waitMs })
       .then((r) => r);
     await eventually('the claim to wait', async () => offers.mock.calls.length > before);
     return { answer };
@@ -111,11 +114,75 @@ describe('handing a new run to a waiting claim', () => {
       const claim = await waitingClaim('w-ready'); // skips the locked run, finds nothing else, waits
       const later = await start().expect(201);
       expect(later.body.status).toBe('queued');
+      // Not handed the run, the claim claims as usual and takes the one it can lock.
+      expect((await claimed(claim)).body.runs.map((run: { id: string }) => run.id)).toEqual([later.body.id]);
       await holder.query('COMMIT');
-      const { body } = await claimed(claim);
-      expect(body.runs.length).toBeGreaterThan(0);
     } finally {
       await holder.end();
+    }
+  });
+
+  /** Runs the claim statement would take before a new one: locked by `holder`, so the claim skips them and waits. */
+  const FIRST_IN_LINE = {
+    "a ready run of another of the claim's queues": async () =>
+      (
+        await http()
+          .post('/v1/runs')
+          .send({ workflow: 'chain', version: '1', input: { steps: 1 }, priority: 9 })
+          .expect(201)
+      ).body.id as string,
+    'a run of the queue whose claim went idle': async () => {
+      const [{ id }] = await db.sql<{ id: string }>(
+        `INSERT INTO runs (id, workflow, version, queue, status, revision, claimed_by, heartbeat_at, input)
+         VALUES (gen_random_uuid(), 'echo', '1', 'echo:1', 'running', 1, 'w-dead', now() - interval '1 hour', '1') RETURNING id`,
+      );
+      return id;
+    },
+  };
+
+  it.each(Object.keys(FIRST_IN_LINE))('queues the run while there is %s (the claim would take it first)', async (what) => {
+    const first = await FIRST_IN_LINE[what as keyof typeof FIRST_IN_LINE]();
+    const holder = new Client({ connectionString: db.url });
+    await holder.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT 1 FROM runs WHERE id = $1 FOR UPDATE', [first]);
+      const claim = await waitingClaim('w-both', {
+        workflows: [
+          { name: 'echo', version: '1' },
+          { name: 'chain', version: '1' },
+        ],
+      });
+      const echo = await start().expect(201);
+      expect(echo.body.status).toBe('queued');
+      // Not handed the run, the claim claims as usual: the only run it can lock is the new one.
+      expect((await claimed(claim)).body.runs.map((run: { id: string }) => run.id)).toEqual([echo.body.id]);
+      await holder.query('ROLLBACK');
+    } finally {
+      await holder.end();
+    }
+  });
+
+  it('answers a claim whose start is late at its own deadline, and gives back the run handed after it', async () => {
+    const locker = new Client({ connectionString: db.url });
+    await locker.connect();
+    try {
+      const claim = await waitingClaim('w-late', { waitMs: 1_500 });
+      // Another start of the same idempotency key, not committed yet: this start's insert waits for it.
+      await locker.query('BEGIN');
+      await locker.query(`INSERT INTO runs (id, workflow, version, queue, status, idempotency_key, input)
+                          VALUES (gen_random_uuid(), 'echo', '1', 'echo:1', 'queued', 'k-late', '1')`);
+      const starting = start({ idempotencyKey: 'k-late' }).then((r) => r);
+      expect((await claimed(claim)).body.runs).toEqual([]);
+      await locker.query('ROLLBACK');
+      const started = await starting;
+      expect(started.body).toMatchObject({ status: 'running', revision: 1 });
+      await eventually('the late run to be given back', async () => {
+        const now = await row(started.body.id);
+        return now.status === 'queued' && now.revision === 2;
+      });
+    } finally {
+      await locker.end();
     }
   });
 

@@ -1,6 +1,7 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, afterEach, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import type { ClaimedRun } from '@nest-durable/client';
 import request from 'supertest';
+import { WaitingClaims } from '../apps/coordinator/src/hand-off/waiting-claims.service';
 import { type RunningCoordinator, startCoordinator } from './support/apps';
 import { createTestDatabase, type TestDatabase } from './support/database';
 import { eventually } from './support/poll';
@@ -86,13 +87,21 @@ describe('worker protocol', () => {
     expect(new Set(all)).toEqual(new Set(ids));
   });
 
-  it('long-polls: an idle claim is woken by NOTIFY when a run is started', async () => {
-    const pending = claim('w-idle', 5, 30_000);
-    // Start the run only once the claim is parked at the coordinator.
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    const [id] = await startRuns(1);
-    const runs = await pending;
-    expect(runs.map((run) => run.id)).toEqual([id]);
+  it('long-polls: an idle claim is woken when runs are started (by a batch start, which hands no run to a claim)', async () => {
+    const offers = jest.spyOn(coordinator.app.get(WaitingClaims), 'offer');
+    try {
+      const pending = claim('w-idle', 5, 30_000);
+      // Start the runs only once the claim waits at the coordinator.
+      await eventually('the claim to wait', async () => offers.mock.calls.length > 0);
+      const started = await http()
+        .post('/v1/runs/batch')
+        .send({ runs: [{ workflow: 'echo', version: '1', input: { i: 0 } }] })
+        .expect(201);
+      const runs = await pending;
+      expect(runs.map((run) => run.id)).toEqual([started.body.runs[0].id]);
+    } finally {
+      offers.mockRestore();
+    }
   });
 
   it('returns an empty claim after waitMs when nothing is ready', async () => {

@@ -4,6 +4,8 @@ import { Injectable } from '@nestjs/common';
 /** A claim long-poll waiting on this coordinator, as the start that took it sees it. */
 export interface WaitingClaim {
   readonly workerId: string;
+  /** Every queue the claim waits for. */
+  readonly queues: readonly string[];
   /**
    * Ends the wait: with the run the start handed over, or with nothing (the start inserted its run
    * queued, or no run at all), after which the claim claims as usual.
@@ -23,7 +25,7 @@ export interface ClaimOffer {
 class Offer implements WaitingClaim, ClaimOffer {
   readonly taken: Promise<void>;
   readonly handed: Promise<ClaimedRun | undefined>;
-  state: 'offered' | 'taken' | 'withdrawn' = 'offered';
+  private state: 'offered' | 'taken' | 'withdrawn' = 'offered';
   private markTaken!: () => void;
   private resolveHanded!: (run: ClaimedRun | undefined) => void;
 
@@ -37,10 +39,13 @@ class Offer implements WaitingClaim, ClaimOffer {
     this.handed = new Promise((resolve) => (this.resolveHanded = resolve));
   }
 
-  take(): void {
+  /** False when the claim was withdrawn or taken already. */
+  take(): boolean {
+    if (this.state !== 'offered') return false;
     this.state = 'taken';
     this.remove(this);
     this.markTaken();
+    return true;
   }
 
   settle(run: ClaimedRun | undefined): void {
@@ -82,14 +87,13 @@ export class WaitingClaims {
   }
 
   /**
-   * Takes the claim that has waited longest for `queue` (its worker still connected), if any. The
-   * claim waits for `settle` from then on: the caller must settle it, whatever happens.
+   * Takes the claim of `queue` offered longest ago (its worker still connected), if any: a claim offers
+   * itself anew each time it waits again, so that is the one idle longest. The claim waits for `settle`
+   * from then on: the caller must settle it, whatever happens.
    */
   take(queue: string): WaitingClaim | undefined {
     for (const offer of this.byQueue.get(queue) ?? []) {
-      if (offer.gone()) continue;
-      offer.take();
-      return offer;
+      if (!offer.gone() && offer.take()) return offer;
     }
     return undefined;
   }

@@ -12,6 +12,7 @@ export class CoordinatorMetrics {
   readonly runsCancelled;
   readonly dispatchLatency;
   readonly claimDuration;
+  readonly runsHandedOff;
   readonly revisionConflicts;
   readonly heartbeats;
   readonly httpRequests;
@@ -29,6 +30,7 @@ export class CoordinatorMetrics {
       LATENCY_BUCKETS,
     );
     this.claimDuration = metrics.histogram('claim_duration_seconds', 'Time of one claim or take statement', LATENCY_BUCKETS);
+    this.runsHandedOff = metrics.counter('runs_handed_off_total', 'Runs handed to a waiting claim by their start, never queued');
     this.revisionConflicts = metrics.counter('revision_conflicts_total', 'Worker writes refused because the run moved on (409)');
     this.heartbeats = metrics.counter('heartbeats_total', 'Claims refreshed by worker heartbeats');
     this.httpRequests = metrics.counter('http_requests_total', 'HTTP requests received');
@@ -41,6 +43,12 @@ export class CoordinatorMetrics {
       'schedule_overlaps_skipped_total',
       'Schedule fire times that started no run: the previous run was unfinished',
     );
+  }
+
+  /** A run its start handed to a waiting claim: taken the moment it became ready. */
+  handedOff(): void {
+    this.runsHandedOff.inc();
+    this.dispatchLatency.observe(0);
   }
 
   /** Records how long the runs waited and strips that bookkeeping from what the worker gets. */

@@ -1,7 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
-import type { RunControlRepository } from '@app/locking';
+import type { ReportRepository, RunControlRepository } from '@app/locking';
 import { OUTBOX_CHANNEL, type NotificationListener, RUNS_READY_CHANNEL } from '@app/outbox';
 import type { RunEntity } from '@app/persistence';
+import type { CoordinatorConfig } from '../config/coordinator.config';
 import { WaitingClaims } from '../hand-off/waiting-claims.service';
 import type { CoordinatorMetrics } from '../metrics/coordinator.metrics';
 import type { RunsRepository } from './runs.repository';
@@ -16,7 +17,8 @@ function service({ refuseHandOff = false, failStart = false } = {}) {
   const woken: [string, string, number][] = [];
   const handedTo: (string | undefined)[] = [];
   const control = {
-    start: async (runs: { id: string; workflow: string; version: string; runAt: Date | null }[], _on: unknown, worker?: string) => {
+    start: async (runs: { id: string; workflow: string; version: string; runAt: Date | null }[], _on: unknown, claim?: { workerId: string }) => {
+      const worker = claim?.workerId;
       handedTo.push(worker);
       if (failStart) throw new Error('connection terminated');
       const handed = worker !== undefined && !refuseHandOff;
@@ -40,7 +42,14 @@ function service({ refuseHandOff = false, failStart = false } = {}) {
   };
   const repository = { pausedQueues: async () => new Set<string>(), findByIdempotencyKeys: async () => new Map() };
   const listener = { wake: (channel: string, payload: string, max: number) => woken.push([channel, payload, max]) };
-  const metrics = { runsStarted: { inc: () => undefined }, taken: (runs: { readyForSeconds: unknown }[]) => runs.map(({ readyForSeconds: _, ...run }) => run) };
+  const metrics = { runsStarted: { inc: () => undefined }, handedOff: () => undefined };
+  const released: [string, number][] = [];
+  const reports = {
+    release: async (id: string, revision: number) => {
+      released.push([id, revision]);
+      return { revision: revision + 1 };
+    },
+  };
   const waiting = new WaitingClaims();
   const runs = new RunsService(
     repository as unknown as RunsRepository,
@@ -48,8 +57,10 @@ function service({ refuseHandOff = false, failStart = false } = {}) {
     listener as unknown as NotificationListener,
     metrics as unknown as CoordinatorMetrics,
     waiting,
+    reports as unknown as ReportRepository,
+    { claimMinIdleTimeMs: 90_000 } as CoordinatorConfig,
   );
-  return { runs, woken, waiting, handedTo };
+  return { runs, woken, waiting, handedTo, released };
 }
 
 describe('RunsService start', () => {
@@ -120,12 +131,21 @@ describe('RunsService start with a claim waiting for its queue', () => {
     ]);
   });
 
-  it('settles the claim with nothing when the start fails', async () => {
-    const { runs, waiting } = service({ failStart: true });
+  it('settles the claim with nothing when the start fails, and gives back a run it may have handed over', async () => {
+    const { runs, waiting, released, handedTo } = service({ failStart: true });
     const offer = waiting.offer('w-1', ['echo:1'], connected);
     await expect(runs.start({ workflow: 'echo', version: '1', input: 1, priority: 0 })).rejects.toThrow('connection terminated');
+    expect(handedTo).toEqual(['w-1']);
     expect(offer.withdraw()).toBe(false); // taken: the claim awaits `handed`, which the failure settled
     expect(await offer.handed).toBeUndefined();
+    // The statement may have committed before the connection died: the run, if handed, is released (fenced at revision 1).
+    expect(released).toEqual([[expect.any(String), 1]]);
+  });
+
+  it('gives nothing back when a start without a waiting claim fails', async () => {
+    const { runs, released } = service({ failStart: true });
+    await expect(runs.start({ workflow: 'echo', version: '1', input: 1, priority: 0 })).rejects.toThrow('connection terminated');
+    expect(released).toEqual([]);
   });
 
   it('hands nothing from a batch start', async () => {

@@ -16,10 +16,11 @@ import {
   type RunTransitionsQuery,
   queueName,
 } from '@nest-durable/client';
-import { ControlOutcome, type NewRun, RunControlRepository } from '@app/locking';
+import { ControlOutcome, type NewRun, ReportRepository, RunControlRepository } from '@app/locking';
 import { NotificationListener, OUTBOX_CHANNEL, RUN_FINISHED_CHANNEL, RUNS_READY_CHANNEL } from '@app/outbox';
 import { RunEntity, uuidv7 } from '@app/persistence';
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
+import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config/coordinator.config';
 import { type WaitingClaim, WaitingClaims } from '../hand-off/waiting-claims.service';
 import { CoordinatorMetrics } from '../metrics/coordinator.metrics';
 import { RunsRepository } from './runs.repository';
@@ -63,6 +64,8 @@ export class RunsService {
     private readonly listener: NotificationListener,
     private readonly metrics: CoordinatorMetrics,
     private readonly waitingClaims: WaitingClaims,
+    private readonly reports: ReportRepository,
+    @Inject(COORDINATOR_CONFIG) private readonly config: CoordinatorConfig,
   ) {}
 
   /**
@@ -88,16 +91,27 @@ export class RunsService {
 
   /** Inserts the runs (handing one to `claim`, which it settles whatever happens) and views them. */
   private async insert(runs: NewRun[], claim?: WaitingClaim): Promise<{ run: RunView; created: boolean }[]> {
-    const startedAt = performance.now();
     let inserted: Map<string, RunEntity & { paused: boolean }>;
+    let handed: ClaimedRun | undefined;
     try {
-      inserted = await this.control.start(runs, undefined, claim?.workerId);
+      inserted = await this.control.start(
+        runs,
+        undefined,
+        claim && { workerId: claim.workerId, queues: claim.queues, claimMinIdleTimeMs: this.config.claimMinIdleTimeMs },
+      );
+      const run = claim ? [...inserted.values()].find((row) => row.status === 'running') : undefined;
+      if (run) {
+        handed = claimedRun(run);
+        this.metrics.handedOff();
+      }
     } catch (error) {
-      claim?.settle(undefined);
+      // The statement may have committed before its answer was lost: a run handed to the claim, which
+      // is told nothing, would wait for the idle timeout. Give it back (fenced: a no-op otherwise).
+      if (claim) void this.reports.release(runs[0].id, 1).catch(() => undefined);
       throw error;
+    } finally {
+      claim?.settle(handed);
     }
-    const handed = claim ? [...inserted.values()].find((run) => run.status === 'running') : undefined;
-    claim?.settle(handed && this.metrics.taken([{ ...claimedRun(handed), readyForSeconds: 0 }], startedAt)[0]);
     for (const run of inserted.values()) this.metrics.runsStarted.inc({ workflow: run.workflow });
     this.wakeLocally(inserted.values());
     const duplicates = runs.filter((run) => !inserted.has(run.id));
@@ -167,12 +181,17 @@ export class RunsService {
    */
   async waitForResult(id: string, waitMs: number): Promise<RunView> {
     const deadline = Date.now() + waitMs;
-    let finished = false;
+    // Set by a notification of this run's end (not by a reconnect's wake-up): its end has committed, so
+    // its steps are final and can be read beside the run (the view needs both) instead of after it.
+    let ended = false;
+    const announcesEnd = (payload: string) => {
+      if (payload === id) ended = true;
+      return payload === id;
+    };
     for (;;) {
       const remaining = deadline - Date.now();
-      const wait = remaining > 0 ? this.listener.waitFor(RUN_FINISHED_CHANNEL, (payload) => payload === id, remaining) : undefined;
-      // Once the run's end was announced, its steps are read beside it (the view needs both), not after it.
-      const [run, tasks] = await Promise.all([this.require(id), finished ? this.repository.findTasks(id) : undefined]).catch((error: unknown) => {
+      const wait = remaining > 0 ? this.listener.waitFor(RUN_FINISHED_CHANNEL, announcesEnd, remaining) : undefined;
+      const [run, tasks] = await Promise.all([this.require(id), ended ? this.repository.findTasks(id) : undefined]).catch((error: unknown) => {
         wait?.cancel();
         throw error;
       });
@@ -180,7 +199,7 @@ export class RunsService {
         wait?.cancel();
         return tasks && isTerminalStatus(run.status) ? toRunView(run, tasks) : this.view(run);
       }
-      finished = await wait.notified;
+      await wait.notified;
     }
   }
 

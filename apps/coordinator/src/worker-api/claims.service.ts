@@ -3,7 +3,7 @@ import { ClaimRepository, type ClaimParams, ReportRepository } from '@app/lockin
 import { NotificationListener, RUNS_READY_CHANNEL } from '@app/outbox';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config/coordinator.config';
-import { WaitingClaims } from '../hand-off/waiting-claims.service';
+import { type ClaimOffer, WaitingClaims } from '../hand-off/waiting-claims.service';
 import { CoordinatorMetrics } from '../metrics/coordinator.metrics';
 
 /** How workers come to own runs: claims (the HTTP subscriber) and takes (a transport's wake-ups), one statement for both. */
@@ -60,14 +60,29 @@ export class ClaimsService {
       await Promise.race([wait.notified, offer.taken]);
       if (offer.withdraw()) continue; // woken, or the poll interval passed: claim again
       wait.cancel();
-      const handed = await offer.handed;
-      if (handed === undefined) continue; // the start queued its run (or had none): claim as usual
+      const handed = await this.handedBy(offer, deadline);
+      if (handed === undefined) continue; // the start queued its run (or had none, or is late): claim as usual
       if (gone()) {
         await this.releaseAll([handed]);
         return [];
       }
       return [handed];
     }
+  }
+
+  /**
+   * What the start that took the offer handed over, waiting for it no longer than the claim's own
+   * deadline (a start can wait on a pool connection or an admission lock). A run handed over after that
+   * is given back at once: the claim has answered without it.
+   */
+  private async handedBy(offer: ClaimOffer, deadline: number): Promise<ClaimedRun | undefined> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), Math.max(0, deadline - Date.now()))));
+    const handed = await Promise.race([offer.handed, late]);
+    clearTimeout(timer);
+    if (handed !== 'late') return handed;
+    void offer.handed.then((run) => run && this.releaseAll([run]));
+    return undefined;
   }
 
   /**

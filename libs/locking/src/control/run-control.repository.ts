@@ -32,6 +32,15 @@ function startRuns(name: string, insert: string) {
 const START_RUNS = startRuns('wf_start_runs', INSERT_RUNS);
 const START_HANDED_RUNS = startRuns('wf_start_handed_runs', INSERT_RUNS_HANDED);
 
+/** A claim waiting for runs, that a start may hand its run to (RunControlRepository.start). */
+export interface HandOffTarget {
+  workerId: string;
+  /** Every queue the claim waits for: a ready run or an idle claim in any of them comes first. */
+  queues: readonly string[];
+  /** A running run whose heartbeat is older than this is one the claim would take over first. */
+  claimMinIdleTimeMs: number;
+}
+
 /** Outcome of a client command on an existing run: its status before, and whether it applied. */
 export interface ControlOutcome {
   /** Undefined when the run does not exist. */
@@ -54,17 +63,18 @@ export class RunControlRepository {
    * the runs inserted, by id: a run whose idempotency key already exists for its workflow is left out.
    * `paused`: a pause of its version or shard holds it (a primary-key probe of workflow_controls).
    *
-   * `handedTo`: the worker whose claim waits, on this coordinator, for the runs' queue. Each run that
-   * flow_hand_off admits (its version has no active control and its queue no ready run) is inserted
-   * running for that worker instead, claimed in the same commit as its start: it skips the queue, and
-   * nobody else is woken for it. Safe under concurrency as a claim is: flow_hand_off takes the version's
-   * admission lock shared, so a limit set meanwhile counts the run, and a run of a version that got a
-   * control or of a queue that got ready runs goes in queued, for the claim's usual statement to order.
+   * `handedTo`: a claim waiting, on this coordinator, for the runs' queue (its worker, all the queues it
+   * waits for, the claims' idle time). Each run due now that flow_hand_off admits (its version has no
+   * active control, and the claim's queues no ready run and no idle claim, which the claim would take first)
+   * is inserted running for that worker instead, claimed in the same commit as its start: it skips the
+   * queue, and nobody else is woken for it. Safe under concurrency as a claim is: flow_hand_off takes the
+   * version's admission lock shared, so a limit set meanwhile counts the run, and reads after it in a fresh
+   * snapshot; whatever it does not admit goes in queued, for the claim's own statement to order.
    */
-  async start(runs: NewRun[], on: SqlExecutor = this.db, handedTo?: string): Promise<Map<string, RunEntity & { paused: boolean }>> {
+  async start(runs: NewRun[], on: SqlExecutor = this.db, handedTo?: HandOffTarget): Promise<Map<string, RunEntity & { paused: boolean }>> {
     const rows = await on.query<RunEntity & { paused: boolean }>(
       handedTo === undefined ? START_RUNS : START_HANDED_RUNS,
-      handedTo === undefined ? insertRunsParams(runs) : [...insertRunsParams(runs), handedTo],
+      handedTo === undefined ? insertRunsParams(runs) : [...insertRunsParams(runs), handedTo.workerId, handedTo.queues, handedTo.claimMinIdleTimeMs],
     );
     return new Map(rows.map((row) => [row.id, row]));
   }

@@ -109,46 +109,44 @@ export interface NewRun {
  * for its workflow is not inserted; a concurrent insert of the same key waits for the other to
  * commit, so exactly one run exists.
  *
- * `handedTo` (SQL for a worker id) hands each run flow_hand_off admits straight to that worker's
- * waiting claim: it is inserted running at revision 1, as a claim would leave it, and its history is
- * the two transitions a start and a claim append (queued at revision 0, then running). The others
- * are inserted queued, as without it.
+ * With `handOff`, each run that flow_hand_off admits for the claim of worker $13, waiting for queues $14
+ * (idle claims: older than $15 ms), goes in as that claim would leave it: running at revision 1 for the
+ * worker, with the two transitions a start and a claim append (queued at revision 0, then running). The
+ * others go in queued, as without it. See RunControlRepository.start.
  */
-function insertRuns(handedTo?: string): string {
-  const handed = (value: string, otherwise: string) => (handedTo ? `CASE WHEN h.admitted THEN ${value} ELSE ${otherwise} END` : otherwise);
+function insertRuns(handOff: boolean): string {
+  const admitted = (value: string, otherwise: string) => `CASE WHEN h.admitted THEN ${value} ELSE ${otherwise} END`;
+  const claim = handOff
+    ? {
+        columns: ', revision, claimed_by, heartbeat_at, started_at',
+        values: `, ${admitted('1', '0')}, ${admitted('$13', 'NULL')}, ${admitted('now()', 'NULL')}, ${admitted('now()', 'NULL')}`,
+        status: admitted(`'running'`, `'queued'`),
+        // Due now by the database's clock too, and admitted by flow control and the claim's queues.
+        admission: `
+                CROSS JOIN LATERAL (SELECT coalesce(n.run_at, now()) <= now() AND flow_hand_off(n.workflow, n.version, $14::text[], $15) AS admitted) h`,
+        history: `INSERT INTO run_transitions (run_id, from_status, to_status, revision, worker_id)
+          SELECT id, NULL, 'queued', 0, NULL FROM inserted
+          UNION ALL
+          SELECT id, 'queued', 'running', revision, claimed_by FROM inserted WHERE status = 'running'`,
+      }
+    : { columns: '', values: '', status: `'queued'`, admission: '', history: appendHistory('inserted', 'NULL', `'queued'`) };
   return `inserted AS (
-         INSERT INTO runs (id, workflow, version, queue, shard, status, input, priority, idempotency_key, due_at, parent_id, concurrency_key, tags${
-           handedTo ? ', revision, claimed_by, heartbeat_at, started_at' : ''
-         })
-         SELECT id, workflow, version, queue, shard, ${handed(`'running'`, `'queued'`)}, input, priority, idempotency_key, coalesce(run_at, now()), parent_id, concurrency_key, tags${
-           handedTo ? `, ${handed('1', '0')}, ${handed(handedTo, 'NULL')}, ${handed('now()', 'NULL')}, ${handed('now()', 'NULL')}` : ''
-         }
+         INSERT INTO runs (id, workflow, version, queue, shard, status, input, priority, idempotency_key, due_at, parent_id, concurrency_key, tags${claim.columns})
+         SELECT id, workflow, version, queue, shard, ${claim.status}, input, priority, idempotency_key, coalesce(run_at, now()), parent_id, concurrency_key, tags${claim.values}
            FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::jsonb[], $6::integer[], $7::text[],
                        $8::timestamptz[], $9::uuid[], $10::text[], $11::text[], $12::jsonb[])
-                AS n(id, workflow, version, queue, input, priority, idempotency_key, run_at, parent_id, shard, concurrency_key, tags)${
-                  handedTo
-                    ? `
-                CROSS JOIN LATERAL (SELECT flow_hand_off(n.workflow, n.version, n.queue) AS admitted) h`
-                    : ''
-                }
+                AS n(id, workflow, version, queue, input, priority, idempotency_key, run_at, parent_id, shard, concurrency_key, tags)${claim.admission}
          ON CONFLICT (workflow, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
          RETURNING *
        ), inserted_history AS (
-         ${
-           handedTo
-             ? `INSERT INTO run_transitions (run_id, from_status, to_status, revision, worker_id)
-          SELECT id, NULL, 'queued', 0, NULL FROM inserted
-          UNION ALL
-          SELECT id, 'queued', 'running', revision, claimed_by FROM inserted WHERE status = 'running'`
-             : appendHistory('inserted', 'NULL', `'queued'`)
-         }
+         ${claim.history}
        )`;
 }
 
-export const INSERT_RUNS = insertRuns();
+export const INSERT_RUNS = insertRuns(false);
 
-/** INSERT_RUNS handing the runs flow_hand_off admits to the claim of worker $13 (see RunControlRepository.start). */
-export const INSERT_RUNS_HANDED = insertRuns('$13');
+/** INSERT_RUNS handing what it may to a waiting claim ($13 its worker, $14 its queues, $15 the idle time in ms). */
+export const INSERT_RUNS_HANDED = insertRuns(true);
 
 /** One NOTIFY per queue that got a queued run due now (not one per run; a run handed to a claim is not waiting). */
 export const NOTIFY_INSERTED_QUEUES = `(SELECT count(*) FROM (
