@@ -1,6 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import type { ClaimedRun } from '@nest-durable/client';
 import { partitionCountKey, sortedSetKey, streamKey } from '@nest-durable/client';
+import { LISTEN_PROBE } from '@app/outbox';
 import { Redis } from 'ioredis';
 import request from 'supertest';
 import { type RunningCoordinator, startCoordinator } from './support/apps';
@@ -178,7 +179,8 @@ describe('reliable dispatch', () => {
   it('reconnects its LISTEN session after pg_terminate_backend and keeps publishing by NOTIFY', async () => {
     const prefix = testPrefix('listen');
     const c = await coordinator({ ...NO_POLL, dispatch: 'redis-zset', redisPrefix: prefix, listenerProbeIntervalMs: 200 });
-    const listeners = () => db.sql<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = $1 AND query LIKE 'LISTEN%'`, [db.name]);
+    const listeners = () =>
+      db.sql<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = $1 AND (query LIKE 'LISTEN%' OR query = $2)`, [db.name, LISTEN_PROBE]);
     const [before] = await eventually('the LISTEN session', async () => ((await listeners()).length > 0 ? listeners() : undefined));
     await db.sql('SELECT pg_terminate_backend($1)', [before.pid]);
     await eventually('a new LISTEN session', async () => (await listeners()).some((l) => l.pid !== before.pid));

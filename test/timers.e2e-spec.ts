@@ -5,6 +5,7 @@ import { WorkflowClient, streamKey } from '@nest-durable/client';
 import { Redis } from 'ioredis';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
+import { LISTEN_PROBE } from '@app/outbox';
 import { MIGRATIONS } from '@app/persistence';
 import { DueTimers1764800000000 } from '../libs/persistence/src/migrations/1764800000000-due-timers';
 import { loadWorkerConfig } from '../apps/worker/src/config/worker.config';
@@ -143,7 +144,8 @@ describe('due timers', () => {
 
     it('reloads after the LISTEN session reconnects: a due time it was not told of still fires on time', async () => {
       const { client } = await httpStack();
-      const listeners = () => db.sql<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = $1 AND query LIKE 'LISTEN%'`, [db.name]);
+      const listeners = () =>
+        db.sql<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = $1 AND (query LIKE 'LISTEN%' OR query = $2)`, [db.name, LISTEN_PROBE]);
       const [before] = await eventually('the LISTEN session', async () => ((await listeners()).length > 0 ? listeners() : undefined));
       // Written with triggers off: no NOTIFY, as if it had been sent while the session was down.
       await db.sql(`SET session_replication_role = replica`);

@@ -1,6 +1,6 @@
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { Client } from 'pg';
-import { NOTIFICATION_LISTENER_OPTIONS, type NotificationListenerOptions } from './notification.constants';
+import { LISTEN_PROBE, NOTIFICATION_LISTENER_OPTIONS, type NotificationListenerOptions } from './notification.constants';
 
 interface Waiter {
   matches: (payload: string) => boolean;
@@ -199,7 +199,7 @@ export class NotificationListener implements OnModuleInit, BeforeApplicationShut
     let timer: NodeJS.Timeout | undefined;
     try {
       await Promise.race([
-        client.query('SELECT 1'),
+        client.query(LISTEN_PROBE),
         new Promise((_, reject) => {
           timer = setTimeout(() => reject(new Error(`probe got no answer in ${PROBE_TIMEOUT_MS} ms`)), PROBE_TIMEOUT_MS);
         }),
