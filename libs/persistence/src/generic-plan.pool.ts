@@ -1,4 +1,4 @@
-import { Logger, type OnApplicationShutdown } from '@nestjs/common';
+import type { OnApplicationShutdown } from '@nestjs/common';
 import { Pool, type PoolConfig, type QueryResultRow } from 'pg';
 
 /**
@@ -10,13 +10,12 @@ import { Pool, type PoolConfig, type QueryResultRow } from 'pg';
  * it per transaction instead cost a BEGIN, a SET LOCAL and a COMMIT: three round trips a claim.
  */
 export class GenericPlanPool implements OnApplicationShutdown {
-  private readonly logger = new Logger(GenericPlanPool.name);
   private readonly pool: Pool;
 
-  constructor(config: PoolConfig) {
+  /** `idleConnectionLost`: an idle session died (the pool drops it and opens a new one on demand). */
+  constructor(config: PoolConfig, idleConnectionLost: (error: Error) => void) {
     this.pool = new Pool({ ...config, options: `${config.options ?? ''} -c plan_cache_mode=force_generic_plan`.trim() });
-    // An idle connection that dies is dropped and replaced on demand (as in the main pool).
-    this.pool.on('error', (error) => this.logger.warn(`an idle PostgreSQL connection was lost (${error.message}); the pool opens a new one when needed`));
+    this.pool.on('error', idleConnectionLost);
   }
 
   async query<T extends QueryResultRow>(config: { name?: string; text: string; values: unknown[] }): Promise<T[]> {

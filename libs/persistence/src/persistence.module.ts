@@ -67,6 +67,11 @@ const CONNECTION_TIMEOUT_MS = 10_000;
 
 const poolLogger = new Logger('DatabasePool');
 
+/** An idle pooled connection that dies is dropped by its pool and replaced on demand (both pools). */
+function idleConnectionLost(error: Error): void {
+  poolLogger.warn(`an idle PostgreSQL connection was lost (${error.message}); the pool opens a new one when needed`);
+}
+
 /** Every session's settings: the publisher in `wf.dispatch` (see PersistenceOptions). */
 function sessionOptions(dispatch: string): string {
   return `-c wf.dispatch=${dispatch}`;
@@ -95,9 +100,7 @@ export class PersistenceModule {
               migrationsRun: false,
               synchronize: false,
               extra: { max: poolSize, connectionTimeoutMillis: CONNECTION_TIMEOUT_MS, options: sessionOptions(dispatch) },
-              // An idle pooled connection that dies is dropped by the pool and replaced on demand.
-              poolErrorHandler: (error: Error) =>
-                poolLogger.warn(`an idle PostgreSQL connection was lost (${error.message}); the pool opens a new one when needed`),
+              poolErrorHandler: idleConnectionLost,
             };
           },
         }),
@@ -110,13 +113,16 @@ export class PersistenceModule {
           inject: options.inject,
           useFactory: async (...args: unknown[]) => {
             const { url, claimPoolSize, dispatch, applicationName } = await options.useFactory(...args);
-            return new GenericPlanPool({
-              connectionString: url,
-              application_name: applicationName,
-              max: claimPoolSize,
-              connectionTimeoutMillis: CONNECTION_TIMEOUT_MS,
-              options: sessionOptions(dispatch),
-            });
+            return new GenericPlanPool(
+              {
+                connectionString: url,
+                application_name: applicationName,
+                max: claimPoolSize,
+                connectionTimeoutMillis: CONNECTION_TIMEOUT_MS,
+                options: sessionOptions(dispatch),
+              },
+              idleConnectionLost,
+            );
           },
         },
         Database,
