@@ -51,6 +51,19 @@ describe('handing a new run to a waiting claim', () => {
     expect(response.status).toBe(200);
     return response;
   }
+  /** The ids of the runs the claim answered with. */
+  const claimedIds = async (claim: { answer: Promise<request.Response> }): Promise<string[]> =>
+    (await claimed(claim)).body.runs.map((run: { id: string }) => run.id);
+  /** Runs `work` with a second session of its own (another claimer, a limit change), ended afterwards. */
+  async function withSession(work: (session: Client) => Promise<void>): Promise<void> {
+    const session = new Client({ connectionString: db.url });
+    await session.connect();
+    try {
+      await work(session);
+    } finally {
+      await session.end();
+    }
+  }
   const start = (body: Record<string, unknown> = {}) =>
     http()
       .post('/v1/runs')
@@ -92,7 +105,7 @@ describe('handing a new run to a waiting claim', () => {
     await eventually('the claim to wait again', async () => offers.mock.calls.length > offered);
     expect((await row(started.body.id)).status).toBe('queued');
     await http().post('/v1/workflows/echo/1/resume').expect(200);
-    expect((await claimed(claim)).body.runs.map((run: { id: string }) => run.id)).toEqual([started.body.id]);
+    expect(await claimedIds(claim)).toEqual([started.body.id]);
   });
 
   it('queues a run of a version with a concurrency limit; the claim takes it through the limit, holding a slot', async () => {
@@ -100,26 +113,22 @@ describe('handing a new run to a waiting claim', () => {
     const claim = await waitingClaim('w-limited');
     const started = await start().expect(201);
     expect(started.body.status).toBe('queued');
-    expect((await claimed(claim)).body.runs.map((run: { id: string }) => run.id)).toEqual([started.body.id]);
+    expect(await claimedIds(claim)).toEqual([started.body.id]);
     expect(await row(started.body.id)).toMatchObject({ status: 'running', claimed_by: 'w-limited', holds_slot: true });
   });
 
   it('queues the run while the queue has a ready run (it comes first), even one the claim could not lock', async () => {
     const earlier = await start({ priority: 5 }).expect(201);
-    const holder = new Client({ connectionString: db.url });
-    await holder.connect();
-    try {
+    await withSession(async (holder) => {
       await holder.query('BEGIN');
       await holder.query('SELECT 1 FROM runs WHERE id = $1 FOR UPDATE', [earlier.body.id]);
       const claim = await waitingClaim('w-ready'); // skips the locked run, finds nothing else, waits
       const later = await start().expect(201);
       expect(later.body.status).toBe('queued');
       // Not handed the run, the claim claims as usual and takes the one it can lock.
-      expect((await claimed(claim)).body.runs.map((run: { id: string }) => run.id)).toEqual([later.body.id]);
+      expect(await claimedIds(claim)).toEqual([later.body.id]);
       await holder.query('COMMIT');
-    } finally {
-      await holder.end();
-    }
+    });
   });
 
   /** Runs the claim statement would take before a new one: locked by `holder`, so the claim skips them and waits. */
@@ -142,9 +151,7 @@ describe('handing a new run to a waiting claim', () => {
 
   it.each(Object.keys(FIRST_IN_LINE))('queues the run while there is %s (the claim would take it first)', async (what) => {
     const first = await FIRST_IN_LINE[what as keyof typeof FIRST_IN_LINE]();
-    const holder = new Client({ connectionString: db.url });
-    await holder.connect();
-    try {
+    await withSession(async (holder) => {
       await holder.query('BEGIN');
       await holder.query('SELECT 1 FROM runs WHERE id = $1 FOR UPDATE', [first]);
       const claim = await waitingClaim('w-both', {
@@ -156,22 +163,18 @@ describe('handing a new run to a waiting claim', () => {
       const echo = await start().expect(201);
       expect(echo.body.status).toBe('queued');
       // Not handed the run, the claim claims as usual: the only run it can lock is the new one.
-      expect((await claimed(claim)).body.runs.map((run: { id: string }) => run.id)).toEqual([echo.body.id]);
+      expect(await claimedIds(claim)).toEqual([echo.body.id]);
       await holder.query('ROLLBACK');
-    } finally {
-      await holder.end();
-    }
+    });
   });
 
   it('answers a claim whose start is late at its own deadline, and gives back the run handed after it', async () => {
-    const locker = new Client({ connectionString: db.url });
-    await locker.connect();
-    try {
+    await withSession(async (locker) => {
       const claim = await waitingClaim('w-late', { waitMs: 1_500 });
       // Another start of the same idempotency key, not committed yet: this start's insert waits for it.
       await locker.query('BEGIN');
       await locker.query(`INSERT INTO runs (id, workflow, version, queue, status, idempotency_key, input)
-                          VALUES (gen_random_uuid(), 'echo', '1', 'echo:1', 'queued', 'k-late', '1')`);
+                            VALUES (gen_random_uuid(), 'echo', '1', 'echo:1', 'queued', 'k-late', '1')`);
       const starting = start({ idempotencyKey: 'k-late' }).then((r) => r);
       expect((await claimed(claim)).body.runs).toEqual([]);
       await locker.query('ROLLBACK');
@@ -181,15 +184,11 @@ describe('handing a new run to a waiting claim', () => {
         const now = await row(started.body.id);
         return now.status === 'queued' && now.revision === 2;
       });
-    } finally {
-      await locker.end();
-    }
+    });
   });
 
   it('waits for a limit being set (the admission lock) and then sees it: the run goes in queued', async () => {
-    const setter = new Client({ connectionString: db.url });
-    await setter.connect();
-    try {
+    await withSession(async (setter) => {
       const claim = await waitingClaim('w-race');
       // What PUT /limits does, held open: the version's admission lock, then the control row.
       await setter.query('BEGIN');
@@ -206,11 +205,9 @@ describe('handing a new run to a waiting claim', () => {
       const started = await starting;
       expect(started.status).toBe(201);
       expect(started.body.status).toBe('queued');
-      expect((await claimed(claim)).body.runs.map((run: { id: string }) => run.id)).toEqual([started.body.id]);
+      expect(await claimedIds(claim)).toEqual([started.body.id]);
       expect(await row(started.body.id)).toMatchObject({ holds_slot: true });
-    } finally {
-      await setter.end();
-    }
+    });
   });
 
   it('hands nothing for a start whose idempotency key exists; the claim takes the next new run', async () => {
@@ -227,6 +224,6 @@ describe('handing a new run to a waiting claim', () => {
     await eventually('the claim to wait again', async () => offers.mock.calls.length > offered);
     const next = await start().expect(201);
     expect(next.body.status).toBe('running');
-    expect((await claimed(claim)).body.runs.map((run: { id: string }) => run.id)).toEqual([next.body.id]);
+    expect(await claimedIds(claim)).toEqual([next.body.id]);
   });
 });

@@ -24,7 +24,7 @@ import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config/coordinato
 import { type WaitingClaim, WaitingClaims } from '../hand-off/waiting-claims.service';
 import { CoordinatorMetrics } from '../metrics/coordinator.metrics';
 import { RunsRepository } from './runs.repository';
-import { toRunView } from './run-view';
+import { toClaimedRun, toRunView } from './run-view';
 
 function newRun(request: StartRunRequest): NewRun {
   return {
@@ -39,20 +39,6 @@ function newRun(request: StartRunRequest): NewRun {
     parentId: null,
     concurrencyKey: request.concurrencyKey ?? null,
     tags: request.tags ?? {},
-  };
-}
-
-/** A run handed to a claim at its start, as a claim returns it (a new run has no steps yet). */
-function claimedRun(run: RunEntity): ClaimedRun {
-  return {
-    id: run.id,
-    workflow: run.workflow,
-    version: run.version,
-    queue: run.queue,
-    revision: run.revision,
-    attempt: run.attempt,
-    input: run.input as JsonValue,
-    tasks: [],
   };
 }
 
@@ -101,7 +87,7 @@ export class RunsService {
       );
       const run = claim ? [...inserted.values()].find((row) => row.status === 'running') : undefined;
       if (run) {
-        handed = claimedRun(run);
+        handed = toClaimedRun(run);
         this.metrics.handedOff();
       }
     } catch (error) {
