@@ -4,8 +4,8 @@ import { Pool, type PoolConfig, type QueryResultRow } from 'pg';
 /**
  * A small pool of sessions that run prepared statements with their generic plan from the first
  * execution (`plan_cache_mode = force_generic_plan`), for statements whose planning costs more than
- * running them and whose inputs (arrays) no custom plan can use: the claim. PostgreSQL's own choice
- * kept re-planning it on every execution (~3 ms against ~1 ms to run it). The setting is the
+ * running them and whose inputs (arrays) no custom plan can use: the claim and the start. PostgreSQL's
+ * own choice kept re-planning them on every execution (the claim: ~3 ms against ~1 ms to run it). The setting is the
  * session's, so it cannot live in the main pool, whose ORM statements do need custom plans; setting
  * it per transaction instead cost a BEGIN, a SET LOCAL and a COMMIT: three round trips a claim.
  */

@@ -17,7 +17,11 @@ import {
   wakeParents,
 } from '../runs/run-sql';
 
-/** The start statement, the runs it inserted, and whether a pause holds each (a primary-key probe of workflow_controls). */
+/**
+ * The start statement, the runs it inserted, and whether a pause holds each (a primary-key probe of
+ * workflow_controls). With its generic plan: PostgreSQL re-planned it on every execution otherwise (about
+ * 0.3 ms, against 0.5 ms to run it), since its inputs are arrays whose sizes a custom plan sees.
+ */
 function startRuns(name: string, insert: string) {
   return prepared(
     name,
@@ -27,6 +31,7 @@ function startRuns(name: string, insert: string) {
                        WHERE c.workflow = inserted.workflow AND c.version = inserted.version
                          AND (c.paused OR inserted.shard = ANY (c.paused_shards))) AS paused
          FROM inserted, notified`,
+    { genericPlan: true },
   );
 }
 const START_RUNS = startRuns('wf_start_runs', INSERT_RUNS);
