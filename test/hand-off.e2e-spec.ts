@@ -2,6 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, jest } from '@jes
 import { Client } from 'pg';
 import request from 'supertest';
 import { WaitingClaims } from '../apps/coordinator/src/hand-off/waiting-claims.service';
+import { ClaimRepository } from '../libs/locking/src';
 import { type RunningCoordinator, startCoordinator } from './support/apps';
 import { createTestDatabase, type TestDatabase } from './support/database';
 import { eventually } from './support/poll';
@@ -14,12 +15,15 @@ describe('handing a new run to a waiting claim', () => {
   let db: TestDatabase;
   let coordinator: RunningCoordinator;
   let offers: ReturnType<typeof jest.spyOn>;
+  /** The claim statement's executions. */
+  let statements: ReturnType<typeof jest.spyOn>;
 
   beforeAll(async () => {
     db = await createTestDatabase('hand_off');
     // No poll interval in the way: a claim waits until a start or a NOTIFY ends its wait.
     coordinator = await startCoordinator(db.url, { claimPollIntervalMs: 60_000 });
     offers = jest.spyOn(coordinator.app.get(WaitingClaims), 'offer');
+    statements = jest.spyOn(coordinator.app.get(ClaimRepository), 'claim');
   });
 
   afterEach(async () => {
@@ -32,17 +36,19 @@ describe('handing a new run to a waiting claim', () => {
   });
 
   const http = () => request(coordinator.url);
+  /** A coordinator claims are sent to, and the spy on its WaitingClaims.offer. */
+  type Target = { url: string; offers: ReturnType<typeof jest.spyOn> };
   /** A claim (of echo:1 unless told) for `workerId`, waiting up to 10 s; resolves once it is waiting (offered to starts). */
   async function waitingClaim(
     workerId: string,
-    { workflows = [{ name: 'echo', version: '1' }], waitMs = 10_000 } = {},
+    { workflows = [{ name: 'echo', version: '1' }], waitMs = 10_000, on = { url: coordinator.url, offers } as Target } = {},
   ): Promise<{ answer: Promise<request.Response> }> {
-    const before = offers.mock.calls.length;
-    const answer = http()
+    const before = on.offers.mock.calls.length;
+    const answer = request(on.url)
       .post('/v1/worker/claims')
       .send({ workerId, workflows, limit: 5, waitMs })
       .then((r) => r);
-    await eventually('the claim to wait', async () => offers.mock.calls.length > before);
+    await eventually('the claim to wait', async () => on.offers.mock.calls.length > before);
     return { answer };
   }
   /** The claim's answer, once it came, which must be a 200. */
@@ -225,5 +231,73 @@ describe('handing a new run to a waiting claim', () => {
     const next = await start().expect(201);
     expect(next.body.status).toBe('running');
     expect(await claimedIds(claim)).toEqual([next.body.id]);
+  });
+
+  describe("the worker's next claim after a hand-off", () => {
+    /** A hand-off to `workerId`'s claim; resolves with the handed run's id once the claim answered. */
+    async function handOff(workerId: string, on: Target = { url: coordinator.url, offers }): Promise<string> {
+      // Long enough that its re-check (what the next claim may wait for) falls after the test's timeout.
+      const claim = await waitingClaim(workerId, { on, waitMs: 60_000 });
+      const started = await request(on.url).post('/v1/runs').send({ workflow: 'echo', version: '1', input: 1 }).expect(201);
+      expect(started.body.status).toBe('running');
+      expect(await claimedIds(claim)).toEqual([started.body.id]);
+      return started.body.id;
+    }
+
+    it('waits without running the claim statement (nothing was announced since), and is handed the next run', async () => {
+      await handOff('w-quiet');
+      const ran = statements.mock.calls.length;
+      const claim = await waitingClaim('w-quiet');
+      expect(statements.mock.calls.length).toBe(ran);
+      const next = await start().expect(201);
+      expect(next.body.status).toBe('running');
+      expect(await claimedIds(claim)).toEqual([next.body.id]);
+      // Another worker, or the same one for other queues, knows nothing from that hand-off: it runs the statement.
+      await waitingClaim('w-other');
+      await waitingClaim('w-quiet', { workflows: [{ name: 'chain', version: '1' }] });
+      expect(statements.mock.calls.length).toBe(ran + 2);
+      await start().expect(201);
+      await start({ workflow: 'chain', input: { steps: 1 } }).expect(201);
+    });
+
+    it('runs the claim statement when a run became ready since, and takes it at once', async () => {
+      await handOff('w-announced');
+      // A batch start queues its run (it hands nothing over) and announces it, before the next claim comes.
+      const batch = await http()
+        .post('/v1/runs/batch')
+        .send({ runs: [{ workflow: 'echo', version: '1', input: 2 }] })
+        .expect(201);
+      const ran = statements.mock.calls.length;
+      const claim = http()
+        .post('/v1/worker/claims')
+        .send({ workerId: 'w-announced', workflows: [{ name: 'echo', version: '1' }], limit: 5, waitMs: 60_000 })
+        .then((r) => r);
+      // At once: a claim that waited instead would answer at its 60 s deadline, after the test's timeout.
+      expect(await claimedIds({ answer: claim })).toEqual([batch.body.runs[0].id]);
+      expect(statements.mock.calls.length).toBe(ran + 1);
+    });
+
+    it('still re-checks for claims gone idle as often as CLAIM_POLL_INTERVAL_MS says', async () => {
+      const polling = await startCoordinator(db.url, { claimPollIntervalMs: 300 });
+      try {
+        const offered = jest.spyOn(polling.app.get(WaitingClaims), 'offer');
+        await handOff('w-poll', { url: polling.url, offers: offered });
+        // A run whose worker stopped heartbeating: nothing announces it, the re-check finds it.
+        const [{ id: idle }] = await db.sql<{ id: string }>(
+          `INSERT INTO runs (id, workflow, version, queue, status, revision, claimed_by, heartbeat_at, input)
+           VALUES (gen_random_uuid(), 'echo', '1', 'echo:1', 'running', 1, 'w-dead', now() - interval '1 hour', '1') RETURNING id`,
+        );
+        const before = offered.mock.calls.length;
+        const claim = request(polling.url)
+          .post('/v1/worker/claims')
+          .send({ workerId: 'w-poll', workflows: [{ name: 'echo', version: '1' }], limit: 5, waitMs: 60_000 })
+          .then((r) => r);
+        await eventually('the claim to wait', async () => offered.mock.calls.length > before);
+        // Taken over by the re-check, long before the claim's own 60 s deadline (the test's timeout is shorter).
+        expect(await claimedIds({ answer: claim })).toEqual([idle]);
+      } finally {
+        await polling.close();
+      }
+    });
   });
 });

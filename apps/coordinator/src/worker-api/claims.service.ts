@@ -6,10 +6,21 @@ import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config/coordinato
 import { type ClaimOffer, WaitingClaims } from '../hand-off/waiting-claims.service';
 import { CoordinatorMetrics } from '../metrics/coordinator.metrics';
 
+/**
+ * The claim statement found no run for a claim's queues (or a hand-off proved as much) when the
+ * listener's RUNS_READY count was `heard`; `until` is when that claim would run its statement again.
+ */
+interface EmptyCheck {
+  heard: number | undefined;
+  until: number;
+}
+
 /** How workers come to own runs: claims (the HTTP subscriber) and takes (a transport's wake-ups), one statement for both. */
 @Injectable()
 export class ClaimsService {
   private readonly logger = new Logger(ClaimsService.name);
+  /** By worker and queue set, what its claim that was just handed a run had found (see claim()). */
+  private readonly handOffs = new Map<string, EmptyCheck>();
 
   constructor(
     private readonly claims: ClaimRepository,
@@ -27,21 +38,34 @@ export class ClaimsService {
    * timers' safety net). While it waits, it is offered to runs started on this coordinator: a start
    * of one of its queues may hand it the new run directly (WaitingClaims, RunsService.start).
    * `gone()` reports that the caller disconnected: then nothing more is claimed for it.
+   *
+   * The claim that follows a hand-off (the worker asking again for the same queues) starts by waiting,
+   * without running the claim statement, when nothing was announced on RUNS_READY_CHANNEL since the
+   * handed claim armed its wait: its statement found nothing, the hand-off's flow_hand_off then found no
+   * ready run and no idle claim in these queues (locked rows included), and whatever became ready since
+   * would have been announced. It waits no longer than that claim would have before its next re-check,
+   * so claims that go idle are found as often as before. See docs/architecture.md, "Handing a new run to
+   * a waiting claim".
    */
   async claim(request: ClaimRequest, gone: () => boolean): Promise<ClaimedRun[]> {
     const queues = [...new Set(request.workflows.map((workflow) => queueName(workflow.name, workflow.version, workflow.shard)))];
     const wanted = new Set(queues);
+    const claimed = queues.map((queue) => ({ queue, limit: request.limit }));
     const deadline = Date.now() + request.waitMs;
+    const key = `${request.workerId}\n${[...queues].sort().join('\n')}`;
+    // Only the first pass may start by waiting (see above); any later pass follows a wake-up or a re-check.
+    let known = this.afterHandOff(key);
     for (;;) {
       const remaining = deadline - Date.now();
-      const wait =
-        remaining > 0
-          ? this.listener.waitFor(RUNS_READY_CHANNEL, (queue) => wanted.has(queue), Math.min(remaining, this.config.claimPollIntervalMs))
-          : undefined;
-      let runs: ClaimedRun[];
+      const heard = this.listener.heard(RUNS_READY_CHANNEL);
+      const quiet = known !== undefined && remaining > 0 && known.until > Date.now() && heard !== undefined && heard === known.heard;
+      const check: EmptyCheck = quiet && known ? known : { heard, until: Date.now() + Math.min(remaining, this.config.claimPollIntervalMs) };
+      known = undefined;
+      const wait = remaining > 0 ? this.listener.waitFor(RUNS_READY_CHANNEL, (queue) => wanted.has(queue), Math.max(1, check.until - Date.now())) : undefined;
+      let runs: ClaimedRun[] = [];
       try {
         if (gone()) return [];
-        ({ runs } = await this.run({ queues: queues.map((queue) => ({ queue, limit: request.limit })), limit: request.limit, workerId: request.workerId }));
+        if (!quiet) runs = (await this.run({ queues: claimed, limit: request.limit, workerId: request.workerId })).runs;
       } catch (error) {
         wait?.cancel();
         throw error;
@@ -66,8 +90,22 @@ export class ClaimsService {
         await this.releaseAll([handed]);
         return [];
       }
+      this.handedOff(key, check);
       return [handed];
     }
+  }
+
+  /** What the claim of `key` (worker and queues) that was last handed a run had found: taken by its next claim. */
+  private afterHandOff(key: string): EmptyCheck | undefined {
+    const checked = this.handOffs.get(key);
+    this.handOffs.delete(key);
+    return checked;
+  }
+
+  private handedOff(key: string, checked: EmptyCheck): void {
+    // Entries of workers that never claim again expire: drop them as new ones come.
+    for (const [other, { until }] of this.handOffs) if (until <= Date.now()) this.handOffs.delete(other);
+    this.handOffs.set(key, checked);
   }
 
   /**

@@ -36,6 +36,10 @@ export class NotificationListener implements OnModuleInit, BeforeApplicationShut
   private readonly logger = new Logger(NotificationListener.name);
   private readonly waiters = new Map<string, Set<Waiter>>();
   private readonly subscribers = new Map<string, Set<ChannelSubscriber>>();
+  /** Notifications heard and in-process wake-ups, by channel (see heard()). */
+  private readonly heardOn = new Map<string, number>();
+  /** Times the session (re)connected: each may have lost notifications on every channel. */
+  private connects = 0;
   private client: Client | undefined;
   private connected = false;
   private stopped = false;
@@ -102,6 +106,16 @@ export class NotificationListener implements OnModuleInit, BeforeApplicationShut
     return { notified, cancel: () => waiter.wake(false) };
   }
 
+  /**
+   * A count that moves whenever something on `channel` may have happened: a notification heard, an
+   * in-process wake-up, a (re)connect of the session. The same value at two moments means nothing was
+   * announced on the channel in between (a commit still on its way is announced later, as ever).
+   * Undefined while the session is down: notifications are being lost, so nothing can be known.
+   */
+  heard(channel: string): number | undefined {
+    return this.connected ? (this.heardOn.get(channel) ?? 0) + this.connects : undefined;
+  }
+
   /** Subscribes to every notification on `channel` (one of the channels LISTENed to); returns the unsubscribe. */
   subscribe(channel: string, subscriber: ChannelSubscriber): () => void {
     let set = this.subscribers.get(channel);
@@ -119,6 +133,7 @@ export class NotificationListener implements OnModuleInit, BeforeApplicationShut
    * ones idle now). Returns how many woke.
    */
   wake(channel: string, payload: string, max: number): number {
+    this.count(channel);
     let woken = 0;
     // A Set iterates in insertion order, and deleting the entry being visited is safe.
     for (const waiter of this.waiters.get(channel) ?? []) {
@@ -139,7 +154,12 @@ export class NotificationListener implements OnModuleInit, BeforeApplicationShut
     return set;
   }
 
+  private count(channel: string): void {
+    this.heardOn.set(channel, (this.heardOn.get(channel) ?? 0) + 1);
+  }
+
   private dispatch(channel: string, payload: string): void {
+    this.count(channel);
     for (const subscriber of this.subscribers.get(channel) ?? []) subscriber.notified(payload);
     for (const waiter of [...(this.waiters.get(channel) ?? [])]) {
       if (waiter.matches(payload)) waiter.wake(true);
@@ -175,6 +195,7 @@ export class NotificationListener implements OnModuleInit, BeforeApplicationShut
     if (client !== this.client) return;
     this.connected = true;
     this.reconnectDelayMs = 100;
+    this.connects++;
     // Anything committed while we were not listening went unannounced: let every waiter re-check.
     this.wakeAll(true);
     for (const set of this.subscribers.values()) for (const subscriber of set) subscriber.reconnected();
