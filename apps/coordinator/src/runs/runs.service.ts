@@ -98,6 +98,8 @@ export class RunsService {
     } finally {
       claim?.settle(handed);
     }
+    // The worker handed the run is on its critical path, the client's answer is not: let the claim answer first.
+    if (handed) await new Promise((resolve) => setImmediate(resolve));
     for (const run of inserted.values()) this.metrics.runsStarted.inc({ workflow: run.workflow });
     this.wakeLocally(inserted.values());
     const duplicates = runs.filter((run) => !inserted.has(run.id));
