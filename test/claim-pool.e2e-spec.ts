@@ -5,7 +5,7 @@ import { type RunningCoordinator, startCoordinator } from './support/apps';
 import { createTestDatabase, type TestDatabase } from './support/database';
 import { eventually } from './support/poll';
 
-/** The claim's own sessions (GenericPlanPool): their setting, their size, their recovery and their end. */
+/** The generic-plan sessions (GenericPlanPool: claims, takes, starts): their setting, their size, their recovery and their end. */
 describe('the claim pool', () => {
   let db: TestDatabase;
   let coordinator: RunningCoordinator | undefined;

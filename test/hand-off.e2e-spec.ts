@@ -3,6 +3,7 @@ import { Client } from 'pg';
 import request from 'supertest';
 import { WaitingClaims } from '../apps/coordinator/src/hand-off/waiting-claims.service';
 import { ClaimRepository } from '../libs/locking/src';
+import { NotificationListener } from '../libs/outbox/src';
 import { type RunningCoordinator, startCoordinator } from './support/apps';
 import { createTestDatabase, type TestDatabase } from './support/database';
 import { eventually } from './support/poll';
@@ -277,24 +278,50 @@ describe('handing a new run to a waiting claim', () => {
       expect(statements.mock.calls.length).toBe(ran + 1);
     });
 
-    it('still re-checks for claims gone idle as often as CLAIM_POLL_INTERVAL_MS says', async () => {
-      const polling = await startCoordinator(db.url, { claimPollIntervalMs: 300 });
+    it('answers at its own deadline when that comes first', async () => {
+      await handOff('w-short');
+      const answer = await http()
+        .post('/v1/worker/claims')
+        .send({ workerId: 'w-short', workflows: [{ name: 'echo', version: '1' }], limit: 5, waitMs: 300 })
+        .expect(200);
+      // (Waiting for the handed claim's re-check instead would take 60 s, past the test's timeout.)
+      expect(answer.body.runs).toEqual([]);
+    });
+
+    it('runs the claim statement while the LISTEN session is down (notifications are being lost)', async () => {
+      const heard = jest.spyOn(coordinator.app.get(NotificationListener), 'heard').mockReturnValue(undefined);
+      try {
+        await handOff('w-deaf');
+        const ran = statements.mock.calls.length;
+        await waitingClaim('w-deaf');
+        expect(statements.mock.calls.length).toBe(ran + 1);
+      } finally {
+        heard.mockRestore();
+      }
+      await start().expect(201);
+    });
+
+    it('still re-checks for claims gone idle within CLAIM_POLL_INTERVAL_MS', async () => {
+      const polling = await startCoordinator(db.url, { claimPollIntervalMs: 2_000 });
       try {
         const offered = jest.spyOn(polling.app.get(WaitingClaims), 'offer');
+        const ran = jest.spyOn(polling.app.get(ClaimRepository), 'claim');
         await handOff('w-poll', { url: polling.url, offers: offered });
         // A run whose worker stopped heartbeating: nothing announces it, the re-check finds it.
         const [{ id: idle }] = await db.sql<{ id: string }>(
           `INSERT INTO runs (id, workflow, version, queue, status, revision, claimed_by, heartbeat_at, input)
            VALUES (gen_random_uuid(), 'echo', '1', 'echo:1', 'running', 1, 'w-dead', now() - interval '1 hour', '1') RETURNING id`,
         );
-        const before = offered.mock.calls.length;
+        const before = { offers: offered.mock.calls.length, statements: ran.mock.calls.length };
         const claim = request(polling.url)
           .post('/v1/worker/claims')
           .send({ workerId: 'w-poll', workflows: [{ name: 'echo', version: '1' }], limit: 5, waitMs: 60_000 })
           .then((r) => r);
-        await eventually('the claim to wait', async () => offered.mock.calls.length > before);
+        await eventually('the claim to wait', async () => offered.mock.calls.length > before.offers);
+        expect(ran.mock.calls.length).toBe(before.statements); // it waits without having looked
         // Taken over by the re-check, long before the claim's own 60 s deadline (the test's timeout is shorter).
         expect(await claimedIds({ answer: claim })).toEqual([idle]);
+        expect(ran.mock.calls.length).toBe(before.statements + 1);
       } finally {
         await polling.close();
       }

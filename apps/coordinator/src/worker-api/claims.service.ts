@@ -43,9 +43,9 @@ export class ClaimsService {
    * without running the claim statement, when nothing was announced on RUNS_READY_CHANNEL since the
    * handed claim armed its wait: its statement found nothing, the hand-off's flow_hand_off then found no
    * ready run and no idle claim in these queues (locked rows included), and whatever became ready since
-   * would have been announced. It waits no longer than that claim would have before its next re-check,
-   * so claims that go idle are found as often as before. See docs/architecture.md, "Handing a new run to
-   * a waiting claim".
+   * would have been announced. It waits no longer than that claim would have before its next re-check
+   * (nor past its own deadline), so a claim that went idle is found within CLAIM_POLL_INTERVAL_MS, as by
+   * any waiting claim. See docs/architecture.md, "Handing a new run to a waiting claim".
    */
   async claim(request: ClaimRequest, gone: () => boolean): Promise<ClaimedRun[]> {
     const queues = [...new Set(request.workflows.map((workflow) => queueName(workflow.name, workflow.version, workflow.shard)))];
@@ -61,7 +61,9 @@ export class ClaimsService {
       const quiet = known !== undefined && remaining > 0 && known.until > Date.now() && heard !== undefined && heard === known.heard;
       const check: EmptyCheck = quiet && known ? known : { heard, until: Date.now() + Math.min(remaining, this.config.claimPollIntervalMs) };
       known = undefined;
-      const wait = remaining > 0 ? this.listener.waitFor(RUNS_READY_CHANNEL, (queue) => wanted.has(queue), Math.max(1, check.until - Date.now())) : undefined;
+      // Bounded by the poll interval too: a step of the wall clock must not stretch a wait.
+      const waitMs = Math.max(1, Math.min(check.until - Date.now(), remaining, this.config.claimPollIntervalMs));
+      const wait = remaining > 0 ? this.listener.waitFor(RUNS_READY_CHANNEL, (queue) => wanted.has(queue), waitMs) : undefined;
       let runs: ClaimedRun[] = [];
       try {
         if (gone()) return [];
