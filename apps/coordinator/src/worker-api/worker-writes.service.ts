@@ -99,7 +99,10 @@ export class WorkerWritesService {
               this.logger.warn('a report batch failed as a whole; applying its reports one by one', { error: error.message });
               return this.applyEach(reports);
             });
-    for (const { finished } of applied) this.finished(finished);
+    let woken = 0;
+    for (const { finished } of applied) woken += this.finished(finished);
+    // A client waiting for a result is on its run's way to the end, the worker's answer is not: let it go first.
+    if (woken > 0) await new Promise((resolve) => setImmediate(resolve));
     return applied.map(({ outcome }) => outcome);
   }
 
@@ -226,11 +229,11 @@ export class WorkerWritesService {
    * Counts a run that ended, and wakes this coordinator's waits for its result at once (a client's
    * `GET /v1/runs/:id/result`) instead of when the finish's NOTIFY comes back through the LISTEN session.
    */
-  private finished(finished: Finished): void {
-    if (!finished) return;
+  private finished(finished: Finished): number {
+    if (!finished) return 0;
     if (finished.status === 'completed') this.metrics.runsCompleted.inc({ workflow: finished.workflow });
     else this.metrics.runsFailed.inc({ workflow: finished.workflow });
-    this.listener.wake(RUN_FINISHED_CHANNEL, finished.runId, Number.POSITIVE_INFINITY);
+    return this.listener.wake(RUN_FINISHED_CHANNEL, finished.runId, Number.POSITIVE_INFINITY);
   }
 }
 
