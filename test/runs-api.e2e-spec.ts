@@ -1,9 +1,11 @@
 import { JSON_MAX_DEPTH } from '@nest-durable/client';
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { STATUS_CODES } from 'node:http';
 import request from 'supertest';
+import { NotificationListener, RUN_FINISHED_CHANNEL } from '../libs/outbox/src';
 import { type RunningCoordinator, startCoordinator } from './support/apps';
 import { createTestDatabase, type TestDatabase } from './support/database';
+import { eventually } from './support/poll';
 import { snapshotTables } from './support/snapshot';
 
 /** JSON text of arrays nested `depth` levels deep (built as text: a value that deep is what we refuse to recurse into). */
@@ -174,9 +176,14 @@ describe('runs API', () => {
       .send({ workerId: 'w', workflows: [{ name: 'waited', version: '1' }], limit: 1 })
       .expect(200);
     const [run] = claim.body.runs;
-    const waiting = http().get(`/v1/runs/${run.id}/result`).query({ waitMs: 30_000 });
-    const parked = waiting.then((response) => response);
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    // Parked once it waits for the run's end (armed before its read, so the completion cannot slip between).
+    const waits = jest.spyOn(coordinator.app.get(NotificationListener), 'waitFor');
+    const parked = http()
+      .get(`/v1/runs/${run.id}/result`)
+      .query({ waitMs: 30_000 })
+      .then((response) => response);
+    await eventually('the result to wait', async () => waits.mock.calls.some(([channel]) => channel === RUN_FINISHED_CHANNEL));
+    waits.mockRestore();
     await http()
       .post(`/v1/worker/runs/${run.id}/complete`)
       .send({ expectedRevision: run.revision, output: { ok: 1 } })
