@@ -11,6 +11,8 @@ const RUN = '01a23292-e466-76ce-9ad8-c86c6dd448fb';
 /** WorkerWritesService over stand-ins that accept every write, keeping what they were asked. */
 function service() {
   const woken: [string, string, number][] = [];
+  /** Runs a client waits for (a result long-poll woken by their end). */
+  const waiting = new Set<string>();
   const calls: string[] = [];
   const tx: SqlExecutor = { query: async () => [] };
   const stale = new Set<string>();
@@ -36,9 +38,14 @@ function service() {
     {} as StepRepository,
     db as unknown as Database,
     { runsCompleted: counter, runsFailed: counter } as unknown as CoordinatorMetrics,
-    { wake: (channel: string, payload: string, max: number) => woken.push([channel, payload, max]) } as unknown as NotificationListener,
+    {
+      wake: (channel: string, payload: string, max: number) => {
+        woken.push([channel, payload, max]);
+        return waiting.has(payload) ? 1 : 0;
+      },
+    } as unknown as NotificationListener,
   );
-  return { writes, woken, calls, stale };
+  return { writes, woken, calls, stale, waiting };
 }
 
 const task: WorkerReport = {
@@ -61,6 +68,22 @@ describe('WorkerWritesService reports', () => {
     const { writes, woken } = service();
     await writes.apply([complete]);
     expect(woken).toEqual([[RUN_FINISHED_CHANNEL, RUN, Number.POSITIVE_INFINITY]]);
+  });
+
+  it('answers a turn later when every report is of a run a client waits for (the result goes first), at once otherwise', async () => {
+    const other = '01a23292-e466-76ce-9ad8-c86c6dd448fc';
+    const answeredWithinTurn = async (batch: WorkerReport[], awaited: string[]) => {
+      const { writes, waiting } = service();
+      for (const runId of awaited) waiting.add(runId);
+      let turned = false;
+      setImmediate(() => (turned = true));
+      await writes.apply(batch);
+      return !turned;
+    };
+    expect(await answeredWithinTurn([task, complete], [RUN])).toBe(false);
+    expect(await answeredWithinTurn([task, complete], [])).toBe(true);
+    // Another run's task result in the batch: its worker's next step waits for this answer.
+    expect(await answeredWithinTurn([complete, { ...task, runId: other }], [RUN])).toBe(true);
   });
 
   it('the reports of several runs are locked in id order first', async () => {

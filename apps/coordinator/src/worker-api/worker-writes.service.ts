@@ -99,10 +99,12 @@ export class WorkerWritesService {
               this.logger.warn('a report batch failed as a whole; applying its reports one by one', { error: error.message });
               return this.applyEach(reports);
             });
-    let woken = 0;
-    for (const { finished } of applied) woken += this.finished(finished);
-    // A client waiting for a result is on its run's way to the end, the worker's answer is not: let it go first.
-    if (woken > 0) await new Promise((resolve) => setImmediate(resolve));
+    const awaited = new Set<string>();
+    for (const { finished } of applied) if (this.finished(finished) > 0) awaited.add(finished!.runId);
+    // When every report here is of a run that ended and a client waits for, that client is on the run's way to
+    // its end and the worker is not: let the result go first. (Reports of other runs would wait with it, and a
+    // worker's next step waits for its task results: those answers are not delayed.)
+    if (awaited.size > 0 && reports.every((report) => awaited.has(report.runId))) await new Promise((resolve) => setImmediate(resolve));
     return applied.map(({ outcome }) => outcome);
   }
 
