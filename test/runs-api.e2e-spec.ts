@@ -2,7 +2,8 @@ import { JSON_MAX_DEPTH } from '@nest-durable/client';
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { STATUS_CODES } from 'node:http';
 import request from 'supertest';
-import { NotificationListener, RUN_FINISHED_CHANNEL } from '../libs/outbox/src';
+import { RunsRepository } from '../apps/coordinator/src/runs/runs.repository';
+import { NotificationListener, type PendingWait, RUN_FINISHED_CHANNEL } from '../libs/outbox/src';
 import { type RunningCoordinator, startCoordinator } from './support/apps';
 import { createTestDatabase, type TestDatabase } from './support/database';
 import { eventually } from './support/poll';
@@ -176,18 +177,23 @@ describe('runs API', () => {
       .send({ workerId: 'w', workflows: [{ name: 'waited', version: '1' }], limit: 1 })
       .expect(200);
     const [run] = claim.body.runs;
-    // Parked once it waits for the run's end (armed before its read, so the completion cannot slip between).
+    // Parked once it armed its wait for the run's end and its read (after the arming) found the run running.
     const waits = jest.spyOn(coordinator.app.get(NotificationListener), 'waitFor');
+    const reads = jest.spyOn(coordinator.app.get(RunsRepository), 'findById');
     const parked = http()
       .get(`/v1/runs/${run.id}/result`)
       .query({ waitMs: 30_000 })
       .then((response) => response);
-    await eventually('the result to wait', async () => waits.mock.calls.some(([channel]) => channel === RUN_FINISHED_CHANNEL));
+    await eventually('the result to read the run', async () => reads.mock.results.length > 0);
+    await reads.mock.results[0].value;
+    const [wait] = waits.mock.results.filter((_, i) => waits.mock.calls[i][0] === RUN_FINISHED_CHANNEL).map((r) => r.value as PendingWait);
     waits.mockRestore();
+    reads.mockRestore();
     await http()
       .post(`/v1/worker/runs/${run.id}/complete`)
       .send({ expectedRevision: run.revision, output: { ok: 1 } })
       .expect(200);
+    expect(await wait.notified).toBe(true); // woken by the end, not answered by its first read
     const result = await parked;
     expect(result.status).toBe(200);
     expect(result.body).toMatchObject({ id: created.body.id, status: 'completed', output: { ok: 1 } });
