@@ -1,0 +1,180 @@
+// `npm run bench:timeline`: where the time of one run goes, hop by hop. Starts the built coordinator and one
+// worker as the bench does, warms up, then runs W2 (one `probe` run at a time) and W3a (one 10-step chain at a
+// time) while `tcpdump -i lo` records every loopback packet with a payload; each hop is the time between two
+// packets (HTTP between client, coordinator and worker; the PostgreSQL protocol), medians over the runs.
+// Needs tcpdump and the right to capture (root); see docs/benchmarks.md, "What binds now".
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { performance } from 'node:perf_hooks';
+import { api, BenchDatabase, log, median, type Proc, round, startCoordinator, startWorker, until } from './support';
+
+const W2_RUNS = Number(process.env.TIMELINE_RUNS ?? 300);
+const W3A_CHAINS = Number(process.env.TIMELINE_CHAINS ?? 50);
+const PG_PORT = 5432;
+
+interface Packet {
+  at: number;
+  from: number;
+  to: number;
+  text: string;
+}
+
+const now = () => performance.timeOrigin + performance.now();
+
+/** Packets with a payload on the loopback interface between the coordinator's port and PostgreSQL's, while `work` runs. */
+async function captured(port: number, work: () => Promise<void>): Promise<Packet[]> {
+  const filter = `tcp and (port ${port} or port ${PG_PORT}) and (tcp[tcpflags] & tcp-push != 0)`;
+  const dump: ChildProcess = spawn('tcpdump', ['-i', 'lo', '-nn', '-tt', '-l', '-A', '-s', '160', filter], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  dump.stdout!.on('data', (chunk) => (out += chunk));
+  let listening = false;
+  dump.stderr!.on('data', (chunk) => (listening ||= String(chunk).includes('listening')));
+  await until('tcpdump to listen', async () => listening, 10_000);
+  try {
+    await work();
+  } finally {
+    const exited = new Promise((resolve) => dump.once('exit', resolve));
+    dump.kill('SIGINT');
+    await exited;
+  }
+  const packets: Packet[] = [];
+  const lines = out.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    const head = /^(\d+\.\d+) IP 127\.0\.0\.1\.(\d+) > 127\.0\.0\.1\.(\d+):/.exec(lines[i]);
+    if (!head) continue;
+    let text = '';
+    for (let j = i + 1; j < lines.length && !/^\d+\.\d+ IP /.test(lines[j]); j++) text += lines[j];
+    packets.push({ at: Number(head[1]) * 1000, from: Number(head[2]), to: Number(head[3]), text });
+  }
+  return packets;
+}
+
+/** Names each connection to the coordinator by who opened it: the worker (its API is under /v1/worker) or the client. */
+function roles(packets: Packet[], port: number): Map<number, 'worker' | 'client'> {
+  const byPort = new Map<number, 'worker' | 'client'>();
+  for (const packet of packets) {
+    const request = packet.to === port && /(?:GET|POST|PUT|DELETE) (\/\S*)/.exec(packet.text);
+    if (request && !byPort.has(packet.from)) byPort.set(packet.from, request[1].startsWith('/v1/worker') ? 'worker' : 'client');
+  }
+  return byPort;
+}
+
+class Hops {
+  private readonly values = new Map<string, number[]>();
+
+  add(hop: string, ms: number | undefined): void {
+    if (ms === undefined || !Number.isFinite(ms)) return;
+    this.values.set(hop, [...(this.values.get(hop) ?? []), ms]);
+  }
+
+  print(title: string): void {
+    log(title);
+    for (const [hop, values] of this.values) log(`  ${hop.padEnd(48)} ${round(median(values), 3)} ms (${values.length})`);
+  }
+}
+
+/** W2: start, handler begins, result; hops of the start and of the result. */
+async function w2(port: number): Promise<void> {
+  const marks: { t0: number; began: number; t1: number }[] = [];
+  const packets = await captured(port, async () => {
+    for (let i = 0; i < W2_RUNS; i++) {
+      const t0 = now();
+      const run = await api<{ id: string }>(`http://127.0.0.1:${port}`, 'POST', '/v1/runs', { workflow: 'probe', version: '1' });
+      const done = await api<{ output: { startedAt: number } }>(`http://127.0.0.1:${port}`, 'GET', `/v1/runs/${run.id}/result?waitMs=10000`);
+      marks.push({ t0, began: done.output.startedAt, t1: now() });
+    }
+  });
+  const role = roles(packets, port);
+  const toClient = (p: Packet) => p.from === port && role.get(p.to) === 'client';
+  const toWorker = (p: Packet) => p.from === port && role.get(p.to) === 'worker';
+  const hops = new Hops();
+  for (const { t0, began, t1 } of marks) {
+    const run = packets.filter((p) => p.at >= t0 && p.at <= t1);
+    const after = (at: number | undefined, match: (p: Packet) => boolean) => (at === undefined ? undefined : run.find((p) => p.at >= at && match(p)));
+    const start = after(t0, (p) => p.to === port && p.text.includes('POST /v1/runs HTTP'));
+    const statement = after(start?.at, (p) => p.to === PG_PORT);
+    const answer = after(statement?.at, (p) => p.from === PG_PORT && p.to === statement?.from);
+    const claimAnswer = after(answer?.at, (p) => toWorker(p) && p.text.includes('HTTP/1.1 200'));
+    const created = after(answer?.at, (p) => toClient(p) && p.text.includes('HTTP/1.1 201'));
+    hops.add('client: its clock -> the start request', start && start.at - t0);
+    hops.add('coordinator: request -> start statement', statement && start && statement.at - start.at);
+    hops.add('PostgreSQL: start statement -> answer', answer && statement && answer.at - statement.at);
+    hops.add("coordinator: answer -> the claim's answer", claimAnswer && answer && claimAnswer.at - answer.at);
+    hops.add('coordinator: answer -> the 201', created && answer && created.at - answer.at);
+    hops.add("worker: the claim's answer -> handler begins", claimAnswer && began - claimAnswer.at);
+    hops.add('= start latency', began - t0);
+    const report = after(began, (p) => p.to === port && p.text.includes('POST /v1/worker/reports'));
+    const finish = after(report?.at, (p) => p.to === PG_PORT && p.text.includes('wf_finish'));
+    const finished = after(finish?.at, (p) => p.from === PG_PORT && p.to === finish?.from);
+    const result = after(finished?.at, (p) => toClient(p) && p.text.includes('HTTP/1.1 200'));
+    hops.add('worker: handler -> its report', report && report.at - began);
+    hops.add('coordinator: report -> finish statement', finish && report && finish.at - report.at);
+    hops.add('PostgreSQL: finish statement -> answer', finished && finish && finished.at - finish.at);
+    hops.add('coordinator: answer -> the result', result && finished && result.at - finished.at);
+    hops.add('client: the result -> in hand', result && t1 - result.at);
+    hops.add('= result latency', t1 - t0);
+  }
+  hops.print(`W2, ${W2_RUNS} runs one after another (medians of hops do not add up exactly to the median of their sum):`);
+}
+
+/** W3a: the hops of each step (a task's result recorded, the next task's report). */
+async function w3a(port: number): Promise<void> {
+  const marks: { t0: number; t1: number }[] = [];
+  const packets = await captured(port, async () => {
+    for (let i = 0; i < W3A_CHAINS; i++) {
+      const t0 = now();
+      const run = await api<{ id: string }>(`http://127.0.0.1:${port}`, 'POST', '/v1/runs', { workflow: 'chain', version: '1', input: { steps: 10 } });
+      await api(`http://127.0.0.1:${port}`, 'GET', `/v1/runs/${run.id}/result?waitMs=20000`);
+      marks.push({ t0, t1: now() });
+    }
+  });
+  const hops = new Hops();
+  for (const { t0, t1 } of marks) {
+    const chain = packets.filter((p) => p.at >= t0 && p.at <= t1);
+    const reports = chain.filter((p) => p.to === port && p.text.includes('POST /v1/worker/reports'));
+    hops.add('= chain', t1 - t0);
+    for (const [k, report] of reports.entries()) {
+      const statement = chain.find((p) => p.at > report.at && p.to === PG_PORT);
+      const answer = statement && chain.find((p) => p.at > statement.at && p.from === PG_PORT && p.to === statement.from);
+      const answered = answer && chain.find((p) => p.at > answer.at && p.from === port && p.to === report.from);
+      const next = reports[k + 1];
+      hops.add('coordinator: report -> its statement', statement && statement.at - report.at);
+      hops.add('PostgreSQL: statement -> answer', answer && statement && answer.at - statement.at);
+      hops.add("coordinator: answer -> the worker's answer", answered && answer && answered.at - answer.at);
+      hops.add('worker: answer -> next report', next && answered && next.at - answered.at);
+      hops.add('= a step (report -> next report)', next && next.at - report.at);
+    }
+  }
+  hops.print(`W3a, ${W3A_CHAINS} ten-step chains one after another, per step:`);
+}
+
+async function main(): Promise<void> {
+  execFileSync('tcpdump', ['--version'], { stdio: 'ignore' });
+  const db = await BenchDatabase.create('timeline');
+  const procs: Proc[] = [];
+  try {
+    const coordinator = await startCoordinator(db, 'none', {});
+    procs.push(coordinator.proc);
+    procs.push(await startWorker([coordinator.url], 'http', {}));
+    // Warm-up: JIT, connections, prepared plans.
+    await api(coordinator.url, 'POST', '/v1/runs/batch', { runs: Array.from({ length: 200 }, () => ({ workflow: 'echo', version: '1', input: 1 })) });
+    await until('warm-up', async () => (await db.completed('echo')) === 200);
+    for (let i = 0; i < 100; i++) {
+      const run = await api<{ id: string }>(coordinator.url, 'POST', '/v1/runs', { workflow: 'chain', version: '1', input: { steps: 2 } });
+      await api(coordinator.url, 'GET', `/v1/runs/${run.id}/result?waitMs=10000`);
+    }
+    const port = Number(new URL(coordinator.url).port);
+    await w2(port);
+    await w3a(port);
+  } finally {
+    for (const proc of procs.reverse()) await proc.stop();
+    await db.drop();
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  },
+);
