@@ -97,7 +97,15 @@ describe('the stall limit (real worker processes)', () => {
     });
     await steady.waitForOutput('ready steady');
     const client = new WorkflowClient({ url: coordinator.url });
-    const poison = await client.start({ name: 'crash', version: '1' }, {});
+    // Started in a batch, so never handed to a waiting claim: with claims of 1 s, a single start can take a claim
+    // at its deadline and give the run back at once (docs/architecture.md, "Handing a new run to a waiting
+    // claim"), which adds a release to the history this test reads exactly.
+    const [poison] = (
+      await request(coordinator.url)
+        .post('/v1/runs/batch')
+        .send({ runs: [{ workflow: 'crash', version: '1', input: {} }] })
+        .expect(201)
+    ).body.runs as RunView[];
     const others: RunView[] = [];
     // Other work keeps arriving while the poison run kills workers.
     for (let round = 0; round < 5; round++) {
