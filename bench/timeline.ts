@@ -19,6 +19,7 @@ interface Packet {
 }
 
 const now = () => performance.timeOrigin + performance.now();
+const base = (port: number) => `http://127.0.0.1:${port}`;
 
 /** Packets with a payload on the loopback interface between the coordinator's port and PostgreSQL's, while `work` runs. */
 async function captured(port: number, work: () => Promise<void>): Promise<Packet[]> {
@@ -63,7 +64,9 @@ class Hops {
 
   add(hop: string, ms: number | undefined): void {
     if (ms === undefined || !Number.isFinite(ms)) return;
-    this.values.set(hop, [...(this.values.get(hop) ?? []), ms]);
+    const values = this.values.get(hop) ?? [];
+    values.push(ms);
+    this.values.set(hop, values);
   }
 
   print(title: string): void {
@@ -78,8 +81,8 @@ async function w2(port: number): Promise<void> {
   const packets = await captured(port, async () => {
     for (let i = 0; i < W2_RUNS; i++) {
       const t0 = now();
-      const run = await api<{ id: string }>(`http://127.0.0.1:${port}`, 'POST', '/v1/runs', { workflow: 'probe', version: '1' });
-      const done = await api<{ output: { startedAt: number } }>(`http://127.0.0.1:${port}`, 'GET', `/v1/runs/${run.id}/result?waitMs=10000`);
+      const run = await api<{ id: string }>(base(port), 'POST', '/v1/runs', { workflow: 'probe', version: '1' });
+      const done = await api<{ output: { startedAt: number } }>(base(port), 'GET', `/v1/runs/${run.id}/result?waitMs=10000`);
       marks.push({ t0, began: done.output.startedAt, t1: now() });
     }
   });
@@ -122,8 +125,8 @@ async function w3a(port: number): Promise<void> {
   const packets = await captured(port, async () => {
     for (let i = 0; i < W3A_CHAINS; i++) {
       const t0 = now();
-      const run = await api<{ id: string }>(`http://127.0.0.1:${port}`, 'POST', '/v1/runs', { workflow: 'chain', version: '1', input: { steps: 10 } });
-      await api(`http://127.0.0.1:${port}`, 'GET', `/v1/runs/${run.id}/result?waitMs=20000`);
+      const run = await api<{ id: string }>(base(port), 'POST', '/v1/runs', { workflow: 'chain', version: '1', input: { steps: 10 } });
+      await api(base(port), 'GET', `/v1/runs/${run.id}/result?waitMs=20000`);
       marks.push({ t0, t1: now() });
     }
   });

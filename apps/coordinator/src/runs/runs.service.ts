@@ -20,6 +20,7 @@ import { ControlOutcome, type NewRun, ReportRepository, RunControlRepository } f
 import { NotificationListener, OUTBOX_CHANNEL, RUN_FINISHED_CHANNEL, RUNS_READY_CHANNEL } from '@app/outbox';
 import { RunEntity, uuidv7 } from '@app/persistence';
 import { Inject, Injectable } from '@nestjs/common';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config/coordinator.config';
 import { type WaitingClaim, WaitingClaims } from '../hand-off/waiting-claims.service';
 import { CoordinatorMetrics } from '../metrics/coordinator.metrics';
@@ -99,7 +100,7 @@ export class RunsService {
       claim?.settle(handed);
     }
     // The worker handed the run is on its critical path, the client's answer is not: let the claim answer first.
-    if (handed) await new Promise((resolve) => setImmediate(resolve));
+    if (handed) await nextTurn();
     for (const run of inserted.values()) this.metrics.runsStarted.inc({ workflow: run.workflow });
     this.wakeLocally(inserted.values());
     const duplicates = runs.filter((run) => !inserted.has(run.id));

@@ -16,6 +16,7 @@ import { HeartbeatRepository, ReportRepository, type RunOutcome, StepRepository 
 import { NotificationListener, RUN_FINISHED_CHANNEL } from '@app/outbox';
 import { Database, type SqlExecutor, uuidv7 } from '@app/persistence';
 import { Injectable, Logger } from '@nestjs/common';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { CoordinatorMetrics } from '../metrics/coordinator.metrics';
 
 type Finished = { runId: string; status: 'completed' | 'failed'; workflow: string } | undefined;
@@ -104,7 +105,7 @@ export class WorkerWritesService {
     // When every report here is of a run that ended and a client waits for, that client is on the run's way to
     // its end and the worker is not: let the result go first. (Reports of other runs would wait with it, and a
     // worker's next step waits for its task results: those answers are not delayed.)
-    if (awaited.size > 0 && reports.every((report) => awaited.has(report.runId))) await new Promise((resolve) => setImmediate(resolve));
+    if (awaited.size > 0 && reports.every((report) => awaited.has(report.runId))) await nextTurn();
     return applied.map(({ outcome }) => outcome);
   }
 
