@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import type { AddressInfo } from 'node:net';
+import { readFileSync } from 'node:fs';
+import { type AddressInfo, connect, type Socket } from 'node:net';
 import request from 'supertest';
 import { loadWorkerConfig } from '../apps/worker/src/config/worker.config';
 import { WorkerAppModule } from '../apps/worker/src/worker-app.module';
@@ -15,6 +16,15 @@ import { RedisServer, testPrefix } from './support/redis';
 
 const CLIENT_TOKEN = 'client-token-for-tests-0001';
 const WORKER_TOKEN = 'worker-token-for-tests-0001';
+
+/** The host's count of connections its listening sockets dropped for a full accept queue (TcpExt ListenOverflows). */
+function listenOverflows(): number {
+  const [names, values] = readFileSync('/proc/net/netstat', 'utf8')
+    .split('\n')
+    .filter((line) => line.startsWith('TcpExt:'))
+    .map((line) => line.split(' '));
+  return Number(values[names.indexOf('ListenOverflows')]);
+}
 
 /** Health, metrics, authentication and shutdown, against real PostgreSQL and Redis servers the test stops and starts. */
 describe('operability', () => {
@@ -69,6 +79,25 @@ describe('operability', () => {
       const docs = await request(coordinator.url).get('/docs-json').expect(200);
       expect(docs.body.paths['/v1/runs'].post.requestBody.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/StartRunRequest' });
     });
+  });
+
+  it('queues a burst of 1,500 new connections instead of dropping any from its listen queue', async () => {
+    // Workers reconnecting after a restart, or a client awaiting 1,000 results at once, open their connections
+    // together; one dropped from a full accept queue waits a second for its SYN to be sent again, and on a busy host
+    // the kernel may give up on it and answer its request with a reset (ECONNRESET, seen in CI at 1,010 waits).
+    const coordinator = await startCoordinator(db.url);
+    const sockets: Socket[] = [];
+    try {
+      const before = listenOverflows();
+      const { port } = new URL(coordinator.url);
+      // Connected in one synchronous turn: the coordinator, in this process, accepts none of them before the last.
+      for (let i = 0; i < 1_500; i++) sockets.push(connect(Number(port), '127.0.0.1').on('error', () => undefined));
+      await Promise.all(sockets.map((socket) => new Promise((resolve) => socket.once('connect', resolve))));
+      expect(listenOverflows() - before).toBe(0);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await coordinator.close();
+    }
   });
 
   it('exposes the Prometheus series after a run', async () => {

@@ -1,7 +1,7 @@
 import type { INestApplication, INestApplicationContext } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { AddressInfo } from 'node:net';
-import { createCoordinatorApp } from '../../apps/coordinator/src/bootstrap';
+import { createCoordinatorApp, listenCoordinator } from '../../apps/coordinator/src/bootstrap';
 import { type CoordinatorConfig, loadCoordinatorConfig } from '../../apps/coordinator/src/config/coordinator.config';
 import { loadWorkerConfig, type WorkerConfig } from '../../apps/worker/src/config/worker.config';
 import { WorkerAppModule } from '../../apps/worker/src/worker-app.module';
@@ -19,7 +19,7 @@ export interface RunningCoordinator {
 export async function startCoordinator(databaseUrl: string, overrides: Partial<CoordinatorConfig> = {}): Promise<RunningCoordinator> {
   const config = { ...loadCoordinatorConfig({ DATABASE_URL: databaseUrl, AUTH_DISABLED: 'true' }), port: 0, host: '127.0.0.1', ...overrides };
   const app = await createCoordinatorApp(config, capturedLogger);
-  await app.listen(config.port, '127.0.0.1');
+  await listenCoordinator(app, config.port, '127.0.0.1');
   const { port } = app.getHttpServer().address() as AddressInfo;
   return { app, url: `http://127.0.0.1:${port}`, close: () => app.close() };
 }

@@ -26,6 +26,20 @@ function httpAdapter(): FastifyAdapter {
   });
 }
 
+/**
+ * How many connections the kernel may hold for the coordinator before it accepts them (Node's default is 511;
+ * Linux caps it at net.core.somaxconn, 4096 by default). Every long poll — a worker's claim, a client's wait for a
+ * result — holds a connection of its own, and they open together: a fleet of workers reconnecting after a
+ * restart, a client awaiting 1,000 results at once. One dropped from a full queue waits a second for its SYN to be
+ * sent again, and on a busy host the kernel may give up on it and answer its request with a reset.
+ */
+const LISTEN_BACKLOG = 4_096;
+
+/** Serves the app on `port` and `host` (main.ts, and the end-to-end tests with port 0). */
+export function listenCoordinator(app: NestFastifyApplication, port: number, host: string): Promise<unknown> {
+  return app.listen({ port, host, backlog: LISTEN_BACKLOG });
+}
+
 /** Builds the coordinator app (used by main.ts and by the end-to-end tests). Does not listen. */
 export async function createCoordinatorApp(
   config: CoordinatorConfig,
