@@ -123,6 +123,16 @@ describe('CoordinatorPool', () => {
     expect(b.served).toBe(0);
   });
 
+  it('fails as unreachable when its coordinator sends no answer, or stops in the middle of one, within the deadline', async () => {
+    const [a] = await coordinators('a');
+    const pool = new CoordinatorPool([a.url], {});
+    a.hang = true;
+    await expect(pool.request('GET', '/x', undefined, { timeoutMs: 200 })).rejects.toThrow('GET /x: no answer in 200 ms');
+    a.hang = false;
+    a.stallBody = true;
+    await expect(pool.request('GET', '/y', undefined, { timeoutMs: 200 })).rejects.toThrow('GET /y: no answer in 200 ms');
+  });
+
   it('fails with the last error when no coordinator answers', async () => {
     const [a] = await coordinators('a');
     const pool = new CoordinatorPool([a.url], {});
