@@ -8,6 +8,7 @@ import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { api, BenchDatabase, log, MODES, type Mode, percentile, type Proc, REDIS_URL, ROOT, round, startCoordinator, startWorker, until } from './support';
+import { type FloorResult, floor } from './floor';
 import { scale } from './scale';
 
 const W1_RUNS = 5_000;
@@ -190,8 +191,11 @@ async function benchMode(mode: Mode): Promise<Result> {
   }
 }
 
-function markdown(results: Result[], when: string): string {
-  const rows: [string, (r: Result) => number | string][] = [
+/** A column of the table: an engine's, a peer's, or the floor's (which has W2 and W3a only; '–' elsewhere). */
+type Column = Result | FloorResult;
+
+function markdown(results: Column[], when: string): string {
+  const rows: [string, (r: Partial<Result>) => number | string | undefined][] = [
     ['W1 drain (runs/s)', (r) => r.w1DrainPerSecond],
     ['W1 create+drain (runs/s)', (r) => r.w1CreateDrainPerSecond],
     ['W2 start latency p50 / p95 / p99 (ms)', (r) => `${r.w2StartP50} / ${r.w2StartP95} / ${r.w2StartP99}`],
@@ -246,14 +250,18 @@ async function main(): Promise<void> {
     log(`${mode}: ${JSON.stringify(result)}`);
     results.push(result);
   }
-  if (process.argv.includes('--peers')) results.push(...(await peers()));
+  const columns: Column[] = [...results];
+  if (process.argv.includes('--peers')) {
+    log('floor: the same hops with nothing else on them (bench/floor.ts)');
+    columns.push(await floor(), ...(await peers()));
+  }
   const when = new Date().toISOString();
-  const table = markdown(results, when);
+  const table = markdown(columns, when);
   process.stdout.write(`\n${table}\n`);
   const dir = join(ROOT, 'bench', 'results');
   mkdirSync(dir, { recursive: true });
   const stamp = when.replace(/[:.]/g, '-');
-  writeFileSync(join(dir, `${stamp}.json`), JSON.stringify({ when, results }, null, 2));
+  writeFileSync(join(dir, `${stamp}.json`), JSON.stringify({ when, results: columns }, null, 2));
   writeFileSync(join(dir, `${stamp}.md`), table);
   writeFileSync(join(dir, 'latest.md'), table);
 }

@@ -43,10 +43,11 @@ export class Proc {
   readonly child: ChildProcess;
   output = '';
 
-  constructor(entry: string, env: Record<string, string>) {
+  /** `entry` relative to the checkout; `nodeArgs` before it (`-r` a loader, say). */
+  constructor(entry: string, env: Record<string, string>, nodeArgs: string[] = []) {
     // BENCH_CPU_PROF=<dir>: each app writes a V8 CPU profile there when it exits (open it in Chrome's DevTools).
     const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
-    this.child = spawn(process.execPath, [...profile, join(ROOT, entry)], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    this.child = spawn(process.execPath, [...profile, ...nodeArgs, join(ROOT, entry)], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     this.child.stdout!.on('data', (chunk) => (this.output += chunk));
     this.child.stderr!.on('data', (chunk) => (this.output += chunk));
   }

@@ -2,9 +2,11 @@
 // worker as the bench does, warms up, then runs W2 (one `probe` run at a time) and W3a (one 10-step chain at a
 // time) while `tcpdump -i lo` records every loopback packet with a payload; each hop is the time between two
 // packets (HTTP between client, coordinator and worker; the PostgreSQL protocol), medians over the runs.
-// Needs tcpdump and the right to capture (root); see docs/benchmarks.md, "What binds now".
+// With `-- --floor`, the same for bench/floor.ts's stand-ins. Needs tcpdump and the right to capture (root); see
+// docs/benchmarks.md, "What binds now".
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
+import { startFloor } from './floor';
 import { api, BenchDatabase, log, median, type Proc, round, startCoordinator, startWorker, until } from './support';
 
 const W2_RUNS = Number(process.env.TIMELINE_RUNS ?? 300);
@@ -150,27 +152,56 @@ async function w3a(port: number): Promise<void> {
   hops.print(`W3a, ${W3A_CHAINS} ten-step chains one after another, per step:`);
 }
 
-async function main(): Promise<void> {
-  execFileSync('tcpdump', ['--version'], { stdio: 'ignore' });
+/** One run of `workflow` started and waited for, as the bench's W2 and W3a do. */
+async function runOnce(url: string, workflow: string, input?: unknown): Promise<void> {
+  const run = await api<{ id: string }>(url, 'POST', '/v1/runs', { workflow, version: '1', input });
+  await api(url, 'GET', `/v1/runs/${run.id}/result?waitMs=10000`);
+}
+
+/** The engine's coordinator and worker, warmed up (JIT, connections, prepared plans). */
+async function startEngine(): Promise<{ url: string; stop(): Promise<void> }> {
   const db = await BenchDatabase.create('timeline');
   const procs: Proc[] = [];
+  const stop = async () => {
+    for (const proc of procs.reverse()) await proc.stop();
+    await db.drop();
+  };
   try {
     const coordinator = await startCoordinator(db, 'none', {});
     procs.push(coordinator.proc);
     procs.push(await startWorker([coordinator.url], 'http', {}));
-    // Warm-up: JIT, connections, prepared plans.
     await api(coordinator.url, 'POST', '/v1/runs/batch', { runs: Array.from({ length: 200 }, () => ({ workflow: 'echo', version: '1', input: 1 })) });
     await until('warm-up', async () => (await db.completed('echo')) === 200);
-    for (let i = 0; i < 100; i++) {
-      const run = await api<{ id: string }>(coordinator.url, 'POST', '/v1/runs', { workflow: 'chain', version: '1', input: { steps: 2 } });
-      await api(coordinator.url, 'GET', `/v1/runs/${run.id}/result?waitMs=10000`);
-    }
-    const port = Number(new URL(coordinator.url).port);
+    for (let i = 0; i < 100; i++) await runOnce(coordinator.url, 'chain', { steps: 2 });
+    return { url: coordinator.url, stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+
+/** With --floor, bench/floor.ts's stand-ins instead (the same hops with nothing else on them), warmed up as the floor's bench does. */
+async function startStandIns(): Promise<{ url: string; stop(): Promise<void> }> {
+  const floor = await startFloor();
+  try {
+    for (let i = 0; i < 300; i++) await runOnce(floor.url, 'probe');
+    for (let i = 0; i < 20; i++) await runOnce(floor.url, 'chain', { steps: 10 });
+    return floor;
+  } catch (error) {
+    await floor.stop();
+    throw error;
+  }
+}
+
+async function main(): Promise<void> {
+  execFileSync('tcpdump', ['--version'], { stdio: 'ignore' });
+  const { url, stop } = process.argv.includes('--floor') ? await startStandIns() : await startEngine();
+  try {
+    const port = Number(new URL(url).port);
     await w2(port);
     await w3a(port);
   } finally {
-    for (const proc of procs.reverse()) await proc.stop();
-    await db.drop();
+    await stop();
   }
 }
 
