@@ -92,13 +92,7 @@ export class JsonHttpClient {
    * request is sent, and each wait for more of the body: undici's own timers, which it sets for every request
    * anyway (an AbortController and a timer of our own per request were 6% of a worker's CPU).
    */
-  private async send(
-    method: HttpMethod,
-    path: string,
-    body: unknown,
-    signal: AbortSignal | undefined,
-    timeoutMs?: number,
-  ): Promise<Dispatcher.ResponseData> {
+  private async send(method: HttpMethod, path: string, body: unknown, signal: AbortSignal | undefined, timeoutMs?: number): Promise<Dispatcher.ResponseData> {
     try {
       return await connections.request({
         origin: this.origin,
