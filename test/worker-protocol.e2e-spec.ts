@@ -247,6 +247,34 @@ describe('worker protocol', () => {
     expect((await http().get(`/v1/runs/${id}`).expect(200)).body).toMatchObject({ status: 'completed', output: 'fresh' });
   });
 
+  it('refreshes the claim with a task result only once its last refresh is older than a tenth of the idle time', async () => {
+    const [id] = await startRuns(1);
+    const [run] = await claim('w1', 1);
+    const refreshedAt = async () => (await db.sql<{ at: Date }>('SELECT heartbeat_at AS at FROM runs WHERE id = $1', [id]))[0].at.getTime();
+    const record = (n: number) =>
+      http()
+        .post('/v1/worker/reports')
+        .send({
+          reports: [
+            {
+              type: 'task',
+              runId: id,
+              task: { expectedRevision: run.revision, key: `step#${n}`, seq: n, name: 'step', status: 'completed', attempts: 1, output: n },
+            },
+          ],
+        })
+        .expect(200);
+    // Claimed just now: a result leaves the claim's refresh as it is (no row version of the run per step).
+    const claimedAt = await refreshedAt();
+    await record(1);
+    expect(await refreshedAt()).toBe(claimedAt);
+    // Refreshed 200 ms ago (more than 1,500 / 10): the next result refreshes it, as a heartbeat would.
+    await db.sql(`UPDATE runs SET heartbeat_at = now() - interval '200 milliseconds' WHERE id = $1`, [id]);
+    const stale = await refreshedAt();
+    await record(2);
+    expect(await refreshedAt()).toBeGreaterThan(stale + 150);
+  });
+
   it('keeps a heartbeating claim from being stolen', async () => {
     const [id] = await startRuns(1);
     const [run] = await claim('w1', 1);

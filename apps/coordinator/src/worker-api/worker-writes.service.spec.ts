@@ -3,6 +3,7 @@ import { RevisionConflictError, type WorkerReport } from '@nest-durable/client';
 import type { HeartbeatRepository, ReportRepository, StepRepository } from '@app/locking';
 import { type NotificationListener, RUN_FINISHED_CHANNEL } from '@app/outbox';
 import type { Database, SqlExecutor } from '@app/persistence';
+import type { CoordinatorConfig } from '../config/coordinator.config';
 import type { CoordinatorMetrics } from '../metrics/coordinator.metrics';
 import { WorkerWritesService } from './worker-writes.service';
 
@@ -18,8 +19,8 @@ function service() {
   const stale = new Set<string>();
   const reports = {
     lockInOrder: async (runIds: string[]) => calls.push(`lock ${runIds.length}`),
-    recordTasks: async (items: unknown[], _on: unknown, finishing: string[]) => {
-      calls.push(`record ${items.length}, finishing ${finishing.length}`);
+    recordTasks: async (items: unknown[], refreshAfterMs: number, _on: unknown, finishing: string[]) => {
+      calls.push(`record ${items.length}, finishing ${finishing.length}, refresh after ${refreshAfterMs} ms`);
       return (items as { runId: string }[]).map(({ runId }) =>
         stale.has(runId) ? new RevisionConflictError(runId, 3) : { key: 'a#1', kind: 'task', seq: 0, status: 'completed', attempts: 1, output: 1, error: null },
       );
@@ -44,6 +45,7 @@ function service() {
         return waiting.has(payload) ? 1 : 0;
       },
     } as unknown as NotificationListener,
+    { claimMinIdleTimeMs: 90_000 } as CoordinatorConfig,
   );
   return { writes, woken, calls, stale, waiting };
 }
@@ -60,7 +62,7 @@ describe('WorkerWritesService reports', () => {
     const { writes, woken, calls } = service();
     const outcomes = await writes.apply([task, complete]);
     expect(outcomes.map((outcome) => outcome.ok)).toEqual([true, true]);
-    expect(calls).toEqual(['record 1, finishing 1', 'finish 1']);
+    expect(calls).toEqual(['record 1, finishing 1, refresh after 9000 ms', 'finish 1']);
     expect(woken).toEqual([[RUN_FINISHED_CHANNEL, RUN, Number.POSITIVE_INFINITY]]);
   });
 
@@ -90,7 +92,7 @@ describe('WorkerWritesService reports', () => {
     const { writes, calls } = service();
     const other = '01a23292-e466-76ce-9ad8-c86c6dd448fc';
     await writes.apply([task, { ...complete, runId: other }]);
-    expect(calls).toEqual(['lock 2', 'record 1, finishing 1', 'finish 1']);
+    expect(calls).toEqual(['lock 2', 'record 1, finishing 1, refresh after 9000 ms', 'finish 1']);
   });
 
   it("a run's outcome is refused with a task result before it in the batch, and not written", async () => {
@@ -101,7 +103,7 @@ describe('WorkerWritesService reports', () => {
       expect.objectContaining({ ok: false, statusCode: 409, reason: 'revision_conflict' }),
       expect.objectContaining({ ok: false, statusCode: 409, reason: 'revision_conflict' }),
     ]);
-    expect(calls).toEqual(['record 1, finishing 1']);
+    expect(calls).toEqual(['record 1, finishing 1, refresh after 9000 ms']);
     expect(woken).toEqual([]);
   });
 });

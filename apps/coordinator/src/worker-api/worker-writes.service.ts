@@ -15,8 +15,9 @@ import {
 import { HeartbeatRepository, ReportRepository, type RunOutcome, StepRepository } from '@app/locking';
 import { NotificationListener, RUN_FINISHED_CHANNEL } from '@app/outbox';
 import { Database, type SqlExecutor, uuidv7 } from '@app/persistence';
-import { Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { setImmediate as nextTurn } from 'node:timers/promises';
+import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config/coordinator.config';
 import { CoordinatorMetrics } from '../metrics/coordinator.metrics';
 
 type Finished = { runId: string; status: 'completed' | 'failed'; workflow: string } | undefined;
@@ -30,6 +31,8 @@ type Finished = { runId: string; status: 'completed' | 'failed'; workflow: strin
 @Injectable()
 export class WorkerWritesService {
   private readonly logger = new Logger(WorkerWritesService.name);
+  /** A task result refreshes a claim last refreshed longer ago than this (see ReportRepository.recordTasks). */
+  private readonly refreshAfterMs: number;
 
   constructor(
     private readonly reports: ReportRepository,
@@ -38,7 +41,10 @@ export class WorkerWritesService {
     private readonly db: Database,
     private readonly metrics: CoordinatorMetrics,
     private readonly listener: NotificationListener,
-  ) {}
+    @Inject(COORDINATOR_CONFIG) config: CoordinatorConfig,
+  ) {
+    this.refreshAfterMs = config.claimMinIdleTimeMs / 10;
+  }
 
   /** Refreshes the claims; returns the runs the worker no longer holds. */
   async heartbeat(runs: HeartbeatRequest['runs']): Promise<string[]> {
@@ -63,7 +69,7 @@ export class WorkerWritesService {
   }
 
   recordTask(runId: string, task: TaskResultRequest): Promise<StoredTask> {
-    return this.reports.recordTask(runId, task);
+    return this.reports.recordTask(runId, task, this.refreshAfterMs);
   }
 
   async complete(runId: string, request: CompleteRunRequest): Promise<{ revision: number }> {
@@ -155,6 +161,7 @@ export class WorkerWritesService {
     if (tasks.length > 0) {
       const results = await this.reports.recordTasks(
         tasks,
+        this.refreshAfterMs,
         tx,
         finals.map((final) => final.runId),
       );
@@ -195,7 +202,7 @@ export class WorkerWritesService {
     try {
       switch (report.type) {
         case 'task':
-          return { outcome: { ok: true, result: await this.reports.recordTask(report.runId, report.task, on) }, finished: undefined };
+          return { outcome: { ok: true, result: await this.reports.recordTask(report.runId, report.task, this.refreshAfterMs, on) }, finished: undefined };
         case 'complete': {
           const { result, finished } = await this.completeOn(on, report.runId, report.complete);
           return { outcome: { ok: true, result }, finished };

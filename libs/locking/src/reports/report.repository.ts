@@ -20,10 +20,10 @@ export class ReportRepository {
    * still running at the expected revision, and the task row is inserted only through it. The
    * first result recorded for a key wins (ON CONFLICT DO NOTHING); a later writer gets the stored
    * one back and adopts it, so each task has exactly one recorded result. Writing a result also
-   * counts as a heartbeat.
+   * counts as a heartbeat once the claim's last refresh is older than `refreshAfterMs` (see recordTasks).
    */
-  async recordTask(runId: string, task: TaskResultRequest, on: SqlExecutor = this.db): Promise<StoredTask> {
-    return unwrap((await this.recordTasks([{ runId, task }], on))[0]);
+  async recordTask(runId: string, task: TaskResultRequest, refreshAfterMs: number, on: SqlExecutor = this.db): Promise<StoredTask> {
+    return unwrap((await this.recordTasks([{ runId, task }], refreshAfterMs, on))[0]);
   }
 
   /**
@@ -31,8 +31,19 @@ export class ReportRepository {
    * checked against its own run's revision, and comes back as the stored task or the error
    * (409 stale, 404 unknown) for that one alone. The runs are locked in id order (see lockInOrder).
    * `finishing`: runs whose outcome the same transaction writes next (their claim is not refreshed).
+   *
+   * A result refreshes its run's claim only once the last refresh is older than `refreshAfterMs` (the
+   * coordinator passes a tenth of the claim idle time). A heartbeat skips a run locked by a write, so a run
+   * written without pause is kept alive by its results; but refreshing on every one made a new version of the
+   * run's row, with entries in its indexes (`heartbeat_at` is indexed), per step: 0.13 ms of PostgreSQL's
+   * 0.9 ms a step here (docs/benchmarks.md).
    */
-  async recordTasks(items: { runId: string; task: TaskResultRequest }[], on: SqlExecutor = this.db, finishing: string[] = []): Promise<(StoredTask | Error)[]> {
+  async recordTasks(
+    items: { runId: string; task: TaskResultRequest }[],
+    refreshAfterMs: number,
+    on: SqlExecutor = this.db,
+    finishing: string[] = [],
+  ): Promise<(StoredTask | Error)[]> {
     const rows = await on.query<{ owned: boolean; task: StoredTask | null }>(
       prepared(
         'wf_record_tasks',
@@ -46,11 +57,13 @@ export class ReportRepository {
           ORDER BY r.id
           FOR UPDATE OF r
        ), refreshed AS (
-         -- A task result refreshes the claim, except of a run whose outcome follows in the same transaction
-         -- ($11): that write moves the run on anyway, and a row version less is an index entry less per index.
+         -- A task result refreshes a claim last refreshed more than $12 ms ago, except of a run whose outcome
+         -- follows in the same transaction ($11): that write moves the run on anyway, and a row version less
+         -- is an index entry less per index.
          UPDATE runs r SET heartbeat_at = now(), updated_at = now()
            FROM owner o
           WHERE r.id = o.id AND r.id <> ALL ($11::uuid[])
+            AND (r.heartbeat_at IS NULL OR r.heartbeat_at < now() - $12 * interval '1 millisecond')
        ), inserted AS (
          INSERT INTO tasks (run_id, key, kind, seq, name, status, attempts, output, error, started_at)
          SELECT i.run_id, i.key, 'task', i.seq, i.name, i.status, i.attempts, i.output, i.error,
@@ -77,6 +90,7 @@ export class ReportRepository {
         items.map(({ task }) => json(task.error)),
         items.map(({ task }) => task.durationMs ?? null),
         finishing,
+        refreshAfterMs,
       ],
     );
     const refused = indexesWhere(rows, (row) => !row.owned);
