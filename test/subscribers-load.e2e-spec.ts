@@ -69,7 +69,8 @@ describe('Redis subscribers with worker processes', () => {
       );
       expect(takes).toEqual([]);
       const lastBusyStart = Math.max(...done.slice(0, 1_000).map((run) => Date.parse(run.startedAt!)));
-      for (const run of done.slice(1_000)) expect(Date.parse(run.startedAt!)).toBeLessThan(lastBusyStart);
+      // Not after the busy queue drained: a tie at the millisecond is a take in the same statement (seen once in CI).
+      for (const run of done.slice(1_000)) expect(Date.parse(run.startedAt!)).toBeLessThanOrEqual(lastBusyStart);
       const byWorker = await db.sql<{ worker_id: string }>(`SELECT DISTINCT worker_id FROM run_transitions WHERE to_status = 'running'`);
       expect(byWorker.length).toBeGreaterThan(1);
       for (const worker of workers) expect(worker.output).not.toContain('taking work over HTTP');
