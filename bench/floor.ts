@@ -14,9 +14,10 @@ import { Pool } from 'pg';
 import { Agent } from 'undici';
 import { BenchDatabase, freePort, log, percentile, Proc, ROOT, round } from './support';
 
-const WARMUP_RUNS = 300;
+/** The warm-up's counts are bench/run.ts's W2 and W3a ones (see there). */
+const WARMUP_RUNS = 1_000;
 const W2_RUNS = 300;
-const WARMUP_CHAINS = 20;
+const WARMUP_CHAINS = 200;
 const W3A_CHAINS = 50;
 const CHAIN_STEPS = 10;
 

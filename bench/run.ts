@@ -16,13 +16,16 @@ const W2_RUNS = 300;
 const W3A_CHAINS = 50;
 const W3B_CHAINS = 200;
 /**
- * Before W2 (after W1), the one-at-a-time paths are warmed up too: this many W2 runs and W3a chains, unmeasured.
- * The bulk warm-up does not run them (single starts, hand-offs, result long-polls, one run's reports), and their
- * code is slow to settle (JIT): measured, the coordinator's CPU per 10-step chain was 20 ms over the first 50
- * chains after 200 others and 13-17 ms over the next 350. bench/peers/run-peers.mjs does the same for the peers.
+ * The warm-up, for the engine and every peer (bench/peers/run-peers.mjs and bench/floor.ts use the same counts):
+ * WARMUP bulk runs before W1, then, before W2, this many W2 runs and W3a chains, all unmeasured. The columns are of
+ * processes in their steady state, as a deployment's are after its first minutes: measured on the engine
+ * (2026-12-02), the coordinator's CPU per run keeps falling over its first ~2,000 one-at-a-time runs (JIT tiers),
+ * and after 10 probes and 10 chains W2's result p50 was 3.85 ms and W3a's 16.5, after 1,000 and 150 more 2.66 and
+ * 11.9 (docs/benchmarks.md, "Warm-up").
  */
-const WARMUP_PROBES = 100;
-const WARMUP_CHAINS = 20;
+const WARMUP = 2_000;
+const WARMUP_PROBES = 1_000;
+const WARMUP_CHAINS = 200;
 const CHAIN_STEPS = 10;
 const W4_RUNS = 1_000;
 const W4_FIRST_MS = 6_000;
@@ -71,8 +74,13 @@ async function benchMode(mode: Mode): Promise<Result> {
       Number((await db.client.query(`SELECT extract(epoch FROM max(finished_at) - min(started_at)) AS s FROM runs WHERE workflow = $1`, [workflow])).rows[0].s);
 
     // Warm-up: JIT, connections, prepared plans.
-    await api(base, 'POST', '/v1/runs/batch', { runs: Array.from({ length: 200 }, () => ({ workflow: 'echo', version: '1', input: 1 })) });
-    await until('warm-up', async () => (await completed('echo')) === 200);
+    log(`${mode}: warm-up (${WARMUP} runs)`);
+    for (let i = 0; i < WARMUP; i += 1_000) {
+      await api(base, 'POST', '/v1/runs/batch', {
+        runs: Array.from({ length: Math.min(1_000, WARMUP - i) }, () => ({ workflow: 'echo', version: '1', input: 1 })),
+      });
+    }
+    await until('warm-up', async () => (await completed('echo')) === WARMUP);
 
     // W1: 5,000 single-task runs created in bulk, drained by one worker at concurrency 50.
     log(`${mode}: W1 throughput (${W1_RUNS} single-task runs)`);

@@ -158,6 +158,12 @@ async function runOnce(url: string, workflow: string, input?: unknown): Promise<
   await api(url, 'GET', `/v1/runs/${run.id}/result?waitMs=10000`);
 }
 
+/** The one-at-a-time paths warmed up as the bench warms them up before W2 (bench/run.ts's counts). */
+async function warmUp(url: string): Promise<void> {
+  for (let i = 0; i < 1_000; i++) await runOnce(url, 'probe');
+  for (let i = 0; i < 200; i++) await runOnce(url, 'chain', { steps: 10 });
+}
+
 /** The engine's coordinator and worker, warmed up (JIT, connections, prepared plans). */
 async function startEngine(): Promise<{ url: string; stop(): Promise<void> }> {
   const db = await BenchDatabase.create('timeline');
@@ -172,7 +178,7 @@ async function startEngine(): Promise<{ url: string; stop(): Promise<void> }> {
     procs.push(await startWorker([coordinator.url], 'http', {}));
     await api(coordinator.url, 'POST', '/v1/runs/batch', { runs: Array.from({ length: 200 }, () => ({ workflow: 'echo', version: '1', input: 1 })) });
     await until('warm-up', async () => (await db.completed('echo')) === 200);
-    for (let i = 0; i < 100; i++) await runOnce(coordinator.url, 'chain', { steps: 2 });
+    await warmUp(coordinator.url);
     return { url: coordinator.url, stop };
   } catch (error) {
     await stop();
@@ -184,8 +190,7 @@ async function startEngine(): Promise<{ url: string; stop(): Promise<void> }> {
 async function startStandIns(): Promise<{ url: string; stop(): Promise<void> }> {
   const floor = await startFloor();
   try {
-    for (let i = 0; i < 300; i++) await runOnce(floor.url, 'probe');
-    for (let i = 0; i < 20; i++) await runOnce(floor.url, 'chain', { steps: 10 });
+    await warmUp(floor.url);
     return floor;
   } catch (error) {
     await floor.stop();

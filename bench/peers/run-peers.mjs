@@ -19,10 +19,10 @@ const SERVER_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:54
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const PEERS = ['bullmq', 'graphile-worker', 'dbos'];
 
-const WARMUP = 200;
-// Before W2, the one-at-a-time paths are warmed up too, unmeasured, as bench/run.ts does for the engine.
-const WARMUP_PROBES = 100;
-const WARMUP_CHAINS = 20;
+// The warm-up's counts are bench/run.ts's (see there): bulk jobs before W1, then the one-at-a-time paths before W2.
+const WARMUP = 2_000;
+const WARMUP_PROBES = 1_000;
+const WARMUP_CHAINS = 200;
 const W1_RUNS = 5_000;
 const W2_RUNS = 300;
 const W3A_CHAINS = 50;
