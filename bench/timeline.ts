@@ -2,16 +2,20 @@
 // worker as the bench does, warms up, then runs W2 (one `probe` run at a time) and W3a (one 10-step chain at a
 // time) while `tcpdump -i lo` records every loopback packet with a payload; each hop is the time between two
 // packets (HTTP between client, coordinator and worker; the PostgreSQL protocol), medians over the runs.
-// With `-- --floor`, the same for bench/floor.ts's stand-ins. Needs tcpdump and the right to capture (root); see
-// docs/benchmarks.md, "What binds now".
+// With `-- --floor`, the same for bench/floor.ts's stand-ins; with `-- --mode redis-zset` (or redis-streams), the
+// engine in that dispatch mode, whose start goes through the outbox, Redis and a take. Needs tcpdump and the right
+// to capture (root); see docs/benchmarks.md, "What binds now".
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
 import { startFloor } from './floor';
-import { api, BenchDatabase, log, median, type Proc, round, startCoordinator, startWorker, until } from './support';
+import { randomBytes } from 'node:crypto';
+import { api, BenchDatabase, log, MODES, type Mode, median, type Proc, REDIS_URL, round, startCoordinator, startWorker, until } from './support';
 
 const W2_RUNS = Number(process.env.TIMELINE_RUNS ?? 300);
 const W3A_CHAINS = Number(process.env.TIMELINE_CHAINS ?? 50);
 const PG_PORT = 5432;
+const REDIS_PORT = Number(new URL(REDIS_URL).port || 6379);
+const MODE: Mode = process.argv.includes('--mode') ? (process.argv[process.argv.indexOf('--mode') + 1] as Mode) : 'http';
 
 interface Packet {
   at: number;
@@ -23,10 +27,12 @@ interface Packet {
 const now = () => performance.timeOrigin + performance.now();
 const base = (port: number) => `http://127.0.0.1:${port}`;
 
-/** Packets with a payload on the loopback interface between the coordinator's port and PostgreSQL's, while `work` runs. */
+/** Packets with a payload on the loopback interface to and from the coordinator's port, PostgreSQL's (and Redis's in its modes), while `work` runs. */
 async function captured(port: number, work: () => Promise<void>): Promise<Packet[]> {
-  const filter = `tcp and (port ${port} or port ${PG_PORT}) and (tcp[tcpflags] & tcp-push != 0)`;
-  const dump: ChildProcess = spawn('tcpdump', ['-i', 'lo', '-nn', '-tt', '-l', '-A', '-s', '160', filter], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const ports = [port, PG_PORT, ...(MODE === 'http' ? [] : [REDIS_PORT])].map((p) => `port ${p}`).join(' or ');
+  const filter = `tcp and (${ports}) and (tcp[tcpflags] & tcp-push != 0)`;
+  // 400 bytes: enough for a Redis reply to reach the run id it carries.
+  const dump: ChildProcess = spawn('tcpdump', ['-i', 'lo', '-nn', '-tt', '-l', '-A', '-s', '400', filter], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   dump.stdout!.on('data', (chunk) => (out += chunk));
   let listening = false;
@@ -79,33 +85,55 @@ class Hops {
 
 /** W2: start, handler begins, result; hops of the start and of the result. */
 async function w2(port: number): Promise<void> {
-  const marks: { t0: number; began: number; t1: number }[] = [];
+  const marks: { id: string; t0: number; began: number; t1: number }[] = [];
   const packets = await captured(port, async () => {
     for (let i = 0; i < W2_RUNS; i++) {
       const t0 = now();
       const run = await api<{ id: string }>(base(port), 'POST', '/v1/runs', { workflow: 'probe', version: '1' });
       const done = await api<{ output: { startedAt: number } }>(base(port), 'GET', `/v1/runs/${run.id}/result?waitMs=10000`);
-      marks.push({ t0, began: done.output.startedAt, t1: now() });
+      marks.push({ id: run.id, t0, began: done.output.startedAt, t1: now() });
     }
   });
   const role = roles(packets, port);
   const toClient = (p: Packet) => p.from === port && role.get(p.to) === 'client';
   const toWorker = (p: Packet) => p.from === port && role.get(p.to) === 'worker';
   const hops = new Hops();
-  for (const { t0, began, t1 } of marks) {
+  for (const { id, t0, began, t1 } of marks) {
     const run = packets.filter((p) => p.at >= t0 && p.at <= t1);
     const after = (at: number | undefined, match: (p: Packet) => boolean) => (at === undefined ? undefined : run.find((p) => p.at >= at && match(p)));
     const start = after(t0, (p) => p.to === port && p.text.includes('POST /v1/runs HTTP'));
     const statement = after(start?.at, (p) => p.to === PG_PORT);
     const answer = after(statement?.at, (p) => p.from === PG_PORT && p.to === statement?.from);
-    const claimAnswer = after(answer?.at, (p) => toWorker(p) && p.text.includes('HTTP/1.1 200'));
     const created = after(answer?.at, (p) => toClient(p) && p.text.includes('HTTP/1.1 201'));
     hops.add('client: its clock -> the start request', start && start.at - t0);
     hops.add('coordinator: request -> start statement', statement && start && statement.at - start.at);
     hops.add('PostgreSQL: start statement -> answer', answer && statement && answer.at - statement.at);
-    hops.add("coordinator: answer -> the claim's answer", claimAnswer && answer && claimAnswer.at - answer.at);
-    hops.add('coordinator: answer -> the 201', created && answer && created.at - answer.at);
-    hops.add("worker: the claim's answer -> handler begins", claimAnswer && began - claimAnswer.at);
+    if (MODE === 'http') {
+      const claimAnswer = after(answer?.at, (p) => toWorker(p) && p.text.includes('HTTP/1.1 200'));
+      hops.add("coordinator: answer -> the claim's answer", claimAnswer && answer && claimAnswer.at - answer.at);
+      hops.add('coordinator: answer -> the 201', created && answer && created.at - answer.at);
+      hops.add("worker: the claim's answer -> handler begins", claimAnswer && began - claimAnswer.at);
+    } else {
+      // The outbox's batch claim, the publish, the wake-up's delivery (the reply carrying the run's id), the take.
+      const batch = after(answer?.at, (p) => p.to === PG_PORT && p.text.includes('wf_outbox_claim'));
+      const batchAnswer = after(batch?.at, (p) => p.from === PG_PORT && p.to === batch?.from);
+      const published = after(batchAnswer?.at, (p) => p.to === REDIS_PORT);
+      const delivered = after(published?.at, (p) => p.from === REDIS_PORT && p.text.includes(id));
+      const take = after(delivered?.at, (p) => p.to === port && p.text.includes('POST /v1/worker/takes'));
+      const takeStatement = after(take?.at, (p) => p.to === PG_PORT && p.text.includes('wf_claim'));
+      const takeAnswer = after(takeStatement?.at, (p) => p.from === PG_PORT && p.to === takeStatement?.from);
+      const taken = after(takeAnswer?.at, (p) => toWorker(p) && p.text.includes('HTTP/1.1 200'));
+      hops.add('coordinator: answer -> the 201', created && answer && created.at - answer.at);
+      hops.add('coordinator: answer -> outbox batch statement', batch && answer && batch.at - answer.at);
+      hops.add('PostgreSQL: outbox batch statement -> answer', batchAnswer && batch && batchAnswer.at - batch.at);
+      hops.add('coordinator: answer -> publish to Redis', published && batchAnswer && published.at - batchAnswer.at);
+      hops.add('Redis: publish -> the wake-up at the worker', delivered && published && delivered.at - published.at);
+      hops.add('worker: the wake-up -> its take', take && delivered && take.at - delivered.at);
+      hops.add('coordinator: take -> its statement', takeStatement && take && takeStatement.at - take.at);
+      hops.add('PostgreSQL: take statement -> answer', takeAnswer && takeStatement && takeAnswer.at - takeStatement.at);
+      hops.add("coordinator: answer -> the take's answer", taken && takeAnswer && taken.at - takeAnswer.at);
+      hops.add("worker: the take's answer -> handler begins", taken && began - taken.at);
+    }
     hops.add('= start latency', began - t0);
     const report = after(began, (p) => p.to === port && p.text.includes('POST /v1/worker/reports'));
     const finish = after(report?.at, (p) => p.to === PG_PORT && p.text.includes('wf_finish'));
@@ -166,16 +194,17 @@ async function warmUp(url: string): Promise<void> {
 
 /** The engine's coordinator and worker, warmed up (JIT, connections, prepared plans). */
 async function startEngine(): Promise<{ url: string; stop(): Promise<void> }> {
-  const db = await BenchDatabase.create('timeline');
+  const db = await BenchDatabase.create(`timeline_${MODE}`);
   const procs: Proc[] = [];
   const stop = async () => {
     for (const proc of procs.reverse()) await proc.stop();
     await db.drop();
   };
   try {
-    const coordinator = await startCoordinator(db, 'none', {});
+    const redis = { REDIS_URL, REDIS_PREFIX: `timeline:${randomBytes(4).toString('hex')}:` };
+    const coordinator = await startCoordinator(db, MODE === 'http' ? 'none' : MODE, redis);
     procs.push(coordinator.proc);
-    procs.push(await startWorker([coordinator.url], 'http', {}));
+    procs.push(await startWorker([coordinator.url], MODE, redis));
     await api(coordinator.url, 'POST', '/v1/runs/batch', { runs: Array.from({ length: 200 }, () => ({ workflow: 'echo', version: '1', input: 1 })) });
     await until('warm-up', async () => (await db.completed('echo')) === 200);
     await warmUp(coordinator.url);
@@ -200,6 +229,7 @@ async function startStandIns(): Promise<{ url: string; stop(): Promise<void> }> 
 
 async function main(): Promise<void> {
   execFileSync('tcpdump', ['--version'], { stdio: 'ignore' });
+  if (!MODES.includes(MODE)) throw new Error(`--mode must be one of ${MODES.join(', ')}`);
   const { url, stop } = process.argv.includes('--floor') ? await startStandIns() : await startEngine();
   try {
     const port = Number(new URL(url).port);
