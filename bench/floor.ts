@@ -12,12 +12,9 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import { join } from 'node:path';
 import { Pool } from 'pg';
 import { Agent } from 'undici';
-import { BenchDatabase, freePort, log, percentile, Proc, ROOT, round } from './support';
+import { BenchDatabase, freePort, log, percentile, Proc, ROOT, round, WARMUP_CHAINS, WARMUP_PROBES } from './support';
 
-/** The warm-up's counts are bench/run.ts's W2 and W3a ones (see there). */
-const WARMUP_RUNS = 1_000;
 const W2_RUNS = 300;
-const WARMUP_CHAINS = 200;
 const W3A_CHAINS = 50;
 const CHAIN_STEPS = 10;
 
@@ -178,7 +175,7 @@ export async function floor(): Promise<FloorResult> {
       await call(url, 'GET', `/v1/runs/${id}/result`);
       return performance.now() - t0;
     };
-    for (let i = 0; i < WARMUP_RUNS; i++) await probe();
+    for (let i = 0; i < WARMUP_PROBES; i++) await probe();
     for (let i = 0; i < WARMUP_CHAINS; i++) await chain();
     // CPU milliseconds of the stand-in coordinator and worker per run (per chain) over `count` of them, from /proc.
     const cpu = async <T>(count: number, one: () => Promise<T>): Promise<{ values: T[]; cpu: string }> => {

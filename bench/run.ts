@@ -7,7 +7,25 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { api, BenchDatabase, log, MODES, type Mode, percentile, type Proc, REDIS_URL, ROOT, round, startCoordinator, startWorker, until } from './support';
+import {
+  api,
+  BenchDatabase,
+  log,
+  MODES,
+  type Mode,
+  percentile,
+  type Proc,
+  REDIS_URL,
+  ROOT,
+  round,
+  startCoordinator,
+  startInBatches,
+  startWorker,
+  until,
+  WARMUP,
+  WARMUP_CHAINS,
+  WARMUP_PROBES,
+} from './support';
 import { type FloorResult, floor } from './floor';
 import { scale } from './scale';
 
@@ -15,17 +33,6 @@ const W1_RUNS = 5_000;
 const W2_RUNS = 300;
 const W3A_CHAINS = 50;
 const W3B_CHAINS = 200;
-/**
- * The warm-up, for the engine and every peer (bench/peers/run-peers.mjs and bench/floor.ts use the same counts):
- * WARMUP bulk runs before W1, then, before W2, this many W2 runs and W3a chains, all unmeasured. The columns are of
- * processes in their steady state, as a deployment's are after its first minutes: measured on the engine
- * (2026-12-02), the coordinator's CPU per run keeps falling over its first ~2,000 one-at-a-time runs (JIT tiers),
- * and after 10 probes and 10 chains W2's result p50 was 3.85 ms and W3a's 16.5, after 1,000 and 150 more 2.66 and
- * 11.9 (docs/benchmarks.md, "Warm-up").
- */
-const WARMUP = 2_000;
-const WARMUP_PROBES = 1_000;
-const WARMUP_CHAINS = 200;
 const CHAIN_STEPS = 10;
 const W4_RUNS = 1_000;
 const W4_FIRST_MS = 6_000;
@@ -75,11 +82,7 @@ async function benchMode(mode: Mode): Promise<Result> {
 
     // Warm-up: JIT, connections, prepared plans.
     log(`${mode}: warm-up (${WARMUP} runs)`);
-    for (let i = 0; i < WARMUP; i += 1_000) {
-      await api(base, 'POST', '/v1/runs/batch', {
-        runs: Array.from({ length: Math.min(1_000, WARMUP - i) }, () => ({ workflow: 'echo', version: '1', input: 1 })),
-      });
-    }
+    await startInBatches(base, WARMUP, () => ({ workflow: 'echo', version: '1', input: 1 }));
     await until('warm-up', async () => (await completed('echo')) === WARMUP);
 
     // W1: 5,000 single-task runs created in bulk, drained by one worker at concurrency 50.
@@ -87,9 +90,7 @@ async function benchMode(mode: Mode): Promise<Result> {
     const commitsBeforeW1 = await commits();
     const requestsBeforeW1 = await requests();
     const w1Start = performance.now();
-    for (let i = 0; i < W1_RUNS; i += 1_000) {
-      await api(base, 'POST', '/v1/runs/batch', { runs: Array.from({ length: 1_000 }, () => ({ workflow: 'chain', version: '1', input: { steps: 1 } })) });
-    }
+    await startInBatches(base, W1_RUNS, () => ({ workflow: 'chain', version: '1', input: { steps: 1 } }));
     await until('W1 drained', async () => (await completed('chain')) === W1_RUNS, 300_000);
     const w1Elapsed = (performance.now() - w1Start) / 1000;
     const w1Drain = await span('chain');

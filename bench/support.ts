@@ -15,6 +15,17 @@ export const TOKEN = { client: `bench-client-${randomBytes(8).toString('hex')}`,
 export const MODES = ['http', 'redis-zset', 'redis-streams'] as const;
 export type Mode = (typeof MODES)[number];
 
+/**
+ * The warm-up, for the engine, the floor and every peer (bench/peers/run-peers.mjs, a package of its own, repeats
+ * these counts): WARMUP bulk runs before W1, then, before W2, WARMUP_PROBES W2 runs and WARMUP_CHAINS W3a chains,
+ * all unmeasured. The columns are of processes in their steady state, as a deployment's are after its first
+ * minutes: measured on the engine (2026-12-02), after 10 probes and 10 chains W2's result p50 was 3.85 ms and
+ * W3a's 16.5, after 900 and 150 more 2.66 and 11.9 (JIT; docs/benchmarks.md, "Warm-up").
+ */
+export const WARMUP = 2_000;
+export const WARMUP_PROBES = 1_000;
+export const WARMUP_CHAINS = 200;
+
 export function log(message: string): void {
   process.stdout.write(`[bench] ${message}\n`);
 }
@@ -93,6 +104,13 @@ export async function api<T>(base: string, method: HttpMethod, path: string, bod
     clients.set(base, client);
   }
   return client.request<T>(method, path, body);
+}
+
+/** Starts `count` runs made by `run`, in batch requests of up to 1,000. */
+export async function startInBatches(base: string, count: number, run: () => Record<string, unknown>): Promise<void> {
+  for (let i = 0; i < count; i += 1_000) {
+    await api(base, 'POST', '/v1/runs/batch', { runs: Array.from({ length: Math.min(1_000, count - i) }, run) });
+  }
 }
 
 /** A fresh database for one measurement, with a connection for the bench's own queries. */

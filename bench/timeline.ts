@@ -9,7 +9,24 @@ import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
 import { startFloor } from './floor';
 import { randomBytes } from 'node:crypto';
-import { api, BenchDatabase, log, MODES, type Mode, median, type Proc, REDIS_URL, round, startCoordinator, startWorker, until } from './support';
+import {
+  BenchDatabase,
+  api,
+  log,
+  MODES,
+  type Mode,
+  median,
+  type Proc,
+  REDIS_URL,
+  round,
+  startCoordinator,
+  startInBatches,
+  startWorker,
+  until,
+  WARMUP,
+  WARMUP_CHAINS,
+  WARMUP_PROBES,
+} from './support';
 
 const W2_RUNS = Number(process.env.TIMELINE_RUNS ?? 300);
 const W3A_CHAINS = Number(process.env.TIMELINE_CHAINS ?? 50);
@@ -186,10 +203,10 @@ async function runOnce(url: string, workflow: string, input?: unknown): Promise<
   await api(url, 'GET', `/v1/runs/${run.id}/result?waitMs=10000`);
 }
 
-/** The one-at-a-time paths warmed up as the bench warms them up before W2 (bench/run.ts's counts). */
+/** The one-at-a-time paths warmed up as the bench warms them up before W2. */
 async function warmUp(url: string): Promise<void> {
-  for (let i = 0; i < 1_000; i++) await runOnce(url, 'probe');
-  for (let i = 0; i < 200; i++) await runOnce(url, 'chain', { steps: 10 });
+  for (let i = 0; i < WARMUP_PROBES; i++) await runOnce(url, 'probe');
+  for (let i = 0; i < WARMUP_CHAINS; i++) await runOnce(url, 'chain', { steps: 10 });
 }
 
 /** The engine's coordinator and worker, warmed up (JIT, connections, prepared plans). */
@@ -205,8 +222,8 @@ async function startEngine(): Promise<{ url: string; stop(): Promise<void> }> {
     const coordinator = await startCoordinator(db, MODE === 'http' ? 'none' : MODE, redis);
     procs.push(coordinator.proc);
     procs.push(await startWorker([coordinator.url], MODE, redis));
-    await api(coordinator.url, 'POST', '/v1/runs/batch', { runs: Array.from({ length: 200 }, () => ({ workflow: 'echo', version: '1', input: 1 })) });
-    await until('warm-up', async () => (await db.completed('echo')) === 200);
+    await startInBatches(coordinator.url, WARMUP, () => ({ workflow: 'echo', version: '1', input: 1 }));
+    await until('warm-up', async () => (await db.completed('echo')) === WARMUP);
     await warmUp(coordinator.url);
     return { url: coordinator.url, stop };
   } catch (error) {

@@ -19,7 +19,7 @@ const SERVER_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:54
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const PEERS = ['bullmq', 'graphile-worker', 'dbos'];
 
-// The warm-up's counts are bench/run.ts's (see there): bulk jobs before W1, then the one-at-a-time paths before W2.
+// The warm-up's counts are bench/support.ts's (see there): bulk jobs before W1, then the one-at-a-time paths before W2.
 const WARMUP = 2_000;
 const WARMUP_PROBES = 1_000;
 const WARMUP_CHAINS = 200;
