@@ -1,8 +1,7 @@
 import type { ClaimedRun } from '@nest-durable/client';
-import { Database, type PreparedStatement } from '@app/persistence';
-import { RUNS_DUE_CHANNEL } from '@app/outbox';
+import { Database } from '@app/persistence';
 import { Injectable } from '@nestjs/common';
-import { appendHistory, DISPATCHING, notifyFinished, notifyReady, stalledError, STEP_COLUMNS, wakeParents } from '../runs/run-sql';
+import { CLAIM, CLAIM_UNCONTROLLED } from './claim.statement';
 
 export interface ClaimParams {
   /**
@@ -33,255 +32,10 @@ export interface ClaimResult {
   requeue: { queue: string; wakeup: string }[];
 }
 
-type Row = TakenRun & { kind: 'run' | 'stalled' | 'requeue'; wakeup: string | null };
+/** How long a queue set found controlled goes straight to the controlled statement. */
+const CONTROLLED_MEMORY_MS = 10_000;
 
-/**
- * The rate limit's CTEs in the claim statement. Each rate-limited version's token bucket (its row is
- * locked by flow_admit) is charged with the new runs this statement took. When it ran out while a run
- * still waits, the next token's time is a due time: a NOTIFY on wf_runs_due arms every coordinator's
- * due timers (which wake a claim long-poll of the queue then) and, with a publisher, an outbox row
- * not to be published before it (the wake-up a Redis worker will take it with). At most one is
- * scheduled at a time per version (`rate_wakeup_at`), so wake-ups do not multiply with the claimers.
- */
-const RATE_LIMIT_CTES = `rate_demand AS (
-         SELECT w.family, w.queue, w.rate, w.tokens, w.admitted_at, w.rate_wakeup_at, coalesce(t.fresh, 0) AS used,
-                CASE WHEN w.takeovers THEN (
-                  SELECT x.id FROM runs x
-                   WHERE x.status IN ('queued', 'waiting') AND x.queue = w.queue AND x.due_at <= now() AND x.id NOT IN (SELECT id FROM picked)
-                   ORDER BY x.priority DESC, x.due_at LIMIT 1) END AS waiting
-           FROM wanted w LEFT JOIN taken t USING (queue)
-          WHERE w.rate IS NOT NULL
-       ), bucket AS (
-         UPDATE workflow_controls c
-            SET tokens = b.remaining, refilled_at = b.admitted_at, rate_wakeup_at = CASE WHEN b.wake THEN b.next_at ELSE c.rate_wakeup_at END
-           FROM (SELECT d.*, d.waiting IS NOT NULL AND d.remaining < 1 AND (d.rate_wakeup_at IS NULL OR d.rate_wakeup_at <= d.admitted_at) AS wake,
-                        d.admitted_at + (1 - d.remaining) / d.rate * interval '1 second' AS next_at
-                   FROM (SELECT family, max(rate) AS rate, max(tokens) - sum(used) AS remaining, max(admitted_at) AS admitted_at,
-                                max(rate_wakeup_at) AS rate_wakeup_at,
-                                (array_agg(queue ORDER BY queue) FILTER (WHERE waiting IS NOT NULL))[1] AS queue,
-                                (array_agg(waiting ORDER BY queue) FILTER (WHERE waiting IS NOT NULL))[1] AS waiting
-                           FROM rate_demand GROUP BY family) d) b
-          WHERE c.workflow = split_part(b.family, ':', 1) AND c.version = split_part(b.family, ':', 2)
-         RETURNING b.wake, b.queue, b.waiting, b.next_at,
-                   (SELECT count(*) FROM (SELECT pg_notify('${RUNS_DUE_CHANNEL}', (extract(epoch FROM b.next_at) * 1000)::text || ' rate:' || b.family || ' ' || b.queue)
-                                           WHERE b.wake) n) AS notified
-       ), rate_wakeup AS (
-         INSERT INTO outbox (run_id, queue, next_attempt_at)
-         SELECT waiting, queue, next_at FROM bucket
-          WHERE wake AND ${DISPATCHING}
-         RETURNING id
-       )`;
-
-/**
- * The per-key rate limit's CTEs, after `picked`: the keys' buckets (read and locked by flow_key_tokens
- * in `key_tokens`) are charged with the runs this statement took of each key, and the window's runs of
- * a key beyond its whole tokens are delayed: the j-th gets the time of the key's (whole + j)-th token
- * (the whole ones are left to the runs before it, taken now or by the next claim), and no earlier than
- * j tokens after the latest time already given to its key (`delayed_until`), so they keep its order. The due-time triggers then wake claimers at
- * that time (NOTIFY on wf_runs_due) and, with a publisher, write the wake-up to publish then (outbox),
- * so they come back without a poll and are not read again before. Only rows this statement locked are
- * delayed (others are skipped; the next claim sees them). A bucket row is written only for keys that
- * took or delayed a run: a missing row is a full bucket.
- */
-const KEY_RATE_LIMIT_CTES = `key_used AS MATERIALIZED (
-         SELECT k.family, k.concurrency_key AS key, count(*) AS n FROM picked p JOIN keyed_fit k USING (id) WHERE NOT p.idle GROUP BY 1, 2
-       ), rate_delay AS (
-         SELECT x.id FROM runs x
-          WHERE x.id IN (SELECT k.id FROM keyed_fit k WHERE k.rank > k.whole)
-            AND x.status IN ('queued', 'waiting') AND x.due_at <= now()
-          FOR NO KEY UPDATE SKIP LOCKED
-       ), delayed AS (
-         UPDATE runs r SET due_at = d.due_at, updated_at = now()
-           FROM (SELECT l.id, l.family, l.key,
-                        greatest(t.admitted_at + (t.whole + l.j - t.tokens) / t.rate * interval '1 second',
-                                 t.delayed_until + l.j / t.rate * interval '1 second') AS due_at
-                   FROM (SELECT k.id, k.family, k.concurrency_key AS key,
-                                row_number() OVER (PARTITION BY k.family, k.concurrency_key ORDER BY k.rank) AS j
-                           FROM rate_delay x JOIN keyed_fit k USING (id)) l
-                   JOIN key_tokens t ON t.family = l.family AND t.key = l.key) d
-          WHERE r.id = d.id
-         RETURNING r.id, d.family, d.key, d.due_at
-       ), key_charged AS (
-         INSERT INTO workflow_key_buckets AS b (workflow, version, key, tokens, refilled_at, delayed_until)
-         SELECT split_part(t.family, ':', 1), split_part(t.family, ':', 2), t.key, greatest(t.tokens - coalesce(u.n, 0), 0), t.admitted_at, d.until
-           FROM key_tokens t
-           LEFT JOIN key_used u ON u.family = t.family AND u.key = t.key
-           LEFT JOIN (SELECT family, key, max(due_at) AS until FROM delayed GROUP BY 1, 2) d ON d.family = t.family AND d.key = t.key
-          WHERE u.n IS NOT NULL OR d.until IS NOT NULL
-         ON CONFLICT (workflow, version, key) DO UPDATE
-            SET tokens = excluded.tokens, refilled_at = excluded.refilled_at, delayed_until = greatest(b.delayed_until, excluded.delayed_until)
-         RETURNING 1
-       )`;
-
-/**
- * The claim statement (see ClaimRepository.claim): $1 queues, $2 their limits, $3 the idle time, $4
- * the worker id, $5 the stall limit, $6 the total limit, $7/$8 the wake-ups' queues and names.
- * Prepared, and run with its generic plan (see GenericPlanPool): planning it costs more than running it, and its
- * inputs are arrays whose contents no custom plan could use.
- */
-const CLAIM: PreparedStatement = {
-  name: 'wf_claim',
-  text: `WITH wanted AS MATERIALIZED (
-         -- Per queue: how many runs it wants and, when its version has an active control (flow_admit), how
-         -- many new runs it may take (fresh), whether idle claims may be taken over (not while paused) and
-         -- the version's limits. A queue without one gets fresh = n and no cap: the statement as before.
-         -- The per-key rate is read (fresh, flow_key_rate) once flow_admit returned, i.e. holds the lock:
-         -- a set-returning function in FROM runs to its end before its first row is joined.
-         SELECT w.queue, w.n, f.family, coalesce(f.fresh, w.n) AS fresh, coalesce(f.takeovers, true) AS takeovers,
-                f.family_cap, coalesce(f.counts_slot, false) AS counts_slot, f.per_key, f.full_keys, f.key_names, f.key_running,
-                f.rate, f.tokens, f.admitted_at, f.rate_wakeup_at, CASE WHEN f.family IS NOT NULL THEN flow_key_rate(f.family) END AS key_rate
-           FROM unnest($1::text[], $2::integer[]) AS w(queue, n)
-           LEFT JOIN flow_admit($1::text[], $2::integer[]) f USING (queue)
-       ), wakeups AS (
-         SELECT u.queue, u.ref, row_number() OVER (PARTITION BY u.queue ORDER BY u.i) AS k
-           FROM unnest($7::text[], $8::text[]) WITH ORDINALITY AS u(queue, ref, i)
-       ), idle AS (
-         SELECT s.id, 'running' AS status, s.stalls, w.queue, true AS idle, 0 AS priority, s.heartbeat_at AS since
-           FROM wanted w CROSS JOIN LATERAL (
-                SELECT id, stalls, heartbeat_at FROM runs
-                 WHERE status = 'running' AND queue = w.queue AND heartbeat_at < now() - $3 * interval '1 millisecond'
-                 ORDER BY heartbeat_at
-                 LIMIT w.n
-                 FOR NO KEY UPDATE SKIP LOCKED) s
-          WHERE w.takeovers
-       ), ready AS (
-         SELECT r.id, r.status, r.stalls, w.queue, false AS idle, r.priority, r.due_at AS since
-           FROM wanted w CROSS JOIN LATERAL (
-                SELECT id, status, stalls, priority, due_at FROM runs
-                 WHERE status IN ('queued', 'waiting') AND queue = w.queue AND due_at <= now()
-                 ORDER BY priority DESC, due_at
-                 LIMIT w.fresh
-                 FOR NO KEY UPDATE SKIP LOCKED) r
-          WHERE w.per_key IS NULL AND w.key_rate IS NULL
-       ), keyed_window AS (
-         -- Queues with a per-key limit (slots or rate): the first ready runs in order whose key has a free
-         -- slot (keys already full are skipped in the index walk, unlocked), each with its rank in its key.
-         SELECT w.queue, w.family, r.id, r.priority, r.due_at, r.concurrency_key,
-                row_number() OVER (PARTITION BY w.family, r.concurrency_key ORDER BY r.priority DESC, r.due_at, r.id) AS rank,
-                w.per_key - coalesce(w.key_running[array_position(w.key_names, r.concurrency_key)], 0) AS free_slots
-           FROM wanted w CROSS JOIN LATERAL (
-                SELECT id, priority, due_at, concurrency_key FROM runs
-                 WHERE status IN ('queued', 'waiting') AND queue = w.queue AND due_at <= now()
-                   AND (concurrency_key IS NULL OR concurrency_key <> ALL (w.full_keys))
-                 ORDER BY priority DESC, due_at
-                 LIMIT w.fresh * 4 + 50) r
-          WHERE (w.per_key IS NOT NULL OR w.key_rate IS NOT NULL) AND w.fresh > 0
-       ), key_tokens AS MATERIALIZED (
-         -- Under a per-key rate, the window's keys' buckets: locked and read after flow_admit's lock, in
-         -- a fresh snapshot (flow_key_tokens), so claimers of the version take turns on them.
-         SELECT k.family, k.rate, t.key, t.tokens, floor(t.tokens + 1e-9) AS whole, t.delayed_until, t.admitted_at
-           FROM (SELECT kw.family, max(w.key_rate) AS rate, array_agg(DISTINCT kw.concurrency_key) AS keys
-                   FROM keyed_window kw JOIN wanted w USING (queue)
-                  WHERE w.key_rate IS NOT NULL AND kw.concurrency_key IS NOT NULL
-                  GROUP BY kw.family) k
-          CROSS JOIN LATERAL flow_key_tokens(k.family, k.rate, k.keys) t
-       ), keyed_fit AS MATERIALIZED (
-         -- A run fits when its key has a free slot and a whole token for it (runs without a key always do).
-         SELECT k.*, t.whole,
-                k.concurrency_key IS NULL OR k.rank <= least(coalesce(k.free_slots, k.rank), coalesce(t.whole, k.rank)) AS fits
-           FROM keyed_window k LEFT JOIN key_tokens t ON t.family = k.family AND t.key = k.concurrency_key
-       ), keyed AS (
-         SELECT r.id, r.status, r.stalls, w.queue, false AS idle, r.priority, r.due_at AS since
-           FROM wanted w CROSS JOIN LATERAL (
-                SELECT x.id, x.status, x.stalls, x.priority, x.due_at FROM runs x
-                 WHERE x.id IN (SELECT k.id FROM keyed_fit k WHERE k.queue = w.queue AND k.fits ORDER BY k.priority DESC, k.due_at LIMIT w.fresh)
-                   AND x.status IN ('queued', 'waiting') AND x.due_at <= now()
-                 FOR NO KEY UPDATE SKIP LOCKED) r
-          WHERE (w.per_key IS NOT NULL OR w.key_rate IS NOT NULL) AND w.fresh > 0
-       ), candidates AS (
-         SELECT *, idle AND stalls >= $5 AS stalled FROM (SELECT * FROM idle UNION ALL SELECT * FROM ready UNION ALL SELECT * FROM keyed) c
-       ), ranked AS (
-         SELECT c.*, row_number() OVER (PARTITION BY c.queue ORDER BY c.idle DESC, c.priority DESC, c.since, c.id) AS k
-           FROM candidates c WHERE NOT c.stalled
-       ), capped AS (
-         -- A version's cap (free slots, tokens) holds across all its queues (shards) in this claim;
-         -- a takeover reuses the slot of the run it takes over and needs no new one.
-         SELECT r.*, w.counts_slot, w.family, w.family_cap IS NULL OR r.idle
-                  OR row_number() OVER (PARTITION BY w.family, r.idle ORDER BY r.priority DESC, r.since, r.id) <= w.family_cap AS admitted
-           FROM ranked r JOIN wanted w USING (queue)
-          WHERE r.k <= w.n
-       ), picked AS (
-         SELECT c.id, c.status, c.queue, c.k, c.idle, c.counts_slot FROM capped c
-          WHERE c.admitted
-          ORDER BY c.idle DESC, c.priority DESC, c.since, c.id
-          LIMIT $6
-       ), taken AS MATERIALIZED (
-         SELECT queue, count(*) AS n, count(*) FILTER (WHERE NOT idle) AS fresh FROM picked GROUP BY queue
-       ), stalled_out AS (
-         UPDATE runs r
-            SET status = 'failed', revision = r.revision + 1, heartbeat_at = NULL, finished_at = now(), updated_at = now(),
-                error = ${stalledError(`format('the run was taken over %s times after its worker stopped heartbeating, and it stopped again (MAX_STALLS is %s)', r.stalls, $5::integer)`)}
-           FROM candidates c
-          WHERE r.id = c.id AND c.stalled
-         RETURNING r.id, r.workflow, r.version, r.queue, r.revision, r.attempt, r.claimed_by, r.parent_id, r.status, r.output, r.error
-       ), stalled_history AS (
-         ${appendHistory('stalled_out', `'running'`, `'failed'`, 'claimed_by')}
-       ), ${wakeParents('stalled_out', 'picked')}, claimed AS (
-         UPDATE runs r
-            SET status = 'running', revision = r.revision + 1, claimed_by = $4, stalls = r.stalls + p.idle::integer,
-                claimed_via = u.ref, heartbeat_at = now(), updated_at = now(), started_at = coalesce(r.started_at, now()),
-                holds_slot = p.counts_slot
-           FROM picked p LEFT JOIN wakeups u ON u.queue = p.queue AND u.k = p.k
-          WHERE r.id = p.id
-         RETURNING r.id, r.workflow, r.version, r.queue, r.revision, r.attempt, r.input, r.due_at, r.claimed_via,
-                   p.status AS from_status
-       ), history AS (
-         ${appendHistory('claimed', 'from_status', `'running'`, '$4')}
-       ), resolved AS (
-         UPDATE tasks t
-            SET status = 'completed',
-                output = CASE t.kind WHEN 'sleep' THEN NULL WHEN 'retry' THEN t.output
-                                     ELSE '{"timedOut": true}'::jsonb END
-           FROM claimed c
-          WHERE t.run_id = c.id AND t.status = 'waiting'
-         RETURNING t.run_id, ${STEP_COLUMNS.split(', ')
-           .map((column) => `t.${column}`)
-           .join(', ')}
-       ), ${RATE_LIMIT_CTES}, ${KEY_RATE_LIMIT_CTES}, unused AS MATERIALIZED (
-         SELECT u.queue, u.ref, u.k - coalesce(t.n, 0) AS rank
-           FROM wakeups u LEFT JOIN taken t USING (queue)
-          WHERE u.k > coalesce(t.n, 0)
-       ), still_waiting AS MATERIALIZED (
-         -- Per queue with wake-ups left over, the runs it still has waiting that this statement did not
-         -- take (their rows were locked by others): enough of each scan, in index order, to count up to
-         -- the leftovers (of its first n + leftover rows, at most n - leftover were picked). A controlled
-         -- queue counts no more than it was admitted to take and did not: a wake-up of a paused or full
-         -- queue is dropped, not handed back (a freed slot, a resume or the next token brings a new one).
-         SELECT l.queue, least(CASE WHEN w.family IS NULL THEN l.n ELSE greatest(w.fresh - coalesce(t.fresh, 0), 0) END,
-                CASE WHEN w.per_key IS NULL AND w.key_rate IS NULL THEN (SELECT count(*) FROM (
-                   SELECT x.id FROM runs x
-                    WHERE x.status IN ('queued', 'waiting') AND x.queue = l.queue AND x.due_at <= now()
-                    ORDER BY x.priority DESC, x.due_at LIMIT w.n + l.n) s
-                  WHERE s.id NOT IN (SELECT id FROM picked UNION ALL SELECT id FROM delayed))
-                -- A per-key queue: only runs its window admitted (a key with a free slot and a token) and this statement
-                -- neither took nor delayed; runs of full keys are not work for a wake-up, which would circle through Redis.
-                ELSE (SELECT count(*) FROM keyed_fit k
-                       WHERE k.queue = l.queue AND k.fits AND k.id NOT IN (SELECT id FROM picked UNION ALL SELECT id FROM delayed)) END
-              + (SELECT count(*) FROM (
-                   SELECT x.id FROM runs x
-                    WHERE x.status = 'running' AND x.queue = l.queue AND x.heartbeat_at < now() - $3 * interval '1 millisecond'
-                    ORDER BY x.heartbeat_at LIMIT w.n + l.n) s
-                  WHERE w.takeovers AND s.id NOT IN (SELECT id FROM candidates WHERE stalled UNION ALL SELECT id FROM picked))) AS runs
-           FROM (SELECT queue, count(*) AS n FROM unused GROUP BY queue) l JOIN wanted w USING (queue) LEFT JOIN taken t USING (queue)
-       ), announced AS (
-         SELECT ${notifyFinished('stalled_out')} AS finished, ${notifyReady('woken_parents')} AS parents
-       )
-       SELECT 'run' AS kind, c.id, c.workflow, c.version, c.queue, c.revision, c.attempt, c.input, c.claimed_via AS wakeup,
-              CASE WHEN c.from_status <> 'running' THEN extract(epoch FROM now() - c.due_at)::float8 END AS "readyForSeconds",
-              coalesce((SELECT json_agg(s ORDER BY s.seq, s.key) FROM (
-                          SELECT ${STEP_COLUMNS} FROM tasks t WHERE t.run_id = c.id AND t.status <> 'waiting'
-                          UNION ALL
-                          SELECT ${STEP_COLUMNS} FROM resolved WHERE resolved.run_id = c.id) s), '[]'::json) AS tasks
-         FROM claimed c CROSS JOIN announced
-       UNION ALL
-       SELECT 'stalled', f.id, f.workflow, f.version, f.queue, f.revision, f.attempt, NULL, NULL, NULL, '[]'::json
-         FROM stalled_out f CROSS JOIN announced
-       UNION ALL
-       SELECT 'requeue', NULL, NULL, NULL, n.queue, NULL, NULL, NULL, n.ref, NULL, '[]'::json
-         FROM unused n JOIN still_waiting s USING (queue)
-        WHERE n.rank <= s.runs`,
-  genericPlan: true,
-};
+type Row = TakenRun & { kind: 'run' | 'stalled' | 'requeue' | 'controlled'; wakeup: string | null };
 
 /**
  * Claims: how a worker comes to own runs, through the claim API or a transport's wake-ups. One
@@ -289,6 +43,8 @@ const CLAIM: PreparedStatement = {
  */
 @Injectable()
 export class ClaimRepository {
+  private readonly controlled = new ControlledQueueSets();
+
   constructor(private readonly db: Database) {}
 
   /**
@@ -314,13 +70,18 @@ export class ClaimRepository {
    * paused or limited version among the queues and returns what may be taken. Two claimers cannot
    * both take a version's last slot: the second waits for that row lock until the first commits, and
    * counts the slots in a fresh snapshot of its own afterwards (the function is VOLATILE), so it sees
-   * the runs the first one took. Queues without an active control take no lock. A controlled queue
+   * the runs the first one took. Every claim also holds a shared admission lock per version
+   * (flow_version_lock), so a limit being set waits for the claims in flight. A controlled queue
    * hands back only wake-ups it was admitted to use: a paused or full queue drops them rather than
    * sending them round again (a freed slot, a resume or the next token issues new ones).
+   *
+   * Two statements (see claim.statement.ts): the uncontrolled one first, which takes nothing and says so
+   * when flow_admit finds an active control among the queues; then the controlled one. A queue set found
+   * controlled goes straight to the controlled one for a while (ControlledQueueSets).
    */
   async claim(params: ClaimParams): Promise<ClaimResult> {
     const wakeups = params.queues.flatMap(({ queue, wakeups: refs = [] }) => refs.map((ref) => ({ queue, ref })));
-    const rows = await this.db.query<Row>(CLAIM, [
+    const values = [
       params.queues.map((q) => q.queue),
       params.queues.map((q) => q.limit),
       params.claimMinIdleTimeMs,
@@ -329,11 +90,48 @@ export class ClaimRepository {
       params.limit,
       wakeups.map((w) => w.queue),
       wakeups.map((w) => w.ref),
-    ]);
+    ];
+    const key = params.queues
+      .map((q) => q.queue)
+      .sort()
+      .join('\n');
+    let rows: Row[] | undefined;
+    if (!this.controlled.recalls(key)) {
+      rows = await this.db.query<Row>(CLAIM_UNCONTROLLED, values);
+      if (rows.some((row) => row.kind === 'controlled')) {
+        this.controlled.remember(key);
+        rows = undefined;
+      }
+    }
+    rows ??= await this.db.query<Row>(CLAIM, values);
     return {
       runs: rows.filter((row) => row.kind === 'run').map(({ kind: _, wakeup, ...run }) => (wakeup === null ? run : { ...run, wakeup })),
       stalled: rows.filter((row) => row.kind === 'stalled').map(({ id, workflow }) => ({ id, workflow })),
       requeue: rows.filter((row) => row.kind === 'requeue').map((row) => ({ queue: row.queue, wakeup: row.wakeup! })),
     };
+  }
+}
+
+/**
+ * Queue sets the uncontrolled statement found controlled, for CONTROLLED_MEMORY_MS: their claims go
+ * straight to the controlled statement rather than paying for both. Past that they try the uncontrolled
+ * one again (the control may have been lifted). Only a cost: either statement is correct for any queue.
+ */
+class ControlledQueueSets {
+  private readonly until = new Map<string, number>();
+
+  recalls(key: string): boolean {
+    const until = this.until.get(key);
+    if (until === undefined) return false;
+    if (until > Date.now()) return true;
+    this.until.delete(key);
+    return false;
+  }
+
+  remember(key: string): void {
+    const now = Date.now();
+    // Sets no claim asks for again expire: drop them as new ones come.
+    for (const [other, until] of this.until) if (until <= now) this.until.delete(other);
+    this.until.set(key, now + CONTROLLED_MEMORY_MS);
   }
 }

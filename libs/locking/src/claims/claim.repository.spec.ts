@@ -1,0 +1,61 @@
+import { afterEach, describe, expect, it, jest } from '@jest/globals';
+import type { Database, PreparedStatement } from '@app/persistence';
+import { ClaimRepository, type ClaimParams } from './claim.repository';
+import { CLAIM, CLAIM_UNCONTROLLED } from './claim.statement';
+
+const RUN = { id: '01a23292-e466-76ce-9ad8-c86c6dd448fb', workflow: 'w', version: '1', queue: 'w:1:', revision: 1, attempt: 1, input: null, tasks: [] };
+const row = (kind: string, extra: object = {}) => ({ kind, wakeup: null, readyForSeconds: 0, ...RUN, ...extra });
+
+/** A ClaimRepository over a database whose answer to each statement is `answers[statement name]`. */
+function repository(answers: Record<string, object[]>) {
+  const ran: string[] = [];
+  const db = {
+    query: async (statement: PreparedStatement) => {
+      ran.push(statement.name);
+      return answers[statement.name];
+    },
+  };
+  return { claims: new ClaimRepository(db as unknown as Database), ran };
+}
+
+const params = (...queues: string[]): ClaimParams => ({
+  queues: queues.map((queue) => ({ queue, limit: 5 })),
+  limit: 5,
+  workerId: 'worker',
+  claimMinIdleTimeMs: 30_000,
+  maxStalls: 3,
+});
+
+describe('ClaimRepository: which claim statement runs', () => {
+  afterEach(() => {
+    jest.useRealTimers();
+  });
+
+  it('runs only the uncontrolled statement for queues without a control, and returns what it took', async () => {
+    const { claims, ran } = repository({ [CLAIM_UNCONTROLLED.name]: [row('run'), row('requeue', { queue: 'w:1:', wakeup: 'x:1' })] });
+    const result = await claims.claim(params('w:1:'));
+    expect(ran).toEqual([CLAIM_UNCONTROLLED.name]);
+    expect(result.runs.map((run) => run.id)).toEqual([RUN.id]);
+    expect(result.requeue).toEqual([{ queue: 'w:1:', wakeup: 'x:1' }]);
+  });
+
+  it('runs the controlled statement when the uncontrolled one found a control, and returns its rows only', async () => {
+    const { claims, ran } = repository({ [CLAIM_UNCONTROLLED.name]: [row('controlled')], [CLAIM.name]: [row('stalled', { id: 'other' })] });
+    const result = await claims.claim(params('w:1:'));
+    expect(ran).toEqual([CLAIM_UNCONTROLLED.name, CLAIM.name]);
+    expect(result).toEqual({ runs: [], stalled: [{ id: 'other', workflow: 'w' }], requeue: [] });
+  });
+
+  it('goes straight to the controlled statement for a queue set found controlled, for ten seconds, then tries again', async () => {
+    jest.useFakeTimers({ now: 1_000_000 });
+    const { claims, ran } = repository({ [CLAIM_UNCONTROLLED.name]: [row('controlled')], [CLAIM.name]: [] });
+    await claims.claim(params('a:1:', 'b:1:'));
+    await claims.claim(params('b:1:', 'a:1:')); // the same set, asked in another order
+    await claims.claim(params('a:1:')); // another set
+    expect(ran).toEqual([CLAIM_UNCONTROLLED.name, CLAIM.name, CLAIM.name, CLAIM_UNCONTROLLED.name, CLAIM.name]);
+    ran.length = 0;
+    jest.setSystemTime(1_000_000 + 10_001);
+    await claims.claim(params('a:1:', 'b:1:'));
+    expect(ran).toEqual([CLAIM_UNCONTROLLED.name, CLAIM.name]);
+  });
+});
