@@ -44,6 +44,8 @@ describe('retention', () => {
     });
     daemon = coordinator.app.get(RetentionDaemon);
     await eventually('the coordinator to lead retention', async () => coordinator.app.get(LeaderElection).leading.includes('retention'));
+    // The sweep it runs on taking the lead must be over before a test writes runs it would delete.
+    await daemon.idle();
   });
 
   afterEach(async () => {

@@ -54,6 +54,11 @@ export class RetentionDaemon implements SingletonDaemon, OnModuleInit {
   async stop(): Promise<void> {
     this.stopping = true;
     if (this.scheduler.doesExist('interval', INTERVAL)) this.scheduler.deleteInterval(INTERVAL);
+    await this.idle();
+  }
+
+  /** Resolves once no sweep of the daemon's own (on its interval, or on taking the lead) is under way. */
+  async idle(): Promise<void> {
     await this.sweeping;
   }
 
