@@ -3,7 +3,7 @@
 // time) while `tcpdump -i lo` records every loopback packet with a payload; each hop is the time between two
 // packets (HTTP between client, coordinator and worker; the PostgreSQL protocol), medians over the runs.
 // With `-- --floor`, the same for bench/floor.ts's stand-ins; with `-- --mode redis-zset` (or redis-streams), the
-// engine in that dispatch mode, whose start goes through the outbox, Redis and a take. Needs tcpdump and the right
+// engine in that dispatch mode, whose start publishes its wake-up to Redis, which a worker takes. Needs tcpdump and the right
 // to capture (root); see docs/benchmarks.md, "What binds now".
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
@@ -131,19 +131,15 @@ async function w2(port: number): Promise<void> {
       hops.add('coordinator: answer -> the 201', created && answer && created.at - answer.at);
       hops.add("worker: the claim's answer -> handler begins", claimAnswer && began - claimAnswer.at);
     } else {
-      // The outbox's batch claim, the publish, the wake-up's delivery (the reply carrying the run's id), the take.
-      const batch = after(answer?.at, (p) => p.to === PG_PORT && p.text.includes('wf_outbox_claim'));
-      const batchAnswer = after(batch?.at, (p) => p.from === PG_PORT && p.to === batch?.from);
-      const published = after(batchAnswer?.at, (p) => p.to === REDIS_PORT);
+      // The start's own publish (its wake-up names the run), the wake-up's delivery (the reply carrying the run's id), the take.
+      const published = after(answer?.at, (p) => p.to === REDIS_PORT && p.text.includes(id));
       const delivered = after(published?.at, (p) => p.from === REDIS_PORT && p.text.includes(id));
       const take = after(delivered?.at, (p) => p.to === port && p.text.includes('POST /v1/worker/takes'));
       const takeStatement = after(take?.at, (p) => p.to === PG_PORT && p.text.includes('wf_claim'));
       const takeAnswer = after(takeStatement?.at, (p) => p.from === PG_PORT && p.to === takeStatement?.from);
       const taken = after(takeAnswer?.at, (p) => toWorker(p) && p.text.includes('HTTP/1.1 200'));
       hops.add('coordinator: answer -> the 201', created && answer && created.at - answer.at);
-      hops.add('coordinator: answer -> outbox batch statement', batch && answer && batch.at - answer.at);
-      hops.add('PostgreSQL: outbox batch statement -> answer', batchAnswer && batch && batchAnswer.at - batch.at);
-      hops.add('coordinator: answer -> publish to Redis', published && batchAnswer && published.at - batchAnswer.at);
+      hops.add('coordinator: answer -> publish to Redis', published && answer && published.at - answer.at);
       hops.add('Redis: publish -> the wake-up at the worker', delivered && published && delivered.at - published.at);
       hops.add('worker: the wake-up -> its take', take && delivered && take.at - delivered.at);
       hops.add('coordinator: take -> its statement', takeStatement && take && takeStatement.at - take.at);

@@ -1,7 +1,8 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, afterEach, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import type { ClaimedRun } from '@nest-durable/client';
 import { partitionCountKey, sortedSetKey, streamKey } from '@nest-durable/client';
-import { LISTEN_PROBE } from '@app/outbox';
+import { LISTEN_PROBE, OutboxEnqueuer, OutboxRepository, type OutboxRow } from '@app/outbox';
+import { uuidv7 } from '@app/persistence';
 import { Redis } from 'ioredis';
 import request from 'supertest';
 import { type RunningCoordinator, startCoordinator } from './support/apps';
@@ -66,6 +67,49 @@ describe('reliable dispatch', () => {
     await eventually('the sent row to be deleted', async () => (await outboxCount()) === 0);
   });
 
+  it("publishes a start's wake-ups from the start itself: the enqueuer's batch statement takes none of them", async () => {
+    const prefix = testPrefix('own');
+    const c = await coordinator({ ...NO_POLL, dispatch: 'redis-zset', redisPrefix: prefix });
+    const repository = c.app.get(OutboxRepository);
+    const claimBatch = repository.claimBatch.bind(repository);
+    const batches: OutboxRow[][] = [];
+    jest.spyOn(repository, 'claimBatch').mockImplementation(async (limit) => {
+      const rows = await claimBatch(limit);
+      batches.push(rows);
+      return rows;
+    });
+    const runs = await Promise.all(Array.from({ length: 5 }, () => start(c)));
+    await eventually('the runs in Redis', async () => (await members(sortedSetKey(prefix, 'echo:1'))).length === 5);
+    expect(new Set((await members(sortedSetKey(prefix, 'echo:1'))).map((m) => m.runId))).toEqual(new Set(runs.map((r) => r.id)));
+    await eventually('the sent rows to be deleted', async () => (await outboxCount()) === 0);
+    expect(batches.flat()).toEqual([]);
+  });
+
+  it('publishes the wake-up of a start whose coordinator never published it (died after the commit) once it is stale', async () => {
+    const prefix = testPrefix('orphan');
+    const c = await coordinator({
+      dispatch: 'redis-zset',
+      redisPrefix: prefix,
+      outboxPollIntervalMs: 100,
+      outboxStaleInFlightMs: 1_000,
+      republishIntervalMs: 3_600_000,
+    });
+    // The start's own publish never happens, as when its process dies between the commit and the publish.
+    jest.spyOn(c.app.get(OutboxEnqueuer), 'publishTaken').mockImplementationOnce(async () => undefined);
+    const run = await start(c);
+    expect(await db.sql<{ status: string }>('SELECT status FROM outbox')).toEqual([{ status: 'in_flight' }]);
+    const [member] = await eventually(
+      'the wake-up in Redis',
+      async () => {
+        const found = await members(sortedSetKey(prefix, 'echo:1'));
+        return found.length > 0 ? found : undefined;
+      },
+      15_000,
+    );
+    expect(member).toEqual({ runId: run.id });
+    await eventually('the sent row to be deleted', async () => (await outboxCount()) === 0);
+  });
+
   it('publishes nothing for a transaction that rolled back', async () => {
     const prefix = testPrefix('rollback');
     const c = await coordinator({ ...NO_POLL, dispatch: 'redis-zset', redisPrefix: prefix });
@@ -100,8 +144,12 @@ describe('reliable dispatch', () => {
   it('two enqueuers on one outbox publish every row once', async () => {
     const prefix = testPrefix('two');
     const options = { dispatch: 'redis-streams' as const, redisPrefix: prefix, streamPartitions: 2, outboxBatchSize: 20, republishIntervalMs: 3_600_000 };
-    const [a, b] = [await coordinator(options), await coordinator(options)];
-    const runs = await Promise.all(Array.from({ length: 300 }, (_, i) => start(i % 2 ? a : b)));
+    for (let i = 0; i < 2; i++) await coordinator(options);
+    // Made ready outside a start (which publishes its own): the enqueue trigger writes the rows, both enqueuers claim them.
+    const runs = Array.from({ length: 300 }, () => ({ id: uuidv7() }));
+    await db.sql(`SET wf.dispatch = 'redis-streams'`);
+    await db.sql(`INSERT INTO runs (id, workflow, version, queue, status) SELECT unnest($1::uuid[]), 'echo', '1', 'echo:1', 'queued'`, [runs.map((r) => r.id)]);
+    await db.sql('RESET wf.dispatch');
     const ids = await eventually(
       'all 300 runs in the streams',
       async () => {

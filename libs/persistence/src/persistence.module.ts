@@ -21,6 +21,7 @@ import { KeyRateLimits1765600000000 } from './migrations/1765600000000-key-rate-
 import { FlowAdmissionLock1765700000000 } from './migrations/1765700000000-flow-admission-lock';
 import { WorkerDeclaredSchedules1765800000000 } from './migrations/1765800000000-worker-declared-schedules';
 import { HandOff1765900000000 } from './migrations/1765900000000-hand-off';
+import { StartPublishes1766000000000 } from './migrations/1766000000000-start-publishes';
 
 export const ENTITIES = [RunEntity, TaskEntity];
 export const MIGRATIONS = [
@@ -39,6 +40,7 @@ export const MIGRATIONS = [
   FlowAdmissionLock1765700000000,
   WorkerDeclaredSchedules1765800000000,
   HandOff1765900000000,
+  StartPublishes1766000000000,
 ];
 
 export interface PersistenceOptions {

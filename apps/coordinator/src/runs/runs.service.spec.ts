@@ -1,6 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import type { ReportRepository, RunControlRepository } from '@app/locking';
-import { OUTBOX_CHANNEL, type NotificationListener, RUNS_READY_CHANNEL } from '@app/outbox';
+import type { NotificationListener, OutboxEnqueuer, OutboxRow } from '@app/outbox';
+import { RUNS_READY_CHANNEL } from '@app/outbox';
 import type { RunEntity } from '@app/persistence';
 import type { CoordinatorConfig } from '../config/coordinator.config';
 import { WaitingClaims } from '../hand-off/waiting-claims.service';
@@ -11,15 +12,24 @@ import { RunsService } from './runs.service';
 /**
  * RunsService over stand-ins: the start statement returns the runs as inserted, due now or at `runAt`;
  * handed to a claim (running at revision 1) when it is given one, unless `refuseHandOff` (as when a
- * control is active); `failStart` makes it fail.
+ * control is active); `failStart` makes it fail. With `publisher`, the coordinator has an outbox enqueuer,
+ * and the statement takes the outbox row of each run it leaves queued and due now (its id: `o-<run id>`).
  */
-function service({ refuseHandOff = false, failStart = false } = {}) {
+function service({ refuseHandOff = false, failStart = false, publisher = false } = {}) {
   const woken: [string, string, number][] = [];
   const handedTo: (string | undefined)[] = [];
+  const publishing: boolean[] = [];
+  const published: OutboxRow[][] = [];
   const control = {
-    start: async (runs: { id: string; workflow: string; version: string; runAt: Date | null }[], _on: unknown, claim?: { workerId: string }) => {
+    start: async (
+      runs: { id: string; workflow: string; version: string; runAt: Date | null }[],
+      _on: unknown,
+      claim: { workerId: string } | undefined,
+      publish: boolean,
+    ) => {
       const worker = claim?.workerId;
       handedTo.push(worker);
+      publishing.push(publish);
       if (failStart) throw new Error('connection terminated');
       const handed = worker !== undefined && !refuseHandOff;
       return new Map(
@@ -34,6 +44,7 @@ function service({ refuseHandOff = false, failStart = false } = {}) {
             createdAt: new Date(),
             updatedAt: new Date(),
             paused: false,
+            outboxId: publish && !handed && !run.runAt ? `o-${run.id}` : null,
           };
           return [run.id, entity as unknown as RunEntity & { paused: boolean }];
         }),
@@ -59,13 +70,14 @@ function service({ refuseHandOff = false, failStart = false } = {}) {
     waiting,
     reports as unknown as ReportRepository,
     { claimMinIdleTimeMs: 90_000 } as CoordinatorConfig,
+    publisher ? ({ publishTaken: async (rows: OutboxRow[]) => void published.push(rows) } as unknown as OutboxEnqueuer) : undefined,
   );
-  return { runs, woken, waiting, handedTo, released };
+  return { runs, woken, waiting, handedTo, released, publishing, published };
 }
 
 describe('RunsService start', () => {
-  it("wakes this coordinator's claims of the queues that got runs due now, and its outbox publisher, without waiting for the NOTIFY", async () => {
-    const { runs, woken } = service();
+  it("wakes this coordinator's claims of the queues that got runs due now without waiting for the NOTIFY, and publishes nothing without a publisher", async () => {
+    const { runs, woken, publishing } = service();
     await runs.startMany([
       { workflow: 'echo', version: '1', input: 1, priority: 0 },
       { workflow: 'echo', version: '1', input: 2, priority: 0 },
@@ -75,7 +87,24 @@ describe('RunsService start', () => {
     expect(woken).toEqual([
       [RUNS_READY_CHANNEL, 'echo:1', 2],
       [RUNS_READY_CHANNEL, 'chain:1', 1],
-      [OUTBOX_CHANNEL, '', 1],
+    ]);
+    expect(publishing).toEqual([false]);
+  });
+
+  it('with a publisher, publishes at once the wake-ups the start statement took for the runs due now', async () => {
+    const { runs, publishing, published } = service({ publisher: true });
+    const started = await runs.startMany([
+      { workflow: 'echo', version: '1', input: 1, priority: 0 },
+      { workflow: 'chain', version: '1', input: 2, priority: 0 },
+      { workflow: 'later', version: '1', input: 3, priority: 0, runAt: new Date(Date.now() + 60_000) },
+    ]);
+    expect(publishing).toEqual([true]);
+    const [echo, chain] = started.map(({ run }) => run.id);
+    expect(published).toEqual([
+      [
+        { id: `o-${echo}`, runId: echo, queue: 'echo:1', attemptCount: 1 },
+        { id: `o-${chain}`, runId: chain, queue: 'chain:1', attemptCount: 1 },
+      ],
     ]);
   });
 
@@ -125,10 +154,7 @@ describe('RunsService start with a claim waiting for its queue', () => {
     const { run } = await runs.start({ workflow: 'echo', version: '1', input: 1, priority: 0 });
     expect(run.status).toBe('queued');
     expect(await offer.handed).toBeUndefined();
-    expect(woken).toEqual([
-      [RUNS_READY_CHANNEL, 'echo:1', 1],
-      [OUTBOX_CHANNEL, '', 1],
-    ]);
+    expect(woken).toEqual([[RUNS_READY_CHANNEL, 'echo:1', 1]]);
   });
 
   it('settles the claim with nothing when the start fails, and gives back a run it may have handed over', async () => {

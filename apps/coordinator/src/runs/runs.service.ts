@@ -16,10 +16,10 @@ import {
   type RunTransitionsQuery,
   queueName,
 } from '@nest-durable/client';
-import { ControlOutcome, type NewRun, ReportRepository, RunControlRepository } from '@app/locking';
-import { NotificationListener, OUTBOX_CHANNEL, RUN_FINISHED_CHANNEL, RUNS_READY_CHANNEL } from '@app/outbox';
+import { ControlOutcome, type NewRun, ReportRepository, RunControlRepository, type StartedRun } from '@app/locking';
+import { NotificationListener, OutboxEnqueuer, RUN_FINISHED_CHANNEL, RUNS_READY_CHANNEL } from '@app/outbox';
 import { RunEntity, uuidv7 } from '@app/persistence';
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config/coordinator.config';
 import { type WaitingClaim, WaitingClaims } from '../hand-off/waiting-claims.service';
@@ -45,6 +45,8 @@ function newRun(request: StartRunRequest): NewRun {
 
 @Injectable()
 export class RunsService {
+  private readonly logger = new Logger(RunsService.name);
+
   constructor(
     private readonly repository: RunsRepository,
     private readonly control: RunControlRepository,
@@ -53,6 +55,8 @@ export class RunsService {
     private readonly waitingClaims: WaitingClaims,
     private readonly reports: ReportRepository,
     @Inject(COORDINATOR_CONFIG) private readonly config: CoordinatorConfig,
+    /** With a publisher (DISPATCH other than none): starts publish their runs' wake-ups themselves. */
+    @Optional() private readonly outbox?: OutboxEnqueuer,
   ) {}
 
   /**
@@ -78,13 +82,14 @@ export class RunsService {
 
   /** Inserts the runs (handing one to `claim`, which it settles whatever happens) and views them. */
   private async insert(runs: NewRun[], claim?: WaitingClaim): Promise<{ run: RunView; created: boolean }[]> {
-    let inserted: Map<string, RunEntity & { paused: boolean }>;
+    let inserted: Map<string, StartedRun>;
     let handed: ClaimedRun | undefined;
     try {
       inserted = await this.control.start(
         runs,
         undefined,
         claim && { workerId: claim.workerId, queues: claim.queues, claimMinIdleTimeMs: this.config.claimMinIdleTimeMs },
+        this.outbox !== undefined,
       );
       const run = claim ? [...inserted.values()].find((row) => row.status === 'running') : undefined;
       if (run) {
@@ -99,6 +104,7 @@ export class RunsService {
     } finally {
       claim?.settle(handed);
     }
+    this.publish(inserted.values());
     // The worker handed the run is on its critical path, the client's answer is not: let the claim answer first.
     if (handed) await nextTurn();
     for (const run of inserted.values()) this.metrics.runsStarted.inc({ workflow: run.workflow });
@@ -118,10 +124,25 @@ export class RunsService {
   }
 
   /**
-   * Wakes, as soon as the start committed, what waits in this coordinator for runs that became ready:
-   * its long-poll claims of the queues that got a run due now, and its outbox publisher (the Redis modes),
-   * instead of when the start's NOTIFY comes back through the LISTEN session. That NOTIFY still wakes
-   * every coordinator's, this one's again: a claim or a batch that finds nothing waits again.
+   * Publishes the wake-ups of the runs due now that the start statement wrote taken (RunControlRepository.start
+   * with `publish`), as soon as it committed: no enqueuer's batch statement in between. Not awaited: the
+   * client's answer does not wait for Redis, and a publish that fails is retried from the outbox (the rows
+   * it could not settle stay in_flight, for maintenance to return to retry).
+   */
+  private publish(started: Iterable<StartedRun>): void {
+    if (!this.outbox) return;
+    const rows = [...started].flatMap((run) => (run.outboxId ? [{ id: run.outboxId, runId: run.id, queue: run.queue, attemptCount: 1 }] : []));
+    if (rows.length === 0) return;
+    this.outbox
+      .publishTaken(rows)
+      .catch((error: Error) => this.logger.warn(`publishing started runs' wake-ups failed (the outbox retries them): ${error.message}`));
+  }
+
+  /**
+   * Wakes, as soon as the start committed, this coordinator's long-poll claims of the queues that got a run
+   * due now, instead of when the start's NOTIFY comes back through the LISTEN session. That NOTIFY still
+   * wakes every coordinator's, this one's again: a claim that finds nothing waits again. (Its outbox has
+   * nothing to wake: a start publishes its wake-ups itself.)
    */
   private wakeLocally(started: Iterable<RunEntity>): void {
     const now = Date.now();
@@ -130,7 +151,6 @@ export class RunsService {
       if (run.status === 'queued' && run.dueAt instanceof Date && run.dueAt.getTime() <= now) due.set(run.queue, (due.get(run.queue) ?? 0) + 1);
     }
     for (const [queue, runs] of due) this.listener.wake(RUNS_READY_CHANNEL, queue, runs);
-    if (due.size > 0) this.listener.wake(OUTBOX_CHANNEL, '', 1);
   }
 
   async get(id: string): Promise<RunView> {

@@ -76,7 +76,16 @@ export class OutboxEnqueuer implements OnApplicationBootstrap, BeforeApplication
   /** Claims a batch, publishes it, deletes what was sent and reschedules or dead-letters the rest. */
   async processBatch(): Promise<number> {
     const rows = await this.repository.claimBatch(this.options.batchSize);
-    if (rows.length === 0) return 0;
+    if (rows.length > 0) await this.publishTaken(rows);
+    return rows.length;
+  }
+
+  /**
+   * Publishes rows already marked in_flight (by a batch statement, or by the start that wrote them: see
+   * RunControlRepository.start), deletes what was sent and reschedules or dead-letters the rest. Rows it
+   * cannot settle stay in_flight, for maintenance to return to retry.
+   */
+  async publishTaken(rows: OutboxRow[]): Promise<void> {
     this.counters.inFlight += rows.length;
     try {
       const results = await this.publisher.publish(rows.map(({ id, runId, queue }) => ({ id, runId, queue })));
@@ -98,7 +107,6 @@ export class OutboxEnqueuer implements OnApplicationBootstrap, BeforeApplication
       if (retries.length + dead.length > 0) {
         this.logger.warn(`${retries.length + dead.length} of ${rows.length} outbox rows failed to publish (${dead.length} dead-lettered)`);
       }
-      return rows.length;
     } finally {
       this.counters.inFlight -= rows.length;
     }
