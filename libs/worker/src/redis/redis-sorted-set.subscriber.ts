@@ -7,8 +7,8 @@ import { BLOCKING_GRACE_MS, MAX_GIVE_BACKS, type RedisSubscriberOptions, shuffle
 import type { NextDelayParams, Subscriber } from '../subscribers/subscriber.interface';
 
 /**
- * After the first pop, fills the remaining capacity round-robin across the queues in one round
- * trip, so a busy queue cannot starve a quiet one. Returns key, member pairs.
+ * Behind the blocking pop, fills the remaining capacity round-robin across the queues, so a busy
+ * queue cannot starve a quiet one. Returns key, member pairs.
  */
 const FILL_ROUND_ROBIN = `
 local wanted = tonumber(ARGV[1])
@@ -54,28 +54,19 @@ export class RedisSortedSetSubscriber implements Subscriber {
     private readonly options: RedisSubscriberOptions,
   ) {
     // A client-side guard longer than the BLOCK: a read that never returns (across a reconnect) ends. A
-    // wake-up popped by a read the client gave up on is lost to it; the republish daemon restores it.
+    // wake-up popped by a read the client gave up on is lost to it (and a fill behind it: see pop()); the
+    // republish daemon restores them.
     this.reader = redis.open('sorted-set reader', { blockingTimeout: options.blockMs, blockingTimeoutGrace: BLOCKING_GRACE_MS });
     for (const ref of registry.refs()) this.refs.set(sortedSetKey(redis.prefix, queueName(ref.name, ref.version, ref.shard)), ref);
   }
 
   async getReadyRuns(limit: number): Promise<ClaimedRun[]> {
     await Promise.all([this.redis.whenReady(this.reader), this.redis.whenReady(this.redis.client)]);
-    const order = shuffled([...this.refs.keys()]);
-    // The fill is sent right behind the blocking pop on the same connection: Redis runs it the moment the
-    // pop is served, so the batch costs one round trip, not two (0.5-1 ms of every start). It runs after a
-    // pop that timed out too, and what it pops then is taken all the same.
-    const pop = this.reader.bzpopmin(...order, this.options.blockMs / 1000);
-    const fill = limit > 1 ? (this.reader.eval(FILL_ROUND_ROBIN, order.length, ...order, limit - 1) as Promise<string[]>) : undefined;
-    fill?.catch(() => undefined); // awaited below; a failed pop must not leave it unhandled
-    const first = await pop;
     // Members are unique wake-up names (`<runId>:<outbox id>`), so they name themselves in the take.
-    const keyOf = new Map<string, string>(first ? [[first[1], first[0]]] : []);
+    const keyOf = await this.pop(limit);
+    if (keyOf.size === 0) return [];
     let taken: Awaited<ReturnType<CoordinatorApi['take']>>;
     try {
-      const more = (await fill) ?? [];
-      for (let i = 0; i < more.length; i += 2) keyOf.set(more[i + 1], more[i]);
-      if (keyOf.size === 0) return [];
       taken = await this.api.take(this.byQueue(keyOf));
     } catch (error) {
       await this.putBack([...keyOf].map(([member, key]) => [key, member]));
@@ -90,6 +81,35 @@ export class RedisSortedSetSubscriber implements Subscriber {
     });
     await this.putBack(again);
     return runs;
+  }
+
+  /**
+   * Up to `limit` wake-ups, by member (their sets as values): a blocking pop, and the round-robin fill sent
+   * right behind it on the same connection, which Redis runs the moment the pop is served (one round trip
+   * per batch, not two: 0.5-1 ms of every start). The fill runs after a pop that timed out too; what it
+   * popped is taken all the same. When either fails, what the other popped goes back and the error is
+   * thrown. The fill gets BLOCKING_GRACE_MS once the pop settled: on a connection that went dead without
+   * closing, the client's guard ends the pop but nothing would end the fill (the reader has no command
+   * timeout, see RedisConnection.open), so the reader is made to reconnect instead.
+   */
+  private async pop(limit: number): Promise<Map<string, string>> {
+    const order = shuffled([...this.refs.keys()]);
+    const pop = this.reader.bzpopmin(...order, this.options.blockMs / 1000);
+    const fill = limit > 1 ? (this.reader.eval(FILL_ROUND_ROBIN, order.length, ...order, limit - 1) as Promise<string[]>) : Promise.resolve([]);
+    fill.catch(() => undefined); // handled below, once the pop settled: an early failure must not go unhandled meanwhile
+    const filled = pop.then(
+      () => within(fill, BLOCKING_GRACE_MS),
+      () => within(fill, BLOCKING_GRACE_MS),
+    );
+    const [first, more] = await Promise.allSettled([pop, filled]);
+    const keyOf = new Map<string, string>();
+    if (first.status === 'fulfilled' && first.value) keyOf.set(first.value[1], first.value[0]);
+    if (more.status === 'fulfilled') for (let i = 0; i < more.value.length; i += 2) keyOf.set(more.value[i + 1], more.value[i]);
+    const failure = first.status === 'rejected' ? first.reason : more.status === 'rejected' ? more.reason : undefined;
+    if (failure === undefined) return keyOf;
+    if (failure instanceof FillTimeout) this.reader.disconnect(true);
+    await this.putBack([...keyOf].map(([member, key]) => [key, member]));
+    throw failure;
   }
 
   getNextDelay(params: NextDelayParams): number {
@@ -113,6 +133,18 @@ export class RedisSortedSetSubscriber implements Subscriber {
     const now = Date.now();
     await this.redis.sendEach(members, (client, [key, member]) => client.zadd(key, now, member));
   }
+}
+
+/** The fill behind a blocking pop went unanswered (see RedisSortedSetSubscriber.pop). */
+class FillTimeout extends Error {}
+
+/** `promise`, or a FillTimeout after `ms`. */
+function within<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new FillTimeout(`the sorted-set fill got no answer within ${ms} ms of its pop`)), ms);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
 }
 
 /**
