@@ -1,7 +1,7 @@
 import type { ClaimedRun } from '@nest-durable/client';
 import { Database } from '@app/persistence';
 import { Injectable } from '@nestjs/common';
-import { CLAIM, CLAIM_UNCONTROLLED } from './claim.statement';
+import { CLAIM_CONTROLLED, CLAIM_UNCONTROLLED } from './claim.statement';
 
 export interface ClaimParams {
   /**
@@ -103,7 +103,7 @@ export class ClaimRepository {
         rows = undefined;
       }
     }
-    rows ??= await this.db.query<Row>(CLAIM, values);
+    rows ??= await this.db.query<Row>(CLAIM_CONTROLLED, values);
     return {
       runs: rows.filter((row) => row.kind === 'run').map(({ kind: _, wakeup, ...run }) => (wakeup === null ? run : { ...run, wakeup })),
       stalled: rows.filter((row) => row.kind === 'stalled').map(({ id, workflow }) => ({ id, workflow })),

@@ -7,7 +7,7 @@ import { KEY_RATE_LIMIT_CTES, KEYED_CTES, RATE_LIMIT_CTES } from './flow-control
  * their limits, $3 the idle time, $4 the worker id, $5 the stall limit, $6 the total limit, $7/$8 the
  * wake-ups' queues and names.
  *
- * - **Controlled** (`flow`): every queue goes through flow_admit's limits (pauses, concurrency, per-key
+ * - **Controlled** (`controlled` true): every queue goes through flow_admit's limits (pauses, concurrency, per-key
  *   slots and rates, the rate's token bucket and its wake-ups).
  * - **Uncontrolled**: for queues none of whose versions has an active control. It calls flow_admit all the
  *   same, first (its shared admission locks, then its look at the control rows in a snapshot taken after
@@ -20,8 +20,8 @@ import { KEY_RATE_LIMIT_CTES, KEYED_CTES, RATE_LIMIT_CTES } from './flow-control
  * Prepared, and run with its generic plan (see GenericPlanPool): planning it costs more than running it,
  * and its inputs are arrays whose contents no custom plan could use.
  */
-function claimStatement(flow: boolean): PreparedStatement {
-  const wanted = flow
+function claimStatement(controlled: boolean): PreparedStatement {
+  const wanted = controlled
     ? `wanted AS MATERIALIZED (
          -- Per queue: how many runs it wants and, when its version has an active control (flow_admit), how
          -- many new runs it may take (fresh), whether idle claims may be taken over (not while paused) and
@@ -49,13 +49,13 @@ function claimStatement(flow: boolean): PreparedStatement {
                  ORDER BY priority DESC, due_at
                  LIMIT w.fresh
                  FOR NO KEY UPDATE SKIP LOCKED) r${
-                   flow
+                   controlled
                      ? `
           WHERE w.per_key IS NULL AND w.key_rate IS NULL`
                      : ''
                  }
        )`;
-  const picked = flow
+  const picked = controlled
     ? `capped AS (
          -- A version's cap (free slots, tokens) holds across all its queues (shards) in this claim;
          -- a takeover reuses the slot of the run it takes over and needs no new one.
@@ -80,13 +80,13 @@ function claimStatement(flow: boolean): PreparedStatement {
                    SELECT x.id FROM runs x
                     WHERE x.status IN ('queued', 'waiting') AND x.queue = l.queue AND x.due_at <= now()
                     ORDER BY x.priority DESC, x.due_at LIMIT w.n + l.n) s
-                  WHERE s.id NOT IN (SELECT id FROM picked${flow ? ' UNION ALL SELECT id FROM delayed' : ''}))`;
+                  WHERE s.id NOT IN (SELECT id FROM picked${controlled ? ' UNION ALL SELECT id FROM delayed' : ''}))`;
   const idleLeft = `(SELECT count(*) FROM (
                    SELECT x.id FROM runs x
                     WHERE x.status = 'running' AND x.queue = l.queue AND x.heartbeat_at < now() - $3 * interval '1 millisecond'
                     ORDER BY x.heartbeat_at LIMIT w.n + l.n) s
-                  WHERE ${flow ? 'w.takeovers AND ' : ''}s.id NOT IN (SELECT id FROM candidates WHERE stalled UNION ALL SELECT id FROM picked))`;
-  const stillWaiting = flow
+                  WHERE ${controlled ? 'w.takeovers AND ' : ''}s.id NOT IN (SELECT id FROM candidates WHERE stalled UNION ALL SELECT id FROM picked))`;
+  const stillWaiting = controlled
     ? `least(CASE WHEN w.family IS NULL THEN l.n ELSE greatest(w.fresh - coalesce(t.fresh, 0), 0) END,
                 CASE WHEN w.per_key IS NULL AND w.key_rate IS NULL THEN ${readyLeft}
                 -- A per-key queue: only runs its window admitted (a key with a free slot and a token) and this statement
@@ -106,13 +106,13 @@ function claimStatement(flow: boolean): PreparedStatement {
                  ORDER BY heartbeat_at
                  LIMIT w.n
                  FOR NO KEY UPDATE SKIP LOCKED) s${
-                   flow
+                   controlled
                      ? `
           WHERE w.takeovers`
                      : ''
                  }
-       ), ${ready}, ${flow ? `${KEYED_CTES}, ` : ''}candidates AS (
-         SELECT *, idle AND stalls >= $5 AS stalled FROM (SELECT * FROM idle UNION ALL SELECT * FROM ready${flow ? ' UNION ALL SELECT * FROM keyed' : ''}) c
+       ), ${ready}, ${controlled ? `${KEYED_CTES}, ` : ''}candidates AS (
+         SELECT *, idle AND stalls >= $5 AS stalled FROM (SELECT * FROM idle UNION ALL SELECT * FROM ready${controlled ? ' UNION ALL SELECT * FROM keyed' : ''}) c
        ), ranked AS (
          SELECT c.*, row_number() OVER (PARTITION BY c.queue ORDER BY c.idle DESC, c.priority DESC, c.since, c.id) AS k
            FROM candidates c WHERE NOT c.stalled
@@ -148,7 +148,7 @@ function claimStatement(flow: boolean): PreparedStatement {
          RETURNING t.run_id, ${STEP_COLUMNS.split(', ')
            .map((column) => `t.${column}`)
            .join(', ')}
-       ), ${flow ? `${RATE_LIMIT_CTES}, ${KEY_RATE_LIMIT_CTES}, ` : ''}unused AS MATERIALIZED (
+       ), ${controlled ? `${RATE_LIMIT_CTES}, ${KEY_RATE_LIMIT_CTES}, ` : ''}unused AS MATERIALIZED (
          SELECT u.queue, u.ref, u.k - coalesce(t.n, 0) AS rank
            FROM wakeups u LEFT JOIN taken t USING (queue)
           WHERE u.k > coalesce(t.n, 0)
@@ -177,18 +177,18 @@ function claimStatement(flow: boolean): PreparedStatement {
        SELECT 'requeue', NULL, NULL, NULL, n.queue, NULL, NULL, NULL, n.ref, NULL, '[]'::json
          FROM unused n JOIN still_waiting s USING (queue)
         WHERE n.rank <= s.runs${
-          flow
+          controlled
             ? ''
             : `
        UNION ALL
        SELECT 'controlled', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, '[]'::json
          FROM admission WHERE controlled > 0`
         }`;
-  return { name: flow ? 'wf_claim' : 'wf_claim_uncontrolled', text, genericPlan: true };
+  return { name: controlled ? 'wf_claim' : 'wf_claim_uncontrolled', text, genericPlan: true };
 }
 
 /** The claim statement for queues whose versions may have an active control. */
-export const CLAIM = claimStatement(true);
+export const CLAIM_CONTROLLED = claimStatement(true);
 
 /** The claim statement for queues without one: answers a `controlled` row, and takes nothing, if one has. */
 export const CLAIM_UNCONTROLLED = claimStatement(false);

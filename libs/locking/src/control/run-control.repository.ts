@@ -39,10 +39,13 @@ function startRuns(name: string, insert: string, publish: boolean) {
            FROM inserted
           WHERE status IN ('queued', 'waiting') AND due_at <> 'infinity' AND ${DISPATCHING}
             AND set_config('wf.start_outbox', 'on', true) = 'on'
-         RETURNING id, run_id, status
+         -- Named apart from the runs' columns, which the final SELECT lists unqualified.
+         RETURNING id AS outbox_id, run_id AS outbox_run_id, status AS outbox_status
        )`
     : '';
-  const outboxId = publish ? `, (SELECT o.id::text FROM outboxed o WHERE o.run_id = inserted.id AND o.status = 'in_flight') AS "outboxId"` : '';
+  // A join, not a subquery per run: a batch start inserts up to BATCH_MAX runs.
+  const outboxId = publish ? `, outbox_id::text AS "outboxId"` : '';
+  const outboxJoin = publish ? ` LEFT JOIN outboxed ON outbox_run_id = inserted.id AND outbox_status = 'in_flight'` : '';
   return prepared(
     name,
     `WITH ${insert}${outbox}, notified AS (SELECT ${NOTIFY_INSERTED_QUEUES} AS n)
@@ -50,7 +53,7 @@ function startRuns(name: string, insert: string, publish: boolean) {
               EXISTS (SELECT 1 FROM workflow_controls c
                        WHERE c.workflow = inserted.workflow AND c.version = inserted.version
                          AND (c.paused OR inserted.shard = ANY (c.paused_shards))) AS paused${outboxId}
-         FROM inserted, notified`,
+         FROM inserted CROSS JOIN notified${outboxJoin}`,
     { genericPlan: true },
   );
 }

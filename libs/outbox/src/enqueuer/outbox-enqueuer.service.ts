@@ -13,16 +13,19 @@ export interface OutboxCounters {
 }
 
 /**
- * Publishes committed outbox rows. Woken by NOTIFY the moment a transaction that wrote rows commits,
- * and by publishDue() when rows written for later come due (the poll is the safety net, and finds
- * publish retries that came due); goes straight on when a batch was full. Several coordinators may
- * run it at once: rows are claimed with SKIP LOCKED.
+ * Publishes committed outbox rows. Woken by NOTIFY the moment a transaction that wrote rows commits
+ * (but for starts, which publish their own rows through publishTaken), and by publishDue() when rows
+ * written for later come due (the poll is the safety net, and finds publish retries that came due);
+ * goes straight on when a batch was full. Several coordinators may run it at once: rows are claimed
+ * with SKIP LOCKED.
  */
 @Injectable()
 export class OutboxEnqueuer implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger(OutboxEnqueuer.name);
   private readonly loops: Promise<void>[] = [];
   private readonly waits = new Set<PendingWait>();
+  /** publishTaken calls under way (awaited on shutdown). */
+  private readonly publishing = new Set<Promise<unknown>>();
   private stopped = false;
   private maintenanceTimer: NodeJS.Timeout | undefined;
   readonly counters: OutboxCounters = { processed: 0, failed: 0, deadLettered: 0, inFlight: 0 };
@@ -40,12 +43,13 @@ export class OutboxEnqueuer implements OnApplicationBootstrap, BeforeApplication
     this.logger.log(`publishing the outbox to ${this.publisher.name} (batch ${this.options.batchSize})`);
   }
 
-  /** Stops claiming and lets batches in progress finish, so none is left in_flight. */
+  /** Stops claiming and lets batches and starts' publishes in progress finish, so none is left in_flight. */
   async beforeApplicationShutdown(): Promise<void> {
     this.stopped = true;
     clearInterval(this.maintenanceTimer);
     for (const wait of this.waits) wait.cancel();
     await Promise.all(this.loops);
+    await Promise.all(this.publishing);
   }
 
   /** Rows came due now: wakes one batch loop (it goes on by itself while batches come back full). */
@@ -86,6 +90,17 @@ export class OutboxEnqueuer implements OnApplicationBootstrap, BeforeApplication
    * cannot settle stay in_flight, for maintenance to return to retry.
    */
   async publishTaken(rows: OutboxRow[]): Promise<void> {
+    const publish = this.publish(rows);
+    const settled = publish.catch(() => undefined);
+    this.publishing.add(settled);
+    try {
+      await publish;
+    } finally {
+      this.publishing.delete(settled);
+    }
+  }
+
+  private async publish(rows: OutboxRow[]): Promise<void> {
     this.counters.inFlight += rows.length;
     try {
       const results = await this.publisher.publish(rows.map(({ id, runId, queue }) => ({ id, runId, queue })));

@@ -18,7 +18,10 @@ export interface OutboxStats {
   deadLetters: number;
 }
 
-/** The outbox's SQL, in one place. Rows are written by the `runs` triggers (see the outbox migration). */
+/**
+ * The outbox's SQL, in one place. Rows are written by the `runs` triggers (see the outbox migration), and
+ * by the start statement for the runs it inserts (RunControlRepository.start with `publish`).
+ */
 @Injectable()
 export class OutboxRepository {
   constructor(private readonly db: Database) {}

@@ -34,6 +34,10 @@ const STARTED_WITH_OUTBOX = `current_setting('wf.start_outbox', true) = 'on'`;
  * rows it has nothing to do with (the rows due later are announced by the due timers, as any). A
  * coordinator that dies between the commit and the publish leaves its rows `in_flight`: the enqueuers'
  * maintenance returns them to retry after OUTBOX_STALE_IN_FLIGHT_MS, as a batch of a dead enqueuer's.
+ *
+ * outbox_notify also stays quiet for an insert of no rows (it reads the statement's new rows, a transition
+ * table): a statement-level trigger fires for those too, and the claim statement's rate wake-up CTE, an
+ * INSERT that writes a row only when a rate limit ran out, woke every enqueuer for nothing at each commit.
  */
 export class StartPublishes1766000000000 implements MigrationInterface {
   name = 'StartPublishes1766000000000';
@@ -45,16 +49,22 @@ export class StartPublishes1766000000000 implements MigrationInterface {
         `BEGIN
         PERFORM`,
         `BEGIN
-        IF ${STARTED_WITH_OUTBOX} THEN
+        IF ${STARTED_WITH_OUTBOX} OR NOT EXISTS (SELECT 1 FROM inserted_rows) THEN
           RETURN NULL;
         END IF;
         PERFORM`,
       ),
     );
+    await queryRunner.query(`DROP TRIGGER outbox_notify ON outbox`);
+    await queryRunner.query(
+      `CREATE TRIGGER outbox_notify AFTER INSERT ON outbox REFERENCING NEW TABLE AS inserted_rows FOR EACH STATEMENT EXECUTE FUNCTION outbox_notify()`,
+    );
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {
     await queryRunner.query(ENQUEUE_READY);
+    await queryRunner.query(`DROP TRIGGER outbox_notify ON outbox`);
     await queryRunner.query(OUTBOX_NOTIFY);
+    await queryRunner.query(`CREATE TRIGGER outbox_notify AFTER INSERT ON outbox FOR EACH STATEMENT EXECUTE FUNCTION outbox_notify()`);
   }
 }
