@@ -1,5 +1,14 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 
+/** The outbox's NOTIFY trigger function (exported for later migrations). */
+export const OUTBOX_NOTIFY = `
+      CREATE FUNCTION outbox_notify() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        PERFORM pg_notify('wf_outbox', '');
+        RETURN NULL;
+      END;
+      $$`;
+
 /**
  * The transactional outbox. A row-level trigger on `runs` writes an outbox row whenever a run
  * becomes ready or gets a new due time, in the same transaction as that change, so no code path can
@@ -46,13 +55,7 @@ export class Outbox1764600000000 implements MigrationInterface {
 
     // Wake enqueuers (LISTEN wf_outbox) when a transaction that wrote outbox rows commits. Statement
     // level, and PostgreSQL folds identical notifications within a transaction: one per commit.
-    await queryRunner.query(`
-      CREATE FUNCTION outbox_notify() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN
-        PERFORM pg_notify('wf_outbox', '');
-        RETURN NULL;
-      END;
-      $$`);
+    await queryRunner.query(OUTBOX_NOTIFY);
     await queryRunner.query(`CREATE TRIGGER outbox_notify AFTER INSERT ON outbox FOR EACH STATEMENT EXECUTE FUNCTION outbox_notify()`);
 
     // The message a worker gets: self-contained (input included up to 8 KiB; larger inputs come with the take).

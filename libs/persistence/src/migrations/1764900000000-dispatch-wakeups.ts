@@ -1,5 +1,17 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 
+/** The enqueue trigger's function: an outbox row per run that became ready, without a message body (exported for later migrations). */
+export const ENQUEUE_READY = `
+      CREATE OR REPLACE FUNCTION runs_enqueue_ready() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF coalesce(current_setting('wf.dispatch', true), 'none') IN ('', 'none') THEN
+          RETURN NULL;
+        END IF;
+        INSERT INTO outbox (run_id, queue, next_attempt_at) VALUES (NEW.id, NEW.queue, greatest(NEW.due_at, now()));
+        RETURN NULL;
+      END;
+      $$`;
+
 /**
  * Redis carries wake-ups, PostgreSQL decides (docs/architecture.md, "Dispatch"):
  * - an outbox row is a wake-up for its queue: it no longer carries a message body (the take picks the
@@ -47,16 +59,7 @@ export class DispatchWakeups1764900000000 implements MigrationInterface {
 
     await queryRunner.query(`ALTER TABLE outbox DROP COLUMN payload`);
     await queryRunner.query(`DROP FUNCTION outbox_message(runs)`);
-    await queryRunner.query(`
-      CREATE OR REPLACE FUNCTION runs_enqueue_ready() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN
-        IF coalesce(current_setting('wf.dispatch', true), 'none') IN ('', 'none') THEN
-          RETURN NULL;
-        END IF;
-        INSERT INTO outbox (run_id, queue, next_attempt_at) VALUES (NEW.id, NEW.queue, greatest(NEW.due_at, now()));
-        RETURN NULL;
-      END;
-      $$`);
+    await queryRunner.query(ENQUEUE_READY);
     // The republish daemon counts, per queue, the wake-ups still on their way to Redis.
     await queryRunner.query(`CREATE INDEX outbox_queue_idx ON outbox (queue) WHERE status IN ('pending', 'retry', 'in_flight')`);
   }
