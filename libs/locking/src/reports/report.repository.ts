@@ -2,7 +2,7 @@ import { ErrorDetails, JsonValue, StoredTask, TaskResultRequest } from '@nest-du
 import { Database, prepared, type SqlExecutor } from '@app/persistence';
 import { Injectable } from '@nestjs/common';
 import { conflictFor, conflictsFor, findSteps, unwrap } from '../runs/conflicts';
-import { appendHistory, json, notifyFinished, notifyReady, STEP_COLUMNS, stepsToRerun, wakeParents } from '../runs/run-sql';
+import { appendHistory, json, lockRunning, notifyFinished, notifyReady, STEP_COLUMNS, stepsToRerun, wakeParents } from '../runs/run-sql';
 
 export type RunOutcome = { status: 'completed'; output: JsonValue } | { status: 'failed'; error: ErrorDetails };
 
@@ -52,10 +52,7 @@ export class ReportRepository {
                               $7::integer[], $8::jsonb[], $9::jsonb[], $10::integer[])
                   WITH ORDINALITY AS i(run_id, revision, key, seq, name, status, attempts, output, error, duration_ms, n)
        ), owner AS MATERIALIZED (
-         SELECT r.id, r.revision FROM runs r JOIN (SELECT DISTINCT run_id, revision FROM input) i ON r.id = i.run_id AND r.revision = i.revision
-          WHERE r.status = 'running'
-          ORDER BY r.id
-          FOR UPDATE OF r
+         ${lockRunning('input')}
        ), refreshed AS (
          -- A task result refreshes a claim last refreshed more than $12 ms ago, except of a run whose outcome
          -- follows in the same transaction ($11): that write moves the run on anyway, and a row version less
@@ -137,10 +134,7 @@ export class ReportRepository {
        ), first_outcomes AS (
          SELECT DISTINCT ON (run_id, revision) * FROM input ORDER BY run_id, revision, n
        ), held AS MATERIALIZED (
-         SELECT r.id FROM runs r JOIN first_outcomes i ON r.id = i.run_id AND r.revision = i.revision
-          WHERE r.status = 'running'
-          ORDER BY r.id
-          FOR UPDATE OF r
+         ${lockRunning('first_outcomes')}
        ), finished AS (
          UPDATE runs r
             SET status = i.status, output = i.output, error = i.error, revision = r.revision + 1,

@@ -1,0 +1,100 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { type PreparedStatement, type SqlExecutor } from '@app/persistence';
+import { ReportRepository } from '@app/locking';
+import { Client } from 'pg';
+import { type RunningCoordinator, startCoordinator } from './support/apps';
+import { createTestDatabase, type TestDatabase } from './support/database';
+
+/** A plan node of EXPLAIN (FORMAT JSON). */
+interface PlanNode {
+  'Node Type': string;
+  'Relation Name'?: string;
+  'Index Name'?: string;
+  Plans?: PlanNode[];
+}
+
+/** A parameter's text form, as node-postgres sends it (arrays as array literals). */
+const textOf = (value: unknown): string =>
+  Array.isArray(value)
+    ? `{${value.map((element) => (element === null ? 'NULL' : `"${textOf(element).replace(/[\\"]/g, '\\$&')}"`)).join(',')}}`
+    : typeof value === 'object'
+      ? JSON.stringify(value)
+      : String(value);
+
+/** Every node under `node`, itself included. */
+const nodes = (node: PlanNode): PlanNode[] => [node, ...(node.Plans ?? []).flatMap(nodes)];
+
+/**
+ * The statements a worker's reports run under its claim (the task result's record, the finish) lock
+ * their runs one primary-key probe each, in the generic plan too: joined to their input, the generic
+ * plan made while the table was small scanned every entry of the running runs' index instead
+ * (docs/benchmarks.md, "The report statements' locks").
+ */
+describe('the report statements lock runs by primary key', () => {
+  let db: TestDatabase;
+  let coordinator: RunningCoordinator | undefined;
+  let session: Client;
+
+  beforeAll(async () => {
+    db = await createTestDatabase('lock_plans');
+    coordinator = await startCoordinator(db.url); // migrates
+    // A table like the bench's, never analyzed: thousands of runs, some of them running.
+    await db.sql(`INSERT INTO runs (id, workflow, version, queue, status, revision, heartbeat_at, finished_at)
+                  SELECT gen_random_uuid(), 'chain', '1', 'default', CASE WHEN i % 3 = 0 THEN 'running' ELSE 'completed' END, 1,
+                         CASE WHEN i % 3 = 0 THEN now() END, CASE WHEN i % 3 <> 0 THEN now() END
+                    FROM generate_series(1, 3000) i`);
+    session = new Client({ connectionString: db.url });
+    await session.connect();
+    await session.query(`SET plan_cache_mode = force_generic_plan`);
+  });
+
+  afterAll(async () => {
+    await session?.end();
+    await coordinator?.close();
+    await db?.drop();
+  });
+
+  /** The first statement `write` sends, as PostgreSQL would run it from a long-lived session's cache. */
+  async function genericPlanOf(write: (on: SqlExecutor) => Promise<unknown>): Promise<PlanNode> {
+    let sent: { statement: PreparedStatement; values: unknown[] } | undefined;
+    const capture: SqlExecutor = {
+      async query<T>(statement: string | PreparedStatement, values: unknown[] = []): Promise<T[]> {
+        if (!sent && typeof statement !== 'string') sent = { statement, values };
+        return [];
+      },
+    };
+    await write(capture).catch(() => undefined); // the capture answers no rows: what follows the first statement is not of interest
+    if (!sent) throw new Error('no prepared statement was sent');
+    const name = `plan_${sent.statement.name}`;
+    await session.query(`PREPARE ${name} AS ${sent.statement.text}`);
+    const literals = sent.values.map((value) => (value === null ? 'NULL' : session.escapeLiteral(textOf(value))));
+    const [row] = (await session.query(`EXPLAIN (FORMAT JSON) EXECUTE ${name}(${literals.join(', ')})`)).rows;
+    return row['QUERY PLAN'][0].Plan as PlanNode;
+  }
+
+  /** The scans of `runs` below each row lock. */
+  const lockedScans = (plan: PlanNode) =>
+    nodes(plan)
+      .filter((node) => node['Node Type'] === 'LockRows')
+      .flatMap((lock) => nodes(lock).filter((node) => node['Relation Name'] === 'runs'))
+      .map((scan) => `${scan['Node Type']} ${scan['Index Name'] ?? ''}`.trim());
+
+  const id = '01900000-0000-7000-8000-000000000001';
+  const repository = new ReportRepository(undefined as never);
+
+  it('the task result record', async () => {
+    const plan = await genericPlanOf((on) =>
+      repository.recordTasks(
+        [{ runId: id, task: { expectedRevision: 1, key: 'k', seq: 0, name: 'k', status: 'completed', attempts: 1, output: 1, error: null } }],
+        1_000,
+        on,
+      ),
+    );
+    expect(lockedScans(plan)).toEqual(['Index Scan runs_pkey']);
+  });
+
+  it('the finish', async () => {
+    const plan = await genericPlanOf((on) => repository.finishMany([{ runId: id, expectedRevision: 1, outcome: { status: 'completed', output: 1 } }], on));
+    expect(lockedScans(plan)).toEqual(['Index Scan runs_pkey']);
+  });
+});
