@@ -136,11 +136,13 @@ export class ReportRepository {
        ), held AS MATERIALIZED (
          ${lockRunning('first_outcomes')}
        ), finished AS (
+         -- By id alone: held checked the status and revision under the lock it still holds. A status
+         -- condition here let the plan drive the update from runs_idle_claims_idx again (see lockRunning).
          UPDATE runs r
             SET status = i.status, output = i.output, error = i.error, revision = r.revision + 1,
                 heartbeat_at = NULL, finished_at = now(), updated_at = now()
-           FROM first_outcomes i JOIN held h ON h.id = i.run_id
-          WHERE r.id = i.run_id AND r.revision = i.revision AND r.status = 'running'
+           FROM held h JOIN first_outcomes i ON i.run_id = h.id AND i.revision = h.revision
+          WHERE r.id = h.id
          RETURNING r.id, r.revision, r.claimed_by, r.parent_id, r.status, r.output, r.error, r.workflow, i.n
        ), history AS (
          ${appendHistory('finished', `'running'`, 'status', 'claimed_by')}
