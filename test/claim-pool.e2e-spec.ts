@@ -1,6 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Database, prepared } from '@app/persistence';
 import request from 'supertest';
+import { DataSource } from 'typeorm';
+import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
+import { GenericPlanPool } from '../libs/persistence/src/generic-plan.pool';
+import { PooledClient } from '../libs/persistence/src/pooled-client';
 import { type RunningCoordinator, startCoordinator } from './support/apps';
 import { createTestDatabase, type TestDatabase } from './support/database';
 import { eventually } from './support/poll';
@@ -57,6 +61,13 @@ describe('the claim pool', () => {
     await eventually('a claim to succeed again', async () => (await claim()).status === 200, 5_000);
     await claim().expect(200);
     expect(await claimSessions()).toBeGreaterThan(0);
+  });
+
+  it('opens its sessions, as the main pool does, with the client that is never without an error listener', () => {
+    const generic = (coordinator!.app.get(GenericPlanPool) as unknown as { pool: { Client: unknown } }).pool;
+    const main = (coordinator!.app.get(DataSource).driver as PostgresDriver).master as { Client: unknown };
+    expect(generic.Client).toBe(PooledClient);
+    expect(main.Client).toBe(PooledClient);
   });
 
   it('closes its sessions when the coordinator shuts down', async () => {

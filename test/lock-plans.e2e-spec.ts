@@ -10,6 +10,8 @@ interface PlanNode {
   'Node Type': string;
   'Relation Name'?: string;
   'Index Name'?: string;
+  'Subplan Name'?: string;
+  'Parent Relationship'?: string;
   Plans?: PlanNode[];
 }
 
@@ -38,12 +40,15 @@ describe('the report statements lock runs by primary key', () => {
   beforeAll(async () => {
     db = await createTestDatabase('lock_plans');
     coordinator = await startCoordinator(db.url); // migrates
-    // A table like the bench's, never analyzed: thousands of runs, some of them running.
+    // A table like the bench's, never analyzed (no autovacuum either, so the plans cannot change under the
+    // test): thousands of runs, some of them running.
+    await db.sql(`ALTER TABLE runs SET (autovacuum_enabled = off)`);
     await db.sql(`INSERT INTO runs (id, workflow, version, queue, status, revision, heartbeat_at, finished_at)
                   SELECT gen_random_uuid(), 'chain', '1', 'default', CASE WHEN i % 3 = 0 THEN 'running' ELSE 'completed' END, 1,
                          CASE WHEN i % 3 = 0 THEN now() END, CASE WHEN i % 3 <> 0 THEN now() END
                     FROM generate_series(1, 3000) i`);
     session = new Client({ connectionString: db.url });
+    session.on('error', () => undefined); // its statements fail if the connection dies
     await session.connect();
     await session.query(`SET plan_cache_mode = force_generic_plan`);
   });
@@ -72,11 +77,25 @@ describe('the report statements lock runs by primary key', () => {
     return row['QUERY PLAN'][0].Plan as PlanNode;
   }
 
-  /** Every scan of `runs` in the plan: the row locks' and the updates'. */
-  const scansOfRuns = (plan: PlanNode) =>
-    nodes(plan)
+  /**
+   * The scans of `runs` in each named CTE, and whether its row locks sit inside the nested loop over the
+   * input sorted by run id (the lock order).
+   */
+  function runScans(plan: PlanNode, cte: string): string[] {
+    const subplan = nodes(plan).find((node) => node['Subplan Name'] === `CTE ${cte}`);
+    if (!subplan) throw new Error(`no CTE ${cte} in the plan`);
+    return nodes(subplan)
       .filter((node) => node['Relation Name'] === 'runs' && node['Node Type'].endsWith('Scan'))
       .map((scan) => `${scan['Node Type']} ${scan['Index Name'] ?? ''}`.trim());
+  }
+
+  /** The lock of `cte` is a nested loop whose outer side is sorted and whose inner side holds the LockRows. */
+  function locksInInputOrder(plan: PlanNode, cte: string): boolean {
+    const subplan = nodes(plan).find((node) => node['Subplan Name'] === `CTE ${cte}`)!;
+    const loop = subplan['Node Type'] === 'Nested Loop' ? subplan : undefined;
+    const [outer, inner] = loop?.Plans ?? [];
+    return !!outer && !!inner && nodes(outer).some((node) => node['Node Type'] === 'Sort') && nodes(inner).some((node) => node['Node Type'] === 'LockRows');
+  }
 
   const id = '01900000-0000-7000-8000-000000000001';
   const repository = new ReportRepository(undefined as never);
@@ -89,11 +108,15 @@ describe('the report statements lock runs by primary key', () => {
         on,
       ),
     );
-    expect(scansOfRuns(plan)).toEqual(['Index Scan runs_pkey', 'Index Scan runs_pkey']);
+    expect(runScans(plan, 'owner')).toEqual(['Index Scan runs_pkey']);
+    expect(locksInInputOrder(plan, 'owner')).toBe(true);
+    expect(runScans(plan, 'refreshed')).toEqual(['Index Scan runs_pkey']);
   });
 
   it('the finish', async () => {
     const plan = await genericPlanOf((on) => repository.finishMany([{ runId: id, expectedRevision: 1, outcome: { status: 'completed', output: 1 } }], on));
-    expect(scansOfRuns(plan)).toEqual(['Index Scan runs_pkey', 'Index Scan runs_pkey', 'Index Scan runs_pkey']);
+    expect(runScans(plan, 'held')).toEqual(['Index Scan runs_pkey']);
+    expect(locksInInputOrder(plan, 'held')).toBe(true);
+    expect(runScans(plan, 'finished')).toEqual(['Index Scan runs_pkey']);
   });
 });

@@ -1,5 +1,6 @@
 import type { OnApplicationShutdown } from '@nestjs/common';
 import { Pool, type PoolConfig, type QueryResultRow } from 'pg';
+import { PooledClient } from './pooled-client';
 
 /**
  * A small pool of sessions that run prepared statements with their generic plan from the first
@@ -14,7 +15,7 @@ export class GenericPlanPool implements OnApplicationShutdown {
 
   /** `idleConnectionLost`: an idle session died (the pool drops it and opens a new one on demand). */
   constructor(config: PoolConfig, idleConnectionLost: (error: Error) => void) {
-    this.pool = new Pool({ ...config, options: `${config.options ?? ''} -c plan_cache_mode=force_generic_plan`.trim() });
+    this.pool = new Pool({ ...config, options: `${config.options ?? ''} -c plan_cache_mode=force_generic_plan`.trim(), Client: PooledClient });
     this.pool.on('error', idleConnectionLost);
   }
 

@@ -3,6 +3,7 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { Database } from './database';
 import { GenericPlanPool } from './generic-plan.pool';
+import { PooledClient } from './pooled-client';
 import { RunEntity } from './entities/run.entity';
 import { TaskEntity } from './entities/task.entity';
 import { migrateSchema, SCHEMA_MIGRATED } from './migration.runner';
@@ -101,7 +102,7 @@ export class PersistenceModule {
               migrations: MIGRATIONS,
               migrationsRun: false,
               synchronize: false,
-              extra: { max: poolSize, connectionTimeoutMillis: CONNECTION_TIMEOUT_MS, options: sessionOptions(dispatch) },
+              extra: { max: poolSize, connectionTimeoutMillis: CONNECTION_TIMEOUT_MS, options: sessionOptions(dispatch), Client: PooledClient },
               poolErrorHandler: idleConnectionLost,
             };
           },

@@ -27,8 +27,9 @@ export function appendHistory(source: string, from: string, to: string, worker =
 /**
  * The body of a MATERIALIZED CTE that locks, in id order, the runs of `source` (rows with run_id and
  * revision; repeats allowed) still running at that revision, and yields their id and revision. Each
- * run is looked up by primary key in a LATERAL subquery (never flattened: it holds a row lock), so the
- * plan is one index probe per run whatever the statistics say: joined to the input instead, the generic
+ * run is looked up by its id in a LATERAL subquery (never flattened: it holds a row lock), so the plan
+ * probes the primary key per run (or, in a table planned while a few pages, reads those pages), never the
+ * running runs' index, whatever the statistics say of it: joined to the input instead, the generic
  * plan of a database planned small or never analyzed scanned every entry of `runs_idle_claims_idx`
  * (`status = 'running'`, dead entries included until a vacuum), 0.22 ms at a few thousand (EXPLAIN in
  * docs/benchmarks.md). The nested loop takes the locks in its sorted outer order: id order, as every
