@@ -85,7 +85,8 @@ export class Database implements SqlExecutor {
     const client = await this.pool.connect();
     let broken: Error | undefined;
     // A checked-out client reports the death of its connection as an 'error' event, even while a
-    // statement is running (which fails too). Unheard, that event would end the process.
+    // statement is running (which fails too): heard here, the client goes back to the pool as broken.
+    // (PooledClient keeps the event from ending the process before this listener is added.)
     const onError = (error: Error) => {
       if (!broken) this.logger.warn(`a PostgreSQL connection died during a transaction (${error.message}); that transaction fails`);
       broken = error;
