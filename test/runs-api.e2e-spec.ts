@@ -199,6 +199,79 @@ describe('runs API', () => {
     expect(result.body).toMatchObject({ id: created.body.id, status: 'completed', output: { ok: 1 } });
   });
 
+  it('result of a run finished on this coordinator is the ended run its finish handed over (no read after the end), as a GET shows it', async () => {
+    const claimed = async (workflow: string) => {
+      await start({ workflow, version: '1', input: { n: 1 }, tags: { team: 'a' } }).expect(201);
+      const claim = await http()
+        .post('/v1/worker/claims')
+        .send({ workerId: 'w', workflows: [{ name: workflow, version: '1' }], limit: 1 })
+        .expect(200);
+      return claim.body.runs[0] as { id: string; revision: number };
+    };
+    const task = (revision: number) => ({
+      expectedRevision: revision,
+      key: 'a#0',
+      seq: 0,
+      name: 'a',
+      status: 'completed',
+      attempts: 1,
+      output: { b: 1, a: 2 },
+      error: null,
+    });
+    const stepless = await claimed('handed-plain');
+    const stepped = await claimed('handed-steps');
+    const failing = await claimed('handed-failed');
+    await http().post(`/v1/worker/runs/${stepped.id}/tasks`).send(task(stepped.revision)).expect(200);
+    const repository = coordinator.app.get(RunsRepository);
+    const reads = jest.spyOn(repository, 'findById');
+    const taskReads = jest.spyOn(repository, 'findTasks');
+    try {
+      const waited = [stepless, stepped, failing].map((run) =>
+        http()
+          .get(`/v1/runs/${run.id}/result`)
+          .query({ waitMs: 30_000 })
+          .then((response) => response),
+      );
+      // Each wait read its run once (running) and parked.
+      await eventually('the waits to read their runs', async () => reads.mock.results.length === 3);
+      await Promise.all(reads.mock.results.map((result) => result.value));
+      await http()
+        .post(`/v1/worker/runs/${stepless.id}/complete`)
+        .send({ expectedRevision: stepless.revision, output: { z: 1, y: [2] } })
+        .expect(200);
+      // The stepped run's last task result and its outcome in one batch (one transaction), as a worker sends them.
+      await http()
+        .post('/v1/worker/reports')
+        .send({
+          reports: [
+            { type: 'task', runId: stepped.id, task: { ...task(stepped.revision), key: 'b#1', seq: 1, name: 'b' } },
+            { type: 'complete', runId: stepped.id, complete: { expectedRevision: stepped.revision, output: 'done' } },
+          ],
+        })
+        .expect(200);
+      await http()
+        .post(`/v1/worker/runs/${failing.id}/fail`)
+        .send({ expectedRevision: failing.revision, error: { name: 'Error', message: 'no' } })
+        .expect(200);
+      const results = await Promise.all(waited);
+      expect(reads.mock.calls).toEqual([[stepless.id], [stepped.id], [failing.id]]);
+      // Only the run with steps read them, once.
+      expect(taskReads.mock.calls).toEqual([[stepped.id]]);
+      reads.mockRestore();
+      taskReads.mockRestore();
+      for (const [i, run] of [stepless, stepped, failing].entries()) {
+        expect(results[i].status).toBe(200);
+        expect(results[i].body).toEqual((await http().get(`/v1/runs/${run.id}`).expect(200)).body);
+      }
+      expect(results.map((result) => result.body.status)).toEqual(['completed', 'completed', 'failed']);
+      expect(results[0].body.tasks).toEqual([]);
+      expect(results[1].body.tasks.map((step: { key: string }) => step.key)).toEqual(['a#0', 'b#1']);
+    } finally {
+      reads.mockRestore();
+      taskReads.mockRestore();
+    }
+  });
+
   it('result returns the run as it is once waitMs passes', async () => {
     const created = await start({ workflow: 'echo', version: '1' }).expect(201);
     const result = await http().get(`/v1/runs/${created.body.id}/result`).query({ waitMs: 200 }).expect(200);

@@ -4,6 +4,7 @@ import type { NotificationListener, OutboxEnqueuer, OutboxRow } from '@app/outbo
 import { RUNS_READY_CHANNEL } from '@app/outbox';
 import type { RunEntity } from '@app/persistence';
 import type { CoordinatorConfig } from '../config/coordinator.config';
+import { ResultWaits } from '../hand-off/result-waits.service';
 import { WaitingClaims } from '../hand-off/waiting-claims.service';
 import type { CoordinatorMetrics } from '../metrics/coordinator.metrics';
 import type { RunsRepository } from './runs.repository';
@@ -68,6 +69,7 @@ function service({ refuseHandOff = false, failStart = false, publisher = false }
     listener as unknown as NotificationListener,
     metrics as unknown as CoordinatorMetrics,
     waiting,
+    new ResultWaits(),
     reports as unknown as ReportRepository,
     { claimMinIdleTimeMs: 90_000 } as CoordinatorConfig,
     publisher ? ({ publishTaken: async (rows: OutboxRow[]) => void published.push(rows) } as unknown as OutboxEnqueuer) : undefined,

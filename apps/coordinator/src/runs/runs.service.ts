@@ -22,6 +22,7 @@ import { RunEntity, uuidv7 } from '@app/persistence';
 import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config/coordinator.config';
+import { ResultWaits } from '../hand-off/result-waits.service';
 import { type WaitingClaim, WaitingClaims } from '../hand-off/waiting-claims.service';
 import { CoordinatorMetrics } from '../metrics/coordinator.metrics';
 import { RunsRepository } from './runs.repository';
@@ -53,6 +54,7 @@ export class RunsService {
     private readonly listener: NotificationListener,
     private readonly metrics: CoordinatorMetrics,
     private readonly waitingClaims: WaitingClaims,
+    private readonly resultWaits: ResultWaits,
     private readonly reports: ReportRepository,
     @Inject(COORDINATOR_CONFIG) private readonly config: CoordinatorConfig,
     /** With a publisher (DISPATCH other than none): starts publish their runs' wake-ups themselves. */
@@ -186,10 +188,12 @@ export class RunsService {
 
   /**
    * Returns the run once it is terminal, or as it is after `waitMs`. Woken by the NOTIFY its final
-   * transition sends; the wait is armed before the read so a transition in between is not missed.
+   * transition sends; the wait is armed before the read so a transition in between is not missed. A
+   * finish on this coordinator hands the ended run over (ResultWaits): no read of it then.
    */
   async waitForResult(id: string, waitMs: number): Promise<RunView> {
     const deadline = Date.now() + waitMs;
+    const handOff = this.resultWaits.arm(id);
     // Set by a notification of this run's end (not by a reconnect's wake-up): its end has committed, so
     // its steps are final and can be read beside the run (the view needs both) instead of after it.
     let ended = false;
@@ -197,18 +201,25 @@ export class RunsService {
       if (payload === id) ended = true;
       return payload === id;
     };
-    for (;;) {
-      const remaining = deadline - Date.now();
-      const wait = remaining > 0 ? this.listener.waitFor(RUN_FINISHED_CHANNEL, announcesEnd, remaining) : undefined;
-      const [run, tasks] = await Promise.all([this.require(id), ended ? this.repository.findTasks(id) : undefined]).catch((error: unknown) => {
-        wait?.cancel();
-        throw error;
-      });
-      if (!wait || isTerminalStatus(run.status) || this.listener.isClosed) {
-        wait?.cancel();
-        return tasks && isTerminalStatus(run.status) ? toRunView(run, tasks) : this.view(run);
+    try {
+      for (;;) {
+        const handed = handOff.finished;
+        if (handed) return toRunView(handed.run, handed.hasSteps ? await this.repository.findTasks(id) : []);
+        const remaining = deadline - Date.now();
+        const wait = remaining > 0 ? this.listener.waitFor(RUN_FINISHED_CHANNEL, announcesEnd, remaining) : undefined;
+        const [run, tasks] = await Promise.all([this.require(id), ended ? this.repository.findTasks(id) : undefined]).catch((error: unknown) => {
+          wait?.cancel();
+          throw error;
+        });
+        if (!wait || isTerminalStatus(run.status) || this.listener.isClosed) {
+          wait?.cancel();
+          return tasks && isTerminalStatus(run.status) ? toRunView(run, tasks) : this.view(run);
+        }
+        await wait.notified;
+        await handOff.settled();
       }
-      await wait.notified;
+    } finally {
+      handOff.release();
     }
   }
 

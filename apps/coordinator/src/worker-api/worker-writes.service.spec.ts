@@ -4,6 +4,7 @@ import type { HeartbeatRepository, ReportRepository, StepRepository } from '@app
 import { type NotificationListener, RUN_FINISHED_CHANNEL } from '@app/outbox';
 import type { Database, SqlExecutor } from '@app/persistence';
 import type { CoordinatorConfig } from '../config/coordinator.config';
+import { ResultWaits } from '../hand-off/result-waits.service';
 import type { CoordinatorMetrics } from '../metrics/coordinator.metrics';
 import { WorkerWritesService } from './worker-writes.service';
 
@@ -45,6 +46,7 @@ function service() {
         return waiting.has(payload) ? 1 : 0;
       },
     } as unknown as NotificationListener,
+    new ResultWaits(),
     { claimMinIdleTimeMs: 90_000 } as CoordinatorConfig,
   );
   return { writes, woken, calls, stale, waiting };

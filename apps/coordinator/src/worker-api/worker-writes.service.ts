@@ -12,15 +12,17 @@ import {
   TaskResultRequest,
   WorkerReport,
 } from '@nest-durable/client';
-import { HeartbeatRepository, ReportRepository, type RunOutcome, StepRepository } from '@app/locking';
+import { type FinishedRun, HeartbeatRepository, ReportRepository, type RunOutcome, StepRepository } from '@app/locking';
 import { NotificationListener, RUN_FINISHED_CHANNEL } from '@app/outbox';
 import { Database, type SqlExecutor, uuidv7 } from '@app/persistence';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config/coordinator.config';
+import { ResultWaits } from '../hand-off/result-waits.service';
 import { CoordinatorMetrics } from '../metrics/coordinator.metrics';
 
-type Finished = { runId: string; status: 'completed' | 'failed'; workflow: string } | undefined;
+/** A run a report ended; `run` is the ended run when a wait for its result is armed here (see ResultWaits). */
+type Finished = { runId: string; status: 'completed' | 'failed'; workflow: string; run?: FinishedRun } | undefined;
 
 /**
  * A worker's writes under its claims: heartbeats, task results, completions and failures (alone or
@@ -41,6 +43,7 @@ export class WorkerWritesService {
     private readonly db: Database,
     private readonly metrics: CoordinatorMetrics,
     private readonly listener: NotificationListener,
+    private readonly resultWaits: ResultWaits,
     @Inject(COORDINATOR_CONFIG) config: CoordinatorConfig,
   ) {
     this.refreshAfterMs = config.claimMinIdleTimeMs / 10;
@@ -73,15 +76,25 @@ export class WorkerWritesService {
   }
 
   async complete(runId: string, request: CompleteRunRequest): Promise<{ revision: number }> {
-    const { result, finished } = await this.completeOn(this.db, runId, request);
-    this.finished(finished);
-    return result;
+    const finishing = this.resultWaits.finishing([runId]);
+    try {
+      const { result, finished } = await this.completeOn(this.db, runId, request);
+      this.finished(finished);
+      return result;
+    } finally {
+      finishing.end();
+    }
   }
 
   async fail(runId: string, request: FailRunRequest): Promise<{ revision: number }> {
-    const { result, finished } = await this.failOn(this.db, runId, request);
-    this.finished(finished);
-    return result;
+    const finishing = this.resultWaits.finishing([runId]);
+    try {
+      const { result, finished } = await this.failOn(this.db, runId, request);
+      this.finished(finished);
+      return result;
+    } finally {
+      finishing.end();
+    }
   }
 
   /**
@@ -95,19 +108,25 @@ export class WorkerWritesService {
    * sends it again.
    */
   async apply(reports: WorkerReport[]): Promise<ReportOutcome[]> {
-    // A lone report is one statement that commits on its own, without BEGIN and COMMIT round trips.
-    const applied =
-      reports.length === 1
-        ? await this.applyEach(reports)
-        : await this.db
-            .transaction((tx) => this.applyTogether(tx, reports))
-            .catch((error: Error) => {
-              if (error instanceof DatabaseUnavailableError) throw error;
-              this.logger.warn('a report batch failed as a whole; applying its reports one by one', { error: error.message });
-              return this.applyEach(reports);
-            });
     const awaited = new Set<string>();
-    for (const { finished } of applied) if (this.finished(finished) > 0) awaited.add(finished!.runId);
+    const finishing = this.resultWaits.finishing(reports.flatMap((report) => (report.type === 'task' ? [] : [report.runId])));
+    let applied: { outcome: ReportOutcome; finished: Finished }[];
+    try {
+      // A lone report is one statement that commits on its own, without BEGIN and COMMIT round trips.
+      applied =
+        reports.length === 1
+          ? await this.applyEach(reports)
+          : await this.db
+              .transaction((tx) => this.applyTogether(tx, reports))
+              .catch((error: Error) => {
+                if (error instanceof DatabaseUnavailableError) throw error;
+                this.logger.warn('a report batch failed as a whole; applying its reports one by one', { error: error.message });
+                return this.applyEach(reports);
+              });
+      for (const { finished } of applied) if (this.finished(finished) > 0) awaited.add(finished!.runId);
+    } finally {
+      finishing.end();
+    }
     // When every report here is of a run that ended and a client waits for, that client is on the run's way to
     // its end and the worker is not: let the result go first. (Reports of other runs would wait with it, and a
     // worker's next step waits for its task results: those answers are not delayed.)
@@ -175,7 +194,7 @@ export class WorkerWritesService {
       const earlier = refused.get(runId);
       if (earlier) applied[index] = { outcome: earlier, finished: undefined };
     }
-    const finishing = finals.filter(({ runId }) => !refused.has(runId));
+    const finishing = finals.filter(({ runId }) => !refused.has(runId)).map((final) => ({ ...final, returnRun: this.resultWaits.isAwaited(final.runId) }));
     if (finishing.length > 0) {
       const results = await this.reports.finishMany(finishing, tx);
       finishing.forEach(({ index, runId, outcome }, i) => {
@@ -183,7 +202,10 @@ export class WorkerWritesService {
         applied[index] =
           result instanceof Error
             ? { outcome: toOutcome(result), finished: undefined }
-            : { outcome: { ok: true, result: { revision: result.revision } }, finished: { runId, status: outcome.status, workflow: result.workflow } };
+            : {
+                outcome: { ok: true, result: { revision: result.revision } },
+                finished: { runId, status: outcome.status, workflow: result.workflow, run: result.run },
+              };
       });
     }
     for (const [index, report] of reports.entries()) {
@@ -222,8 +244,9 @@ export class WorkerWritesService {
   }
 
   private async completeOn(on: SqlExecutor, runId: string, request: CompleteRunRequest) {
-    const { revision, workflow } = await this.reports.finish(runId, request.expectedRevision, { status: 'completed', output: request.output }, on);
-    return { result: { revision }, finished: { runId, status: 'completed' as const, workflow } };
+    const outcome = { status: 'completed' as const, output: request.output };
+    const { revision, workflow, run } = await this.reports.finish(runId, request.expectedRevision, outcome, on, this.resultWaits.isAwaited(runId));
+    return { result: { revision }, finished: { runId, status: 'completed' as const, workflow, run } };
   }
 
   /** Fails the run, or with `retryDelayMs` schedules its next attempt (workflow-level retry). */
@@ -231,16 +254,19 @@ export class WorkerWritesService {
     if (request.retryDelayMs !== undefined) {
       return { result: await this.reports.retryLater(runId, request.expectedRevision, request.error, request.retryDelayMs, on), finished: undefined };
     }
-    const { revision, workflow } = await this.reports.finish(runId, request.expectedRevision, { status: 'failed', error: request.error }, on);
-    return { result: { revision }, finished: { runId, status: 'failed' as const, workflow } };
+    const outcome = { status: 'failed' as const, error: request.error };
+    const { revision, workflow, run } = await this.reports.finish(runId, request.expectedRevision, outcome, on, this.resultWaits.isAwaited(runId));
+    return { result: { revision }, finished: { runId, status: 'failed' as const, workflow, run } };
   }
 
   /**
    * Counts a run that ended, and wakes this coordinator's waits for its result at once (a client's
-   * `GET /v1/runs/:id/result`) instead of when the finish's NOTIFY comes back through the LISTEN session.
+   * `GET /v1/runs/:id/result`) instead of when the finish's NOTIFY comes back through the LISTEN session,
+   * handing them the ended run when the finish returned it. Called once the finish committed.
    */
   private finished(finished: Finished): number {
     if (!finished) return 0;
+    if (finished.run) this.resultWaits.hand(finished.run);
     if (finished.status === 'completed') this.metrics.runsCompleted.inc({ workflow: finished.workflow });
     else this.metrics.runsFailed.inc({ workflow: finished.workflow });
     return this.listener.wake(RUN_FINISHED_CHANNEL, finished.runId, Number.POSITIVE_INFINITY);

@@ -1,10 +1,27 @@
 import { ErrorDetails, JsonValue, StoredTask, TaskResultRequest } from '@nest-durable/client';
-import { Database, prepared, type SqlExecutor } from '@app/persistence';
+import { Database, prepared, type RunEntity, type SqlExecutor } from '@app/persistence';
 import { Injectable } from '@nestjs/common';
 import { conflictFor, conflictsFor, findSteps, unwrap } from '../runs/conflicts';
-import { appendHistory, json, lockRunning, notifyFinished, notifyReady, STEP_COLUMNS, stepsToRerun, wakeParents } from '../runs/run-sql';
+import { appendHistory, json, lockRunning, notifyFinished, notifyReady, RUN_COLUMNS, STEP_COLUMNS, stepsToRerun, wakeParents } from '../runs/run-sql';
 
 export type RunOutcome = { status: 'completed'; output: JsonValue } | { status: 'failed'; error: ErrorDetails };
+
+/**
+ * A run as the finish that ended it returned it (`returnRun`): the row a read after its commit would find,
+ * and whether it has steps, so that a wait for its result on this coordinator needs no read of the run, and
+ * of its steps only if it has some.
+ */
+export interface FinishedRun {
+  run: RunEntity;
+  hasSteps: boolean;
+}
+
+/** A finish that applied: the run's new revision and its workflow, and with `returnRun` the run. */
+export interface RunFinished {
+  revision: number;
+  workflow: string;
+  run?: FinishedRun;
+}
 
 /**
  * What a worker reports under its claim: task results and the run's outcome (finish, retry later,
@@ -110,10 +127,11 @@ export class ReportRepository {
   /**
    * Moves a running run at the expected revision to a terminal state, appends the transition,
    * resolves the step of a parent waiting on it, and announces both (NOTIFY is delivered at
-   * commit, so woken readers see the final rows).
+   * commit, so woken readers see the final rows). With `returnRun` it also returns the run as it
+   * ended (see FinishedRun).
    */
-  async finish(runId: string, expectedRevision: number, outcome: RunOutcome, on: SqlExecutor = this.db): Promise<{ revision: number; workflow: string }> {
-    return unwrap((await this.finishMany([{ runId, expectedRevision, outcome }], on))[0]);
+  async finish(runId: string, expectedRevision: number, outcome: RunOutcome, on: SqlExecutor = this.db, returnRun = false): Promise<RunFinished> {
+    return unwrap((await this.finishMany([{ runId, expectedRevision, outcome, returnRun }], on))[0]);
   }
 
   /**
@@ -122,15 +140,15 @@ export class ReportRepository {
    * on, so the others are stale (409), as they would be if sent one after another.
    */
   async finishMany(
-    items: { runId: string; expectedRevision: number; outcome: RunOutcome }[],
+    items: { runId: string; expectedRevision: number; outcome: RunOutcome; returnRun?: boolean }[],
     on: SqlExecutor = this.db,
-  ): Promise<({ revision: number; workflow: string } | Error)[]> {
-    const rows = await on.query<{ revision: number | null; workflow: string | null }>(
+  ): Promise<(RunFinished | Error)[]> {
+    const rows = await on.query<{ finishedRevision: number | null; finishedWorkflow: string | null } & Partial<RunEntity> & { hasSteps: boolean | null }>(
       prepared(
         'wf_finish_runs',
         `WITH input AS (
-         SELECT * FROM unnest($1::uuid[], $2::integer[], $3::text[], $4::jsonb[], $5::jsonb[])
-                  WITH ORDINALITY AS i(run_id, revision, status, output, error, n)
+         SELECT * FROM unnest($1::uuid[], $2::integer[], $3::text[], $4::jsonb[], $5::jsonb[], $6::boolean[])
+                  WITH ORDINALITY AS i(run_id, revision, status, output, error, return_run, n)
        ), first_outcomes AS (
          SELECT DISTINCT ON (run_id, revision) * FROM input ORDER BY run_id, revision, n
        ), held AS MATERIALIZED (
@@ -143,14 +161,20 @@ export class ReportRepository {
                 heartbeat_at = NULL, finished_at = now(), updated_at = now()
            FROM held h JOIN first_outcomes i ON i.run_id = h.id AND i.revision = h.revision
           WHERE r.id = h.id
-         RETURNING r.id, r.revision, r.claimed_by, r.parent_id, r.status, r.output, r.error, r.workflow, i.n
+         RETURNING r.*, i.n
        ), history AS (
          ${appendHistory('finished', `'running'`, 'status', 'claimed_by')}
        ), ${wakeParents('finished')}, announced AS (
          SELECT ${notifyFinished('finished')} AS finished, ${notifyReady('woken_parents')} AS parents
        )
-       SELECT f.revision, f.workflow
-         FROM input i LEFT JOIN finished f ON f.n = i.n CROSS JOIN announced
+       -- The ended row is the one the update made (this statement's snapshot of runs is from before it). A run's
+       -- tasks of this revision are all in the snapshot: its worker sends them before its outcome, in an earlier
+       -- request or earlier in this transaction (CoordinatorApi's batches), and no other writer adds any.
+       SELECT f.revision AS "finishedRevision", f.workflow AS "finishedWorkflow", v.*
+         FROM input i LEFT JOIN finished f ON f.n = i.n
+         LEFT JOIN LATERAL (SELECT ${RUN_COLUMNS}, EXISTS (SELECT FROM tasks t WHERE t.run_id = e.id) AS "hasSteps"
+                              FROM (SELECT f.*) e WHERE i.return_run) v ON true
+         CROSS JOIN announced
         ORDER BY i.n`,
       ),
       [
@@ -159,14 +183,16 @@ export class ReportRepository {
         items.map((item) => item.outcome.status),
         items.map((item) => (item.outcome.status === 'completed' ? json(item.outcome.output) : null)),
         items.map((item) => (item.outcome.status === 'failed' ? json(item.outcome.error) : null)),
+        items.map((item) => item.returnRun ?? false),
       ],
     );
-    const refused = indexesWhere(rows, (row) => row.revision === null);
-    const results: ({ revision: number; workflow: string } | Error | undefined)[] = rows.map((row) =>
-      row.revision === null ? undefined : { revision: row.revision, workflow: row.workflow! },
-    );
+    const refused = indexesWhere(rows, (row) => row.finishedRevision === null);
+    const results: (RunFinished | Error | undefined)[] = rows.map(({ finishedRevision, finishedWorkflow, hasSteps, ...run }) => {
+      if (finishedRevision === null) return undefined;
+      return { revision: finishedRevision, workflow: finishedWorkflow!, ...(hasSteps !== null && { run: { run: run as RunEntity, hasSteps } }) };
+    });
     // Not a run this batch finished (a second outcome in one batch stays a 409).
-    const finishedNow = new Set(rows.flatMap((row, i) => (row.revision === null ? [] : [items[i].runId])));
+    const finishedNow = new Set(rows.flatMap((row, i) => (row.finishedRevision === null ? [] : [items[i].runId])));
     const resent = refused.filter((i) => !finishedNow.has(items[i].runId));
     const landed = await landedBefore(
       on,
@@ -179,7 +205,7 @@ export class ReportRepository {
       stillRefused.map((i) => items[i]),
     );
     for (const [k, i] of stillRefused.entries()) results[i] = conflicts[k];
-    return results as ({ revision: number; workflow: string } | Error)[];
+    return results as (RunFinished | Error)[];
   }
 
   /**
