@@ -1,7 +1,9 @@
 import { JSON_MAX_DEPTH } from '@nest-durable/client';
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { STATUS_CODES } from 'node:http';
+import { Client } from 'pg';
 import request from 'supertest';
+import { ResultWaits } from '../apps/coordinator/src/hand-off/result-waits.service';
 import { RunsRepository } from '../apps/coordinator/src/runs/runs.repository';
 import { NotificationListener, type PendingWait, RUN_FINISHED_CHANNEL } from '../libs/outbox/src';
 import { type RunningCoordinator, startCoordinator } from './support/apps';
@@ -269,6 +271,64 @@ describe('runs API', () => {
     } finally {
       reads.mockRestore();
       taskReads.mockRestore();
+    }
+  });
+
+  it('result armed while a finish of its run is under way here waits for that finish instead of reading, then reads once', async () => {
+    await start({ workflow: 'held-finish', version: '1' }).expect(201);
+    const claim = await http()
+      .post('/v1/worker/claims')
+      .send({ workerId: 'w', workflows: [{ name: 'held-finish', version: '1' }], limit: 1 })
+      .expect(200);
+    const [run] = claim.body.runs as { id: string; revision: number }[];
+    // The finish waits for this session's lock on the run; the result's wait is armed meanwhile.
+    const holder = new Client({ connectionString: db.url });
+    await holder.connect();
+    const repository = coordinator.app.get(RunsRepository);
+    const reads = jest.spyOn(repository, 'findById');
+    const taskReads = jest.spyOn(repository, 'findTasks');
+    const resultWaits = coordinator.app.get(ResultWaits);
+    const arm = resultWaits.arm.bind(resultWaits);
+    const settles: number[] = [];
+    jest.spyOn(resultWaits, 'arm').mockImplementation((runId) => {
+      const wait = arm(runId);
+      const settled = wait.settled.bind(wait);
+      wait.settled = (timeoutMs) => {
+        settles.push(timeoutMs);
+        return settled(timeoutMs);
+      };
+      return wait;
+    });
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT 1 FROM runs WHERE id = $1 FOR UPDATE', [run.id]);
+      const completed = http()
+        .post(`/v1/worker/runs/${run.id}/complete`)
+        .send({ expectedRevision: run.revision, output: 7 })
+        .then((response) => response);
+      await eventually('the finish to wait for the lock', async () => {
+        const [blocked] = await db.sql<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+        );
+        return blocked.n === 1;
+      });
+      const waited = http()
+        .get(`/v1/runs/${run.id}/result`)
+        .query({ waitMs: 30_000 })
+        .then((response) => response);
+      await eventually('the wait to be held by the finish', async () => settles.length > 0);
+      expect(reads).not.toHaveBeenCalled();
+      await holder.query('COMMIT');
+      expect((await completed).status).toBe(200);
+      const result = await waited;
+      expect(result.status).toBe(200);
+      expect(result.body).toMatchObject({ id: run.id, status: 'completed', output: 7, tasks: [] });
+      // Read once, after the end, with its steps beside it (it knew the run had ended).
+      expect(reads.mock.calls).toEqual([[run.id]]);
+      expect(taskReads.mock.calls).toEqual([[run.id]]);
+    } finally {
+      jest.restoreAllMocks();
+      await holder.end();
     }
   });
 

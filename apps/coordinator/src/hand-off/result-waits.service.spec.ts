@@ -4,50 +4,61 @@ import type { RunEntity } from '@app/persistence';
 import { ResultWaits } from './result-waits.service';
 
 const ended = (id: string): FinishedRun => ({ run: { id, status: 'completed' } as RunEntity, hasSteps: false });
+const turn = () => new Promise((resolve) => setImmediate(resolve));
 
 describe('ResultWaits', () => {
-  it('hands an ended run to the waits armed for it when it ended, not to later ones nor to other runs', () => {
+  it('hands a run its finish returned to the waits armed when the finish statement was made; later ones only learn it ended', () => {
     const waits = new ResultWaits();
+    const finishing = waits.finishing(['a', 'b']);
     const first = waits.arm('a');
     const second = waits.arm('a');
-    const other = waits.arm('b');
-    const run = ended('a');
-    waits.hand(run);
+    const other = waits.arm('c');
+    expect(finishing.returnsRun('a')).toBe(true);
+    expect(finishing.returnsRun('b')).toBe(false);
     const later = waits.arm('a');
-    expect([first.finished, second.finished, other.finished, later.finished]).toEqual([run, run, undefined, undefined]);
+    const run = ended('a');
+    finishing.ended('a', run);
+    finishing.end();
+    expect([first.finished, second.finished, later.finished, other.finished]).toEqual([run, run, undefined, undefined]);
+    expect([first.ended, second.ended, later.ended, other.ended]).toEqual([true, true, true, false]);
   });
 
-  it('says a run is awaited while one of its waits is armed', () => {
+  it('tells the waits a run ended without one when its finish returned none, and forgets released waits', () => {
     const waits = new ResultWaits();
-    expect(waits.isAwaited('a')).toBe(false);
-    const first = waits.arm('a');
-    const second = waits.arm('a');
-    first.release();
-    expect(waits.isAwaited('a')).toBe(true);
-    second.release();
-    second.release();
-    expect(waits.isAwaited('a')).toBe(false);
-    waits.hand(ended('a'));
-    expect(second.finished).toBeUndefined();
+    const released = waits.arm('a');
+    released.release();
+    released.release();
+    const wait = waits.arm('a');
+    const finishing = waits.finishing(['a']);
+    expect(finishing.returnsRun('a')).toBe(true);
+    finishing.ended('a', undefined);
+    finishing.end();
+    expect([wait.finished, wait.ended]).toEqual([undefined, true]);
+    expect([released.finished, released.ended]).toEqual([undefined, false]);
+    wait.release();
+    expect(waits.finishing(['a']).returnsRun('a')).toBe(false);
   });
 
-  it("keeps a wait's settled() pending while a request here may be ending its run, and marks only awaited runs", async () => {
+  it("keeps a wait's settled() pending while requests here may be ending its run, up to its timeout", async () => {
     const waits = new ResultWaits();
     const wait = waits.arm('a');
-    const unawaited = waits.finishing(['b']);
+    await expect(wait.settled(60_000)).resolves.toBeUndefined(); // nothing under way
     const first = waits.finishing(['a', 'b']);
     const second = waits.finishing(['a']);
-    const later = waits.arm('b');
+    waits.finishing([]).end();
     let settled = false;
-    void wait.settled().then(() => (settled = true));
-    await expect(later.settled()).resolves.toBeUndefined(); // b was not awaited when its requests began
+    void wait.settled(60_000).then(() => (settled = true));
     first.end();
-    await new Promise((resolve) => setImmediate(resolve));
+    await turn();
     expect(settled).toBe(false);
     second.end();
     second.end();
-    unawaited.end();
-    await new Promise((resolve) => setImmediate(resolve));
+    await turn();
     expect(settled).toBe(true);
+    const stuck = waits.finishing(['a']);
+    const began = Date.now();
+    await wait.settled(50);
+    expect(Date.now() - began).toBeGreaterThanOrEqual(45);
+    stuck.end();
   });
 });

@@ -3,32 +3,48 @@ import { Injectable } from '@nestjs/common';
 
 /** One wait for a run's result on this coordinator, from the moment it is armed until it is released. */
 export interface ResultWait {
-  /** The run as a finish on this coordinator ended it after the wait was armed, if one did. */
+  /** The run as a finish here ended it, handed over because the wait was armed before that finish began. */
   readonly finished: FinishedRun | undefined;
+  /** True once a finish here ended the run (committed): its steps are final, it can be read with them. */
+  readonly ended: boolean;
   /**
-   * Resolves once no request here that may be ending the run is under way (at once if none is; see
-   * ResultWaits.finishing): woken by the NOTIFY of the run's end, which can come before the finish's own
-   * answer, the wait lets that finish hand the run over instead of reading it.
+   * Resolves once no request here that may be ending the run is under way (at once if none is), or after
+   * `timeoutMs`: a wait lets such a request hand it the run, or say it ended, instead of reading the run
+   * before its end commits (and again after).
    */
-  settled(): Promise<void>;
+  settled(timeoutMs: number): Promise<void>;
   release(): void;
 }
 
-/** Reports under way on this coordinator that may end awaited runs (see ResultWaits.finishing). */
+/** A request under way on this coordinator that may end runs (a worker's outcome reports). */
 export interface Finishing {
+  /**
+   * Call as the run's finish statement is made: whether it should return the run, because a wait for it is
+   * armed now. Those waits, armed before the statement, get the run it returns (see `ended`).
+   */
+  returnsRun(runId: string): boolean;
+  /** The run's finish committed: the waits `returnsRun` saw get `run` (if it was returned), every wait learns the run ended. */
+  ended(runId: string, run: FinishedRun | undefined): void;
+  /** The request is over, whatever it did (call it in a `finally`): the waits it held up go on. */
   end(): void;
 }
 
 class Wait implements ResultWait {
   finished: FinishedRun | undefined;
+  ended = false;
 
   constructor(
     private readonly finishes: () => Iterable<Promise<void>>,
     private readonly remove: (wait: Wait) => void,
   ) {}
 
-  async settled(): Promise<void> {
-    await Promise.all(this.finishes());
+  async settled(timeoutMs: number): Promise<void> {
+    const finishes = [...this.finishes()];
+    if (finishes.length === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(0, timeoutMs))));
+    await Promise.race([Promise.all(finishes), timeout]);
+    clearTimeout(timer);
   }
 
   release(): void {
@@ -36,17 +52,19 @@ class Wait implements ResultWait {
   }
 }
 
-const NOTHING_FINISHING: Finishing = { end: () => undefined };
+const ENDS_NOTHING: Finishing = { returnsRun: () => false, ended: () => undefined, end: () => undefined };
 
 /**
- * This coordinator's waits for run results (`GET /v1/runs/:id/result`), by run, so that a finish here of
- * a run someone waits for returns the ended run from its statement and hands it to them: the result needs
- * no read of the run after the commit. A finish elsewhere hands nothing: its NOTIFY wakes the wait, which reads.
+ * This coordinator's waits for run results (`GET /v1/runs/:id/result`), by run, and the requests here that
+ * may be ending runs, so that a finish here of a run someone waits for returns the ended run from its
+ * statement and hands it to them: the result needs no read of the run after the commit. A wait armed while
+ * such a request is under way waits for it instead of reading a run about to end. A finish elsewhere hands
+ * nothing: its NOTIFY wakes the wait, which reads.
  */
 @Injectable()
 export class ResultWaits {
   private readonly byRun = new Map<string, Set<Wait>>();
-  /** Of each awaited run a request here may be ending, the ends of those requests. */
+  /** Of each run a request here may be ending, the ends of those requests. */
   private readonly finishes = new Map<string, Set<Promise<void>>>();
 
   /** Arms a wait for the run's result (before the wait's first read of the run): release it when it ends. */
@@ -61,29 +79,32 @@ export class ResultWaits {
     return wait;
   }
 
-  /** Whether a wait for this run's result is armed here: its finish should return the run (see hand). */
-  isAwaited(runId: string): boolean {
-    return this.byRun.has(runId);
-  }
-
-  /**
-   * Marks the awaited ones of these runs as being ended by a request here (a worker's outcome reports), until
-   * `end()`, which the request calls once it handed over what it finished (in a `finally`: a request that
-   * fails ends it too, and its waits read).
-   */
+  /** Marks these runs as being ended by a request here until its `end()`; see Finishing. */
   finishing(runIds: Iterable<string>): Finishing {
-    const awaited = [...runIds].filter((runId) => this.byRun.has(runId));
-    if (awaited.length === 0) return NOTHING_FINISHING;
+    const runs = new Set(runIds);
+    if (runs.size === 0) return ENDS_NOTHING;
     let end!: () => void;
     const ended = new Promise<void>((resolve) => (end = resolve));
-    for (const runId of awaited) {
+    for (const runId of runs) {
       const ends = this.finishes.get(runId) ?? new Set();
       ends.add(ended);
       this.finishes.set(runId, ends);
     }
+    // Of each run, the waits armed when its finish statement was made: only they get the run it returns
+    // (a wait armed later might have been armed after the run ended and started again, say retried).
+    const armedBefore = new Map<string, Wait[]>();
     return {
+      returnsRun: (runId) => {
+        const waits = this.byRun.get(runId);
+        if (waits) armedBefore.set(runId, [...waits]);
+        return waits !== undefined;
+      },
+      ended: (runId, run) => {
+        if (run) for (const wait of armedBefore.get(runId) ?? []) wait.finished = run;
+        for (const wait of this.byRun.get(runId) ?? []) wait.ended = true;
+      },
       end: () => {
-        for (const runId of awaited) {
+        for (const runId of runs) {
           const ends = this.finishes.get(runId);
           ends?.delete(ended);
           if (ends?.size === 0) this.finishes.delete(runId);
@@ -91,11 +112,6 @@ export class ResultWaits {
         end();
       },
     };
-  }
-
-  /** Hands the run a finish ended (and committed) to the waits armed for it now; later ones read it as usual. */
-  hand(finished: FinishedRun): void {
-    for (const wait of this.byRun.get(finished.run.id) ?? []) wait.finished = finished;
   }
 
   private remove(runId: string, wait: Wait): void {

@@ -189,13 +189,13 @@ export class RunsService {
   /**
    * Returns the run once it is terminal, or as it is after `waitMs`. Woken by the NOTIFY its final
    * transition sends; the wait is armed before the read so a transition in between is not missed. A
-   * finish on this coordinator hands the ended run over (ResultWaits): no read of it then.
+   * finish on this coordinator hands the ended run over, or at least says it ended (ResultWaits).
    */
   async waitForResult(id: string, waitMs: number): Promise<RunView> {
     const deadline = Date.now() + waitMs;
     const handOff = this.resultWaits.arm(id);
-    // Set by a notification of this run's end (not by a reconnect's wake-up): its end has committed, so
-    // its steps are final and can be read beside the run (the view needs both) instead of after it.
+    // Set by a notification of this run's end (not by a reconnect's wake-up) or a finish here: its end has
+    // committed, so its steps are final and can be read beside the run (the view needs both) instead of after it.
     let ended = false;
     const announcesEnd = (payload: string) => {
       if (payload === id) ended = true;
@@ -203,8 +203,10 @@ export class RunsService {
     };
     try {
       for (;;) {
+        await handOff.settled(deadline - Date.now());
         const handed = handOff.finished;
         if (handed) return toRunView(handed.run, handed.hasSteps ? await this.repository.findTasks(id) : []);
+        ended ||= handOff.ended;
         const remaining = deadline - Date.now();
         const wait = remaining > 0 ? this.listener.waitFor(RUN_FINISHED_CHANNEL, announcesEnd, remaining) : undefined;
         const [run, tasks] = await Promise.all([this.require(id), ended ? this.repository.findTasks(id) : undefined]).catch((error: unknown) => {
@@ -216,7 +218,6 @@ export class RunsService {
           return tasks && isTerminalStatus(run.status) ? toRunView(run, tasks) : this.view(run);
         }
         await wait.notified;
-        await handOff.settled();
       }
     } finally {
       handOff.release();

@@ -18,10 +18,10 @@ import { Database, type SqlExecutor, uuidv7 } from '@app/persistence';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config/coordinator.config';
-import { ResultWaits } from '../hand-off/result-waits.service';
+import { type Finishing, ResultWaits } from '../hand-off/result-waits.service';
 import { CoordinatorMetrics } from '../metrics/coordinator.metrics';
 
-/** A run a report ended; `run` is the ended run when a wait for its result is armed here (see ResultWaits). */
+/** A run a report ended; `run` is the ended run when a wait for its result was armed here (see ResultWaits). */
 type Finished = { runId: string; status: 'completed' | 'failed'; workflow: string; run?: FinishedRun } | undefined;
 
 /**
@@ -78,8 +78,8 @@ export class WorkerWritesService {
   async complete(runId: string, request: CompleteRunRequest): Promise<{ revision: number }> {
     const finishing = this.resultWaits.finishing([runId]);
     try {
-      const { result, finished } = await this.completeOn(this.db, runId, request);
-      this.finished(finished);
+      const { result, finished } = await this.completeOn(this.db, runId, request, finishing);
+      this.finished(finished, finishing);
       return result;
     } finally {
       finishing.end();
@@ -89,8 +89,8 @@ export class WorkerWritesService {
   async fail(runId: string, request: FailRunRequest): Promise<{ revision: number }> {
     const finishing = this.resultWaits.finishing([runId]);
     try {
-      const { result, finished } = await this.failOn(this.db, runId, request);
-      this.finished(finished);
+      const { result, finished } = await this.failOn(this.db, runId, request, finishing);
+      this.finished(finished, finishing);
       return result;
     } finally {
       finishing.end();
@@ -115,15 +115,15 @@ export class WorkerWritesService {
       // A lone report is one statement that commits on its own, without BEGIN and COMMIT round trips.
       applied =
         reports.length === 1
-          ? await this.applyEach(reports)
+          ? await this.applyEach(reports, finishing)
           : await this.db
-              .transaction((tx) => this.applyTogether(tx, reports))
+              .transaction((tx) => this.applyTogether(tx, reports, finishing))
               .catch((error: Error) => {
                 if (error instanceof DatabaseUnavailableError) throw error;
                 this.logger.warn('a report batch failed as a whole; applying its reports one by one', { error: error.message });
-                return this.applyEach(reports);
+                return this.applyEach(reports, finishing);
               });
-      for (const { finished } of applied) if (this.finished(finished) > 0) awaited.add(finished!.runId);
+      for (const { finished } of applied) if (this.finished(finished, finishing) > 0) awaited.add(finished!.runId);
     } finally {
       finishing.end();
     }
@@ -135,19 +135,19 @@ export class WorkerWritesService {
   }
 
   /** Each report in a statement (and commit) of its own; a run's reports after one of its refused are refused with it. */
-  private async applyEach(reports: WorkerReport[]): Promise<{ outcome: ReportOutcome; finished: Finished }[]> {
+  private async applyEach(reports: WorkerReport[], finishing: Finishing): Promise<{ outcome: ReportOutcome; finished: Finished }[]> {
     const applied: { outcome: ReportOutcome; finished: Finished }[] = [];
     const refused = new Map<string, ReportOutcome>();
     for (const report of reports) {
       const earlier = refused.get(report.runId);
-      const one = earlier ? { outcome: earlier, finished: undefined } : await this.applyOne(this.db, report);
+      const one = earlier ? { outcome: earlier, finished: undefined } : await this.applyOne(this.db, report, finishing);
       if (!one.outcome.ok) refused.set(report.runId, one.outcome);
       applied.push(one);
     }
     return applied;
   }
 
-  private async applyTogether(tx: SqlExecutor, reports: WorkerReport[]): Promise<{ outcome: ReportOutcome; finished: Finished }[]> {
+  private async applyTogether(tx: SqlExecutor, reports: WorkerReport[], finishing: Finishing): Promise<{ outcome: ReportOutcome; finished: Finished }[]> {
     const applied = new Array<{ outcome: ReportOutcome; finished: Finished }>(reports.length);
     const tasks = reports.flatMap((report, index) => (report.type === 'task' ? [{ index, runId: report.runId, task: report.task }] : []));
     const finals = reports.flatMap((report, index): { index: number; runId: string; expectedRevision: number; outcome: RunOutcome }[] => {
@@ -194,10 +194,10 @@ export class WorkerWritesService {
       const earlier = refused.get(runId);
       if (earlier) applied[index] = { outcome: earlier, finished: undefined };
     }
-    const finishing = finals.filter(({ runId }) => !refused.has(runId)).map((final) => ({ ...final, returnRun: this.resultWaits.isAwaited(final.runId) }));
-    if (finishing.length > 0) {
-      const results = await this.reports.finishMany(finishing, tx);
-      finishing.forEach(({ index, runId, outcome }, i) => {
+    const ending = finals.filter(({ runId }) => !refused.has(runId)).map((final) => ({ ...final, returnRun: finishing.returnsRun(final.runId) }));
+    if (ending.length > 0) {
+      const results = await this.reports.finishMany(ending, tx);
+      ending.forEach(({ index, runId, outcome }, i) => {
         const result = results[i];
         applied[index] =
           result instanceof Error
@@ -211,7 +211,7 @@ export class WorkerWritesService {
     for (const [index, report] of reports.entries()) {
       if (applied[index]) continue;
       const earlier = refused.get(report.runId);
-      applied[index] = earlier ? { outcome: earlier, finished: undefined } : await this.applyOne(tx, report);
+      applied[index] = earlier ? { outcome: earlier, finished: undefined } : await this.applyOne(tx, report, finishing);
     }
     return applied;
   }
@@ -220,17 +220,17 @@ export class WorkerWritesService {
    * One report on its own; errors of the report (EngineError) become its outcome. An unavailable
    * database is no answer about this report: it fails the request, which the worker retries.
    */
-  private async applyOne(on: SqlExecutor, report: WorkerReport): Promise<{ outcome: ReportOutcome; finished: Finished }> {
+  private async applyOne(on: SqlExecutor, report: WorkerReport, finishing: Finishing): Promise<{ outcome: ReportOutcome; finished: Finished }> {
     try {
       switch (report.type) {
         case 'task':
           return { outcome: { ok: true, result: await this.reports.recordTask(report.runId, report.task, this.refreshAfterMs, on) }, finished: undefined };
         case 'complete': {
-          const { result, finished } = await this.completeOn(on, report.runId, report.complete);
+          const { result, finished } = await this.completeOn(on, report.runId, report.complete, finishing);
           return { outcome: { ok: true, result }, finished };
         }
         case 'fail': {
-          const { result, finished } = await this.failOn(on, report.runId, report.fail);
+          const { result, finished } = await this.failOn(on, report.runId, report.fail, finishing);
           return { outcome: { ok: true, result }, finished };
         }
       }
@@ -243,19 +243,19 @@ export class WorkerWritesService {
     }
   }
 
-  private async completeOn(on: SqlExecutor, runId: string, request: CompleteRunRequest) {
+  private async completeOn(on: SqlExecutor, runId: string, request: CompleteRunRequest, finishing: Finishing) {
     const outcome = { status: 'completed' as const, output: request.output };
-    const { revision, workflow, run } = await this.reports.finish(runId, request.expectedRevision, outcome, on, this.resultWaits.isAwaited(runId));
+    const { revision, workflow, run } = await this.reports.finish(runId, request.expectedRevision, outcome, on, finishing.returnsRun(runId));
     return { result: { revision }, finished: { runId, status: 'completed' as const, workflow, run } };
   }
 
   /** Fails the run, or with `retryDelayMs` schedules its next attempt (workflow-level retry). */
-  private async failOn(on: SqlExecutor, runId: string, request: FailRunRequest) {
+  private async failOn(on: SqlExecutor, runId: string, request: FailRunRequest, finishing: Finishing) {
     if (request.retryDelayMs !== undefined) {
       return { result: await this.reports.retryLater(runId, request.expectedRevision, request.error, request.retryDelayMs, on), finished: undefined };
     }
     const outcome = { status: 'failed' as const, error: request.error };
-    const { revision, workflow, run } = await this.reports.finish(runId, request.expectedRevision, outcome, on, this.resultWaits.isAwaited(runId));
+    const { revision, workflow, run } = await this.reports.finish(runId, request.expectedRevision, outcome, on, finishing.returnsRun(runId));
     return { result: { revision }, finished: { runId, status: 'failed' as const, workflow, run } };
   }
 
@@ -264,9 +264,9 @@ export class WorkerWritesService {
    * `GET /v1/runs/:id/result`) instead of when the finish's NOTIFY comes back through the LISTEN session,
    * handing them the ended run when the finish returned it. Called once the finish committed.
    */
-  private finished(finished: Finished): number {
+  private finished(finished: Finished, finishing: Finishing): number {
     if (!finished) return 0;
-    if (finished.run) this.resultWaits.hand(finished.run);
+    finishing.ended(finished.runId, finished.run);
     if (finished.status === 'completed') this.metrics.runsCompleted.inc({ workflow: finished.workflow });
     else this.metrics.runsFailed.inc({ workflow: finished.workflow });
     return this.listener.wake(RUN_FINISHED_CHANNEL, finished.runId, Number.POSITIVE_INFINITY);
