@@ -259,6 +259,7 @@ describe('runs API', () => {
       expect(reads.mock.calls).toEqual([[stepless.id], [stepped.id], [failing.id]]);
       // Only the run with steps read them, once.
       expect(taskReads.mock.calls).toEqual([[stepped.id]]);
+      // Restored before the GETs below, which read too (the finally is for a failure before this).
       reads.mockRestore();
       taskReads.mockRestore();
       for (const [i, run] of [stepless, stepped, failing].entries()) {
@@ -330,6 +331,43 @@ describe('runs API', () => {
       jest.restoreAllMocks();
       await holder.end();
     }
+  });
+
+  it('result returns on time, the run as it is, while a finish of it here is held up (and a refused one holds nothing)', async () => {
+    await start({ workflow: 'held-past-wait', version: '1' }).expect(201);
+    const claim = await http()
+      .post('/v1/worker/claims')
+      .send({ workerId: 'w', workflows: [{ name: 'held-past-wait', version: '1' }], limit: 1 })
+      .expect(200);
+    const [run] = claim.body.runs as { id: string; revision: number }[];
+    const holder = new Client({ connectionString: db.url });
+    await holder.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT 1 FROM runs WHERE id = $1 FOR UPDATE', [run.id]);
+      const waited = http()
+        .get(`/v1/runs/${run.id}/result`)
+        .query({ waitMs: 300 })
+        .then((response) => response);
+      const completed = http()
+        .post(`/v1/worker/runs/${run.id}/complete`)
+        .send({ expectedRevision: run.revision, output: 1 })
+        .then((response) => response);
+      // The lock is held until the result is in: a wait held by the finish would never answer.
+      const result = await waited;
+      expect(result.status).toBe(200);
+      expect(result.body.status).toBe('running');
+      await holder.query('COMMIT');
+      expect((await completed).status).toBe(200);
+    } finally {
+      await holder.end();
+    }
+    // A stale finish of the ended run is refused; a wait armed meanwhile answers with the run as it is.
+    const refused = http().post(`/v1/worker/runs/${run.id}/complete`).send({ expectedRevision: run.revision, output: 2 });
+    const after = http().get(`/v1/runs/${run.id}/result`).query({ waitMs: 30_000 });
+    const [stale, done] = await Promise.all([refused, after]);
+    expect(stale.status).toBe(409);
+    expect(done.body).toMatchObject({ status: 'completed', output: 1 });
   });
 
   it('result returns the run as it is once waitMs passes', async () => {

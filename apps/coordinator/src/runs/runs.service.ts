@@ -203,7 +203,8 @@ export class RunsService {
     };
     try {
       for (;;) {
-        await handOff.settled(deadline - Date.now());
+        const left = deadline - Date.now();
+        if (left > 0 && !this.listener.isClosed) await handOff.settled(left);
         const handed = handOff.finished;
         if (handed) return toRunView(handed.run, handed.hasSteps ? await this.repository.findTasks(id) : []);
         ended ||= handOff.ended;

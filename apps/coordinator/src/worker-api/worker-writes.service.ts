@@ -75,21 +75,22 @@ export class WorkerWritesService {
     return this.reports.recordTask(runId, task, this.refreshAfterMs);
   }
 
-  async complete(runId: string, request: CompleteRunRequest): Promise<{ revision: number }> {
-    const finishing = this.resultWaits.finishing([runId]);
-    try {
-      const { result, finished } = await this.completeOn(this.db, runId, request, finishing);
-      this.finished(finished, finishing);
-      return result;
-    } finally {
-      finishing.end();
-    }
+  complete(runId: string, request: CompleteRunRequest): Promise<{ revision: number }> {
+    return this.applyAlone({ type: 'complete', runId, complete: request }, (finishing) => this.completeOn(this.db, runId, request, finishing));
   }
 
-  async fail(runId: string, request: FailRunRequest): Promise<{ revision: number }> {
-    const finishing = this.resultWaits.finishing([runId]);
+  fail(runId: string, request: FailRunRequest): Promise<{ revision: number }> {
+    return this.applyAlone({ type: 'fail', runId, fail: request }, (finishing) => this.failOn(this.db, runId, request, finishing));
+  }
+
+  /** An outcome report sent on its own (not in a batch): written, then its end handed over, under its Finishing mark. */
+  private async applyAlone(
+    report: WorkerReport,
+    write: (finishing: Finishing) => Promise<{ result: { revision: number }; finished: Finished }>,
+  ): Promise<{ revision: number }> {
+    const finishing = this.resultWaits.finishing(endsRun(report) ? [report.runId] : []);
     try {
-      const { result, finished } = await this.failOn(this.db, runId, request, finishing);
+      const { result, finished } = await write(finishing);
       this.finished(finished, finishing);
       return result;
     } finally {
@@ -109,7 +110,7 @@ export class WorkerWritesService {
    */
   async apply(reports: WorkerReport[]): Promise<ReportOutcome[]> {
     const awaited = new Set<string>();
-    const finishing = this.resultWaits.finishing(reports.flatMap((report) => (report.type === 'task' ? [] : [report.runId])));
+    const finishing = this.resultWaits.finishing(reports.filter(endsRun).map((report) => report.runId));
     let applied: { outcome: ReportOutcome; finished: Finished }[];
     try {
       // A lone report is one statement that commits on its own, without BEGIN and COMMIT round trips.
@@ -243,10 +244,8 @@ export class WorkerWritesService {
     }
   }
 
-  private async completeOn(on: SqlExecutor, runId: string, request: CompleteRunRequest, finishing: Finishing) {
-    const outcome = { status: 'completed' as const, output: request.output };
-    const { revision, workflow, run } = await this.reports.finish(runId, request.expectedRevision, outcome, on, finishing.returnsRun(runId));
-    return { result: { revision }, finished: { runId, status: 'completed' as const, workflow, run } };
+  private completeOn(on: SqlExecutor, runId: string, request: CompleteRunRequest, finishing: Finishing) {
+    return this.finishOn(on, runId, request.expectedRevision, { status: 'completed', output: request.output }, finishing);
   }
 
   /** Fails the run, or with `retryDelayMs` schedules its next attempt (workflow-level retry). */
@@ -254,9 +253,12 @@ export class WorkerWritesService {
     if (request.retryDelayMs !== undefined) {
       return { result: await this.reports.retryLater(runId, request.expectedRevision, request.error, request.retryDelayMs, on), finished: undefined };
     }
-    const outcome = { status: 'failed' as const, error: request.error };
-    const { revision, workflow, run } = await this.reports.finish(runId, request.expectedRevision, outcome, on, finishing.returnsRun(runId));
-    return { result: { revision }, finished: { runId, status: 'failed' as const, workflow, run } };
+    return this.finishOn(on, runId, request.expectedRevision, { status: 'failed', error: request.error }, finishing);
+  }
+
+  private async finishOn(on: SqlExecutor, runId: string, expectedRevision: number, outcome: RunOutcome, finishing: Finishing) {
+    const { revision, workflow, run } = await this.reports.finish(runId, expectedRevision, outcome, on, finishing.returnsRun(runId));
+    return { result: { revision }, finished: { runId, status: outcome.status, workflow, run } satisfies Finished };
   }
 
   /**
@@ -271,6 +273,11 @@ export class WorkerWritesService {
     else this.metrics.runsFailed.inc({ workflow: finished.workflow });
     return this.listener.wake(RUN_FINISHED_CHANNEL, finished.runId, Number.POSITIVE_INFINITY);
   }
+}
+
+/** Whether the report ends its run if it applies: a completion, or a failure without a retry. */
+function endsRun(report: WorkerReport): boolean {
+  return report.type === 'complete' || (report.type === 'fail' && report.fail.retryDelayMs === undefined);
 }
 
 function toOutcome(result: StoredTask | Error): ReportOutcome {

@@ -167,13 +167,15 @@ export class ReportRepository {
        ), ${wakeParents('finished')}, announced AS (
          SELECT ${notifyFinished('finished')} AS finished, ${notifyReady('woken_parents')} AS parents
        )
-       -- The ended row is the one the update made (this statement's snapshot of runs is from before it). A run's
-       -- tasks of this revision are all in the snapshot: its worker sends them before its outcome, in an earlier
-       -- request or earlier in this transaction (CoordinatorApi's batches), and no other writer adds any.
+       -- The ended row is the one the update made (this statement's snapshot of runs is from before it). The
+       -- EXISTS reads that snapshot too, taken before held waited for its lock: a task committed meanwhile would be
+       -- missed. None can be: tasks are written only under the claim, whose worker sends them before its outcome,
+       -- in an earlier request or earlier in this transaction (CoordinatorApi sends one batch at a time), and a
+       -- resent one waits on the lock or key of the first until it commits.
        SELECT f.revision AS "finishedRevision", f.workflow AS "finishedWorkflow", v.*
          FROM input i LEFT JOIN finished f ON f.n = i.n
          LEFT JOIN LATERAL (SELECT ${RUN_COLUMNS}, EXISTS (SELECT FROM tasks t WHERE t.run_id = e.id) AS "hasSteps"
-                              FROM (SELECT f.*) e WHERE i.return_run) v ON true
+                              FROM (SELECT f.*) e WHERE i.return_run AND f.id IS NOT NULL) v ON true
          CROSS JOIN announced
         ORDER BY i.n`,
       ),
