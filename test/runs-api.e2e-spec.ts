@@ -275,63 +275,74 @@ describe('runs API', () => {
     }
   });
 
-  it('result armed while a finish of its run is under way here waits for that finish instead of reading, then reads once', async () => {
-    await start({ workflow: 'held-finish', version: '1' }).expect(201);
-    const claim = await http()
-      .post('/v1/worker/claims')
-      .send({ workerId: 'w', workflows: [{ name: 'held-finish', version: '1' }], limit: 1 })
-      .expect(200);
-    const [run] = claim.body.runs as { id: string; revision: number }[];
-    // The finish waits for this session's lock on the run; the result's wait is armed meanwhile.
-    const holder = new Client({ connectionString: db.url });
-    await holder.connect();
-    const repository = coordinator.app.get(RunsRepository);
-    const reads = jest.spyOn(repository, 'findById');
-    const taskReads = jest.spyOn(repository, 'findTasks');
-    const resultWaits = coordinator.app.get(ResultWaits);
-    const arm = resultWaits.arm.bind(resultWaits);
-    const settles: number[] = [];
-    jest.spyOn(resultWaits, 'arm').mockImplementation((runId) => {
-      const wait = arm(runId);
-      const settled = wait.settled.bind(wait);
-      wait.settled = (timeoutMs) => {
-        settles.push(timeoutMs);
-        return settled(timeoutMs);
-      };
-      return wait;
-    });
-    try {
-      await holder.query('BEGIN');
-      await holder.query('SELECT 1 FROM runs WHERE id = $1 FOR UPDATE', [run.id]);
-      const completed = http()
-        .post(`/v1/worker/runs/${run.id}/complete`)
-        .send({ expectedRevision: run.revision, output: 7 })
-        .then((response) => response);
-      await eventually('the finish to wait for the lock', async () => {
-        const [blocked] = await db.sql<{ n: number }>(
-          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
-        );
-        return blocked.n === 1;
+  it.each([
+    ['completed', 'complete', { output: 7 }, { output: 7 }, 0],
+    // A failed run can be retried between its end and a wait armed after its finish statement: that wait reads.
+    ['failed', 'fail', { error: { name: 'Error', message: 'no' } }, { error: { message: 'no' } }, 1],
+  ] as const)(
+    'result armed while a finish of its run is under way here waits for that finish instead of reading; a run it %s',
+    async (status, path, body, shown, readsAfter) => {
+      const workflow = `held-${path}`;
+      await start({ workflow, version: '1' }).expect(201);
+      const claim = await http()
+        .post('/v1/worker/claims')
+        .send({ workerId: 'w', workflows: [{ name: workflow, version: '1' }], limit: 1 })
+        .expect(200);
+      const [run] = claim.body.runs as { id: string; revision: number }[];
+      // The finish waits for this session's lock on the run; the result's wait is armed meanwhile.
+      const holder = new Client({ connectionString: db.url });
+      await holder.connect();
+      const repository = coordinator.app.get(RunsRepository);
+      const reads = jest.spyOn(repository, 'findById');
+      const taskReads = jest.spyOn(repository, 'findTasks');
+      const resultWaits = coordinator.app.get(ResultWaits);
+      const arm = resultWaits.arm.bind(resultWaits);
+      const settles: number[] = [];
+      jest.spyOn(resultWaits, 'arm').mockImplementation((runId) => {
+        const wait = arm(runId);
+        const settled = wait.settled.bind(wait);
+        wait.settled = (timeoutMs) => {
+          settles.push(timeoutMs);
+          return settled(timeoutMs);
+        };
+        return wait;
       });
-      const waited = http()
-        .get(`/v1/runs/${run.id}/result`)
-        .query({ waitMs: 30_000 })
-        .then((response) => response);
-      await eventually('the wait to be held by the finish', async () => settles.length > 0);
-      expect(reads).not.toHaveBeenCalled();
-      await holder.query('COMMIT');
-      expect((await completed).status).toBe(200);
-      const result = await waited;
-      expect(result.status).toBe(200);
-      expect(result.body).toMatchObject({ id: run.id, status: 'completed', output: 7, tasks: [] });
-      // Read once, after the end, with its steps beside it (it knew the run had ended).
-      expect(reads.mock.calls).toEqual([[run.id]]);
-      expect(taskReads.mock.calls).toEqual([[run.id]]);
-    } finally {
-      jest.restoreAllMocks();
-      await holder.end();
-    }
-  });
+      try {
+        await holder.query('BEGIN');
+        await holder.query('SELECT 1 FROM runs WHERE id = $1 FOR UPDATE', [run.id]);
+        const finished = http()
+          .post(`/v1/worker/runs/${run.id}/${path}`)
+          .send({ expectedRevision: run.revision, ...body })
+          .then((response) => response);
+        await eventually('the finish to wait for the lock', async () => {
+          const [blocked] = await db.sql<{ n: number }>(
+            `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+          );
+          return blocked.n === 1;
+        });
+        const waited = http()
+          .get(`/v1/runs/${run.id}/result`)
+          .query({ waitMs: 30_000 })
+          .then((response) => response);
+        await eventually('the wait to be held by the finish', async () => settles.length > 0);
+        expect(reads).not.toHaveBeenCalled();
+        await holder.query('COMMIT');
+        expect((await finished).status).toBe(200);
+        const result = await waited;
+        expect(result.status).toBe(200);
+        expect(result.body).toMatchObject({ id: run.id, status, ...shown, tasks: [] });
+        // A completed run is the one its finish returned (this request's only run): nothing read. A failed
+        // one is read once, after the end, with its steps beside it (it knew the run had ended).
+        expect(reads.mock.calls).toEqual(readsAfter ? [[run.id]] : []);
+        expect(taskReads.mock.calls).toEqual(readsAfter ? [[run.id]] : []);
+        jest.restoreAllMocks();
+        expect(result.body).toEqual((await http().get(`/v1/runs/${run.id}`).expect(200)).body);
+      } finally {
+        jest.restoreAllMocks();
+        await holder.end();
+      }
+    },
+  );
 
   it('result returns on time, the run as it is, while a finish of it here is held up (and a refused one holds nothing)', async () => {
     await start({ workflow: 'held-past-wait', version: '1' }).expect(201);

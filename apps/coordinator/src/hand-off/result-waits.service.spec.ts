@@ -3,24 +3,37 @@ import type { FinishedRun } from '@app/locking';
 import type { RunEntity } from '@app/persistence';
 import { ResultWaits } from './result-waits.service';
 
-const ended = (id: string): FinishedRun => ({ run: { id, status: 'completed' } as RunEntity, hasSteps: false });
+const ended = (id: string, status: 'completed' | 'failed' = 'completed'): FinishedRun => ({ run: { id, status } as RunEntity, hasSteps: false });
 const turn = () => new Promise((resolve) => setImmediate(resolve));
 
 describe('ResultWaits', () => {
-  it('hands a run its finish returned to the waits armed when the finish statement was made; later ones only learn it ended', () => {
+  it('hands a failed run its finish returned to the waits armed when the finish statement was made; later ones only learn it ended', () => {
     const waits = new ResultWaits();
     const finishing = waits.finishing(['a', 'b']);
     const first = waits.arm('a');
     const second = waits.arm('a');
     const other = waits.arm('c');
     expect(finishing.returnsRun('a')).toBe(true);
-    expect(finishing.returnsRun('b')).toBe(false);
+    expect(finishing.returnsRun('b')).toBe(false); // one of several runs, and no wait for it
     const later = waits.arm('a');
-    const run = ended('a');
+    const run = ended('a', 'failed');
     finishing.ended('a', run);
     finishing.end();
     expect([first.finished, second.finished, later.finished, other.finished]).toEqual([run, run, undefined, undefined]);
     expect([first.ended, second.ended, later.ended, other.ended]).toEqual([true, true, true, false]);
+  });
+
+  it('hands a completed run to every wait armed before its finish ended, and returns the run of a lone request with no wait yet', () => {
+    const waits = new ResultWaits();
+    const finishing = waits.finishing(['a']);
+    expect(finishing.returnsRun('a')).toBe(true); // the request's only run
+    const later = waits.arm('a');
+    const run = ended('a');
+    finishing.ended('a', run);
+    finishing.end();
+    const after = waits.arm('a');
+    expect([later.finished, later.ended]).toEqual([run, true]);
+    expect([after.finished, after.ended]).toEqual([undefined, false]);
   });
 
   it('tells the waits a run ended without one when its finish returned none, and forgets released waits', () => {
@@ -29,14 +42,14 @@ describe('ResultWaits', () => {
     released.release();
     released.release();
     const wait = waits.arm('a');
-    const finishing = waits.finishing(['a']);
+    const finishing = waits.finishing(['a', 'b']);
     expect(finishing.returnsRun('a')).toBe(true);
     finishing.ended('a', undefined);
     finishing.end();
     expect([wait.finished, wait.ended]).toEqual([undefined, true]);
     expect([released.finished, released.ended]).toEqual([undefined, false]);
     wait.release();
-    expect(waits.finishing(['a']).returnsRun('a')).toBe(false);
+    expect(waits.finishing(['a', 'b']).returnsRun('a')).toBe(false);
   });
 
   it("keeps a wait's settled() pending while requests here may be ending its run, up to its timeout", async () => {

@@ -20,10 +20,14 @@ export interface ResultWait {
 export interface Finishing {
   /**
    * Call as the run's finish statement is made: whether it should return the run, because a wait for it is
-   * armed now. Those waits, armed before the statement, get the run it returns (see `ended`).
+   * armed now, or because the request is this one run's (one row is cheap, and a client awaiting one run asks
+   * for its result about when its worker reports the end: in W2 two times in five after the statement left).
    */
   returnsRun(runId: string): boolean;
-  /** The run's finish committed: the waits `returnsRun` saw get `run` (if it was returned), every wait learns the run ended. */
+  /**
+   * The run's finish committed: the waits armed when `returnsRun` was called get `run` (if it was returned),
+   * and if it completed so do those armed since (see `finishing`); every wait learns the run ended.
+   */
   ended(runId: string, run: FinishedRun | undefined): void;
   /** The request is over, whatever it did (call it in a `finally`): the waits it held up go on. */
   end(): void;
@@ -56,10 +60,10 @@ const ENDS_NOTHING: Finishing = { returnsRun: () => false, ended: () => undefine
 
 /**
  * This coordinator's waits for run results (`GET /v1/runs/:id/result`), by run, and the requests here that
- * may be ending runs, so that a finish here of a run someone waits for returns the ended run from its
- * statement and hands it to them: the result needs no read of the run after the commit. A wait armed while
- * such a request is under way waits for it instead of reading a run about to end. A finish elsewhere hands
- * nothing: its NOTIFY wakes the wait, which reads.
+ * may be ending runs, so that a finish here of a run someone waits for (or of a request's only run) returns
+ * the ended run from its statement and hands it to them: the result needs no read of the run after the
+ * commit. A wait armed while such a request is under way waits for it instead of reading a run about to end.
+ * A finish elsewhere hands nothing: its NOTIFY wakes the wait, which reads.
  */
 @Injectable()
 export class ResultWaits {
@@ -90,17 +94,20 @@ export class ResultWaits {
       ends.add(ended);
       this.finishes.set(runId, ends);
     }
-    // Of each run, the waits armed when its finish statement was made: only they get the run it returns
-    // (a wait armed later might have been armed after the run ended and started again, say retried).
+    // Of each run, the waits armed when its finish statement was made: they get the run it returns. One armed
+    // later may have been armed after the end committed, and a failed run can be retried meanwhile: such a wait
+    // gets a failed run's row only by reading it. Nothing changes a completed run (retention deletes it, by a
+    // sweep after its window), so its row is what a read after the end would return.
     const armedBefore = new Map<string, Wait[]>();
     return {
       returnsRun: (runId) => {
         const waits = this.byRun.get(runId);
         if (waits) armedBefore.set(runId, [...waits]);
-        return waits !== undefined;
+        return waits !== undefined || runs.size === 1;
       },
       ended: (runId, run) => {
-        if (run) for (const wait of armedBefore.get(runId) ?? []) wait.finished = run;
+        const later = run?.run.status === 'completed' ? this.byRun.get(runId) : undefined;
+        if (run) for (const wait of [...(armedBefore.get(runId) ?? []), ...(later ?? [])]) wait.finished = run;
         for (const wait of this.byRun.get(runId) ?? []) wait.ended = true;
       },
       end: () => {
