@@ -5,6 +5,7 @@ import { Client } from 'pg';
 import request from 'supertest';
 import { ResultWaits } from '../apps/coordinator/src/hand-off/result-waits.service';
 import { RunsRepository } from '../apps/coordinator/src/runs/runs.repository';
+import { ReportRepository } from '../libs/locking/src';
 import { NotificationListener, type PendingWait, RUN_FINISHED_CHANNEL } from '../libs/outbox/src';
 import { type RunningCoordinator, startCoordinator } from './support/apps';
 import { createTestDatabase, type TestDatabase } from './support/database';
@@ -343,6 +344,75 @@ describe('runs API', () => {
       }
     },
   );
+
+  it('result armed after the statement of a lone completion, before its answer, gets the run that finish returned: only its steps are read', async () => {
+    await start({ workflow: 'late-wait', version: '1' }).expect(201);
+    const claim = await http()
+      .post('/v1/worker/claims')
+      .send({ workerId: 'w', workflows: [{ name: 'late-wait', version: '1' }], limit: 1 })
+      .expect(200);
+    const [run] = claim.body.runs as { id: string; revision: number }[];
+    const step = { expectedRevision: run.revision, key: 'a#0', seq: 0, name: 'a', status: 'completed', attempts: 1, output: 1, error: null };
+    const reports = coordinator.app.get(ReportRepository);
+    const finishMany = reports.finishMany.bind(reports);
+    let committed!: () => void;
+    const hasCommitted = new Promise<void>((resolve) => (committed = resolve));
+    let answer!: () => void;
+    const mayAnswer = new Promise<void>((resolve) => (answer = resolve));
+    // The finish's statement is done (in the batch's transaction); the request goes on once the result's wait is armed and held.
+    jest.spyOn(reports, 'finishMany').mockImplementation(async (...args) => {
+      const results = await finishMany(...args);
+      committed();
+      await mayAnswer;
+      return results;
+    });
+    const repository = coordinator.app.get(RunsRepository);
+    const reads = jest.spyOn(repository, 'findById');
+    const taskReads = jest.spyOn(repository, 'findTasks');
+    const resultWaits = coordinator.app.get(ResultWaits);
+    const arm = resultWaits.arm.bind(resultWaits);
+    let held = 0;
+    jest.spyOn(resultWaits, 'arm').mockImplementation((runId) => {
+      const wait = arm(runId);
+      const settled = wait.settled.bind(wait);
+      wait.settled = (timeoutMs) => {
+        held += 1;
+        return settled(timeoutMs);
+      };
+      return wait;
+    });
+    try {
+      // The run's last task result and its outcome in one batch, as a worker sends them: the request ends one run.
+      const reported = http()
+        .post('/v1/worker/reports')
+        .send({
+          reports: [
+            { type: 'task', runId: run.id, task: step },
+            { type: 'complete', runId: run.id, complete: { expectedRevision: run.revision, output: 'late' } },
+          ],
+        })
+        .then((response) => response);
+      await hasCommitted;
+      const waited = http()
+        .get(`/v1/runs/${run.id}/result`)
+        .query({ waitMs: 30_000 })
+        .then((response) => response);
+      await eventually('the wait to be held by the finish', async () => held > 0);
+      answer();
+      expect((await reported).status).toBe(200);
+      const result = await waited;
+      expect(result.status).toBe(200);
+      expect(result.body).toMatchObject({ id: run.id, status: 'completed', output: 'late' });
+      expect(result.body.tasks.map((task: { key: string }) => task.key)).toEqual(['a#0']);
+      expect(reads).not.toHaveBeenCalled();
+      expect(taskReads.mock.calls).toEqual([[run.id]]);
+      jest.restoreAllMocks();
+      expect(result.body).toEqual((await http().get(`/v1/runs/${run.id}`).expect(200)).body);
+    } finally {
+      answer();
+      jest.restoreAllMocks();
+    }
+  });
 
   it('result returns on time, the run as it is, while a finish of it here is held up (and a refused one holds nothing)', async () => {
     await start({ workflow: 'held-past-wait', version: '1' }).expect(201);

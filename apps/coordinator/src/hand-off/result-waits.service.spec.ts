@@ -13,8 +13,8 @@ describe('ResultWaits', () => {
     const first = waits.arm('a');
     const second = waits.arm('a');
     const other = waits.arm('c');
-    expect(finishing.returnsRun('a')).toBe(true);
-    expect(finishing.returnsRun('b')).toBe(false); // one of several runs, and no wait for it
+    expect(finishing.returnsRun('a', false)).toBe(true);
+    expect(finishing.returnsRun('b', true)).toBe(false); // one of several runs, and no wait for it
     const later = waits.arm('a');
     const run = ended('a', 'failed');
     finishing.ended('a', run);
@@ -23,17 +23,18 @@ describe('ResultWaits', () => {
     expect([first.ended, second.ended, later.ended, other.ended]).toEqual([true, true, true, false]);
   });
 
-  it('hands a completed run to every wait armed before its finish ended, and returns the run of a lone request with no wait yet', () => {
+  it('hands a completed run to every wait armed up to its end, and returns the run a lone request completes, before any wait', () => {
     const waits = new ResultWaits();
     const finishing = waits.finishing(['a']);
-    expect(finishing.returnsRun('a')).toBe(true); // the request's only run
+    expect(finishing.returnsRun('a', true)).toBe(true); // the request's only run, completed
+    expect(waits.finishing(['f']).returnsRun('f', false)).toBe(false); // a failed run's row would go to no one
     const later = waits.arm('a');
     const run = ended('a');
     finishing.ended('a', run);
+    const afterEnd = waits.arm('a'); // armed after the end was handed out: it reads
     finishing.end();
-    const after = waits.arm('a');
     expect([later.finished, later.ended]).toEqual([run, true]);
-    expect([after.finished, after.ended]).toEqual([undefined, false]);
+    expect([afterEnd.finished, afterEnd.ended]).toEqual([undefined, false]);
   });
 
   it('tells the waits a run ended without one when its finish returned none, and forgets released waits', () => {
@@ -43,13 +44,13 @@ describe('ResultWaits', () => {
     released.release();
     const wait = waits.arm('a');
     const finishing = waits.finishing(['a', 'b']);
-    expect(finishing.returnsRun('a')).toBe(true);
+    expect(finishing.returnsRun('a', true)).toBe(true);
     finishing.ended('a', undefined);
     finishing.end();
     expect([wait.finished, wait.ended]).toEqual([undefined, true]);
     expect([released.finished, released.ended]).toEqual([undefined, false]);
     wait.release();
-    expect(waits.finishing(['a', 'b']).returnsRun('a')).toBe(false);
+    expect(waits.finishing(['a', 'b']).returnsRun('a', true)).toBe(false);
   });
 
   it("keeps a wait's settled() pending while requests here may be ending its run, up to its timeout", async () => {

@@ -3,7 +3,7 @@ import { Injectable } from '@nestjs/common';
 
 /** One wait for a run's result on this coordinator, from the moment it is armed until it is released. */
 export interface ResultWait {
-  /** The run as a finish here ended it, handed over because the wait was armed before that finish began. */
+  /** The run as a finish here ended it, handed over because the wait was armed in time (see Finishing.ended). */
   readonly finished: FinishedRun | undefined;
   /** True once a finish here ended the run (committed): its steps are final, it can be read with them. */
   readonly ended: boolean;
@@ -19,14 +19,16 @@ export interface ResultWait {
 /** A request under way on this coordinator that may end runs (a worker's outcome reports). */
 export interface Finishing {
   /**
-   * Call as the run's finish statement is made: whether it should return the run, because a wait for it is
-   * armed now, or because the request is this one run's (one row is cheap, and a client awaiting one run asks
-   * for its result about when its worker reports the end: in W2 two times in five after the statement left).
+   * Call as the run's finish statement is made: whether it should return the run (its row, input and output
+   * included), because a wait for it is armed now, or because it `completes` the only run this request ends: a
+   * client awaiting one run asks for its result about when its worker reports the end (in W2 two times in five
+   * after the statement left), and a completed run's row goes to waits armed that late too.
    */
-  returnsRun(runId: string): boolean;
+  returnsRun(runId: string, completes: boolean): boolean;
   /**
    * The run's finish committed: the waits armed when `returnsRun` was called get `run` (if it was returned),
-   * and if it completed so do those armed since (see `finishing`); every wait learns the run ended.
+   * and if it completed so do those armed since, up to this call (see `finishing`); every wait armed now learns
+   * the run ended. One armed after this call reads the run.
    */
   ended(runId: string, run: FinishedRun | undefined): void;
   /** The request is over, whatever it did (call it in a `finally`): the waits it held up go on. */
@@ -96,14 +98,15 @@ export class ResultWaits {
     }
     // Of each run, the waits armed when its finish statement was made: they get the run it returns. One armed
     // later may have been armed after the end committed, and a failed run can be retried meanwhile: such a wait
-    // gets a failed run's row only by reading it. Nothing changes a completed run (retention deletes it, by a
-    // sweep after its window), so its row is what a read after the end would return.
+    // gets a failed run's row only by reading it. Nothing changes a completed run, so its row is what a read
+    // after the end would return. (Retention deletes it, by a sweep after its window: with a window shorter than
+    // the moment between the commit and this request's `ended`, such a wait could answer with a run just deleted.)
     const armedBefore = new Map<string, Wait[]>();
     return {
-      returnsRun: (runId) => {
+      returnsRun: (runId, completes) => {
         const waits = this.byRun.get(runId);
         if (waits) armedBefore.set(runId, [...waits]);
-        return waits !== undefined || runs.size === 1;
+        return waits !== undefined || (completes && runs.size === 1);
       },
       ended: (runId, run) => {
         const later = run?.run.status === 'completed' ? this.byRun.get(runId) : undefined;

@@ -21,7 +21,7 @@ import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config/coordinato
 import { type Finishing, ResultWaits } from '../hand-off/result-waits.service';
 import { CoordinatorMetrics } from '../metrics/coordinator.metrics';
 
-/** A run a report ended; `run` is the ended run when a wait for its result was armed here (see ResultWaits). */
+/** A run a report ended; `run` is the ended run when its finish statement returned it (see Finishing.returnsRun). */
 type Finished = { runId: string; status: 'completed' | 'failed'; workflow: string; run?: FinishedRun } | undefined;
 
 /**
@@ -195,7 +195,9 @@ export class WorkerWritesService {
       const earlier = refused.get(runId);
       if (earlier) applied[index] = { outcome: earlier, finished: undefined };
     }
-    const ending = finals.filter(({ runId }) => !refused.has(runId)).map((final) => ({ ...final, returnRun: finishing.returnsRun(final.runId) }));
+    const ending = finals
+      .filter(({ runId }) => !refused.has(runId))
+      .map((final) => ({ ...final, returnRun: finishing.returnsRun(final.runId, final.outcome.status === 'completed') }));
     if (ending.length > 0) {
       const results = await this.reports.finishMany(ending, tx);
       ending.forEach(({ index, runId, outcome }, i) => {
@@ -257,7 +259,13 @@ export class WorkerWritesService {
   }
 
   private async finishOn(on: SqlExecutor, runId: string, expectedRevision: number, outcome: RunOutcome, finishing: Finishing) {
-    const { revision, workflow, run } = await this.reports.finish(runId, expectedRevision, outcome, on, finishing.returnsRun(runId));
+    const { revision, workflow, run } = await this.reports.finish(
+      runId,
+      expectedRevision,
+      outcome,
+      on,
+      finishing.returnsRun(runId, outcome.status === 'completed'),
+    );
     return { result: { revision }, finished: { runId, status: outcome.status, workflow, run } satisfies Finished };
   }
 
