@@ -34,6 +34,31 @@ describe('runs API', () => {
 
   const http = () => request(coordinator.url);
   const start = (body: object) => http().post('/v1/runs').send(body);
+  /** Starts a run of `workflow` and claims it as worker `w`: the run as the claim returned it. */
+  const startClaimed = async (workflow: string, body: object = {}) => {
+    await start({ workflow, version: '1', ...body }).expect(201);
+    const claim = await http()
+      .post('/v1/worker/claims')
+      .send({ workerId: 'w', workflows: [{ name: workflow, version: '1' }], limit: 1 })
+      .expect(200);
+    return claim.body.runs[0] as { id: string; revision: number };
+  };
+  /** Counts the calls of settled() on the result waits armed from now on (a wait held by a finish under way). */
+  const countSettles = () => {
+    const resultWaits = coordinator.app.get(ResultWaits);
+    const arm = resultWaits.arm.bind(resultWaits);
+    const settles: number[] = [];
+    jest.spyOn(resultWaits, 'arm').mockImplementation((runId) => {
+      const wait = arm(runId);
+      const settled = wait.settled.bind(wait);
+      wait.settled = (timeoutMs) => {
+        settles.push(timeoutMs);
+        return settled(timeoutMs);
+      };
+      return wait;
+    });
+    return settles;
+  };
 
   it('dedupes by idempotency key per workflow: 201 first, then 200 with the same run', async () => {
     const body = { workflow: 'echo', version: '1', input: { n: 1 }, idempotencyKey: 'order-42' };
@@ -203,14 +228,7 @@ describe('runs API', () => {
   });
 
   it('result of a run finished on this coordinator is the ended run its finish handed over (no read after the end), as a GET shows it', async () => {
-    const claimed = async (workflow: string) => {
-      await start({ workflow, version: '1', input: { n: 1 }, tags: { team: 'a' } }).expect(201);
-      const claim = await http()
-        .post('/v1/worker/claims')
-        .send({ workerId: 'w', workflows: [{ name: workflow, version: '1' }], limit: 1 })
-        .expect(200);
-      return claim.body.runs[0] as { id: string; revision: number };
-    };
+    const claimed = (workflow: string) => startClaimed(workflow, { input: { n: 1 }, tags: { team: 'a' } });
     const task = (revision: number) => ({
       expectedRevision: revision,
       key: 'a#0',
@@ -283,31 +301,14 @@ describe('runs API', () => {
   ] as const)(
     'result armed while a finish of its run is under way here waits for that finish instead of reading; a run it %s',
     async (status, path, body, shown, readsAfter) => {
-      const workflow = `held-${path}`;
-      await start({ workflow, version: '1' }).expect(201);
-      const claim = await http()
-        .post('/v1/worker/claims')
-        .send({ workerId: 'w', workflows: [{ name: workflow, version: '1' }], limit: 1 })
-        .expect(200);
-      const [run] = claim.body.runs as { id: string; revision: number }[];
+      const run = await startClaimed(`held-${path}`);
       // The finish waits for this session's lock on the run; the result's wait is armed meanwhile.
       const holder = new Client({ connectionString: db.url });
       await holder.connect();
       const repository = coordinator.app.get(RunsRepository);
       const reads = jest.spyOn(repository, 'findById');
       const taskReads = jest.spyOn(repository, 'findTasks');
-      const resultWaits = coordinator.app.get(ResultWaits);
-      const arm = resultWaits.arm.bind(resultWaits);
-      const settles: number[] = [];
-      jest.spyOn(resultWaits, 'arm').mockImplementation((runId) => {
-        const wait = arm(runId);
-        const settled = wait.settled.bind(wait);
-        wait.settled = (timeoutMs) => {
-          settles.push(timeoutMs);
-          return settled(timeoutMs);
-        };
-        return wait;
-      });
+      const settles = countSettles();
       try {
         await holder.query('BEGIN');
         await holder.query('SELECT 1 FROM runs WHERE id = $1 FOR UPDATE', [run.id]);
@@ -346,12 +347,7 @@ describe('runs API', () => {
   );
 
   it('result armed after the statement of a lone completion, before its answer, gets the run that finish returned: only its steps are read', async () => {
-    await start({ workflow: 'late-wait', version: '1' }).expect(201);
-    const claim = await http()
-      .post('/v1/worker/claims')
-      .send({ workerId: 'w', workflows: [{ name: 'late-wait', version: '1' }], limit: 1 })
-      .expect(200);
-    const [run] = claim.body.runs as { id: string; revision: number }[];
+    const run = await startClaimed('late-wait');
     const step = { expectedRevision: run.revision, key: 'a#0', seq: 0, name: 'a', status: 'completed', attempts: 1, output: 1, error: null };
     const reports = coordinator.app.get(ReportRepository);
     const finishMany = reports.finishMany.bind(reports);
@@ -369,18 +365,7 @@ describe('runs API', () => {
     const repository = coordinator.app.get(RunsRepository);
     const reads = jest.spyOn(repository, 'findById');
     const taskReads = jest.spyOn(repository, 'findTasks');
-    const resultWaits = coordinator.app.get(ResultWaits);
-    const arm = resultWaits.arm.bind(resultWaits);
-    let held = 0;
-    jest.spyOn(resultWaits, 'arm').mockImplementation((runId) => {
-      const wait = arm(runId);
-      const settled = wait.settled.bind(wait);
-      wait.settled = (timeoutMs) => {
-        held += 1;
-        return settled(timeoutMs);
-      };
-      return wait;
-    });
+    const settles = countSettles();
     try {
       // The run's last task result and its outcome in one batch, as a worker sends them: the request ends one run.
       const reported = http()
@@ -397,7 +382,7 @@ describe('runs API', () => {
         .get(`/v1/runs/${run.id}/result`)
         .query({ waitMs: 30_000 })
         .then((response) => response);
-      await eventually('the wait to be held by the finish', async () => held > 0);
+      await eventually('the wait to be held by the finish', async () => settles.length > 0);
       answer();
       expect((await reported).status).toBe(200);
       const result = await waited;
@@ -415,12 +400,7 @@ describe('runs API', () => {
   });
 
   it('result returns on time, the run as it is, while a finish of it here is held up (and a refused one holds nothing)', async () => {
-    await start({ workflow: 'held-past-wait', version: '1' }).expect(201);
-    const claim = await http()
-      .post('/v1/worker/claims')
-      .send({ workerId: 'w', workflows: [{ name: 'held-past-wait', version: '1' }], limit: 1 })
-      .expect(200);
-    const [run] = claim.body.runs as { id: string; revision: number }[];
+    const run = await startClaimed('held-past-wait');
     const holder = new Client({ connectionString: db.url });
     await holder.connect();
     try {
