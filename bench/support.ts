@@ -142,7 +142,8 @@ export class BenchDatabase {
    * later, so a window counted the tail of the workload before it and lost its own.)
    */
   async commits(): Promise<number> {
-    return writeCommits(this.client);
+    const [row] = (await this.client.query(`SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS n`)).rows;
+    return Number(row.n);
   }
 
   async completed(workflow: string): Promise<number> {
@@ -154,12 +155,6 @@ export class BenchDatabase {
     await this.admin.query(`DROP DATABASE IF EXISTS ${this.name} WITH (FORCE)`);
     await this.admin.end();
   }
-}
-
-/** The server's next transaction id: see BenchDatabase.commits. */
-export async function writeCommits(client: Client): Promise<number> {
-  const [row] = (await client.query(`SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS n`)).rows;
-  return Number(row.n);
 }
 
 /** How the apps reach Redis: one node, or a cluster's seed list. */
