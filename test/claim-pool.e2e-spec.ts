@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { Database, prepared } from '@app/persistence';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
@@ -9,7 +9,7 @@ import { type RunningCoordinator, startCoordinator } from './support/apps';
 import { createTestDatabase, type TestDatabase } from './support/database';
 import { eventually } from './support/poll';
 
-/** The generic-plan sessions (GenericPlanPool: claims, takes, starts): their setting, their size, their recovery and their end. */
+/** The generic-plan sessions (GenericPlanPool: claims, takes, starts, task results, report batches): their setting, their size, their recovery and their end. */
 describe('the claim pool', () => {
   let db: TestDatabase;
   let coordinator: RunningCoordinator | undefined;
@@ -39,6 +39,47 @@ describe('the claim pool', () => {
     const setting = prepared('wf_test_plan_cache_mode', `SELECT current_setting('plan_cache_mode') AS mode`, { genericPlan: true });
     expect(await database.query<{ mode: string }>(setting)).toEqual([{ mode: 'force_generic_plan' }]);
     expect(await database.query<{ mode: string }>(`SELECT current_setting('plan_cache_mode') AS mode`)).toEqual([{ mode: 'auto' }]);
+  });
+
+  it('runs a transaction asked for with genericPlan on one of its sessions, and only that one', async () => {
+    const database = coordinator!.app.get(Database);
+    const mode = (tx: { query<T>(statement: string): Promise<T[]> }) => tx.query<{ mode: string }>(`SELECT current_setting('plan_cache_mode') AS mode`);
+    expect(await database.transaction(mode, { genericPlan: true })).toEqual([{ mode: 'force_generic_plan' }]);
+    expect(await database.transaction(mode)).toEqual([{ mode: 'auto' }]);
+  });
+
+  it("plans a worker's task results and its report batches generically (their custom plans cost more than running them)", async () => {
+    const [started] = (
+      await request(coordinator!.url)
+        .post('/v1/runs/batch')
+        .send({ runs: [{ workflow: 'echo', version: '1', input: null }] })
+        .expect(201)
+    ).body.runs;
+    const claimed = (await claim().expect(200)).body.runs.find((run: { id: string }) => run.id === started.id);
+    const pool = coordinator!.app.get(GenericPlanPool);
+    const queries = jest.spyOn(pool, 'query');
+    const connects = jest.spyOn(pool, 'connect');
+    const task = (key: string, seq: number) => ({ expectedRevision: claimed.revision, key, seq, name: 'a', status: 'completed', attempts: 1, output: seq });
+    try {
+      await request(coordinator!.url).post(`/v1/worker/runs/${started.id}/tasks`).send(task('a#0', 0)).expect(200);
+      expect(queries.mock.calls.map(([config]) => config.name)).toEqual(['wf_record_tasks']);
+      await request(coordinator!.url)
+        .post('/v1/worker/reports')
+        .send({
+          reports: [
+            { type: 'task', runId: started.id, task: task('a#1', 1) },
+            { type: 'complete', runId: started.id, complete: { expectedRevision: claimed.revision, output: 'done' } },
+          ],
+        })
+        .expect(200);
+      expect(connects).toHaveBeenCalledTimes(1);
+    } finally {
+      queries.mockRestore();
+      connects.mockRestore();
+    }
+    const run = (await request(coordinator!.url).get(`/v1/runs/${started.id}`).expect(200)).body;
+    expect(run.status).toBe('completed');
+    expect(run.tasks.map((step: { key: string }) => step.key)).toEqual(['a#0', 'a#1']);
   });
 
   it('claims through it, with at most DATABASE_CLAIM_POOL_SIZE sessions', async () => {

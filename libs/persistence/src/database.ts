@@ -73,16 +73,19 @@ export class Database implements SqlExecutor {
   /**
    * Runs `work` in one transaction on one connection; rolls back if it throws (and retries it
    * after a deadlock). Its statements run one after another on that connection, in the order
-   * they were issued, even if `work` issues several at once.
+   * they were issued, even if `work` issues several at once. With `genericPlan` the connection is one of
+   * the GenericPlanPool's, so every statement of `work` runs with its generic plan: for a transaction of
+   * prepared statements whose planning costs more than running them (a worker's report batch).
    */
-  async transaction<T>(work: (tx: SqlExecutor) => Promise<T>): Promise<T> {
-    return retryOnConflict(() => this.transactionOnce(work)).catch((error: unknown) => {
+  async transaction<T>(work: (tx: SqlExecutor) => Promise<T>, options: { genericPlan?: boolean } = {}): Promise<T> {
+    const connect = options.genericPlan ? () => this.genericPlans.connect() : () => this.pool.connect();
+    return retryOnConflict(() => this.transactionOnce(connect, work)).catch((error: unknown) => {
       throw asDatabaseError(error);
     });
   }
 
-  private async transactionOnce<T>(work: (tx: SqlExecutor) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect();
+  private async transactionOnce<T>(connect: () => Promise<PoolClient>, work: (tx: SqlExecutor) => Promise<T>): Promise<T> {
+    const client = await connect();
     let broken: Error | undefined;
     // A checked-out client reports the death of its connection as an 'error' event, even while a
     // statement is running (which fails too): heard here, the client goes back to the pool as broken.

@@ -1,12 +1,13 @@
 import type { OnApplicationShutdown } from '@nestjs/common';
-import { Pool, type PoolConfig, type QueryResultRow } from 'pg';
+import { Pool, type PoolClient, type PoolConfig, type QueryResultRow } from 'pg';
 import { PooledClient } from './pooled-client';
 
 /**
  * A small pool of sessions that run prepared statements with their generic plan from the first
  * execution (`plan_cache_mode = force_generic_plan`), for statements whose planning costs more than
- * running them and whose inputs (arrays) no custom plan can use: the claim and the start. PostgreSQL's
- * own choice kept re-planning them on every execution (the claim: ~3 ms against ~1 ms to run it). The setting is the
+ * running them and whose inputs (arrays) no custom plan can use: the claim, the start, a task result, and
+ * a worker's report batch as a transaction. PostgreSQL's own choice kept re-planning them on every execution
+ * (the claim: ~3 ms against ~1 ms to run it; a task result: 0.31 ms against 0.13). The setting is the
  * session's, so it cannot live in the main pool, whose ORM statements do need custom plans; setting
  * it per transaction instead cost a BEGIN, a SET LOCAL and a COMMIT: three round trips a claim.
  */
@@ -21,6 +22,11 @@ export class GenericPlanPool implements OnApplicationShutdown {
 
   async query<T extends QueryResultRow>(config: { name?: string; text: string; values: unknown[] }): Promise<T[]> {
     return (await this.pool.query<T>(config)).rows;
+  }
+
+  /** A session of its own, for a transaction of such statements (Database.transaction with `genericPlan`). */
+  connect(): Promise<PoolClient> {
+    return this.pool.connect();
   }
 
   async onApplicationShutdown(): Promise<void> {

@@ -48,7 +48,7 @@ export interface PersistenceOptions {
   /** postgres://user:password@host:port/database */
   url: string;
   poolSize: number;
-  /** Sessions of the GenericPlanPool (claims, takes and starts), beside `poolSize`. */
+  /** Sessions of the GenericPlanPool (claims, takes, starts, task results and report batches), beside `poolSize`. */
   claimPoolSize: number;
   /**
    * Publisher named in every session's `wf.dispatch` setting: with one (not 'none'), the schema's

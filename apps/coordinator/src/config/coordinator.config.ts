@@ -11,7 +11,7 @@ export interface CoordinatorConfig {
   host: string;
   databaseUrl: string;
   databasePoolSize: number;
-  /** Sessions of the pool that runs claims, takes and starts with generic plans (see GenericPlanPool), beside the main pool's. */
+  /** Sessions of the pool that runs claims, takes, starts, task results and report batches with generic plans (see GenericPlanPool), beside the main pool's. */
   databaseClaimPoolSize: number;
   /** A running run whose claim has been idle this long is handed to the next claimer. */
   claimMinIdleTimeMs: number;

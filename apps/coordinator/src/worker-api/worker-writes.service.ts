@@ -118,7 +118,7 @@ export class WorkerWritesService {
         reports.length === 1
           ? await this.applyEach(reports, finishing)
           : await this.db
-              .transaction((tx) => this.applyTogether(tx, reports, finishing))
+              .transaction((tx) => this.applyTogether(tx, reports, finishing), { genericPlan: true })
               .catch((error: Error) => {
                 if (error instanceof DatabaseUnavailableError) throw error;
                 this.logger.warn('a report batch failed as a whole; applying its reports one by one', { error: error.message });

@@ -91,6 +91,7 @@ export class ReportRepository {
                                             WHERE t.run_id = i.run_id AND t.key = i.key) s) AS task
          FROM input i LEFT JOIN owner o ON o.id = i.run_id AND o.revision = i.revision
         ORDER BY i.n`,
+        { genericPlan: true },
       ),
       [
         items.map(({ runId }) => runId),
