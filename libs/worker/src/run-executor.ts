@@ -74,13 +74,13 @@ export class RunExecutor {
     try {
       if (outcome.ok) {
         const { output } = outcome;
-        await lease.whileEnding(() => this.api.complete(run.id, { expectedRevision: lease.revision, output }));
+        await lease.reportOutcome(() => this.api.complete(run.id, { expectedRevision: lease.revision, output }));
       } else {
         const policy = workflow?.retry;
         const retry = policy && !isNonRetryable(outcome.error) && run.attempt < policy.maxAttempts;
         const error = outcome.error instanceof TaskFailedError ? outcome.error.details : toErrorDetails(outcome.error);
         const retryDelay = retry ? retryDelayMs(policy, run.attempt) : undefined;
-        await lease.whileEnding(() => this.api.fail(run.id, { expectedRevision: lease.revision, error, retryDelayMs: retryDelay }));
+        await lease.reportOutcome(() => this.api.fail(run.id, { expectedRevision: lease.revision, error, retryDelayMs: retryDelay }));
       }
       lease.finish();
     } catch (reportError) {

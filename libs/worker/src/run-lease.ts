@@ -12,10 +12,13 @@ export class RunLease {
   private reason: string | undefined;
   /** Writes in flight that move the run on if they land (its outcome, a suspension). */
   private endingWrites = 0;
+  private reporting = false;
 
+  /** `outcomeReported`: called once, when the handler is done and its run's outcome goes out (see reportOutcome). */
   constructor(
     readonly runId: string,
     readonly revision: number,
+    private readonly outcomeReported: () => void = () => undefined,
   ) {}
 
   get signal(): AbortSignal {
@@ -57,6 +60,23 @@ export class RunLease {
     } finally {
       this.endingWrites--;
     }
+  }
+
+  /**
+   * Sends the run's outcome (whileEnding). From here on the handler is done: the run no longer counts against
+   * the worker's concurrency while the outcome is on its way (WorkerRuntime claims ahead for its slot).
+   */
+  reportOutcome<T>(write: () => Promise<T>): Promise<T> {
+    if (!this.reporting) {
+      this.reporting = true;
+      this.outcomeReported();
+    }
+    return this.whileEnding(write);
+  }
+
+  /** The handler is done and the run's outcome is being (or was) reported. */
+  get isReportingOutcome(): boolean {
+    return this.reporting;
   }
 
   lose(reason: string): void {

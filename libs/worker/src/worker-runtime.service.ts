@@ -12,7 +12,8 @@ const HEARTBEAT_MIN_DEADLINE_MS = 10_000;
 
 /**
  * The worker's main loop: asks the subscriber for as many runs as it has free slots, executes
- * them concurrently, and keeps their claims alive with heartbeats (one request for all runs).
+ * them concurrently, and keeps their claims alive with heartbeats (one request for all runs). A slot
+ * is a handler's: it is free again once the handler is done, while its run's outcome is being reported.
  */
 @Injectable()
 export class WorkerRuntime implements OnApplicationBootstrap, BeforeApplicationShutdown {
@@ -22,6 +23,13 @@ export class WorkerRuntime implements OnApplicationBootstrap, BeforeApplicationS
    * taken again (lost, but still unwinding) keeps its slot until it ends.
    */
   private readonly active = new Map<string, { lease: RunLease; done: Promise<void> }>();
+  /**
+   * Of `active`, the runs whose handler is done and whose outcome is on its way (RunLease.reportOutcome).
+   * They hold no slot: the worker claims their successors while the outcomes are being written, instead of
+   * one after the other. At most `concurrency` of them count so, so a coordinator slow to answer reports
+   * still holds the worker back (at most twice `concurrency` runs in `active`).
+   */
+  private outcomesInFlight = 0;
   private readonly stopping = new AbortController();
   private slotFreed: (() => void) | undefined;
   private loop: Promise<void> | undefined;
@@ -71,9 +79,14 @@ export class WorkerRuntime implements OnApplicationBootstrap, BeforeApplicationS
     await this.subscriber.close?.();
   }
 
-  /** Number of runs executing now. */
+  /** Runs this worker holds now: executing, or done and reporting their outcome. */
   get activeRuns(): number {
     return this.active.size;
+  }
+
+  /** Runs whose handler is executing now (at most `concurrency`). */
+  get executingRuns(): number {
+    return this.active.size - this.outcomesInFlight;
   }
 
   /**
@@ -100,7 +113,8 @@ export class WorkerRuntime implements OnApplicationBootstrap, BeforeApplicationS
     }
     while (!signal.aborted) {
       // A claim or take hands out at most CLAIM_LIMIT_MAX runs: ask for no more, whatever the concurrency.
-      const free = Math.min(this.options.concurrency - this.active.size, CLAIM_LIMIT_MAX);
+      const { concurrency } = this.options;
+      const free = Math.min(concurrency - this.active.size + Math.min(this.outcomesInFlight, concurrency), CLAIM_LIMIT_MAX);
       if (free <= 0) {
         await new Promise<void>((resolve) => (this.slotFreed = resolve));
         continue;
@@ -127,7 +141,10 @@ export class WorkerRuntime implements OnApplicationBootstrap, BeforeApplicationS
 
   private start(run: ClaimedRun): void {
     this.counters.taken.set(run.workflow, (this.counters.taken.get(run.workflow) ?? 0) + 1);
-    const lease = new RunLease(run.id, run.revision);
+    const lease = new RunLease(run.id, run.revision, () => {
+      this.outcomesInFlight++;
+      this.wakeForSlot();
+    });
     const key = delivery(run.id, run.revision);
     const done = this.executor
       .execute(run, lease)
@@ -136,11 +153,16 @@ export class WorkerRuntime implements OnApplicationBootstrap, BeforeApplicationS
       .catch((error: unknown) => this.logger.warn('acknowledging a run failed', { runId: run.id, error: (error as Error).message }))
       .finally(() => {
         this.active.delete(key);
-        const wake = this.slotFreed;
-        this.slotFreed = undefined;
-        wake?.();
+        if (lease.isReportingOutcome) this.outcomesInFlight--;
+        this.wakeForSlot();
       });
     this.active.set(key, { lease, done });
+  }
+
+  private wakeForSlot(): void {
+    const wake = this.slotFreed;
+    this.slotFreed = undefined;
+    wake?.();
   }
 
   private async release(lease: RunLease): Promise<void> {

@@ -97,4 +97,68 @@ describe('WorkerRuntime capacity', () => {
     await runtime.beforeApplicationShutdown();
     expect(asked).toEqual([CLAIM_LIMIT_MAX]);
   });
+
+  it("claims for a handler's slot once it is done and its outcome is being reported, up to concurrency such runs", async () => {
+    Logger.overrideLogger(false);
+    const asked: number[] = [];
+    let made = 0;
+    const subscriber: Subscriber = {
+      name: 'fake',
+      getReadyRuns: (limit, signal) => {
+        asked.push(limit);
+        if (signal.aborted) return Promise.resolve([]);
+        return Promise.resolve(
+          Array.from({ length: limit }, () => ({
+            id: `run-${++made}`,
+            workflow: 'w',
+            version: '1',
+            queue: 'w:1',
+            revision: 1,
+            attempt: 1,
+            input: null,
+            tasks: [],
+          })),
+        );
+      },
+      getNextDelay: () => 0,
+    };
+    /** Per run: end its handler (its outcome goes out and waits), then answer that outcome. */
+    const runs = new Map<string, { handlerDone: () => void; outcomeAnswered: () => void }>();
+    const executor = {
+      execute: async (run: ClaimedRun, lease: RunLease) => {
+        await new Promise<void>((handlerDone) => runs.set(run.id, { handlerDone, outcomeAnswered: () => undefined }));
+        await lease.reportOutcome(() => new Promise<void>((answered) => (runs.get(run.id)!.outcomeAnswered = answered)));
+        lease.finish();
+      },
+    };
+    const options = resolveWorkerOptions({ workflows: [], coordinatorUrl: 'http://unused', concurrency: 2 });
+    const runtime = new WorkerRuntime(subscriber, executor as unknown as RunExecutor, {} as CoordinatorApi, options, OPEN_GATE);
+    const settle = () => new Promise((resolve) => setImmediate(resolve));
+    runtime.onApplicationBootstrap();
+    await settle();
+    expect(asked).toEqual([2]);
+    // Both handlers busy: nothing asked. The first is done (its outcome on its way): one more is asked for.
+    runs.get('run-1')!.handlerDone();
+    await settle();
+    expect(asked).toEqual([2, 1]);
+    runs.get('run-2')!.handlerDone();
+    await settle();
+    expect(asked).toEqual([2, 1, 1]);
+    expect(runtime.activeRuns).toBe(4);
+    // Two outcomes in flight already: a third handler done frees no slot until one of them is answered.
+    runs.get('run-3')!.handlerDone();
+    await settle();
+    expect(asked).toEqual([2, 1, 1]);
+    runs.get('run-1')!.outcomeAnswered();
+    await settle();
+    expect(asked).toEqual([2, 1, 1, 1]);
+    const stopped = runtime.beforeApplicationShutdown();
+    for (const run of [...runs.values()]) {
+      run.handlerDone();
+      await settle();
+      run.outcomeAnswered();
+    }
+    await stopped;
+    expect(runtime.activeRuns).toBe(0);
+  });
 });

@@ -17,7 +17,7 @@ export interface WorkflowWorkerOptions {
   workerId?: string;
   /** Routing shards served (a run started with `shard` goes only to workers serving it). Default: runs without a shard. */
   shards?: string[];
-  /** Runs executed at once. Default 10. */
+  /** Handlers executing at once (a run reporting its outcome holds no slot: see WorkerRuntime). Default 10. */
   concurrency?: number;
   /** How often claims of running runs are refreshed. Default 30 s; must stay below the coordinator's idle time. */
   heartbeatIntervalMs?: number;

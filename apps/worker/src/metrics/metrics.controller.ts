@@ -13,7 +13,7 @@ export class MetricsController {
   ) {
     const failover = subscriber instanceof FailoverSubscriber ? subscriber : undefined;
     const primary = (failover?.primary ?? subscriber) as Subscriber & { stale?: number };
-    metrics.gauge('worker_runs_active', 'Runs executing on this worker', () => runtime.activeRuns);
+    metrics.gauge('worker_runs_active', 'Runs this worker holds: executing, or reporting their outcome', () => runtime.activeRuns);
     metrics.externalCounter('worker_runs_taken_total', 'Runs this worker took', () => [...runtime.counters.taken.values()].reduce((sum, n) => sum + n, 0));
     metrics.externalCounter('worker_heartbeats_total', 'Claims refreshed by this worker', () => runtime.counters.heartbeats);
     metrics.externalCounter('worker_subscriber_failovers_total', 'Switches from the primary subscriber to the HTTP backup', () => failover?.failovers ?? 0);
