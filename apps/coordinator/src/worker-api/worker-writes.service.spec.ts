@@ -97,6 +97,18 @@ describe('WorkerWritesService reports', () => {
     expect(calls).toEqual(['lock 2', 'record 1, finishing 1, refresh after 9000 ms', 'finish 1']);
   });
 
+  it("several runs' last task results with their outcomes need no lock first: the task results' statement locks each in id order", async () => {
+    const other = '01a23292-e466-76ce-9ad8-c86c6dd448fc';
+    const batch = [task, { ...task, runId: other }, complete, { ...complete, runId: other }];
+    const { writes, calls } = service();
+    await writes.apply(batch);
+    expect(calls).toEqual(['record 2, finishing 2, refresh after 9000 ms', 'finish 2']);
+    // An outcome at another revision than its run's task result: that statement may not have locked it.
+    const { writes: again, calls: againCalls } = service();
+    await again.apply([...batch.slice(0, 3), { ...complete, runId: other, complete: { expectedRevision: 4, output: null } }]);
+    expect(againCalls).toEqual(['lock 2', 'record 2, finishing 2, refresh after 9000 ms', 'finish 2']);
+  });
+
   it("a run's outcome is refused with a task result before it in the batch, and not written", async () => {
     const { writes, woken, calls, stale } = service();
     stale.add(RUN);

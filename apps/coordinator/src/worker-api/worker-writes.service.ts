@@ -170,7 +170,11 @@ export class WorkerWritesService {
     });
     const retries = reports.length - tasks.length - finals.length;
     const runs = [...new Set(reports.map((report) => report.runId))];
-    if (runs.length > 1 && Number(tasks.length > 0) + Number(finals.length > 0) + retries > 1) {
+    // Each outcome at a run and revision the task results' statement locks first (a batch of runs' last task
+    // results with their outcomes): the outcomes' statement only takes locks this transaction already holds.
+    const taskLocks = new Set(tasks.map(({ runId, task }) => `${runId}@${task.expectedRevision}`));
+    const tasksLockAll = tasks.length > 0 && retries === 0 && finals.every((final) => taskLocks.has(`${final.runId}@${final.expectedRevision}`));
+    if (runs.length > 1 && Number(tasks.length > 0) + Number(finals.length > 0) + retries > 1 && !tasksLockAll) {
       // Several statements, each locking its own subset of the runs: lock them all first, in id order.
       // (One run's reports need no order: a run's last task result and its outcome, say.)
       await this.reports.lockInOrder(runs, tx);
