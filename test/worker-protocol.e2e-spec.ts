@@ -164,6 +164,32 @@ describe('worker protocol', () => {
     },
   );
 
+  it.each(['sleep', 'event', 'child'] as const)(
+    'answers the same suspension sent again (%s: the answer to the first was lost) as the first, not with a 409; another step is a 409',
+    async (kind) => {
+      const [id] = await startRuns(1);
+      const [run] = await claim('w1', 1);
+      const step = { expectedRevision: run.revision, key: `${kind}#1`, seq: 0, name: kind };
+      const send = (key: string) =>
+        kind === 'child'
+          ? http()
+              .post(`/v1/worker/runs/${id}/children`)
+              .send({ ...step, key, workflow: 'echo', version: '1', wait: true, timeoutMs: 60_000 })
+          : http()
+              .post(`/v1/worker/runs/${id}/suspend`)
+              .send({ ...step, key, kind, delayMs: 60_000, attempts: 1 });
+      const first = await send(step.key).expect(200);
+      expect(first.body).toMatchObject({ suspended: true, task: { key: step.key, kind, status: 'waiting' } });
+      const again = await send(step.key).expect(200);
+      expect(again.body).toEqual(first.body);
+      const other = await send(`${kind}#2`).expect(409);
+      expect(other.body.reason).toBe('revision_conflict');
+      const [{ count }] = await db.sql<{ count: string }>(`SELECT count(*) FROM run_transitions WHERE run_id = $1 AND from_status = 'running'`, [id]);
+      expect(count).toBe('1');
+      expect(await db.sql<{ count: string }>('SELECT count(*) FROM runs WHERE parent_id = $1', [id])).toEqual([{ count: kind === 'child' ? '1' : '0' }]);
+    },
+  );
+
   it('records the first result of a task key; a later writer gets the stored one back', async () => {
     const [id] = await startRuns(1);
     const [run] = await claim('w1', 1);

@@ -1,4 +1,13 @@
-import { JsonValue, StartChildRequest, StepConflictError, type StepKind, StepResponse, StoredTask, SuspendRequest } from '@nest-durable/client';
+import {
+  JsonValue,
+  RevisionConflictError,
+  StartChildRequest,
+  StepConflictError,
+  type StepKind,
+  StepResponse,
+  StoredTask,
+  SuspendRequest,
+} from '@nest-durable/client';
 import { Database, type SqlExecutor } from '@app/persistence';
 import { Injectable } from '@nestjs/common';
 import { conflictFor, findStep } from '../runs/conflicts';
@@ -24,7 +33,8 @@ export class StepRepository {
    */
   async suspend(runId: string, step: SuspendRequest): Promise<StepResponse> {
     return this.db.transaction(async (tx) => {
-      await this.lockRunning(tx, runId, step.expectedRevision);
+      const locked = await this.lockUnlessSuspended(tx, runId, step.expectedRevision, step.key, step.kind);
+      if ('landed' in locked) return { suspended: true, task: locked.landed };
       const existing = await this.findStepOfKind(tx, runId, step.key, step.kind);
       if (existing && existing.status !== 'waiting' && step.kind !== 'retry') return { suspended: false, task: existing };
 
@@ -70,7 +80,11 @@ export class StepRepository {
    */
   async startChild(runId: string, request: StartChildRequest, childId: string): Promise<StepResponse> {
     return this.db.transaction(async (tx) => {
-      const parent = await this.lockRunning(tx, runId, request.expectedRevision);
+      const locked = request.wait
+        ? await this.lockUnlessSuspended(tx, runId, request.expectedRevision, request.key, 'child')
+        : { run: await this.lockRunning(tx, runId, request.expectedRevision) };
+      if ('landed' in locked) return { suspended: true, task: locked.landed };
+      const parent = locked.run;
       const existing = await this.findStepOfKind(tx, runId, request.key, 'child');
       if (existing) return { suspended: false, task: existing };
 
@@ -137,6 +151,35 @@ export class StepRepository {
     const existing = await findStep(tx, runId, key);
     if (existing && existing.kind !== kind) throw new StepConflictError(runId, key, existing.kind, kind);
     return existing;
+  }
+
+  /**
+   * lockRunning for a write that suspends the run at step `key`, sent again because the answer to the first was
+   * lost (the connection died at COMMIT, which PostgreSQL may still have made durable): if the first landed, the
+   * run waits at `expectedRevision + 1` at that very step, which only the holder of that claim can have made
+   * so, and the resend gets the step back as the first's answer instead of a 409 that would make the worker give
+   * the run up. Once the run moved on from that wait (woken, claimed again), the resend is a 409 as before.
+   */
+  private async lockUnlessSuspended(
+    tx: SqlExecutor,
+    runId: string,
+    expectedRevision: number,
+    key: string,
+    kind: StepKind,
+  ): Promise<{ run: { shard: string | null; tags: Record<string, string> } } | { landed: StoredTask }> {
+    try {
+      return { run: await this.lockRunning(tx, runId, expectedRevision) };
+    } catch (error) {
+      if (!(error instanceof RevisionConflictError)) throw error;
+      const [landed] = await tx.query<StoredTask>(
+        `SELECT ${STEP_COLUMNS} FROM tasks
+          WHERE run_id = $1 AND key = $3 AND kind = $4 AND status = 'waiting'
+            AND EXISTS (SELECT FROM runs r WHERE r.id = $1 AND r.revision = $2 + 1 AND r.status = 'waiting')`,
+        [runId, expectedRevision, key, kind],
+      );
+      if (landed) return { landed };
+      throw error;
+    }
   }
 
   /** Locks the run if it is running at the expected revision (else 409/404), and returns its shard. */
