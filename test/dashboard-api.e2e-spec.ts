@@ -89,9 +89,13 @@ describe('dashboard API', () => {
 
       worker = await startWorker(first.url);
       await Promise.all(echoes.map((run) => client.waitForResult(run.id, { timeoutMs: 10_000 })));
+      // Both views of it: the stats' statements run side by side, each in a snapshot of its own.
       const after = await eventually('the sleepy run to suspend', async () => {
         const stats = await otherClient.stats('24h');
-        return stats.queues.find((queue) => queue.queue === 'sleepy:1')?.waiting === 1 && stats;
+        const suspended =
+          stats.queues.find((queue) => queue.queue === 'sleepy:1')?.waiting === 1 &&
+          stats.runs.some((row) => row.workflow === 'sleepy' && row.status === 'waiting');
+        return suspended && stats;
       });
       expect(after.window).toBe('24h');
       expect(after.throughput.length).toBeGreaterThanOrEqual(1441);
