@@ -12,7 +12,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import { join } from 'node:path';
 import { Pool } from 'pg';
 import { Agent } from 'undici';
-import { BenchDatabase, freePort, log, percentile, Proc, ROOT, round, WARMUP_CHAINS, WARMUP_PROBES } from './support';
+import { BenchDatabase, freePort, log, machineNow, percentile, Proc, ROOT, round, WARMUP_CHAINS, WARMUP_PROBES } from './support';
 
 const W2_RUNS = 300;
 const W3A_CHAINS = 50;
@@ -114,7 +114,7 @@ async function work(base: string): Promise<void> {
     const { runs } = await call<{ runs: { id: string; workflow: string; input: { steps?: number } }[] }>(base, 'POST', '/v1/worker/claims', {});
     for (const run of runs) {
       void (async () => {
-        const startedAt = performance.timeOrigin + performance.now();
+        const startedAt = machineNow();
         const steps = run.workflow === 'chain' ? (run.input?.steps ?? 0) : 0;
         for (let seq = 1; seq <= steps; seq++) await reportOne({ type: 'task', runId: run.id, seq, output: seq });
         await reportOne({ type: 'complete', runId: run.id, output: { startedAt } });
@@ -164,10 +164,10 @@ export async function floor(): Promise<FloorResult> {
   const { url, coordinator, worker, stop } = await startFloor();
   try {
     const probe = async () => {
-      const t0 = performance.timeOrigin + performance.now();
+      const t0 = machineNow();
       const { id } = await call<{ id: string }>(url, 'POST', '/v1/runs', { workflow: 'probe' });
       const { output } = await call<{ output: { startedAt: number } }>(url, 'GET', `/v1/runs/${id}/result`);
-      return { start: output.startedAt - t0, result: performance.timeOrigin + performance.now() - t0 };
+      return { start: output.startedAt - t0, result: machineNow() - t0 };
     };
     const chain = async () => {
       const t0 = performance.now();

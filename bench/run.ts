@@ -11,6 +11,7 @@ import {
   api,
   BenchDatabase,
   log,
+  machineNow,
   MODES,
   type Mode,
   percentile,
@@ -99,10 +100,10 @@ async function benchMode(mode: Mode): Promise<Result> {
 
     /** One W2 run: its start latency (the handler's own clock) and its result latency, in ms. */
     const probe = async (): Promise<{ start: number; result: number }> => {
-      const t0 = performance.timeOrigin + performance.now();
+      const t0 = machineNow();
       const run = await api<{ id: string }>(base, 'POST', '/v1/runs', { workflow: 'probe', version: '1' });
       const done = await api<{ status: string; output: { startedAt: number } }>(base, 'GET', `/v1/runs/${run.id}/result?waitMs=10000`);
-      const t1 = performance.timeOrigin + performance.now();
+      const t1 = machineNow();
       if (done.status !== 'completed') throw new Error(`probe run ${run.id} is ${done.status}`);
       return { start: done.output.startedAt - t0, result: t1 - t0 };
     };

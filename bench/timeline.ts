@@ -15,6 +15,7 @@ import {
   log,
   MODES,
   type Mode,
+  machineNow,
   median,
   type Proc,
   REDIS_URL,
@@ -108,7 +109,8 @@ async function w2(port: number): Promise<void> {
       const t0 = now();
       const run = await api<{ id: string }>(base(port), 'POST', '/v1/runs', { workflow: 'probe', version: '1' });
       const done = await api<{ output: { startedAt: number } }>(base(port), 'GET', `/v1/runs/${run.id}/result?waitMs=10000`);
-      marks.push({ id: run.id, t0, began: done.output.startedAt, t1: now() });
+      // The handler's start is on the machine's monotonic clock (see machineNow); the packets' times are epoch.
+      marks.push({ id: run.id, t0, began: done.output.startedAt + (now() - machineNow()), t1: now() });
     }
   });
   const role = roles(packets, port);

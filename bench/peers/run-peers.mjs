@@ -9,7 +9,6 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { Redis } from 'ioredis';
@@ -34,7 +33,8 @@ const CONCURRENCY = 50;
 const RESULT_POLL_MS = 1;
 
 const log = (message) => process.stdout.write(`[peers] ${message}\n`);
-const now = () => performance.timeOrigin + performance.now();
+// The machine's monotonic clock in ms, as the workers' (worker-common.mjs).
+const now = () => Number(process.hrtime.bigint()) / 1e6;
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const round = (value, digits = 1) =>
   value === null || value === undefined || !Number.isFinite(value) ? null : Math.round(value * 10 ** digits) / 10 ** digits;

@@ -1,8 +1,7 @@
 // Shared by the peer worker processes: handler timestamps, kept in memory and reported to the
 // orchestrator (run-peers.mjs) over the IPC channel, so the peers' stores are not touched by it.
-import { performance } from 'node:perf_hooks';
-
-export const now = () => performance.timeOrigin + performance.now();
+// The machine's monotonic clock in ms, which every process of the machine shares (see bench/support.ts, machineNow).
+export const now = () => Number(process.hrtime.bigint()) / 1e6;
 
 const stats = new Map();
 const entry = (tag) => {
