@@ -313,13 +313,14 @@ async function dbosDriver() {
     },
     enqueueChains: (tag, n) => enqueueMany(n, (i) => [{ workflowName: 'chain', workflowID: `${tag}-${i}` }, tag, CHAIN_STEPS]),
     commits: () => database.commits(),
-    // A workflow is finished when its SUCCESS status is written (updated_at, epoch ms, set by the executor).
+    // A workflow is finished when its SUCCESS status is written (updated_at, epoch ms, set by the executor),
+    // brought to the machine's monotonic clock the handlers' starts are on (the wall clock now, against it).
     async lastEnd(tag) {
       const { rows } = await database.db.query(
         `SELECT max(updated_at)::float8 AS t FROM dbos.workflow_status WHERE workflow_uuid LIKE $1 AND status = 'SUCCESS'`,
         [`${tag}-%`],
       );
-      return Number(rows[0].t);
+      return Number(rows[0].t) - (Date.now() - now());
     },
     async teardown() {
       await worker.stop();

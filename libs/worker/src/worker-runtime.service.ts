@@ -58,7 +58,9 @@ export class WorkerRuntime implements OnApplicationBootstrap, BeforeApplicationS
 
   /**
    * Stops taking work, lets running runs finish within the grace period, then releases the rest
-   * so another worker takes them at once (rather than after the claim idle timeout).
+   * so another worker takes them at once (rather than after the claim idle timeout). A run whose outcome
+   * (or suspension) is on its way is not released: that write's own answer ends it, and a release racing
+   * it would either be refused or, landing first, have a run that is done executed again elsewhere.
    */
   async beforeApplicationShutdown(): Promise<void> {
     this.stopping.abort();
@@ -71,7 +73,7 @@ export class WorkerRuntime implements OnApplicationBootstrap, BeforeApplicationS
       await Promise.race([Promise.all(running), new Promise((resolve) => (timer = setTimeout(resolve, this.options.shutdownGraceMs)))]);
       clearTimeout(timer);
     }
-    const unfinished = [...this.active.values()].map((entry) => entry.lease).filter((lease) => lease.isHeld);
+    const unfinished = [...this.active.values()].map((entry) => entry.lease).filter((lease) => lease.needsHeartbeat);
     for (const lease of unfinished) lease.lose('the worker is shutting down');
     await Promise.all(unfinished.map((lease) => this.release(lease)));
     clearInterval(this.heartbeatTimer);

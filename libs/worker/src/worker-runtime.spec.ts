@@ -162,3 +162,38 @@ describe('WorkerRuntime capacity', () => {
     expect(runtime.activeRuns).toBe(0);
   });
 });
+
+describe('WorkerRuntime shutdown', () => {
+  it('releases the runs still executing after the grace period, not one whose outcome is on its way', async () => {
+    Logger.overrideLogger(false);
+    const runs = ['run-1', 'run-2'].map((id) => ({ id, workflow: 'w', version: '1', queue: 'w:1', revision: 1, attempt: 1, input: null, tasks: [] }));
+    let delivered = false;
+    const subscriber: Subscriber = {
+      name: 'fake',
+      getReadyRuns: (_limit, signal) => {
+        if (!delivered) {
+          delivered = true;
+          return Promise.resolve(runs);
+        }
+        return new Promise((resolve) => signal.addEventListener('abort', () => resolve([]), { once: true }));
+      },
+      getNextDelay: () => 0,
+    };
+    let outcomeAnswered!: () => void;
+    const executor = {
+      // run-1 executes past the grace period; run-2's handler is done and its outcome waits for its answer.
+      execute: (run: ClaimedRun, lease: RunLease) =>
+        run.id === 'run-1' ? new Promise<void>(() => undefined) : lease.reportOutcome(() => new Promise<void>((resolve) => (outcomeAnswered = resolve))),
+    };
+    const released: string[] = [];
+    const api = { release: async (runId: string) => void released.push(runId) };
+    const options = resolveWorkerOptions({ workflows: [], coordinatorUrl: 'http://unused', shutdownGraceMs: 20 });
+    const runtime = new WorkerRuntime(subscriber, executor as unknown as RunExecutor, api as unknown as CoordinatorApi, options, OPEN_GATE);
+    runtime.onApplicationBootstrap();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(runtime.executingRuns).toBe(1);
+    await runtime.beforeApplicationShutdown();
+    expect(released).toEqual(['run-1']);
+    outcomeAnswered();
+  });
+});

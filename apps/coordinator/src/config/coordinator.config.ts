@@ -110,7 +110,7 @@ export function loadCoordinatorConfig(env: Record<string, string | undefined>): 
     host: read.string('HOST', '0.0.0.0'),
     databaseUrl: read.url('DATABASE_URL', ['postgres', 'postgresql']),
     databasePoolSize,
-    databaseClaimPoolSize: read.integer('DATABASE_CLAIM_POOL_SIZE', Math.max(2, Math.ceil(databasePoolSize / 4)), 1, 1000),
+    databaseClaimPoolSize: read.integer('DATABASE_CLAIM_POOL_SIZE', Math.max(2, Math.ceil(databasePoolSize / 2)), 1, 1000),
     claimMinIdleTimeMs: read.integer('CLAIM_MIN_IDLE_TIME_MS', 90_000, 100, 86_400_000),
     maxStalls: read.integer('MAX_STALLS', 3, 0, 1_000),
     heartbeatIntervalMs: read.integer('HEARTBEAT_INTERVAL_MS', 30_000, 50, 86_400_000),

@@ -42,7 +42,7 @@ export const WorkerRegistration = Closed(
     /** The primary subscriber failed and the worker takes work over HTTP until it recovers. */
     failedOver: Flag('failedOver'),
     concurrency: IntegerIn('concurrency', 1, 100_000),
-    /** Runs executing on the worker now. */
+    /** Runs the worker holds now: executing, or reporting their outcome (up to twice its concurrency). */
     runsHeld: IntegerIn('runsHeld', 0, 100_000),
     /** When the worker registers next: the coordinator counts it offline after three intervals without one. */
     intervalMs: IntegerIn('intervalMs', 100, REGISTRATION_INTERVAL_MAX_MS),
@@ -62,7 +62,7 @@ export const WorkerView = Closed(
     subscriber: Type.String(),
     failedOver: Type.Boolean(),
     concurrency: Type.Integer(),
-    runsHeld: Type.Integer({ description: 'runs executing on it at its last registration' }),
+    runsHeld: Type.Integer({ description: 'runs it held at its last registration: executing, or reporting their outcome (up to twice its concurrency)' }),
     online: Type.Boolean({ description: 'it registered within three of its intervals' }),
     startedAt: Time,
     lastSeenAt: Time,

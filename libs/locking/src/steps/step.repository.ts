@@ -158,7 +158,8 @@ export class StepRepository {
    * lost (the connection died at COMMIT, which PostgreSQL may still have made durable): if the first landed, the
    * run waits at `expectedRevision + 1` at that very step, which only the holder of that claim can have made
    * so, and the resend gets the step back as the first's answer instead of a 409 that would make the worker give
-   * the run up. Once the run moved on from that wait (woken, claimed again), the resend is a 409 as before.
+   * the run up (also once its timer or a wake came due: the step stays waiting until a claim resolves it). Once the
+   * wait was resolved (claimed again, an event delivered, the child ended), the resend is a 409 as before.
    */
   private async lockUnlessSuspended(
     tx: SqlExecutor,
