@@ -13,21 +13,27 @@ const HEARTBEAT_INTERVAL_MS = 100;
 /** These runtimes host no workflow declaring limits: nothing holds their first read back. */
 const OPEN_GATE = { waits: false, opened: Promise.resolve() } as RegistrationGate;
 
-/** A runtime executing one run that never ends, with a coordinator whose heartbeats answer only when told. */
-function runtimeWithOneRun() {
-  const run: ClaimedRun = { id: 'run-1', workflow: 'w', version: '1', queue: 'w:1', revision: 1, attempt: 1, input: null, tasks: [] };
+const claimed = (id: string): ClaimedRun => ({ id, workflow: 'w', version: '1', queue: 'w:1', revision: 1, attempt: 1, input: null, tasks: [] });
+
+/** A subscriber that hands out `runs` at its first read, then nothing (its reads wait until the worker stops). */
+function deliveringOnce(runs: ClaimedRun[]): Subscriber {
   let delivered = false;
-  const subscriber: Subscriber = {
+  return {
     name: 'fake',
     getReadyRuns: (_limit, signal) => {
       if (!delivered) {
         delivered = true;
-        return Promise.resolve([run]);
+        return Promise.resolve(runs);
       }
       return new Promise((resolve) => signal.addEventListener('abort', () => resolve([]), { once: true }));
     },
     getNextDelay: () => 0,
   };
+}
+
+/** A runtime executing one run that never ends, with a coordinator whose heartbeats answer only when told. */
+function runtimeWithOneRun() {
+  const subscriber = deliveringOnce([claimed('run-1')]);
   const leases: RunLease[] = [];
   const executor = {
     execute: (_run: ClaimedRun, lease: RunLease) => {
@@ -107,18 +113,7 @@ describe('WorkerRuntime capacity', () => {
       getReadyRuns: (limit, signal) => {
         asked.push(limit);
         if (signal.aborted) return Promise.resolve([]);
-        return Promise.resolve(
-          Array.from({ length: limit }, () => ({
-            id: `run-${++made}`,
-            workflow: 'w',
-            version: '1',
-            queue: 'w:1',
-            revision: 1,
-            attempt: 1,
-            input: null,
-            tasks: [],
-          })),
-        );
+        return Promise.resolve(Array.from({ length: limit }, () => claimed(`run-${++made}`)));
       },
       getNextDelay: () => 0,
     };
@@ -166,19 +161,7 @@ describe('WorkerRuntime capacity', () => {
 describe('WorkerRuntime shutdown', () => {
   it('releases the runs still executing after the grace period, not one whose outcome is on its way', async () => {
     Logger.overrideLogger(false);
-    const runs = ['run-1', 'run-2'].map((id) => ({ id, workflow: 'w', version: '1', queue: 'w:1', revision: 1, attempt: 1, input: null, tasks: [] }));
-    let delivered = false;
-    const subscriber: Subscriber = {
-      name: 'fake',
-      getReadyRuns: (_limit, signal) => {
-        if (!delivered) {
-          delivered = true;
-          return Promise.resolve(runs);
-        }
-        return new Promise((resolve) => signal.addEventListener('abort', () => resolve([]), { once: true }));
-      },
-      getNextDelay: () => 0,
-    };
+    const subscriber = deliveringOnce([claimed('run-1'), claimed('run-2')]);
     let outcomeAnswered!: () => void;
     const executor = {
       // run-1 executes past the grace period; run-2's handler is done and its outcome waits for its answer.
