@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, jest } from '@jest/globals';
 import type { Database, PreparedStatement } from '@app/persistence';
 import { ClaimRepository, type ClaimParams } from './claim.repository';
-import { CLAIM_CONTROLLED, CLAIM_UNCONTROLLED } from './claim.statement';
+import { CLAIM_FULL, CLAIM_COMMON } from './claim.statement';
 
 const RUN = { id: '01a23292-e466-76ce-9ad8-c86c6dd448fb', workflow: 'w', version: '1', queue: 'w:1:', revision: 1, attempt: 1, input: null, tasks: [] };
 const row = (kind: string, extra: object = {}) => ({ kind, wakeup: null, readyForSeconds: 0, ...RUN, ...extra });
@@ -31,31 +31,39 @@ describe('ClaimRepository: which claim statement runs', () => {
     jest.useRealTimers();
   });
 
-  it('runs only the uncontrolled statement for queues without a control, and returns what it took', async () => {
-    const { claims, ran } = repository({ [CLAIM_UNCONTROLLED.name]: [row('run'), row('requeue', { queue: 'w:1:', wakeup: 'x:1' })] });
+  it('runs only the common statement for queues without a control or an idle claim, and returns what it took', async () => {
+    const { claims, ran } = repository({ [CLAIM_COMMON.name]: [row('run'), row('requeue', { queue: 'w:1:', wakeup: 'x:1' })] });
     const result = await claims.claim(params('w:1:'));
-    expect(ran).toEqual([CLAIM_UNCONTROLLED.name]);
+    expect(ran).toEqual([CLAIM_COMMON.name]);
     expect(result.runs.map((run) => run.id)).toEqual([RUN.id]);
     expect(result.requeue).toEqual([{ queue: 'w:1:', wakeup: 'x:1' }]);
   });
 
-  it('runs the controlled statement when the uncontrolled one found a control, and returns its rows only', async () => {
-    const { claims, ran } = repository({ [CLAIM_UNCONTROLLED.name]: [row('controlled')], [CLAIM_CONTROLLED.name]: [row('stalled', { id: 'other' })] });
+  it('runs the full statement when the common one found a control, and returns its rows only', async () => {
+    const { claims, ran } = repository({ [CLAIM_COMMON.name]: [row('controlled')], [CLAIM_FULL.name]: [row('stalled', { id: 'other' })] });
     const result = await claims.claim(params('w:1:'));
-    expect(ran).toEqual([CLAIM_UNCONTROLLED.name, CLAIM_CONTROLLED.name]);
+    expect(ran).toEqual([CLAIM_COMMON.name, CLAIM_FULL.name]);
     expect(result).toEqual({ runs: [], stalled: [{ id: 'other', workflow: 'w' }], requeue: [] });
   });
 
-  it('goes straight to the controlled statement for a queue set found controlled, for ten seconds, then tries again', async () => {
+  it('runs the full statement when the common one found a claim gone idle, and tries the common one first again next time', async () => {
+    const { claims, ran } = repository({ [CLAIM_COMMON.name]: [row('idle')], [CLAIM_FULL.name]: [row('run')] });
+    const result = await claims.claim(params('w:1:'));
+    expect(result.runs.map((run) => run.id)).toEqual([RUN.id]);
+    await claims.claim(params('w:1:'));
+    expect(ran).toEqual([CLAIM_COMMON.name, CLAIM_FULL.name, CLAIM_COMMON.name, CLAIM_FULL.name]);
+  });
+
+  it('goes straight to the full statement for a queue set found controlled, for ten seconds, then tries again', async () => {
     jest.useFakeTimers({ now: 1_000_000 });
-    const { claims, ran } = repository({ [CLAIM_UNCONTROLLED.name]: [row('controlled')], [CLAIM_CONTROLLED.name]: [] });
+    const { claims, ran } = repository({ [CLAIM_COMMON.name]: [row('controlled')], [CLAIM_FULL.name]: [] });
     await claims.claim(params('a:1:', 'b:1:'));
     await claims.claim(params('b:1:', 'a:1:')); // the same set, asked in another order
     await claims.claim(params('a:1:')); // another set
-    expect(ran).toEqual([CLAIM_UNCONTROLLED.name, CLAIM_CONTROLLED.name, CLAIM_CONTROLLED.name, CLAIM_UNCONTROLLED.name, CLAIM_CONTROLLED.name]);
+    expect(ran).toEqual([CLAIM_COMMON.name, CLAIM_FULL.name, CLAIM_FULL.name, CLAIM_COMMON.name, CLAIM_FULL.name]);
     ran.length = 0;
     jest.setSystemTime(1_000_000 + 10_001);
     await claims.claim(params('a:1:', 'b:1:'));
-    expect(ran).toEqual([CLAIM_UNCONTROLLED.name, CLAIM_CONTROLLED.name]);
+    expect(ran).toEqual([CLAIM_COMMON.name, CLAIM_FULL.name]);
   });
 });

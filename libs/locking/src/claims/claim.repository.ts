@@ -1,7 +1,7 @@
 import type { ClaimedRun } from '@nest-durable/client';
 import { Database } from '@app/persistence';
 import { Injectable } from '@nestjs/common';
-import { CLAIM_CONTROLLED, CLAIM_UNCONTROLLED } from './claim.statement';
+import { CLAIM_COMMON, CLAIM_FULL } from './claim.statement';
 
 export interface ClaimParams {
   /**
@@ -32,10 +32,10 @@ export interface ClaimResult {
   requeue: { queue: string; wakeup: string }[];
 }
 
-/** How long a queue set found controlled goes straight to the controlled statement. */
+/** How long a queue set found controlled goes straight to the full statement. */
 const CONTROLLED_MEMORY_MS = 10_000;
 
-type Row = TakenRun & { kind: 'run' | 'stalled' | 'requeue' | 'controlled'; wakeup: string | null };
+type Row = TakenRun & { kind: 'run' | 'stalled' | 'requeue' | 'controlled' | 'idle'; wakeup: string | null };
 
 /**
  * Claims: how a worker comes to own runs, through the claim API or a transport's wake-ups. One
@@ -75,9 +75,10 @@ export class ClaimRepository {
    * hands back only wake-ups it was admitted to use: a paused or full queue drops them rather than
    * sending them round again (a freed slot, a resume or the next token issues new ones).
    *
-   * Two statements (see claim.statement.ts): the uncontrolled one first, which takes nothing and says so
-   * when flow_admit finds an active control among the queues; then the controlled one. A queue set found
-   * controlled goes straight to the controlled one for a while (ControlledQueueSets).
+   * Two statements (see claim.statement.ts): the common case's first, which takes nothing and says so
+   * when flow_admit finds an active control among the queues or one of them has a claim gone idle; then
+   * the full one. A queue set found controlled goes straight to the full one for a while
+   * (ControlledQueueSets); one with an idle claim does not (the full statement takes those over now).
    */
   async claim(params: ClaimParams): Promise<ClaimResult> {
     const wakeups = params.queues.flatMap(({ queue, wakeups: refs = [] }) => refs.map((ref) => ({ queue, ref })));
@@ -97,13 +98,11 @@ export class ClaimRepository {
       .join('\n');
     let rows: Row[] | undefined;
     if (!this.controlled.recalls(key)) {
-      rows = await this.db.query<Row>(CLAIM_UNCONTROLLED, values);
-      if (rows.some((row) => row.kind === 'controlled')) {
-        this.controlled.remember(key);
-        rows = undefined;
-      }
+      rows = await this.db.query<Row>(CLAIM_COMMON, values);
+      if (rows.some((row) => row.kind === 'controlled')) this.controlled.remember(key);
+      if (rows.some((row) => row.kind === 'controlled' || row.kind === 'idle')) rows = undefined;
     }
-    rows ??= await this.db.query<Row>(CLAIM_CONTROLLED, values);
+    rows ??= await this.db.query<Row>(CLAIM_FULL, values);
     return {
       runs: rows.filter((row) => row.kind === 'run').map(({ kind: _, wakeup, ...run }) => (wakeup === null ? run : { ...run, wakeup })),
       stalled: rows.filter((row) => row.kind === 'stalled').map(({ id, workflow }) => ({ id, workflow })),
@@ -113,9 +112,9 @@ export class ClaimRepository {
 }
 
 /**
- * Queue sets the uncontrolled statement found controlled, for CONTROLLED_MEMORY_MS: their claims go
- * straight to the controlled statement rather than paying for both. Past that they try the uncontrolled
- * one again (the control may have been lifted). Only a cost: either statement is correct for any queue.
+ * Queue sets the common case's statement found controlled, for CONTROLLED_MEMORY_MS: their claims go
+ * straight to the full statement rather than paying for both. Past that they try the common one again
+ * (the control may have been lifted). Only a cost: either statement is correct for any queue.
  */
 class ControlledQueueSets {
   private readonly until = new Map<string, number>();
