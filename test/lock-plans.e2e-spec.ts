@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { type PreparedStatement, type SqlExecutor } from '@app/persistence';
-import { ReportRepository } from '@app/locking';
+import { type Database, type PreparedStatement, type SqlExecutor } from '@app/persistence';
+import { ClaimRepository, ReportRepository } from '@app/locking';
 import { Client } from 'pg';
 import { type RunningCoordinator, startCoordinator } from './support/apps';
 import { createTestDatabase, type TestDatabase } from './support/database';
@@ -12,6 +12,7 @@ interface PlanNode {
   'Index Name'?: string;
   'Subplan Name'?: string;
   'Parent Relationship'?: string;
+  'Index Cond'?: string;
   Plans?: PlanNode[];
 }
 
@@ -30,9 +31,10 @@ const nodes = (node: PlanNode): PlanNode[] => [node, ...(node.Plans ?? []).flatM
  * The statements a worker's reports run under its claim (the task result's record, the finish) lock
  * and update their runs one primary-key probe each, in the generic plan too: joined to their input, the
  * generic plan made while the table was small scanned every entry of the running runs' index instead
- * (docs/benchmarks.md, "The report statements' locks").
+ * (docs/benchmarks.md, "The report statements' locks"). The claim's probe for idle claims, likewise, reads
+ * each queue's own entries of that index.
  */
-describe('the report statements lock runs by primary key', () => {
+describe('the worker path finds its runs by index in the generic plan', () => {
   let db: TestDatabase;
   let coordinator: RunningCoordinator | undefined;
   let session: Client;
@@ -111,6 +113,16 @@ describe('the report statements lock runs by primary key', () => {
     expect(runScans(plan, 'owner')).toEqual(['Index Scan runs_pkey']);
     expect(locksInInputOrder(plan, 'owner')).toBe(true);
     expect(runScans(plan, 'refreshed')).toEqual(['Index Scan runs_pkey']);
+  });
+
+  it("the claim's probe for claims gone idle: one queue's index entries at a time", async () => {
+    const claims = (on: SqlExecutor) => new ClaimRepository(on as unknown as Database);
+    const plan = await genericPlanOf((on) =>
+      claims(on).claim({ queues: [{ queue: 'default', limit: 1, wakeups: ['w#1'] }], limit: 1, workerId: 'w', claimMinIdleTimeMs: 30_000, maxStalls: 3 }),
+    );
+    const probe = nodes(nodes(plan).find((node) => node['Subplan Name'] === 'CTE idle_claims')!);
+    const scans = probe.filter((node) => node['Relation Name'] === 'runs');
+    expect(scans.map((scan) => [scan['Index Name'], scan['Index Cond']?.includes('(queue = q.queue)')])).toEqual([['runs_idle_claims_idx', true]]);
   });
 
   it('the finish', async () => {

@@ -40,7 +40,7 @@ const STALLED_CTES = `stalled_out AS (
  *   locked); it takes nothing when either finds one, and answers `controlled` or `idle` instead, and the
  *   caller runs the full form. For the queues it does take from, the two forms take the same runs (flow_admit
  *   returned nothing: no cap, no key, no rate, takeovers allowed; no idle claim to take first), but its plan
- *   is a fraction of the size, and a plan's size is paid on every execution: initialising the controlled
+ *   is a fraction of the size, and a plan's size is paid on every execution: initialising the full
  *   plan's CTEs cost about 0.8 ms a take on the bench machine, and leaving out the takeover's and the stall
  *   limit's CTEs saves 0.1-0.4 ms more when the statement's session was idle before it (docs/benchmarks.md).
  *
@@ -62,13 +62,17 @@ function claimStatement(full: boolean): PreparedStatement {
            LEFT JOIN flow_admit($1::text[], $2::integer[]) f USING (queue)
        )`
     : `admission AS MATERIALIZED (
-         -- Run before any run is read or locked (wanted, which everything reads, waits for it).
+         -- Run before any run is locked (wanted, which everything reads, waits for it).
          SELECT count(*) AS controlled FROM flow_admit($1::text[], $2::integer[])
        ), idle_claims AS MATERIALIZED (
-         -- Queues with a claim gone idle (read, not locked: SKIP LOCKED may leave it to another claimer).
+         -- Queues with a claim gone idle (read, not locked: SKIP LOCKED may leave it to another claimer). One
+         -- probe of runs_idle_claims_idx per queue: a LATERAL with LIMIT is never flattened into a join, which
+         -- a generic plan made on a small table could turn into a scan of every queue's running runs.
          SELECT count(*) AS queues FROM unnest($1::text[]) AS q(queue)
-          WHERE EXISTS (SELECT FROM runs x
-                         WHERE x.status = 'running' AND x.queue = q.queue AND x.heartbeat_at < now() - $3 * interval '1 millisecond')
+          CROSS JOIN LATERAL (
+                SELECT FROM runs x
+                 WHERE x.status = 'running' AND x.queue = q.queue AND x.heartbeat_at < now() - $3 * interval '1 millisecond'
+                 LIMIT 1) x
        ), wanted AS MATERIALIZED (
          SELECT w.queue, w.n, w.n AS fresh FROM unnest($1::text[], $2::integer[]) AS w(queue, n)
           WHERE (SELECT controlled FROM admission) = 0 AND (SELECT queues FROM idle_claims) = 0
@@ -131,6 +135,7 @@ function claimStatement(full: boolean): PreparedStatement {
          SELECT u.queue, u.ref, row_number() OVER (PARTITION BY u.queue ORDER BY u.i) AS k
            FROM unnest($7::text[], $8::text[]) WITH ORDINALITY AS u(queue, ref, i)
        ), ${full ? `${IDLE_CTE}, ` : ''}${ready}, ${full ? `${KEYED_CTES}, ` : ''}candidates AS (
+         -- (In the common form nothing is idle, but the stalled column stays: it is what types $5 there.)
          SELECT *, idle AND stalls >= $5 AS stalled FROM (${full ? 'SELECT * FROM idle UNION ALL SELECT * FROM ready UNION ALL SELECT * FROM keyed' : 'SELECT * FROM ready'}) c
        ), ranked AS (
          SELECT c.*, row_number() OVER (PARTITION BY c.queue ORDER BY c.idle DESC, c.priority DESC, c.since, c.id) AS k
