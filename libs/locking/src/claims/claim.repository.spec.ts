@@ -54,6 +54,13 @@ describe('ClaimRepository: which claim statement runs', () => {
     expect(ran).toEqual([CLAIM_COMMON.name, CLAIM_FULL.name, CLAIM_COMMON.name, CLAIM_FULL.name]);
   });
 
+  it('remembers a queue set found both controlled and with a claim gone idle as controlled', async () => {
+    const { claims, ran } = repository({ [CLAIM_COMMON.name]: [row('controlled'), row('idle')], [CLAIM_FULL.name]: [] });
+    await claims.claim(params('w:1:'));
+    await claims.claim(params('w:1:'));
+    expect(ran).toEqual([CLAIM_COMMON.name, CLAIM_FULL.name, CLAIM_FULL.name]);
+  });
+
   it('goes straight to the full statement for a queue set found controlled, for ten seconds, then tries again', async () => {
     jest.useFakeTimers({ now: 1_000_000 });
     const { claims, ran } = repository({ [CLAIM_COMMON.name]: [row('controlled')], [CLAIM_FULL.name]: [] });
