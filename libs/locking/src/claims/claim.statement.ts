@@ -2,13 +2,16 @@ import type { PreparedStatement } from '@app/persistence';
 import { appendHistory, notifyFinished, notifyReady, stalledError, STEP_COLUMNS, wakeParents } from '../runs/run-sql';
 import { KEY_RATE_LIMIT_CTES, KEYED_CTES, RATE_LIMIT_CTES } from './flow-control.sql';
 
+/** The condition on `runs x` of a claim of `queue` gone idle: running, its last heartbeat older than $3 ms. */
+const goneIdle = (queue: string) => `x.status = 'running' AND x.queue = ${queue} AND x.heartbeat_at < now() - $3 * interval '1 millisecond'`;
+
 /** Running runs whose claim went idle (their worker is presumed dead), to take over: the full form's. */
 const IDLE_CTE = `idle AS (
          SELECT s.id, 'running' AS status, s.stalls, w.queue, true AS idle, 0 AS priority, s.heartbeat_at AS since
            FROM wanted w CROSS JOIN LATERAL (
-                SELECT id, stalls, heartbeat_at FROM runs
-                 WHERE status = 'running' AND queue = w.queue AND heartbeat_at < now() - $3 * interval '1 millisecond'
-                 ORDER BY heartbeat_at
+                SELECT x.id, x.stalls, x.heartbeat_at FROM runs x
+                 WHERE ${goneIdle('w.queue')}
+                 ORDER BY x.heartbeat_at
                  LIMIT w.n
                  FOR NO KEY UPDATE SKIP LOCKED) s
           WHERE w.takeovers
@@ -70,9 +73,7 @@ function claimStatement(full: boolean): PreparedStatement {
          -- a generic plan made on a small table could turn into a scan of every queue's running runs.
          SELECT count(*) AS queues FROM unnest($1::text[]) AS q(queue)
           CROSS JOIN LATERAL (
-                SELECT FROM runs x
-                 WHERE x.status = 'running' AND x.queue = q.queue AND x.heartbeat_at < now() - $3 * interval '1 millisecond'
-                 LIMIT 1) x
+                SELECT FROM runs x WHERE ${goneIdle('q.queue')} LIMIT 1) x
        ), wanted AS MATERIALIZED (
          SELECT w.queue, w.n, w.n AS fresh FROM unnest($1::text[], $2::integer[]) AS w(queue, n)
           WHERE (SELECT controlled FROM admission) = 0 AND (SELECT queues FROM idle_claims) = 0
@@ -118,8 +119,7 @@ function claimStatement(full: boolean): PreparedStatement {
                     ORDER BY x.priority DESC, x.due_at LIMIT w.n + l.n) s
                   WHERE s.id NOT IN (SELECT id FROM picked${full ? ' UNION ALL SELECT id FROM delayed' : ''}))`;
   const idleLeft = `(SELECT count(*) FROM (
-                   SELECT x.id FROM runs x
-                    WHERE x.status = 'running' AND x.queue = l.queue AND x.heartbeat_at < now() - $3 * interval '1 millisecond'
+                   SELECT x.id FROM runs x WHERE ${goneIdle('l.queue')}
                     ORDER BY x.heartbeat_at LIMIT w.n + l.n) s
                   WHERE w.takeovers AND s.id NOT IN (SELECT id FROM candidates WHERE stalled UNION ALL SELECT id FROM picked))`;
   const stillWaiting = full
