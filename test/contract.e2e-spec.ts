@@ -5,6 +5,7 @@ import type { FastifyInstance } from 'fastify';
 import { request as httpRequest } from 'node:http';
 import { type RunningCoordinator, startCoordinator } from './support/apps';
 import { createTestDatabase, type TestDatabase } from './support/database';
+import { eventually } from './support/poll';
 
 /**
  * The API description at /docs-json against what the coordinator serves: every route of the running app
@@ -280,6 +281,12 @@ describe('HTTP contract', () => {
       expect(taken.body.runs.map((run: { id: string }) => run.id).sort()).toEqual([second.id, third.id].sort());
       const [released] = taken.body.runs as { id: string; revision: number }[];
       await call('post', '/v1/worker/runs/{id}/release', { params: { id: released.id }, body: { expectedRevision: released.revision } });
+      // A withdrawn offer answers at once, with nothing when no run was started meanwhile.
+      const offerId = '00000000-0000-4000-8000-00000000000f';
+      const offer = call('post', '/v1/worker/offers', { body: { offerId, workerId: 'contract', workflows: [ECHO], waitMs: 10_000 } });
+      // 404 offer_not_found until the offer waits.
+      await eventually('the offer to be withdrawn', async () => (await call('delete', '/v1/worker/offers/{offerId}', { params: { offerId } })).status === 204);
+      expect((await offer).body.runs).toEqual([]);
       const last = await claimOne();
       await call('post', '/v1/worker/runs/{id}/complete', { params: { id: last.id }, body: { expectedRevision: last.revision, output: null } });
       expect((await call('post', '/v1/worker/runs/{id}/complete', { params: { id: 'not-a-uuid' }, body: { expectedRevision: 1 } })).body.reason).toBe(

@@ -1,4 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, jest } from '@jest/globals';
+import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
 import request from 'supertest';
 import { WaitingClaims } from '../apps/coordinator/src/hand-off/waiting-claims.service';
@@ -325,6 +326,92 @@ describe('handing a new run to a waiting claim', () => {
       } finally {
         await polling.close();
       }
+    });
+  });
+
+  describe("a Redis worker's offer (POST /v1/worker/offers)", () => {
+    /** An offer of echo:1 for `workerId`; resolves once it is waiting. */
+    async function waitingOffer(workerId: string, { waitMs = 10_000, offerId = randomUUID() } = {}) {
+      const before = offers.mock.calls.length;
+      const answer = http()
+        .post('/v1/worker/offers')
+        .send({ offerId, workerId, workflows: [{ name: 'echo', version: '1' }], waitMs })
+        .then((r) => r);
+      await eventually('the offer to wait', async () => offers.mock.calls.length > before);
+      return { offerId, answer };
+    }
+    const withdraw = (offerId: string) => http().delete(`/v1/worker/offers/${offerId}`);
+
+    it('is handed a run started here, and never runs the claim statement, even for a ready run', async () => {
+      const ready = (
+        await http()
+          .post('/v1/runs/batch')
+          .send({ runs: [{ workflow: 'echo', version: '1', input: 0 }] })
+          .expect(201)
+      ).body.runs[0].id;
+      const ran = statements.mock.calls.length;
+      const offer = await waitingOffer('w-offer');
+      // A ready run of the queue comes first: the start queues its run, for the transport, and the offer waits on.
+      expect((await start().expect(201)).body.status).toBe('queued');
+      await http()
+        .post('/v1/worker/claims')
+        .send({ workerId: 'w-http', workflows: [{ name: 'echo', version: '1' }], limit: 5 })
+        .expect(200);
+      const started = await start({ input: { n: 2 } }).expect(201);
+      expect(started.body).toMatchObject({ status: 'running', revision: 1 });
+      expect(await claimedIds(offer)).toEqual([started.body.id]);
+      expect(await row(started.body.id)).toMatchObject({ status: 'running', claimed_by: 'w-offer' });
+      expect(statements.mock.calls.length).toBe(ran + 1); // the HTTP claim's, none of the offer's
+      expect(await row(ready)).toMatchObject({ claimed_by: 'w-http' });
+    });
+
+    it('answers at once with nothing when withdrawn, and at its waitMs when not', async () => {
+      const offer = await waitingOffer('w-withdrawn');
+      await withdraw(offer.offerId).expect(204);
+      expect((await claimed(offer)).body.runs).toEqual([]);
+      const short = await waitingOffer('w-short-offer', { waitMs: 200 });
+      expect((await claimed(short)).body.runs).toEqual([]);
+      // Neither is offered to starts any more: the run queues.
+      expect((await start().expect(201)).body.status).toBe('queued');
+      // Answered, or never made here (a load balancer sent it elsewhere): the worker learns its offer is not here.
+      expect((await withdraw(short.offerId).expect(404)).body).toMatchObject({ reason: 'offer_not_found' });
+    });
+
+    it('never strands a run: withdrawn as a start takes it, its answer carries the run, or the run was queued', async () => {
+      for (let i = 0; i < 30; i++) {
+        const offer = await waitingOffer(`w-race-${i}`);
+        // 404 when the start's hand-off answered the offer first.
+        const [started] = await Promise.all([start().expect(201), withdraw(offer.offerId).expect((r) => expect([204, 404]).toContain(r.status))]);
+        const handed = await claimedIds(offer);
+        const now = await row(started.body.id);
+        if (now.status === 'running') expect({ handed, claimedBy: now.claimed_by }).toEqual({ handed: [started.body.id], claimedBy: `w-race-${i}` });
+        else expect({ handed, status: now.status }).toEqual({ handed: [], status: 'queued' });
+      }
+    });
+
+    it('is given up when its worker disconnects: a start passes it over', async () => {
+      const offerId = randomUUID();
+      const before = offers.mock.calls.length;
+      const aborted = new AbortController();
+      const answer = fetch(`${coordinator.url}/v1/worker/offers`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ offerId, workerId: 'w-gone', workflows: [{ name: 'echo', version: '1' }], waitMs: 10_000 }),
+        signal: aborted.signal,
+      }).catch(() => undefined);
+      await eventually('the offer to wait', async () => offers.mock.calls.length > before);
+      aborted.abort();
+      await answer;
+      await eventually('the disconnect to be seen', async () => (await start().expect(201)).body.status === 'queued');
+    });
+
+    it('refuses a bad offer with a reason, changing nothing', async () => {
+      const response = await http()
+        .post('/v1/worker/offers')
+        .send({ offerId: 'not-a-uuid', workerId: 'w', workflows: [{ name: 'echo', version: '1' }], waitMs: 1 })
+        .expect(400);
+      expect(response.body).toMatchObject({ reason: 'invalid_offerId' });
+      await http().delete('/v1/worker/offers/nope').expect(400);
     });
   });
 });

@@ -1,4 +1,4 @@
-import { ClaimedRun, ClaimRequest, TakeRunsRequest, TakeRunsResponse, queueName } from '@nest-durable/client';
+import { ClaimedRun, ClaimRequest, OfferNotFoundError, OfferRequest, TakeRunsRequest, TakeRunsResponse, queueName } from '@nest-durable/client';
 import { ClaimRepository, type ClaimParams, ReportRepository } from '@app/locking';
 import { NotificationListener, RUNS_READY_CHANNEL } from '@app/outbox';
 import { Inject, Injectable, Logger } from '@nestjs/common';
@@ -21,6 +21,8 @@ export class ClaimsService {
   private readonly logger = new Logger(ClaimsService.name);
   /** By worker and queue set, what its claim that was just handed a run had found (see claim()). */
   private readonly handOffs = new Map<string, EmptyCheck>();
+  /** The offers waiting here (see offer()), by id: what ends each one's wait when its worker withdraws it. */
+  private readonly offers = new Map<string, () => void>();
 
   constructor(
     private readonly claims: ClaimRepository,
@@ -123,6 +125,51 @@ export class ClaimsService {
     if (handed !== 'late') return handed;
     void offer.handed.then((run) => run && this.releaseAll([run]));
     return undefined;
+  }
+
+  /**
+   * An idle worker of a transport subscriber (Redis) offering itself to the starts of this coordinator
+   * (HandOffOffers in the worker): it waits in WaitingClaims, as a claim does, until a start hands it a
+   * run, its worker withdraws it or goes away, or `waitMs` passes. It never runs the claim statement:
+   * its worker reads the transport for everything else. Withdrawn, it answers at once, with the run a
+   * start handed it before, if any: that is why workers withdraw offers instead of dropping their requests,
+   * whose answers (a run handed at that moment) would be lost, the run left running for nobody until its
+   * claim went idle.
+   */
+  async offer(request: OfferRequest, gone: () => boolean, closed: Promise<void>): Promise<ClaimedRun[]> {
+    const queues = [...new Set(request.workflows.map((workflow) => queueName(workflow.name, workflow.version, workflow.shard)))];
+    const deadline = Date.now() + request.waitMs;
+    let timer: NodeJS.Timeout | undefined;
+    const ended = new Promise<void>((resolve) => {
+      this.offers.set(request.offerId, resolve);
+      timer = setTimeout(resolve, request.waitMs);
+    });
+    void closed.then(() => this.offers.get(request.offerId)?.());
+    try {
+      for (;;) {
+        const offer = this.waiting.offer(request.workerId, queues, gone);
+        await Promise.race([offer.taken, ended]);
+        if (offer.withdraw()) return [];
+        const handed = await this.handedBy(offer, deadline);
+        // The start queued its run (flow control, or runs ahead of it in the queue), for the transport: offered again.
+        if (handed === undefined) continue;
+        if (gone()) {
+          await this.releaseAll([handed]);
+          return [];
+        }
+        return [handed];
+      }
+    } finally {
+      clearTimeout(timer);
+      this.offers.delete(request.offerId);
+    }
+  }
+
+  /** Ends the wait of the offer `offerId` on this coordinator (see offer()); 404 when none such waits here. */
+  withdrawOffer(offerId: string): void {
+    const end = this.offers.get(offerId);
+    if (!end) throw new OfferNotFoundError(offerId);
+    end();
   }
 
   /**

@@ -35,6 +35,18 @@ export class WorkerApiController {
     return { runs: await this.claims.claim(body, disconnected(reply.raw)) };
   }
 
+  /** An idle worker of a Redis subscriber offers itself to the runs started here (see ClaimsService.offer). */
+  @Route(API.offerRuns)
+  async offer(@Input() { body }: EndpointInput<typeof API.offerRuns>, @Res({ passthrough: true }) reply: FastifyReply): Promise<ClaimResponse> {
+    const closed = new Promise<void>((resolve) => reply.raw.once('close', () => resolve()));
+    return { runs: await this.claims.offer(body, disconnected(reply.raw), closed) };
+  }
+
+  @Route(API.withdrawOffer)
+  withdrawOffer(@Input() { params }: EndpointInput<typeof API.withdrawOffer>): void {
+    this.claims.withdrawOffer(params.offerId);
+  }
+
   /**
    * Takes runs for wake-ups a transport (Redis) delivered: up to one per wake-up of each queue, chosen
    * as a claim chooses them. Of the wake-ups that took nothing, those in `requeue` go back to the

@@ -130,6 +130,15 @@ export class UnauthorizedError extends EngineError {
   }
 }
 
+/** No offer of that id waits on this coordinator: it answered already, or it waits on another one. */
+export class OfferNotFoundError extends EngineError {
+  readonly statusCode = 404;
+
+  constructor(id: string) {
+    super('offer_not_found', `no offer ${id} waits on this coordinator (it answered, or it was made to another coordinator)`);
+  }
+}
+
 export class DeadLetterNotFoundError extends EngineError {
   readonly statusCode = 404;
 

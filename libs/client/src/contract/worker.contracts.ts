@@ -57,6 +57,23 @@ export const ClaimRequest = withDefaults(
 export type ClaimRequest = StaticDecode<typeof ClaimRequest>;
 
 /**
+ * An idle worker of a Redis subscriber offering itself to the starts of one coordinator (see
+ * API.offerRuns): that coordinator hands it a run started there, in the start's own commit, as it
+ * hands runs to a waiting claim; it never claims anything for the offer itself.
+ */
+export const OfferRequest = Closed(
+  {
+    offerId: RunId('offerId'),
+    workerId: Key('workerId'),
+    workflows: ListOf('workflows', WorkflowRef, 1, 1000, 'workflow versions'),
+    waitMs: IntegerIn('waitMs', 0, 60_000),
+  },
+  { title: 'OfferRequest' },
+);
+export type OfferRequest = StaticDecode<typeof OfferRequest>;
+export const OfferPath = Type.Object({ offerId: RunId('offerId') });
+
+/**
  * A recorded step (a task result or a resolved suspension), handed back to the worker so a
  * re-executed run replays it.
  */
