@@ -96,6 +96,39 @@ describe('subscribers', () => {
       expect(subscriber.failovers).toBe(0);
     });
 
+    it('is handed the runs started on its coordinator while it has slots free, and strands none when starts crowd in', async () => {
+      const { client, coordinator } = await stack(mode, { worker: { WORKER_CONCURRENCY: '2' } });
+      const start = () => request(coordinator.url).post('/v1/runs').send({ workflow: 'echo', version: '1', input: 1 }).expect(201);
+      // Once the worker's offer waits, a start hands its run over in its own commit: running at its 201.
+      const first: string[] = [];
+      await eventually('a start to hand its run to the offer', async () => {
+        const started = await start();
+        first.push(started.body.id);
+        return started.body.status === 'running';
+      });
+      // Starts one at a time beside batches (which go through Redis): offers are handed runs, withdrawn and
+      // made again while reads bring runs, whichever comes first.
+      const crowd = await Promise.all(
+        Array.from({ length: 20 }, async (_, i) => {
+          const [single, batch] = await Promise.all([
+            start(),
+            request(coordinator.url)
+              .post('/v1/runs/batch')
+              .send({ runs: Array.from({ length: 1 + (i % 3) }, () => ({ workflow: 'echo', version: '1', input: 2 })) })
+              .expect(201),
+          ]);
+          return [single.body.id, ...batch.body.runs.map((run: RunView) => run.id)] as string[];
+        }),
+      );
+      const ids = [...first, ...crowd.flat()];
+      expect((await Promise.all(ids.map((id) => client.waitForResult(id, { timeoutMs: 20_000 })))).map((run) => run.status)).toEqual(
+        ids.map(() => 'completed'),
+      );
+      // Each taken once: a run handed to an offer whose answer was lost would be taken over later, at a higher revision.
+      const revisions = await db.sql<{ revision: number }>('SELECT DISTINCT revision FROM runs WHERE id = ANY($1)', [ids]);
+      expect(revisions).toEqual([{ revision: 2 }]);
+    });
+
     it('fails over to HTTP when redis-server stops mid-load, and returns when it is back', async () => {
       const server = new RedisServer(await freePort());
       await server.start();

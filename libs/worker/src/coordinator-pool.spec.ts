@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { API } from '@nest-durable/client';
 import { CoordinatorPool } from './coordinator-pool';
 
 /** A stand-in coordinator: answers every request with `status` and its name, counting what it served. */
@@ -131,6 +132,18 @@ describe('CoordinatorPool', () => {
     a.hang = false;
     a.stallBody = true;
     await expect(pool.request('GET', '/y', undefined, { timeoutMs: 200 })).rejects.toThrow('GET /y: no answer in 200 ms');
+  });
+
+  it('sends every call of a pinned coordinator to that one, and fails there instead of trying another', async () => {
+    const [a, b] = await coordinators('a', 'b');
+    const pool = new CoordinatorPool([a.url, b.url], {});
+    const pinned = pool.pinned();
+    for (let i = 0; i < 3; i++) await pinned(API.live, {});
+    await pool.request('GET', '/x');
+    expect([a.served, b.served]).toEqual([3, 1]);
+    a.status = 503;
+    await expect(pinned(API.live, {})).rejects.toMatchObject({ statusCode: 503 });
+    expect(b.served).toBe(1);
   });
 
   it('fails with the last error when no coordinator answers', async () => {

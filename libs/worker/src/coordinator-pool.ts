@@ -64,20 +64,40 @@ export class CoordinatorPool {
     let lastError: unknown;
     for (const member of this.order()) {
       try {
-        const result = await member.http.request<T>(method, path, body, options);
-        this.answered(member);
-        return result;
+        return await this.attempt<T>(member, method, path, body, options);
       } catch (error) {
-        if (options.signal?.aborted) throw error;
-        if (!failedInTransit(error)) {
-          this.answered(member);
-          throw error;
-        }
-        this.failed(member, error as Error);
+        if (options.signal?.aborted || !failedInTransit(error)) throw error;
         lastError = error;
       }
     }
     throw lastError;
+  }
+
+  /**
+   * One coordinator, the next in turn, for requests that must all reach the same one (an offer and its
+   * withdrawal: see HandOffOffers). Nothing is sent elsewhere: a failure is the caller's to handle.
+   */
+  pinned(): <E extends Endpoint>(endpoint: E, call: EndpointCall<E>, options?: RequestOptions) => Promise<EndpointResult<E>> {
+    const [member] = this.order();
+    return (endpoint, call, options = {}) => {
+      const { method, path, body } = endpointRequest(endpoint, call);
+      return this.attempt(member, method, path, body, options);
+    };
+  }
+
+  /** Sends the request to `member`, keeping its standing: avoided for a while when it failed in transit. */
+  private async attempt<T>(member: Member, method: HttpMethod, path: string, body: unknown, options: RequestOptions): Promise<T> {
+    try {
+      const result = await member.http.request<T>(method, path, body, options);
+      this.answered(member);
+      return result;
+    } catch (error) {
+      if (!options.signal?.aborted) {
+        if (failedInTransit(error)) this.failed(member, error as Error);
+        else this.answered(member);
+      }
+      throw error;
+    }
   }
 
   /** Each coordinator once: those not avoided first, starting with the next in turn; then the avoided, soonest back first. */

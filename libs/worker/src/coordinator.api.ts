@@ -24,6 +24,7 @@ import type {
   WorkflowRef,
 } from '@nest-durable/client';
 import { Inject, Injectable, Logger } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
 import { CoordinatorPool } from './coordinator-pool';
 import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker.options';
 
@@ -70,6 +71,34 @@ export class CoordinatorApi {
       { signal, timeoutMs: waitMs + REQUEST_TIMEOUT_MS },
     );
     return response.runs;
+  }
+
+  /**
+   * Offers this worker to the starts of one coordinator for up to `waitMs` (see HandOffOffers): `answer` is
+   * the run a start handed it, if any. `withdraw` goes to that same coordinator and makes `answer` come at
+   * once, with the run handed before it, if any: an offer is withdrawn, never dropped, so a run handed at
+   * that moment is not left running for nobody. It resolves false when the offer did not wait there (it
+   * answered already, or a load balancer sent the offer to another coordinator).
+   */
+  offer(workflows: WorkflowRef[], waitMs: number): { answer: Promise<ClaimedRun[]>; withdraw(): Promise<boolean> } {
+    const coordinator = this.coordinators.pinned();
+    const offerId = randomUUID();
+    const answer = coordinator(
+      API.offerRuns,
+      { body: { offerId, workerId: this.options.workerId, workflows, waitMs } },
+      { timeoutMs: waitMs + REQUEST_TIMEOUT_MS },
+    ).then((response) => response.runs);
+    return {
+      answer,
+      withdraw: () =>
+        coordinator(API.withdrawOffer, { params: { offerId } }, { timeoutMs: REQUEST_TIMEOUT_MS }).then(
+          () => true,
+          (error: unknown) => {
+            if (error instanceof EngineHttpError && error.reason === 'offer_not_found') return false;
+            throw error;
+          },
+        ),
+    };
   }
 
   /** Puts this worker in the worker registry (see WorkerRegistrar). */

@@ -20,6 +20,8 @@ describe('sorted-set wake-ups given back', () => {
 });
 
 const KEY = sortedSetKey('p:', 'echo:1');
+/** The signal of a worker that is not stopping. */
+const running = new AbortController().signal;
 
 /**
  * The subscriber over a reader whose pop and fill answer as given, a Redis that records what goes back
@@ -59,7 +61,7 @@ describe('sorted-set subscriber: the pop and the fill behind it', () => {
       async () => [KEY, 'r1:1', '1'],
       async () => [KEY, 'r2:2', KEY, 'r3:3'],
     );
-    await zset.getReadyRuns(3);
+    await zset.getReadyRuns(3, running);
     expect(takes).toEqual([[{ name: 'echo', version: '1', wakeups: ['r1:1', 'r2:2', 'r3:3'] }]]);
   });
 
@@ -68,7 +70,7 @@ describe('sorted-set subscriber: the pop and the fill behind it', () => {
       async () => null,
       async () => [KEY, 'r2:2'],
     );
-    await zset.getReadyRuns(3);
+    await zset.getReadyRuns(3, running);
     expect(takes).toEqual([[{ name: 'echo', version: '1', wakeups: ['r2:2'] }]]);
   });
 
@@ -79,7 +81,7 @@ describe('sorted-set subscriber: the pop and the fill behind it', () => {
       },
       async () => [KEY, 'r2:2'],
     );
-    await expect(zset.getReadyRuns(3)).rejects.toThrow('UNBLOCKED');
+    await expect(zset.getReadyRuns(3, running)).rejects.toThrow('UNBLOCKED');
     expect(putBack).toEqual(['r2:2']);
     expect(takes).toEqual([]);
   });
@@ -91,8 +93,30 @@ describe('sorted-set subscriber: the pop and the fill behind it', () => {
         throw new Error('MOVED 1234 10.0.0.2:6379');
       },
     );
-    await expect(zset.getReadyRuns(3)).rejects.toThrow('MOVED');
+    await expect(zset.getReadyRuns(3, running)).rejects.toThrow('MOVED');
     expect(putBack).toEqual(['r1:1']);
+  });
+
+  it('returns nothing when its signal aborts, leaving the pop to the next call, which gives back what exceeds its slots', async () => {
+    let answer!: (popped: [string, string, string]) => void;
+    let pops = 0;
+    const { zset, takes, putBack } = subscriber(
+      () => {
+        pops++;
+        return new Promise((resolve) => (answer = resolve));
+      },
+      async () => [KEY, 'r2:2', KEY, 'r3:3'],
+    );
+    const stop = new AbortController();
+    const first = zset.getReadyRuns(3, stop.signal);
+    stop.abort();
+    expect(await first).toEqual([]);
+    const second = zset.getReadyRuns(2, running);
+    answer([KEY, 'r1:1', '1']);
+    await second;
+    expect(pops).toBe(1);
+    expect(takes).toEqual([[{ name: 'echo', version: '1', wakeups: ['r1:1', 'r2:2'] }]]);
+    expect(putBack).toEqual(['r3:3']);
   });
 
   it('gives a fill that never answers BLOCKING_GRACE_MS after its pop, then makes the reader reconnect and throws', async () => {
@@ -102,7 +126,7 @@ describe('sorted-set subscriber: the pop and the fill behind it', () => {
         async () => null, // the client's guard ended the pop on a connection gone dead
         () => new Promise<string[]>(() => undefined),
       );
-      const read = zset.getReadyRuns(3);
+      const read = zset.getReadyRuns(3, running);
       const outcome = read.then(
         () => 'returned',
         (error: Error) => error.message,

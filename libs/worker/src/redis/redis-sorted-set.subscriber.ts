@@ -4,7 +4,8 @@ import { type RedisClient, RedisConnection } from './redis.connection';
 import type { CoordinatorApi } from '../coordinator.api';
 import type { WorkflowRegistry } from '../workflow.registry';
 import { BLOCKING_GRACE_MS, MAX_GIVE_BACKS, type RedisSubscriberOptions, shuffled } from './redis-subscriber.options';
-import type { NextDelayParams, Subscriber } from '../subscribers/subscriber.interface';
+import type { HandOffOffers } from '../subscribers/hand-off-offers';
+import { type NextDelayParams, settledBefore, type Subscriber } from '../subscribers/subscriber.interface';
 
 /**
  * Behind the blocking pop, fills the remaining capacity round-robin across the queues, so a busy
@@ -44,6 +45,8 @@ export class RedisSortedSetSubscriber implements Subscriber {
   readonly name = 'redis-zset';
   private readonly reader: RedisClient;
   private readonly refs = new Map<string, WorkflowRef>();
+  /** A pop of a call that returned early (see read()), by member; the next call takes it over. */
+  private popping: Promise<Map<string, string>> | undefined;
   /** Wake-ups that took no run (the work they announced was taken another way). */
   stale = 0;
 
@@ -52,6 +55,7 @@ export class RedisSortedSetSubscriber implements Subscriber {
     private readonly api: CoordinatorApi,
     registry: WorkflowRegistry,
     private readonly options: RedisSubscriberOptions,
+    private readonly offers?: HandOffOffers,
   ) {
     // A client-side guard longer than the BLOCK: a read that never returns (across a reconnect) ends. A
     // wake-up popped by a read the client gave up on is lost to it (and a fill behind it: see pop()); the
@@ -60,10 +64,26 @@ export class RedisSortedSetSubscriber implements Subscriber {
     for (const ref of registry.refs()) this.refs.set(sortedSetKey(redis.prefix, queueName(ref.name, ref.version, ref.shard)), ref);
   }
 
-  async getReadyRuns(limit: number): Promise<ClaimedRun[]> {
+  getReadyRuns(limit: number, signal: AbortSignal): Promise<ClaimedRun[]> {
+    return this.offers ? this.offers.around(limit, signal, (free, stop) => this.read(free, stop)) : this.read(limit, signal);
+  }
+
+  /**
+   * Takes runs for what a pop brings. When `signal` aborts first, it returns nothing and leaves the pop in
+   * flight: the next call takes it over (a blocking pop cannot be called back without a round trip).
+   */
+  private async read(limit: number, signal: AbortSignal): Promise<ClaimedRun[]> {
     await Promise.all([this.redis.whenReady(this.reader), this.redis.whenReady(this.redis.client)]);
+    const popping = this.popping ?? this.pop(limit);
+    this.popping = popping;
+    if (!(await settledBefore(popping, signal))) return [];
+    this.popping = undefined;
     // Members are unique wake-up names (`<runId>:<outbox id>`), so they name themselves in the take.
-    const keyOf = await this.pop(limit);
+    const keyOf = await popping;
+    // A pop an earlier call began may have brought more than this call has slots for: those go back.
+    const excess = [...keyOf].slice(limit);
+    for (const [member] of excess) keyOf.delete(member);
+    await this.putBack(excess.map(([member, key]) => [key, member]));
     if (keyOf.size === 0) return [];
     let taken: Awaited<ReturnType<CoordinatorApi['take']>>;
     try {
@@ -110,6 +130,14 @@ export class RedisSortedSetSubscriber implements Subscriber {
     if (failure instanceof FillTimeout) this.reader.disconnect(true);
     await this.putBack([...keyOf].map(([member, key]) => [key, member]));
     throw failure;
+  }
+
+  /** Withdraws the hand-off offer, and puts back what a pop left in flight brings (the worker is shutting down). */
+  async close(): Promise<void> {
+    await this.offers?.close();
+    const popped = await this.popping?.catch(() => undefined);
+    this.popping = undefined;
+    if (popped) await this.putBack([...popped].map(([member, key]) => [key, member]));
   }
 
   getNextDelay(params: NextDelayParams): number {

@@ -7,6 +7,7 @@ import type { RedisSubscriberOptions } from './redis-subscriber.options';
 import { entryKey, StreamEntries, type StreamEntry } from './stream-entries';
 import { PartitionReaders } from './partition-readers';
 import { StreamLayout } from './stream-layout';
+import type { HandOffOffers } from '../subscribers/hand-off-offers';
 import { delivery, type NextDelayParams, type Subscriber } from '../subscribers/subscriber.interface';
 
 /** Consumers idle and empty for this long are deleted (consumer names must not pile up). */
@@ -52,6 +53,7 @@ export class RedisStreamsSubscriber implements Subscriber {
     registry: WorkflowRegistry,
     private readonly options: RedisSubscriberOptions,
     consumer: string,
+    private readonly offers?: HandOffOffers,
   ) {
     for (const ref of registry.refs()) this.refs.set(queueName(ref.name, ref.version, ref.shard), ref);
     this.layout = new StreamLayout(redis, [...this.refs.keys()], options.streamPartitions);
@@ -64,7 +66,12 @@ export class RedisStreamsSubscriber implements Subscriber {
     return this.layout.streams;
   }
 
-  async getReadyRuns(limit: number, signal: AbortSignal): Promise<ClaimedRun[]> {
+  getReadyRuns(limit: number, signal: AbortSignal): Promise<ClaimedRun[]> {
+    return this.offers ? this.offers.around(limit, signal, (free, stop) => this.read(free, stop)) : this.read(limit, signal);
+  }
+
+  /** Takes runs for the entries it finds (recovered, arrived, available, or brought by a blocking read). */
+  private async read(limit: number, signal: AbortSignal): Promise<ClaimedRun[]> {
     await this.entries.whenReady();
     return this.readers.attend(async () => {
       try {
@@ -117,6 +124,7 @@ export class RedisStreamsSubscriber implements Subscriber {
   }
 
   async close(): Promise<void> {
+    await this.offers?.close();
     await this.readers.close();
   }
 
