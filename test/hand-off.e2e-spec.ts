@@ -405,6 +405,43 @@ describe('handing a new run to a waiting claim', () => {
       await eventually('the disconnect to be seen', async () => (await start().expect(201)).body.status === 'queued');
     });
 
+    it('answers at once when its withdrawal came first (it overtook the offer on another connection)', async () => {
+      const offerId = randomUUID();
+      await withdraw(offerId).expect(404);
+      const answer = await http()
+        .post('/v1/worker/offers')
+        .send({ offerId, workerId: 'w-overtaken', workflows: [{ name: 'echo', version: '1' }], waitMs: 30_000 })
+        .expect(200);
+      expect(answer.body.runs).toEqual([]);
+      expect((await start().expect(201)).body.status).toBe('queued');
+    });
+
+    it('refuses a second offer with the id of one waiting (409 offer_exists), leaving the first as it was', async () => {
+      const offer = await waitingOffer('w-dup-offer');
+      const again = await http()
+        .post('/v1/worker/offers')
+        .send({ offerId: offer.offerId, workerId: 'w-dup-offer', workflows: [{ name: 'echo', version: '1' }], waitMs: 1_000 })
+        .expect(409);
+      expect(again.body).toMatchObject({ reason: 'offer_exists' });
+      const started = await start().expect(201);
+      expect(await claimedIds(offer)).toEqual([started.body.id]);
+    });
+
+    it('ends when its coordinator shuts down, so the server can drain', async () => {
+      const stopping = await startCoordinator(db.url, {});
+      const offered = jest.spyOn(stopping.app.get(WaitingClaims), 'offer');
+      const body = { workerId: 'w-stopping', workflows: [{ name: 'echo', version: '1' }], waitMs: 60_000 };
+      const answer = request(stopping.url)
+        .post('/v1/worker/offers')
+        .send({ offerId: randomUUID(), ...body })
+        .then((r) => r);
+      await eventually('the offer to wait', async () => offered.mock.calls.length > 0);
+      const closing = stopping.close();
+      // Answered long before its 60 s (the test's timeout is shorter), so the server could drain.
+      expect((await answer).body.runs).toEqual([]);
+      await closing;
+    });
+
     it('refuses a bad offer with a reason, changing nothing', async () => {
       const response = await http()
         .post('/v1/worker/offers')

@@ -106,3 +106,18 @@ export class WaitingClaims {
     }
   }
 }
+
+/**
+ * What the start that took `offer` handed over, waiting for it no longer than `deadline` (a start can wait on
+ * a pool connection or an admission lock). A run handed over after that goes to `giveBack`: the claim has
+ * answered without it.
+ */
+export async function handedBy(offer: ClaimOffer, deadline: number, giveBack: (run: ClaimedRun) => Promise<void>): Promise<ClaimedRun | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), Math.max(0, deadline - Date.now()))));
+  const handed = await Promise.race([offer.handed, late]);
+  clearTimeout(timer);
+  if (handed !== 'late') return handed;
+  void offer.handed.then((run) => run && giveBack(run));
+  return undefined;
+}

@@ -1,9 +1,9 @@
-import { ClaimedRun, ClaimRequest, OfferNotFoundError, OfferRequest, TakeRunsRequest, TakeRunsResponse, queueName } from '@nest-durable/client';
+import { ClaimedRun, ClaimRequest, TakeRunsRequest, TakeRunsResponse, queueName } from '@nest-durable/client';
 import { ClaimRepository, type ClaimParams, ReportRepository } from '@app/locking';
 import { NotificationListener, RUNS_READY_CHANNEL } from '@app/outbox';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config/coordinator.config';
-import { type ClaimOffer, WaitingClaims } from '../hand-off/waiting-claims.service';
+import { handedBy, WaitingClaims } from '../hand-off/waiting-claims.service';
 import { CoordinatorMetrics } from '../metrics/coordinator.metrics';
 
 /**
@@ -21,8 +21,6 @@ export class ClaimsService {
   private readonly logger = new Logger(ClaimsService.name);
   /** By worker and queue set, what its claim that was just handed a run had found (see claim()). */
   private readonly handOffs = new Map<string, EmptyCheck>();
-  /** The offers waiting here (see offer()), by id: what ends each one's wait when its worker withdraws it. */
-  private readonly offers = new Map<string, () => void>();
 
   constructor(
     private readonly claims: ClaimRepository,
@@ -88,7 +86,7 @@ export class ClaimsService {
       await Promise.race([wait.notified, offer.taken]);
       if (offer.withdraw()) continue; // woken, or the poll interval passed: claim again
       wait.cancel();
-      const handed = await this.handedBy(offer, deadline);
+      const handed = await handedBy(offer, deadline, (run) => this.releaseAll([run]));
       if (handed === undefined) continue; // the start queued its run (or had none, or is late): claim as usual
       if (gone()) {
         await this.releaseAll([handed]);
@@ -110,66 +108,6 @@ export class ClaimsService {
     // Entries of workers that never claim again expire: drop them as new ones come.
     for (const [other, { until }] of this.handOffs) if (until <= Date.now()) this.handOffs.delete(other);
     this.handOffs.set(key, checked);
-  }
-
-  /**
-   * What the start that took the offer handed over, waiting for it no longer than the claim's own
-   * deadline (a start can wait on a pool connection or an admission lock). A run handed over after that
-   * is given back at once: the claim has answered without it.
-   */
-  private async handedBy(offer: ClaimOffer, deadline: number): Promise<ClaimedRun | undefined> {
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), Math.max(0, deadline - Date.now()))));
-    const handed = await Promise.race([offer.handed, late]);
-    clearTimeout(timer);
-    if (handed !== 'late') return handed;
-    void offer.handed.then((run) => run && this.releaseAll([run]));
-    return undefined;
-  }
-
-  /**
-   * An idle worker of a transport subscriber (Redis) offering itself to the starts of this coordinator
-   * (HandOffOffers in the worker): it waits in WaitingClaims, as a claim does, until a start hands it a
-   * run, its worker withdraws it or goes away, or `waitMs` passes. It never runs the claim statement:
-   * its worker reads the transport for everything else. Withdrawn, it answers at once, with the run a
-   * start handed it before, if any: that is why workers withdraw offers instead of dropping their requests,
-   * whose answers (a run handed at that moment) would be lost, the run left running for nobody until its
-   * claim went idle.
-   */
-  async offer(request: OfferRequest, gone: () => boolean, closed: Promise<void>): Promise<ClaimedRun[]> {
-    const queues = [...new Set(request.workflows.map((workflow) => queueName(workflow.name, workflow.version, workflow.shard)))];
-    const deadline = Date.now() + request.waitMs;
-    let timer: NodeJS.Timeout | undefined;
-    const ended = new Promise<void>((resolve) => {
-      this.offers.set(request.offerId, resolve);
-      timer = setTimeout(resolve, request.waitMs);
-    });
-    void closed.then(() => this.offers.get(request.offerId)?.());
-    try {
-      for (;;) {
-        const offer = this.waiting.offer(request.workerId, queues, gone);
-        await Promise.race([offer.taken, ended]);
-        if (offer.withdraw()) return [];
-        const handed = await this.handedBy(offer, deadline);
-        // The start queued its run (flow control, or runs ahead of it in the queue), for the transport: offered again.
-        if (handed === undefined) continue;
-        if (gone()) {
-          await this.releaseAll([handed]);
-          return [];
-        }
-        return [handed];
-      }
-    } finally {
-      clearTimeout(timer);
-      this.offers.delete(request.offerId);
-    }
-  }
-
-  /** Ends the wait of the offer `offerId` on this coordinator (see offer()); 404 when none such waits here. */
-  withdrawOffer(offerId: string): void {
-    const end = this.offers.get(offerId);
-    if (!end) throw new OfferNotFoundError(offerId);
-    end();
   }
 
   /**

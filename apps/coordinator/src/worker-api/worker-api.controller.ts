@@ -16,6 +16,7 @@ import type { ServerResponse } from 'node:http';
 import { DeadLettersService } from '../dead-letters/dead-letters.service';
 import { Input, Route } from '../http/route.decorators';
 import { ClaimsService } from './claims.service';
+import { OffersService } from './offers.service';
 import { WorkerWritesService } from './worker-writes.service';
 
 /**
@@ -26,6 +27,7 @@ import { WorkerWritesService } from './worker-writes.service';
 export class WorkerApiController {
   constructor(
     private readonly claims: ClaimsService,
+    private readonly offers: OffersService,
     private readonly writes: WorkerWritesService,
     private readonly deadLetters: DeadLettersService,
   ) {}
@@ -35,16 +37,16 @@ export class WorkerApiController {
     return { runs: await this.claims.claim(body, disconnected(reply.raw)) };
   }
 
-  /** An idle worker of a Redis subscriber offers itself to the runs started here (see ClaimsService.offer). */
+  /** An idle worker of a Redis subscriber offers itself to the runs started here (see OffersService). */
   @Route(API.offerRuns)
   async offer(@Input() { body }: EndpointInput<typeof API.offerRuns>, @Res({ passthrough: true }) reply: FastifyReply): Promise<ClaimResponse> {
     const closed = new Promise<void>((resolve) => reply.raw.once('close', () => resolve()));
-    return { runs: await this.claims.offer(body, disconnected(reply.raw), closed) };
+    return { runs: await this.offers.offer(body, disconnected(reply.raw), closed) };
   }
 
   @Route(API.withdrawOffer)
   withdrawOffer(@Input() { params }: EndpointInput<typeof API.withdrawOffer>): void {
-    this.claims.withdrawOffer(params.offerId);
+    this.offers.withdraw(params.offerId);
   }
 
   /**

@@ -444,6 +444,7 @@ export const API = {
     body: OfferRequest,
     status: 200,
     responses: { 200: json('The run handed over (none when waitMs passed or the offer was withdrawn)', ClaimResponse) },
+    errors: { 409: 'offer_exists: an offer with this id waits here already' },
   }),
   withdrawOffer: endpoint({
     method: 'delete',

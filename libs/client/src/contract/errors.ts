@@ -139,6 +139,15 @@ export class OfferNotFoundError extends EngineError {
   }
 }
 
+/** An offer of that id waits on this coordinator already (offer ids are the worker's, one per offer). */
+export class OfferExistsError extends EngineError {
+  readonly statusCode = 409;
+
+  constructor(id: string) {
+    super('offer_exists', `offer ${id} waits on this coordinator already: each offer needs an id of its own`);
+  }
+}
+
 export class DeadLetterNotFoundError extends EngineError {
   readonly statusCode = 404;
 

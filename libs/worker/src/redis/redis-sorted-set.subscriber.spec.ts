@@ -109,6 +109,7 @@ describe('sorted-set subscriber: the pop and the fill behind it', () => {
     );
     const stop = new AbortController();
     const first = zset.getReadyRuns(3, stop.signal);
+    while (pops === 0) await new Promise((resolve) => setImmediate(resolve));
     stop.abort();
     expect(await first).toEqual([]);
     const second = zset.getReadyRuns(2, running);
@@ -117,6 +118,21 @@ describe('sorted-set subscriber: the pop and the fill behind it', () => {
     expect(pops).toBe(1);
     expect(takes).toEqual([[{ name: 'echo', version: '1', wakeups: ['r1:1', 'r2:2'] }]]);
     expect(putBack).toEqual(['r3:3']);
+  });
+
+  it('starts no pop for a call whose signal aborted already', async () => {
+    let pops = 0;
+    const { zset } = subscriber(
+      async () => {
+        pops++;
+        return null;
+      },
+      async () => [],
+    );
+    const stop = new AbortController();
+    stop.abort();
+    expect(await zset.getReadyRuns(3, stop.signal)).toEqual([]);
+    expect(pops).toBe(0);
   });
 
   it('gives a fill that never answers BLOCKING_GRACE_MS after its pop, then makes the reader reconnect and throws', async () => {

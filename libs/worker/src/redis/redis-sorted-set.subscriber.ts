@@ -74,6 +74,7 @@ export class RedisSortedSetSubscriber implements Subscriber {
    */
   private async read(limit: number, signal: AbortSignal): Promise<ClaimedRun[]> {
     await Promise.all([this.redis.whenReady(this.reader), this.redis.whenReady(this.redis.client)]);
+    if (signal.aborted && !this.popping) return [];
     const popping = this.popping ?? this.pop(limit);
     this.popping = popping;
     if (!(await settledBefore(popping, signal))) return [];

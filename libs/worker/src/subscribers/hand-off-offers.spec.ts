@@ -1,4 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
+import { getEventListeners } from 'node:events';
 import { type ClaimedRun, EngineHttpError } from '@nest-durable/client';
 import type { CoordinatorApi } from '../coordinator.api';
 import type { WorkflowRegistry } from '../workflow.registry';
@@ -66,6 +67,8 @@ describe('hand-off offers around a transport read', () => {
     expect(await call).toEqual([run('handed')]);
     expect(reads[0].signal.aborted).toBe(true);
     expect(made[0].withdrawn).toBe(false);
+    // Nothing is left listening on the runtime's signal, which lives as long as the worker.
+    expect(getEventListeners(running, 'abort')).toHaveLength(0);
   });
 
   it('keeps the offer while the read brings runs, and withdraws it when the worker is down to its slot', async () => {
@@ -161,7 +164,7 @@ describe('hand-off offers around a transport read', () => {
     await expect(again).rejects.toThrow('Redis is down');
   });
 
-  it('stops offering once a coordinator refuses offers (one that predates them)', async () => {
+  it('stops offering for a while once a coordinator refuses offers (one that predates them)', async () => {
     const { subject, made } = offers();
     const { read, reads } = reader();
     const call = subject.around(4, running, read);

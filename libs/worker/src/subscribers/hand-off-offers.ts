@@ -11,6 +11,9 @@ import type { ResolvedWorkerOptions } from '../worker.options';
  */
 const ANSWER_GRACE_MS = 50;
 
+/** How long a worker whose offer a coordinator refused (a 4xx) makes none. */
+const REFUSED_PAUSE_MS = 300_000;
+
 /** An offer at one coordinator, from its request until the subscriber took in its answer. */
 interface Offer {
   /** Settles once `runs` is set: with its answer, or when it was given up. Never rejects. */
@@ -43,8 +46,11 @@ export class HandOffOffers {
   private offer: Offer | undefined;
   /** Whether the last read filled the slots it had: the transport keeps this worker busy. */
   private busy = false;
-  /** Cleared when a coordinator refuses offers (one that predates them, say): the worker reads the transport alone. */
-  private enabled = true;
+  /**
+   * Set when a coordinator refused an offer (one that predates offers, during a rolling upgrade, say): until
+   * then the worker reads the transport alone.
+   */
+  private pausedUntil = 0;
   /** Runs handed to this worker through its offers. */
   handed = 0;
 
@@ -57,16 +63,22 @@ export class HandOffOffers {
   /** Up to `limit` runs: those `read` brings, and one a start hands the offer. */
   async around(limit: number, signal: AbortSignal, read: Read): Promise<ClaimedRun[]> {
     if (this.offer?.runs) return this.collect();
-    if (this.offer === undefined && this.enabled && !this.busy && !signal.aborted && limit >= 2) this.offer = this.make();
+    if (this.offer === undefined && !this.busy && !signal.aborted && limit >= 2 && Date.now() >= this.pausedUntil) this.offer = this.make();
     const offer = this.offer;
     if (offer === undefined) return this.read(limit, signal, read);
     // The worker is down to the offer's slot: withdrawn, the offer answers at once (with a run handed meanwhile, if any).
     if (limit === 1) return this.finish(offer, []);
+    // Its own controller, following the runtime's signal only while it reads (AbortSignal.any would leave an
+    // entry on the runtime's long-lived signal for every call: nodejs/node#55351).
     const interrupt = new AbortController();
-    const reading = this.read(limit - 1, AbortSignal.any([signal, interrupt.signal]), read).then(
-      (runs) => ({ runs }),
-      (error: unknown) => ({ error }),
-    );
+    const stop = () => interrupt.abort();
+    signal.addEventListener('abort', stop, { once: true });
+    const reading = this.read(limit - 1, interrupt.signal, read)
+      .then(
+        (runs) => ({ runs }),
+        (error: unknown) => ({ error }),
+      )
+      .finally(() => signal.removeEventListener('abort', stop));
     // An offer that answered with nothing (its waitMs passed, or it failed) does not end the read.
     const handedFirst = offer.answered.then(() => (offer.runs!.length > 0 ? undefined : reading));
     const first = await Promise.race([reading, handedFirst]);
@@ -145,8 +157,10 @@ export class HandOffOffers {
       },
       (error: unknown) => {
         if (error instanceof EngineHttpError && !isTransient(error)) {
-          this.enabled = false;
-          this.logger.warn(`the coordinator refused this worker's hand-off offer (${error.message}); reading the transport alone`);
+          this.pausedUntil = Date.now() + REFUSED_PAUSE_MS;
+          this.logger.warn(
+            `the coordinator refused this worker's hand-off offer (${error.message}); reading the transport alone for ${REFUSED_PAUSE_MS / 60_000} min`,
+          );
         }
         giveUp();
       },
