@@ -51,8 +51,6 @@ export class HandOffOffers {
    * then the worker reads the transport alone.
    */
   private pausedUntil = 0;
-  /** Runs handed to this worker through its offers. */
-  handed = 0;
 
   constructor(
     private readonly api: CoordinatorApi,
@@ -120,7 +118,6 @@ export class HandOffOffers {
   private collect(): ClaimedRun[] {
     const runs = this.offer?.runs ?? [];
     this.offer = undefined;
-    this.handed += runs.length;
     return runs;
   }
 
