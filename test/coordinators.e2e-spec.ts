@@ -88,6 +88,38 @@ describe('several coordinators (real processes)', () => {
     await expect(result).resolves.toMatchObject({ status: 'completed' });
   }, 30_000);
 
+  it.each(['redis-zset', 'redis-streams'] as const)(
+    '%s: a worker offering itself to two coordinators goes on being handed starts by one when the other is killed with -9',
+    async (mode) => {
+      const dispatch = { DISPATCH: mode, REDIS_PREFIX: testPrefix(`offers-${mode}`) };
+      const a = await coordinator('offers-a', dispatch);
+      const b = await coordinator('offers-b', dispatch);
+      const w = await worker(`${mode}-offering`, [a.url, b.url], { SUBSCRIBER: mode, REDIS_PREFIX: dispatch.REDIS_PREFIX, REDIS_BLOCK_MS: '500' });
+      const started: string[] = [];
+      /** Starts a run on `url`; true when its start handed it to the worker's offer (running at its 201). */
+      const handedOn = async (url: string) => {
+        const response = await fetch(`${url}/v1/runs`, {
+          method: 'POST',
+          headers: JSON_HEADERS,
+          body: JSON.stringify({ workflow: 'side-effects', version: '1', input: { steps: 1, stepMs: 1 } }),
+        });
+        expect(response.status).toBe(201);
+        const run = (await response.json()) as RunView;
+        started.push(run.id);
+        return run.status === 'running';
+      };
+      await eventually('a start on a handed to the offer', () => handedOn(a.url));
+      a.process.signal('SIGKILL');
+      await a.process.exited;
+      await eventually('a start on b handed to the offer', () => handedOn(b.url));
+      const completed = async () =>
+        Number((await db.sql<{ count: string }>(`SELECT count(*) FROM runs WHERE status = 'completed' AND id = ANY($1)`, [started]))[0].count);
+      await eventually(`every run completed\n${w.output.slice(-2_000)}`, async () => (await completed()) === started.length, 30_000);
+      expect(w.alive).toBe(true);
+    },
+    60_000,
+  );
+
   describe.each(['http', 'redis-zset', 'redis-streams'] as const)('%s', (mode) => {
     it('four workers following both coordinators finish 1,000 runs while one coordinator is killed mid-load', async () => {
       const dispatch = { DISPATCH: mode === 'http' ? 'none' : mode, REDIS_PREFIX: testPrefix(`coordinators-${mode}`), CLAIM_POLL_INTERVAL_MS: '200' };
