@@ -1,4 +1,4 @@
-import { ClaimedRun, ClaimRequest, TakeRunsRequest, TakeRunsResponse, queueName } from '@nest-durable/client';
+import { ClaimedRun, ClaimRequest, TakeRunsRequest, TakeRunsResponse, queueName, queuesOf } from '@nest-durable/client';
 import { ClaimRepository, type ClaimParams, ReportRepository } from '@app/locking';
 import { NotificationListener, RUNS_READY_CHANNEL } from '@app/outbox';
 import { Inject, Injectable, Logger } from '@nestjs/common';
@@ -48,7 +48,7 @@ export class ClaimsService {
    * any waiting claim. See docs/architecture.md, "Handing a new run to a waiting claim".
    */
   async claim(request: ClaimRequest, gone: () => boolean): Promise<ClaimedRun[]> {
-    const queues = [...new Set(request.workflows.map((workflow) => queueName(workflow.name, workflow.version, workflow.shard)))];
+    const queues = queuesOf(request.workflows);
     const wanted = new Set(queues);
     const claimed = queues.map((queue) => ({ queue, limit: request.limit }));
     const deadline = Date.now() + request.waitMs;

@@ -1,4 +1,4 @@
-import { type ClaimedRun, OfferExistsError, OfferNotFoundError, type OfferRequest, queueName } from '@nest-durable/client';
+import { type ClaimedRun, OfferExistsError, OfferNotFoundError, type OfferRequest, queuesOf } from '@nest-durable/client';
 import { ReportRepository } from '@app/locking';
 import { type BeforeApplicationShutdown, Injectable } from '@nestjs/common';
 import { handedBy, WaitingClaims } from '../hand-off/waiting-claims.service';
@@ -48,7 +48,7 @@ export class OffersService implements BeforeApplicationShutdown {
   async offer(request: OfferRequest, gone: () => boolean, closed: Promise<void>): Promise<ClaimedRun[]> {
     if (this.waits.has(request.offerId)) throw new OfferExistsError(request.offerId);
     if (this.closing || this.withdrawnEarly.delete(request.offerId)) return [];
-    const queues = [...new Set(request.workflows.map((workflow) => queueName(workflow.name, workflow.version, workflow.shard)))];
+    const queues = queuesOf(request.workflows);
     const deadline = Date.now() + request.waitMs;
     let end!: () => void;
     const ended = new Promise<void>((resolve) => (end = resolve));

@@ -11,6 +11,11 @@ export function queueName(workflow: string, version: string, shard?: string): st
   return shard === undefined ? base : `${base}:${parseIdentifier(shard, 'shard')}`;
 }
 
+/** The queues of the workflow versions (and shards) a worker asks for, each once. */
+export function queuesOf(workflows: readonly { name: string; version: string; shard?: string }[]): string[] {
+  return [...new Set(workflows.map((workflow) => queueName(workflow.name, workflow.version, workflow.shard)))];
+}
+
 /** All workers of a deployment compete in one consumer group per stream. */
 export const CONSUMER_GROUP = 'workers';
 
