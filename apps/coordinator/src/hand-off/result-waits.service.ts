@@ -28,9 +28,9 @@ export interface Finishing {
   /**
    * The run's finish committed: the waits armed when `returnsRun` was called get `run` (if it was returned),
    * and if it completed so do those armed since, up to this call (see `finishing`); every wait armed now learns
-   * the run ended. One armed after this call reads the run.
+   * the run ended. One armed after this call reads the run. Returns how many waits learnt of the end here.
    */
-  ended(runId: string, run: FinishedRun | undefined): void;
+  ended(runId: string, run: FinishedRun | undefined): number;
   /** The request is over, whatever it did (call it in a `finally`): the waits it held up go on. */
   end(): void;
 }
@@ -58,7 +58,7 @@ class Wait implements ResultWait {
   }
 }
 
-const ENDS_NOTHING: Finishing = { returnsRun: () => false, ended: () => undefined, end: () => undefined };
+const ENDS_NOTHING: Finishing = { returnsRun: () => false, ended: () => 0, end: () => undefined };
 
 /**
  * This coordinator's waits for run results (`GET /v1/runs/:id/result`), by run, and the requests here that
@@ -111,7 +111,9 @@ export class ResultWaits {
       ended: (runId, run) => {
         const later = run?.run.status === 'completed' ? this.byRun.get(runId) : undefined;
         if (run) for (const wait of [...(armedBefore.get(runId) ?? []), ...(later ?? [])]) wait.finished = run;
-        for (const wait of this.byRun.get(runId) ?? []) wait.ended = true;
+        const waits = this.byRun.get(runId) ?? new Set<Wait>();
+        for (const wait of waits) wait.ended = true;
+        return waits.size;
       },
       end: () => {
         for (const runId of runs) {

@@ -34,6 +34,7 @@ function service() {
   };
   const db = { transaction: async <T>(work: (on: SqlExecutor) => Promise<T>) => work(tx), query: tx.query };
   const counter = { inc: () => undefined };
+  const resultWaits = new ResultWaits();
   const writes = new WorkerWritesService(
     reports as unknown as ReportRepository,
     {} as HeartbeatRepository,
@@ -46,10 +47,10 @@ function service() {
         return waiting.has(payload) ? 1 : 0;
       },
     } as unknown as NotificationListener,
-    new ResultWaits(),
+    resultWaits,
     { claimMinIdleTimeMs: 90_000 } as CoordinatorConfig,
   );
-  return { writes, woken, calls, stale, waiting };
+  return { writes, woken, calls, stale, waiting, resultWaits };
 }
 
 const task: WorkerReport = {
@@ -88,6 +89,18 @@ describe('WorkerWritesService reports', () => {
     expect(await answeredWithinTurn([task, complete], [])).toBe(true);
     // Another run's task result in the batch: its worker's next step waits for this answer.
     expect(await answeredWithinTurn([complete, { ...task, runId: other }], [RUN])).toBe(true);
+  });
+
+  it('lets the result go first to a client whose wait was armed here while the finish was under way (handed the run, not woken)', async () => {
+    const { writes, resultWaits } = service();
+    let answered = false;
+    const applied = writes.apply([task, complete]).then(() => (answered = true));
+    // The client's GET arrives after the report: its wait settles on the report's end instead of reading the run.
+    const wait = resultWaits.arm(RUN);
+    const result = wait.settled(1_000).then(() => ({ answeredFirst: answered, handed: wait.finished !== undefined || wait.ended }));
+    await expect(result).resolves.toEqual({ answeredFirst: false, handed: true });
+    await applied;
+    wait.release();
   });
 
   it('the reports of several runs are locked in id order first', async () => {

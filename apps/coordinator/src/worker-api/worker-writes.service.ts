@@ -276,14 +276,15 @@ export class WorkerWritesService {
   /**
    * Counts a run that ended, and wakes this coordinator's waits for its result at once (a client's
    * `GET /v1/runs/:id/result`) instead of when the finish's NOTIFY comes back through the LISTEN session,
-   * handing them the ended run when the finish returned it. Called once the finish committed.
+   * handing them the ended run when the finish returned it. Called once the finish committed; returns how
+   * many waits it ended: those armed while the finish was under way (ResultWaits) and those already woken.
    */
   private finished(finished: Finished, finishing: Finishing): number {
     if (!finished) return 0;
-    finishing.ended(finished.runId, finished.run);
+    const handed = finishing.ended(finished.runId, finished.run);
     if (finished.status === 'completed') this.metrics.runsCompleted.inc({ workflow: finished.workflow });
     else this.metrics.runsFailed.inc({ workflow: finished.workflow });
-    return this.listener.wake(RUN_FINISHED_CHANNEL, finished.runId, Number.POSITIVE_INFINITY);
+    return handed + this.listener.wake(RUN_FINISHED_CHANNEL, finished.runId, Number.POSITIVE_INFINITY);
   }
 }
 
