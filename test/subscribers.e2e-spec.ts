@@ -11,6 +11,7 @@ import { StreamEntries } from '../libs/worker/src/redis/stream-entries';
 import { MAX_GIVE_BACKS } from '../libs/worker/src/redis/redis-subscriber.options';
 import { workerModuleOptions } from '../apps/worker/src/worker-app.module';
 import { EXAMPLE_WORKFLOWS } from '../apps/worker/src/workflows';
+import { WaitingClaims } from '../apps/coordinator/src/hand-off/waiting-claims.service';
 import { startCoordinator, startCustomWorker } from './support/apps';
 import { createTestDatabase, type TestDatabase } from './support/database';
 import { eventually } from './support/poll';
@@ -99,13 +100,13 @@ describe('subscribers', () => {
     it('is handed the runs started on its coordinator while it has slots free, and strands none when starts crowd in', async () => {
       const { client, coordinator } = await stack(mode, { worker: { WORKER_CONCURRENCY: '2' } });
       const start = () => request(coordinator.url).post('/v1/runs').send({ workflow: 'echo', version: '1', input: 1 }).expect(201);
-      // Once the worker's offer waits, a start hands its run over in its own commit: running at its 201.
-      const first: string[] = [];
-      await eventually('a start to hand its run to the offer', async () => {
-        const started = await start();
-        first.push(started.body.id);
-        return started.body.status === 'running';
-      });
+      // Once the worker's offer waits, a start hands its run over in its own commit: running at its 201. (Starts
+      // made before it would come through Redis, and keep a worker of two slots reading with one: no offer.)
+      const waiting = coordinator.app.get(WaitingClaims);
+      await eventually('the worker to offer itself', async () => waiting.waiting('echo:1') > 0);
+      const handed = await start();
+      expect(handed.body.status).toBe('running');
+      const first: string[] = [handed.body.id];
       // Starts one at a time beside batches (which go through Redis): offers are handed runs, withdrawn and
       // made again while reads bring runs, whichever comes first.
       const crowd = await Promise.all(

@@ -1,9 +1,10 @@
-import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import type { ClaimedRun, WorkerReport } from '@nest-durable/client';
+import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
+import { API, type ClaimedRun, type WorkerReport } from '@nest-durable/client';
 import { defineWorkflow } from '@nest-durable/workflow';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { CoordinatorApi } from './coordinator.api';
+import { CoordinatorPool } from './coordinator-pool';
 import { RunExecutor } from './run-executor';
 import { RunLease } from './run-lease';
 import { WorkflowRegistry } from './workflow.registry';
@@ -177,5 +178,54 @@ describe('CoordinatorApi report batching, as the executor uses it', () => {
     await executor.execute({ ...run, workflow: 'key-order' }, new RunLease(run.id, 3));
     const complete = sink.requests.flat().find((report) => report.type === 'complete');
     expect(complete).toMatchObject({ complete: { output: '10,a,b,bb,é' } });
+  });
+});
+
+describe('CoordinatorApi: a claim or offer made as a run ends goes out after its report', () => {
+  /** The requests the worker sent, in the order it sent them; a report's answer waits for `reportsAnswer`. */
+  function recording(reportsAnswer: Promise<void> = Promise.resolve()) {
+    const sent: string[] = [];
+    jest.spyOn(CoordinatorPool.prototype as unknown as { attempt: () => Promise<unknown> }, 'attempt').mockImplementation((async (
+      _member: unknown,
+      method: string,
+      path: string,
+    ) => {
+      sent.push(`${method} ${path}`);
+      if (path !== API.report.path) return { runs: [] };
+      await reportsAnswer;
+      return { outcomes: [{ ok: true, result: { revision: 4 } }] };
+    }) as never);
+    const api = new CoordinatorApi(resolveWorkerOptions({ workflows: [twoSteps], coordinatorUrl: 'http://127.0.0.1:9' }));
+    return { api, sent };
+  }
+
+  afterEach(() => {
+    jest.restoreAllMocks();
+  });
+
+  it('the report a handler makes in the turn the runtime asks for more work goes first: it moves a run on, the claim only waits', async () => {
+    const { api, sent } = recording();
+    // As the runtime does: a run it took starts, and it asks for more at once; the run's handler reports within that turn.
+    const claimed = api.claim([], 2, 0);
+    const offer = api.offer([], 0);
+    const completed = Promise.resolve().then(() => api.complete(run.id, { expectedRevision: 3, output: 1 }));
+    await Promise.all([claimed, offer.answer, completed]);
+    expect(sent).toEqual([`POST ${API.report.path}`, `POST ${API.claimRuns.path}`, `POST ${API.offerRuns.path}`]);
+  });
+
+  it("waits for no report's answer, and with no report queued a claim goes out at once", async () => {
+    let answer!: () => void;
+    const { api, sent } = recording(new Promise((resolve) => (answer = resolve)));
+    const completed = api.complete(run.id, { expectedRevision: 3, output: 1 });
+    try {
+      await api.claim([], 2, 0);
+      expect(sent).toEqual([`POST ${API.report.path}`, `POST ${API.claimRuns.path}`]);
+      // The report is still unanswered: a claim now has nothing queued before it.
+      await api.claim([], 2, 0);
+      expect(sent).toHaveLength(3);
+    } finally {
+      answer();
+      await completed;
+    }
   });
 });

@@ -25,6 +25,7 @@ import type {
 } from '@nest-durable/client';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { CoordinatorPool } from './coordinator-pool';
 import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker.options';
 
@@ -59,12 +60,15 @@ export class CoordinatorApi {
   /** Reports waiting for the one in flight to return (see report batching below). */
   private pending: PendingReport[] = [];
   private sending = false;
+  /** Settles once the turn that sends the reports queued by now has sent them (see afterQueuedReports). */
+  private queuedSent: Promise<void> = Promise.resolve();
 
   constructor(@Inject(WORKER_OPTIONS) private readonly options: ResolvedWorkerOptions) {
     this.coordinators = new CoordinatorPool(coordinatorUrls(options.coordinatorUrl), options.headers);
   }
 
   async claim(workflows: WorkflowRef[], limit: number, waitMs: number, signal?: AbortSignal): Promise<ClaimedRun[]> {
+    await this.afterQueuedReports();
     const response = await this.coordinators.call(
       API.claimRuns,
       { body: { workerId: this.options.workerId, workflows, limit, waitMs } },
@@ -83,11 +87,12 @@ export class CoordinatorApi {
   offer(workflows: WorkflowRef[], waitMs: number): { answer: Promise<ClaimedRun[]>; withdraw(): Promise<boolean> } {
     const coordinator = this.coordinators.pinned();
     const offerId = randomUUID();
-    const answer = coordinator(
-      API.offerRuns,
-      { body: { offerId, workerId: this.options.workerId, workflows, waitMs } },
-      { timeoutMs: waitMs + REQUEST_TIMEOUT_MS },
-    ).then((response) => response.runs);
+    // A withdrawal may overtake it: the coordinator answers such an offer at once.
+    const answer = this.afterQueuedReports()
+      .then(() =>
+        coordinator(API.offerRuns, { body: { offerId, workerId: this.options.workerId, workflows, waitMs } }, { timeoutMs: waitMs + REQUEST_TIMEOUT_MS }),
+      )
+      .then((response) => response.runs);
     return {
       answer,
       withdraw: () =>
@@ -156,6 +161,18 @@ export class CoordinatorApi {
   }
 
   /**
+   * A claim or an offer goes out after the reports queued before it, and those made in the same turn: the
+   * runtime asks for more work as soon as it starts a run it took, and that run's handler, when it is quick,
+   * reports its end in the same turn (see enqueue). The report moves a run on, towards a client waiting for its
+   * result; the claim only waits for new work, so it goes second (on the coordinator too). It waits for no
+   * answer, and costs one turn when no report is queued.
+   */
+  private async afterQueuedReports(): Promise<void> {
+    await nextTurn();
+    await this.queuedSent;
+  }
+
+  /**
    * Report batching ("group commit"): reports made in the same turn of the event loop go together,
    * in one request and one transaction (a handler's last task result and the run's outcome, say:
    * see RunContext.unsettle); reports made while a batch is in flight wait for it and then go
@@ -171,7 +188,12 @@ export class CoordinatorApi {
       this.pending.push({ report, bytes: Buffer.byteLength(JSON.stringify(report)), resolve, reject });
       if (!this.sending) {
         this.sending = true;
-        setImmediate(() => void this.sendPending());
+        this.queuedSent = new Promise((sent) =>
+          setImmediate(() => {
+            void this.sendPending();
+            sent();
+          }),
+        );
       }
     });
   }

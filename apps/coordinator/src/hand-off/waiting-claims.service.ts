@@ -98,6 +98,11 @@ export class WaitingClaims {
     return undefined;
   }
 
+  /** How many claims (and offers) wait here for runs of `queue`. */
+  waiting(queue: string): number {
+    return this.byQueue.get(queue)?.size ?? 0;
+  }
+
   private remove(offer: Offer): void {
     for (const queue of offer.queues) {
       const offers = this.byQueue.get(queue);
