@@ -72,7 +72,9 @@ describe('the claim pool', () => {
           ],
         })
         .expect(200);
-      expect(connects).toHaveBeenCalledTimes(1);
+      // One statement for the batch, committing on its own: no transaction, so no session taken for one.
+      expect(queries.mock.calls.map(([config]) => config.name)).toEqual(['wf_record_tasks', 'wf_record_tasks_and_finish']);
+      expect(connects).not.toHaveBeenCalled();
     } finally {
       queries.mockRestore();
       connects.mockRestore();

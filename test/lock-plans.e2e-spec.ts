@@ -28,7 +28,7 @@ const textOf = (value: unknown): string =>
 const nodes = (node: PlanNode): PlanNode[] => [node, ...(node.Plans ?? []).flatMap(nodes)];
 
 /**
- * The statements a worker's reports run under its claim (the task result's record, the finish) lock
+ * The statements a worker's reports run under its claim (the task result's record, the finish, both in one) lock
  * and update their runs one primary-key probe each, in the generic plan too: joined to their input, the
  * generic plan made while the table was small scanned every entry of the running runs' index instead
  * (docs/benchmarks.md, "The report statements' locks"). The claim's probe for idle claims, likewise, reads
@@ -129,6 +129,24 @@ describe('the worker path finds its runs by index in the generic plan', () => {
     const plan = await genericPlanOf((on) => repository.finishMany([{ runId: id, expectedRevision: 1, outcome: { status: 'completed', output: 1 } }], on));
     expect(runScans(plan, 'held')).toEqual(['Index Scan runs_pkey']);
     expect(locksInInputOrder(plan, 'held')).toBe(true);
+    expect(runScans(plan, 'finished')).toEqual(['Index Scan runs_pkey']);
+  });
+
+  it("a batch of runs' last task results with their outcomes, in one statement: locked once, by owner", async () => {
+    const plan = await genericPlanOf((on) =>
+      repository.recordTasksAndFinish(
+        [{ runId: id, task: { expectedRevision: 1, key: 'k', seq: 0, name: 'k', status: 'completed', attempts: 1, output: 1, error: null } }],
+        [{ runId: id, expectedRevision: 1, outcome: { status: 'completed', output: 1 } }],
+        1_000,
+        on,
+      ),
+    );
+    expect(runScans(plan, 'owner')).toEqual(['Index Scan runs_pkey']);
+    expect(locksInInputOrder(plan, 'owner')).toBe(true);
+    // held reads what owner locked: no second lock, so no lock taken out of id order.
+    expect(runScans(plan, 'held')).toEqual([]);
+    expect(nodes(nodes(plan).find((node) => node['Subplan Name'] === 'CTE held')!).some((node) => node['Node Type'] === 'LockRows')).toBe(false);
+    expect(runScans(plan, 'refreshed')).toEqual(['Index Scan runs_pkey']);
     expect(runScans(plan, 'finished')).toEqual(['Index Scan runs_pkey']);
   });
 });

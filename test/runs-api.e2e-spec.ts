@@ -350,14 +350,15 @@ describe('runs API', () => {
     const run = await startClaimed('late-wait');
     const step = { expectedRevision: run.revision, key: 'a#0', seq: 0, name: 'a', status: 'completed', attempts: 1, output: 1, error: null };
     const reports = coordinator.app.get(ReportRepository);
-    const finishMany = reports.finishMany.bind(reports);
+    const recordTasksAndFinish = reports.recordTasksAndFinish.bind(reports);
     let committed!: () => void;
     const hasCommitted = new Promise<void>((resolve) => (committed = resolve));
     let answer!: () => void;
     const mayAnswer = new Promise<void>((resolve) => (answer = resolve));
-    // The finish's statement is done (in the batch's transaction); the request goes on once the result's wait is armed and held.
-    jest.spyOn(reports, 'finishMany').mockImplementation(async (...args) => {
-      const results = await finishMany(...args);
+    // The batch's statement (its task result and its finish, committing on its own) is done; the request goes on
+    // once the result's wait is armed and held.
+    jest.spyOn(reports, 'recordTasksAndFinish').mockImplementation(async (...args) => {
+      const results = await recordTasksAndFinish(...args);
       committed();
       await mayAnswer;
       return results;

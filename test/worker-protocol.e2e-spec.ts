@@ -1,6 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import type { ClaimedRun } from '@nest-durable/client';
 import request from 'supertest';
+import { ReportRepository } from '@app/locking';
 import { WaitingClaims } from '../apps/coordinator/src/hand-off/waiting-claims.service';
 import { type RunningCoordinator, startCoordinator } from './support/apps';
 import { createTestDatabase, type TestDatabase } from './support/database';
@@ -344,6 +345,64 @@ describe('worker protocol', () => {
       tasks: [expect.objectContaining({ output: 7 })],
     });
     expect((await http().get(`/v1/runs/${b.id}`).expect(200)).body).toMatchObject({ status: 'running', revision: b.revision, tasks: [] });
+  });
+
+  it("applies runs' last task results with their outcomes in one statement, each pair standing or falling with its run", async () => {
+    const [idA, idB, idC] = await startRuns(3);
+    const claimed = await claim('w1', 3);
+    const [a, b, c] = [idA, idB, idC].map((id) => claimed.find((run) => run.id === id)!);
+    const task = (expectedRevision: number, output: number) => ({
+      expectedRevision,
+      key: 'step#1',
+      seq: 0,
+      name: 'step',
+      status: 'completed',
+      attempts: 1,
+      output,
+    });
+    // C's step was recorded before (the answer to it was lost): the batch's record adopts it.
+    await http().post(`/v1/worker/runs/${c.id}/tasks`).send(task(c.revision, 9)).expect(200);
+    const reports = coordinator.app.get(ReportRepository);
+    const together = jest.spyOn(reports, 'recordTasksAndFinish');
+    try {
+      const response = await http()
+        .post('/v1/worker/reports')
+        .send({
+          reports: [
+            { type: 'task', runId: a.id, task: task(a.revision, 7) },
+            { type: 'task', runId: b.id, task: task(b.revision - 1, 7) },
+            { type: 'task', runId: c.id, task: task(c.revision, 7) },
+            { type: 'complete', runId: a.id, complete: { expectedRevision: a.revision, output: 'a-done' } },
+            { type: 'complete', runId: b.id, complete: { expectedRevision: b.revision - 1, output: 'zombie' } },
+            { type: 'complete', runId: c.id, complete: { expectedRevision: c.revision, output: 'c-done' } },
+          ],
+        })
+        .expect(200);
+      expect(together).toHaveBeenCalledTimes(1);
+      expect(response.body.outcomes).toEqual([
+        { ok: true, result: expect.objectContaining({ key: 'step#1', output: 7 }) },
+        expect.objectContaining({ ok: false, statusCode: 409, reason: 'revision_conflict' }),
+        { ok: true, result: expect.objectContaining({ key: 'step#1', output: 9 }) },
+        { ok: true, result: { revision: a.revision + 1 } },
+        expect.objectContaining({ ok: false, statusCode: 409, reason: 'revision_conflict' }),
+        { ok: true, result: { revision: c.revision + 1 } },
+      ]);
+    } finally {
+      together.mockRestore();
+    }
+    expect((await http().get(`/v1/runs/${a.id}`).expect(200)).body).toMatchObject({
+      status: 'completed',
+      output: 'a-done',
+      tasks: [expect.objectContaining({ output: 7 })],
+    });
+    expect((await http().get(`/v1/runs/${b.id}`).expect(200)).body).toMatchObject({ status: 'running', revision: b.revision, tasks: [] });
+    expect((await http().get(`/v1/runs/${c.id}`).expect(200)).body).toMatchObject({
+      status: 'completed',
+      output: 'c-done',
+      tasks: [expect.objectContaining({ output: 9 })],
+    });
+    const ends = await db.sql(`SELECT run_id FROM run_transitions WHERE from_status = 'running' AND run_id = ANY($1) ORDER BY run_id`, [[a.id, b.id, c.id]]);
+    expect(ends).toEqual([a.id, c.id].sort().map((run_id) => ({ run_id })));
   });
 
   it('refuses a stale outcome even when the current one for the same run is in the same batch', async () => {

@@ -31,8 +31,27 @@ function service() {
       return items.map(() => ({ revision: 4, workflow: 'chain' }));
     },
     finish: async () => ({ revision: 4, workflow: 'chain' }),
+    recordTasksAndFinish: async (items: { runId: string }[], outcomes: unknown[]) => {
+      calls.push(`record ${items.length} and finish ${outcomes.length}`);
+      return {
+        tasks: items.map(({ runId }) =>
+          stale.has(runId)
+            ? new RevisionConflictError(runId, 3)
+            : { key: 'a#1', kind: 'task', seq: 0, status: 'completed', attempts: 1, output: 1, error: null },
+        ),
+        outcomes: (outcomes as { runId: string }[]).map(({ runId }) =>
+          stale.has(runId) ? new RevisionConflictError(runId, 3) : { revision: 4, workflow: 'chain' },
+        ),
+      };
+    },
   };
-  const db = { transaction: async <T>(work: (on: SqlExecutor) => Promise<T>) => work(tx), query: tx.query };
+  const db = {
+    transaction: async <T>(work: (on: SqlExecutor) => Promise<T>) => {
+      calls.push('transaction');
+      return work(tx);
+    },
+    query: tx.query,
+  };
   const counter = { inc: () => undefined };
   const resultWaits = new ResultWaits();
   const writes = new WorkerWritesService(
@@ -61,11 +80,11 @@ const task: WorkerReport = {
 const complete: WorkerReport = { type: 'complete', runId: RUN, complete: { expectedRevision: 3, output: { steps: 1 } } };
 
 describe('WorkerWritesService reports', () => {
-  it("a run's last task result and its outcome: two statements, no lock round trip, no claim refresh, and its result waits woken", async () => {
+  it("a run's last task result and its outcome: one statement, no transaction, and its result waits woken", async () => {
     const { writes, woken, calls } = service();
     const outcomes = await writes.apply([task, complete]);
     expect(outcomes.map((outcome) => outcome.ok)).toEqual([true, true]);
-    expect(calls).toEqual(['record 1, finishing 1, refresh after 9000 ms', 'finish 1']);
+    expect(calls).toEqual(['record 1 and finish 1']);
     expect(woken).toEqual([[RUN_FINISHED_CHANNEL, RUN, Number.POSITIVE_INFINITY]]);
   });
 
@@ -107,19 +126,27 @@ describe('WorkerWritesService reports', () => {
     const { writes, calls } = service();
     const other = '01a23292-e466-76ce-9ad8-c86c6dd448fc';
     await writes.apply([task, { ...complete, runId: other }]);
-    expect(calls).toEqual(['lock 2', 'record 1, finishing 1, refresh after 9000 ms', 'finish 1']);
+    expect(calls).toEqual(['transaction', 'lock 2', 'record 1, finishing 1, refresh after 9000 ms', 'finish 1']);
   });
 
-  it("several runs' last task results with their outcomes need no lock first: the task results' statement locks each in id order", async () => {
+  it('task results alone, or outcomes alone, are one statement too: no transaction', async () => {
+    const other = '01a23292-e466-76ce-9ad8-c86c6dd448fc';
+    const { writes, calls } = service();
+    await writes.apply([task, { ...task, runId: other }]);
+    await writes.apply([complete, { ...complete, runId: other }]);
+    expect(calls).toEqual(['record 2, finishing 0, refresh after 9000 ms', 'finish 2']);
+  });
+
+  it("several runs' last task results with their outcomes are one statement, which locks each in id order", async () => {
     const other = '01a23292-e466-76ce-9ad8-c86c6dd448fc';
     const batch = [task, { ...task, runId: other }, complete, { ...complete, runId: other }];
     const { writes, calls } = service();
     await writes.apply(batch);
-    expect(calls).toEqual(['record 2, finishing 2, refresh after 9000 ms', 'finish 2']);
+    expect(calls).toEqual(['record 2 and finish 2']);
     // An outcome at another revision than its run's task result: that statement may not have locked it.
     const { writes: again, calls: againCalls } = service();
     await again.apply([...batch.slice(0, 3), { ...complete, runId: other, complete: { expectedRevision: 4, output: null } }]);
-    expect(againCalls).toEqual(['lock 2', 'record 2, finishing 2, refresh after 9000 ms', 'finish 2']);
+    expect(againCalls).toEqual(['transaction', 'lock 2', 'record 2, finishing 2, refresh after 9000 ms', 'finish 2']);
   });
 
   it("a run's outcome is refused with a task result before it in the batch, and not written", async () => {
@@ -130,7 +157,7 @@ describe('WorkerWritesService reports', () => {
       expect.objectContaining({ ok: false, statusCode: 409, reason: 'revision_conflict' }),
       expect.objectContaining({ ok: false, statusCode: 409, reason: 'revision_conflict' }),
     ]);
-    expect(calls).toEqual(['record 1, finishing 1, refresh after 9000 ms']);
+    expect(calls).toEqual(['record 1 and finish 1']);
     expect(woken).toEqual([]);
   });
 });

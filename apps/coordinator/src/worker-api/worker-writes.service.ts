@@ -12,7 +12,7 @@ import {
   TaskResultRequest,
   WorkerReport,
 } from '@nest-durable/client';
-import { type FinishedRun, HeartbeatRepository, ReportRepository, type RunOutcome, StepRepository } from '@app/locking';
+import { type FinishedRun, HeartbeatRepository, ReportRepository, type RunFinished, type RunOutcome, StepRepository } from '@app/locking';
 import { NotificationListener, RUN_FINISHED_CHANNEL } from '@app/outbox';
 import { Database, type SqlExecutor, uuidv7 } from '@app/persistence';
 import { Inject, Injectable, Logger } from '@nestjs/common';
@@ -113,17 +113,20 @@ export class WorkerWritesService {
     const finishing = this.resultWaits.finishing(reports.filter(endsRun).map((report) => report.runId));
     let applied: { outcome: ReportOutcome; finished: Finished }[];
     try {
-      // A lone report is one statement that commits on its own, without BEGIN and COMMIT round trips.
+      // A lone report, or a batch that is one statement (see BatchPlan), commits on its own, without BEGIN and
+      // COMMIT round trips.
+      const plan = planBatch(reports);
       applied =
         reports.length === 1
           ? await this.applyEach(reports, finishing)
-          : await this.db
-              .transaction((tx) => this.applyTogether(tx, reports, finishing), { genericPlan: true })
-              .catch((error: Error) => {
-                if (error instanceof DatabaseUnavailableError) throw error;
-                this.logger.warn('a report batch failed as a whole; applying its reports one by one', { error: error.message });
-                return this.applyEach(reports, finishing);
-              });
+          : await (plan.oneStatement
+              ? this.applyTogether(this.db, plan, finishing)
+              : this.db.transaction((tx) => this.applyTogether(tx, plan, finishing), { genericPlan: true })
+            ).catch((error: Error) => {
+              if (error instanceof DatabaseUnavailableError) throw error;
+              this.logger.warn('a report batch failed as a whole; applying its reports one by one', { error: error.message });
+              return this.applyEach(reports, finishing);
+            });
       for (const { finished } of applied) if (this.finished(finished, finishing) > 0) awaited.add(finished!.runId);
     } finally {
       finishing.end();
@@ -148,36 +151,22 @@ export class WorkerWritesService {
     return applied;
   }
 
-  private async applyTogether(tx: SqlExecutor, reports: WorkerReport[], finishing: Finishing): Promise<{ outcome: ReportOutcome; finished: Finished }[]> {
+  private async applyTogether(tx: SqlExecutor, plan: BatchPlan, finishing: Finishing): Promise<{ outcome: ReportOutcome; finished: Finished }[]> {
+    const { reports, tasks, finals, retries, tasksLockAll } = plan;
     const applied = new Array<{ outcome: ReportOutcome; finished: Finished }>(reports.length);
-    const tasks = reports.flatMap((report, index) => (report.type === 'task' ? [{ index, runId: report.runId, task: report.task }] : []));
-    const finals = reports.flatMap((report, index): { index: number; runId: string; expectedRevision: number; outcome: RunOutcome }[] => {
-      if (report.type === 'complete')
-        return [
-          {
-            index,
-            runId: report.runId,
-            expectedRevision: report.complete.expectedRevision,
-            outcome: { status: 'completed' as const, output: report.complete.output },
-          },
-        ];
-      if (report.type === 'fail' && report.fail.retryDelayMs === undefined) {
-        return [
-          { index, runId: report.runId, expectedRevision: report.fail.expectedRevision, outcome: { status: 'failed' as const, error: report.fail.error } },
-        ];
-      }
-      return [];
-    });
-    const retries = reports.length - tasks.length - finals.length;
     const runs = [...new Set(reports.map((report) => report.runId))];
-    // Each outcome at a run and revision the task results' statement locks first (a batch of runs' last task
-    // results with their outcomes): the outcomes' statement only takes locks this transaction already holds.
-    const taskLocks = new Set(tasks.map(({ runId, task }) => `${runId}@${task.expectedRevision}`));
-    const tasksLockAll = tasks.length > 0 && retries === 0 && finals.every((final) => taskLocks.has(`${final.runId}@${final.expectedRevision}`));
     if (runs.length > 1 && Number(tasks.length > 0) + Number(finals.length > 0) + retries > 1 && !tasksLockAll) {
       // Several statements, each locking its own subset of the runs: lock them all first, in id order.
       // (One run's reports need no order: a run's last task result and its outcome, say.)
       await this.reports.lockInOrder(runs, tx);
+    }
+    if (tasks.length > 0 && finals.length > 0 && tasksLockAll) {
+      // One statement for both (see BatchPlan).
+      const ending = finals.map((final) => ({ ...final, returnRun: finishing.returnsRun(final.runId, final.outcome.status === 'completed') }));
+      const results = await this.reports.recordTasksAndFinish(tasks, ending, this.refreshAfterMs, tx);
+      for (const [i, { index }] of tasks.entries()) applied[index] = { outcome: toOutcome(results.tasks[i]), finished: undefined };
+      for (const [i, final] of ending.entries()) applied[final.index] = this.finishedOutcome(final, results.outcomes[i]);
+      return applied;
     }
     // A run's outcome depends on its task results before it (the worker sends its last ones together
     // with it, see RunContext.unsettle in the worker): one of them refused, the outcome is refused with it.
@@ -204,16 +193,7 @@ export class WorkerWritesService {
       .map((final) => ({ ...final, returnRun: finishing.returnsRun(final.runId, final.outcome.status === 'completed') }));
     if (ending.length > 0) {
       const results = await this.reports.finishMany(ending, tx);
-      ending.forEach(({ index, runId, outcome }, i) => {
-        const result = results[i];
-        applied[index] =
-          result instanceof Error
-            ? { outcome: toOutcome(result), finished: undefined }
-            : {
-                outcome: { ok: true, result: { revision: result.revision } },
-                finished: { runId, status: outcome.status, workflow: result.workflow, run: result.run },
-              };
-      });
+      for (const [i, final] of ending.entries()) applied[final.index] = this.finishedOutcome(final, results[i]);
     }
     for (const [index, report] of reports.entries()) {
       if (applied[index]) continue;
@@ -221,6 +201,15 @@ export class WorkerWritesService {
       applied[index] = earlier ? { outcome: earlier, finished: undefined } : await this.applyOne(tx, report, finishing);
     }
     return applied;
+  }
+
+  /** An outcome's answer, and the run it ended. */
+  private finishedOutcome(final: { runId: string; outcome: RunOutcome }, result: RunFinished | Error): { outcome: ReportOutcome; finished: Finished } {
+    if (result instanceof Error) return { outcome: toOutcome(result), finished: undefined };
+    return {
+      outcome: { ok: true, result: { revision: result.revision } },
+      finished: { runId: final.runId, status: final.outcome.status, workflow: result.workflow, run: result.run },
+    };
   }
 
   /**
@@ -286,6 +275,42 @@ export class WorkerWritesService {
     else this.metrics.runsFailed.inc({ workflow: finished.workflow });
     return handed + this.listener.wake(RUN_FINISHED_CHANNEL, finished.runId, Number.POSITIVE_INFINITY);
   }
+}
+
+/**
+ * A batch of reports sorted into its statements: all task results in one, all completions and failures in
+ * another, each workflow-level retry in its own. When each outcome is at a run and revision one of the task
+ * results is at (a batch of runs' last task results with their outcomes), `tasksLockAll`: the task results'
+ * statement locks every run an outcome needs, and the two run as one statement. A batch that is one statement
+ * (`oneStatement`) needs no transaction: it commits on its own.
+ */
+interface BatchPlan {
+  reports: WorkerReport[];
+  tasks: { index: number; runId: string; task: TaskResultRequest }[];
+  finals: { index: number; runId: string; expectedRevision: number; outcome: RunOutcome }[];
+  retries: number;
+  tasksLockAll: boolean;
+  oneStatement: boolean;
+}
+
+function planBatch(reports: WorkerReport[]): BatchPlan {
+  const tasks = reports.flatMap((report, index) => (report.type === 'task' ? [{ index, runId: report.runId, task: report.task }] : []));
+  const finals = reports.flatMap((report, index): BatchPlan['finals'] => {
+    if (report.type === 'complete') {
+      return [
+        { index, runId: report.runId, expectedRevision: report.complete.expectedRevision, outcome: { status: 'completed', output: report.complete.output } },
+      ];
+    }
+    if (report.type === 'fail' && report.fail.retryDelayMs === undefined) {
+      return [{ index, runId: report.runId, expectedRevision: report.fail.expectedRevision, outcome: { status: 'failed', error: report.fail.error } }];
+    }
+    return [];
+  });
+  const retries = reports.length - tasks.length - finals.length;
+  const taskLocks = new Set(tasks.map(({ runId, task }) => `${runId}@${task.expectedRevision}`));
+  const tasksLockAll = tasks.length > 0 && retries === 0 && finals.every((final) => taskLocks.has(`${final.runId}@${final.expectedRevision}`));
+  const statements = tasksLockAll ? 1 : Number(tasks.length > 0) + Number(finals.length > 0) + retries;
+  return { reports, tasks, finals, retries, tasksLockAll, oneStatement: statements === 1 };
 }
 
 /** Whether the report ends its run if it applies: a completion, or a failure without a retry. */

@@ -2,7 +2,8 @@ import { ErrorDetails, JsonValue, StoredTask, TaskResultRequest } from '@nest-du
 import { Database, prepared, type RunEntity, type SqlExecutor } from '@app/persistence';
 import { Injectable } from '@nestjs/common';
 import { conflictFor, conflictsFor, findSteps, unwrap } from '../runs/conflicts';
-import { appendHistory, json, lockRunning, notifyFinished, notifyReady, RUN_COLUMNS, STEP_COLUMNS, stepsToRerun, wakeParents } from '../runs/run-sql';
+import { appendHistory, json, notifyReady, stepsToRerun } from '../runs/run-sql';
+import { FINISH_RUNS, RECORD_TASKS, RECORD_TASKS_AND_FINISH } from './report.statements';
 
 export type RunOutcome = { status: 'completed'; output: JsonValue } | { status: 'failed'; error: ErrorDetails };
 
@@ -61,68 +62,32 @@ export class ReportRepository {
     on: SqlExecutor = this.db,
     finishing: string[] = [],
   ): Promise<(StoredTask | Error)[]> {
-    const rows = await on.query<{ owned: boolean; task: StoredTask | null }>(
-      prepared(
-        'wf_record_tasks',
-        `WITH input AS (
-         SELECT * FROM unnest($1::uuid[], $2::integer[], $3::text[], $4::integer[], $5::text[], $6::text[],
-                              $7::integer[], $8::jsonb[], $9::jsonb[], $10::integer[])
-                  WITH ORDINALITY AS i(run_id, revision, key, seq, name, status, attempts, output, error, duration_ms, n)
-       ), owner AS MATERIALIZED (
-         ${lockRunning('input')}
-       ), refreshed AS (
-         -- A task result refreshes a claim last refreshed more than $12 ms ago, except of a run whose outcome
-         -- follows in the same transaction ($11): that write moves the run on anyway, and a row version less
-         -- is an index entry less per index.
-         UPDATE runs r SET heartbeat_at = now(), updated_at = now()
-           FROM owner o
-          WHERE r.id = o.id AND r.id <> ALL ($11::uuid[])
-            AND (r.heartbeat_at IS NULL OR r.heartbeat_at < now() - $12 * interval '1 millisecond')
-       ), inserted AS (
-         INSERT INTO tasks (run_id, key, kind, seq, name, status, attempts, output, error, started_at)
-         SELECT i.run_id, i.key, 'task', i.seq, i.name, i.status, i.attempts, i.output, i.error,
-                now() - i.duration_ms * interval '1 millisecond'
-           FROM input i JOIN owner o ON o.id = i.run_id AND o.revision = i.revision
-         ON CONFLICT (run_id, key) DO NOTHING
-         RETURNING run_id, ${STEP_COLUMNS}
-       )
-       SELECT o.id IS NOT NULL AS owned,
-              (SELECT row_to_json(s) FROM (SELECT ${STEP_COLUMNS} FROM inserted t
-                                            WHERE t.run_id = i.run_id AND t.key = i.key) s) AS task
-         FROM input i LEFT JOIN owner o ON o.id = i.run_id AND o.revision = i.revision
-        ORDER BY i.n`,
-        { genericPlan: true },
-      ),
-      [
-        items.map(({ runId }) => runId),
-        items.map(({ task }) => task.expectedRevision),
-        items.map(({ task }) => task.key),
-        items.map(({ task }) => task.seq),
-        items.map(({ task }) => task.name),
-        items.map(({ task }) => task.status),
-        items.map(({ task }) => task.attempts),
-        items.map(({ task }) => json(task.output)),
-        items.map(({ task }) => json(task.error)),
-        items.map(({ task }) => task.durationMs ?? null),
-        finishing,
-        refreshAfterMs,
-      ],
+    const rows = await on.query<RecordedRow>(prepared('wf_record_tasks', RECORD_TASKS, { genericPlan: true }), [
+      ...recordParams(items),
+      finishing,
+      refreshAfterMs,
+    ]);
+    return recordedResults(on, items, rows);
+  }
+
+  /**
+   * recordTasks and finishMany in one statement, which commits on its own (or in `on`'s transaction): for
+   * outcomes each at a run and revision one of the task results is at (a batch of runs' last task results with
+   * their outcomes). Answers as the two would, one after the other in one transaction: an outcome is refused
+   * with its run's task results (its run was not held at that revision).
+   */
+  async recordTasksAndFinish(
+    tasks: { runId: string; task: TaskResultRequest }[],
+    outcomes: { runId: string; expectedRevision: number; outcome: RunOutcome; returnRun?: boolean }[],
+    refreshAfterMs: number,
+    on: SqlExecutor = this.db,
+  ): Promise<{ tasks: (StoredTask | Error)[]; outcomes: (RunFinished | Error)[] }> {
+    const rows = await on.query<FinishedRow & { recorded: RecordedRow[] | null }>(
+      prepared('wf_record_tasks_and_finish', RECORD_TASKS_AND_FINISH, { genericPlan: true }),
+      [...recordParams(tasks), outcomes.map((item) => item.runId), refreshAfterMs, ...finishParams(outcomes)],
     );
-    const refused = indexesWhere(rows, (row) => !row.owned);
-    // Owned but not inserted: a result for this key was recorded first; adopt it.
-    const adopted = indexesWhere(rows, (row) => row.owned && row.task === null);
-    const conflicts = await conflictsFor(
-      on,
-      refused.map((i) => ({ runId: items[i].runId, expectedRevision: items[i].task.expectedRevision })),
-    );
-    const recorded = await findSteps(
-      on,
-      adopted.map((i) => ({ runId: items[i].runId, key: items[i].task.key })),
-    );
-    const results: (StoredTask | Error)[] = rows.map((row) => row.task!);
-    for (const [k, i] of refused.entries()) results[i] = conflicts[k];
-    for (const [k, i] of adopted.entries()) results[i] = recorded[k]!;
-    return results;
+    const recorded = await recordedResults(on, tasks, rows[0].recorded ?? []);
+    return { tasks: recorded, outcomes: await finishedResults(on, outcomes, rows) };
   }
 
   /**
@@ -144,71 +109,8 @@ export class ReportRepository {
     items: { runId: string; expectedRevision: number; outcome: RunOutcome; returnRun?: boolean }[],
     on: SqlExecutor = this.db,
   ): Promise<(RunFinished | Error)[]> {
-    const rows = await on.query<{ finishedRevision: number | null; finishedWorkflow: string | null } & Partial<RunEntity> & { hasSteps: boolean | null }>(
-      prepared(
-        'wf_finish_runs',
-        `WITH input AS (
-         SELECT * FROM unnest($1::uuid[], $2::integer[], $3::text[], $4::jsonb[], $5::jsonb[], $6::boolean[])
-                  WITH ORDINALITY AS i(run_id, revision, status, output, error, return_run, n)
-       ), first_outcomes AS (
-         SELECT DISTINCT ON (run_id, revision) * FROM input ORDER BY run_id, revision, n
-       ), held AS MATERIALIZED (
-         ${lockRunning('first_outcomes')}
-       ), finished AS (
-         -- By id alone: held checked the status and revision under the lock it still holds. A status
-         -- condition here let the plan drive the update from runs_idle_claims_idx again (see lockRunning).
-         UPDATE runs r
-            SET status = i.status, output = i.output, error = i.error, revision = r.revision + 1,
-                heartbeat_at = NULL, finished_at = now(), updated_at = now()
-           FROM held h JOIN first_outcomes i ON i.run_id = h.id AND i.revision = h.revision
-          WHERE r.id = h.id
-         RETURNING r.*, i.n
-       ), history AS (
-         ${appendHistory('finished', `'running'`, 'status', 'claimed_by')}
-       ), ${wakeParents('finished')}, announced AS (
-         SELECT ${notifyFinished('finished')} AS finished, ${notifyReady('woken_parents')} AS parents
-       )
-       -- The ended row is the one the update made (this statement's snapshot of runs is from before it). The
-       -- EXISTS reads that snapshot too, taken before held waited for its lock: a task committed meanwhile would be
-       -- missed. None can be: tasks are written only under the claim, whose worker sends them before its outcome,
-       -- in an earlier request or earlier in this transaction (CoordinatorApi sends one batch at a time), and a
-       -- resent one waits on the lock or key of the first until it commits.
-       SELECT f.revision AS "finishedRevision", f.workflow AS "finishedWorkflow", v.*
-         FROM input i LEFT JOIN finished f ON f.n = i.n
-         LEFT JOIN LATERAL (SELECT ${RUN_COLUMNS}, EXISTS (SELECT FROM tasks t WHERE t.run_id = e.id) AS "hasSteps"
-                              FROM (SELECT f.*) e WHERE i.return_run AND f.id IS NOT NULL) v ON true
-         CROSS JOIN announced
-        ORDER BY i.n`,
-      ),
-      [
-        items.map((item) => item.runId),
-        items.map((item) => item.expectedRevision),
-        items.map((item) => item.outcome.status),
-        items.map((item) => (item.outcome.status === 'completed' ? json(item.outcome.output) : null)),
-        items.map((item) => (item.outcome.status === 'failed' ? json(item.outcome.error) : null)),
-        items.map((item) => item.returnRun ?? false),
-      ],
-    );
-    const refused = indexesWhere(rows, (row) => row.finishedRevision === null);
-    const results: (RunFinished | Error | undefined)[] = rows.map(({ finishedRevision, finishedWorkflow, hasSteps, ...run }) => {
-      if (finishedRevision === null) return undefined;
-      return { revision: finishedRevision, workflow: finishedWorkflow!, ...(hasSteps !== null && { run: { run: run as RunEntity, hasSteps } }) };
-    });
-    // Not a run this batch finished (a second outcome in one batch stays a 409).
-    const finishedNow = new Set(rows.flatMap((row, i) => (row.finishedRevision === null ? [] : [items[i].runId])));
-    const resent = refused.filter((i) => !finishedNow.has(items[i].runId));
-    const landed = await landedBefore(
-      on,
-      resent.map((i) => items[i]),
-    );
-    for (const [k, i] of resent.entries()) results[i] = landed[k];
-    const stillRefused = refused.filter((i) => results[i] === undefined);
-    const conflicts = await conflictsFor(
-      on,
-      stillRefused.map((i) => items[i]),
-    );
-    for (const [k, i] of stillRefused.entries()) results[i] = conflicts[k];
-    return results as (RunFinished | Error)[];
+    const rows = await on.query<FinishedRow>(prepared('wf_finish_runs', FINISH_RUNS), finishParams(items));
+    return finishedResults(on, items, rows);
   }
 
   /**
@@ -263,6 +165,84 @@ export class ReportRepository {
   async lockInOrder(runIds: string[], on: SqlExecutor): Promise<void> {
     await on.query(`SELECT 1 FROM runs WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE`, [runIds]);
   }
+}
+
+type TaskItem = { runId: string; task: TaskResultRequest };
+type OutcomeItem = { runId: string; expectedRevision: number; outcome: RunOutcome; returnRun?: boolean };
+/** A task result's answer from RECORD_TASKS: whether its run was held, and the task inserted for it. */
+type RecordedRow = { owned: boolean; task: StoredTask | null };
+/** An outcome's answer from FINISH_RUNS: the revision it finished its run at (null: refused), and the run. */
+type FinishedRow = { finishedRevision: number | null; finishedWorkflow: string | null } & Partial<RunEntity> & { hasSteps: boolean | null };
+
+/** RECORD_TASKS's $1-$10. */
+function recordParams(items: TaskItem[]): unknown[] {
+  return [
+    items.map(({ runId }) => runId),
+    items.map(({ task }) => task.expectedRevision),
+    items.map(({ task }) => task.key),
+    items.map(({ task }) => task.seq),
+    items.map(({ task }) => task.name),
+    items.map(({ task }) => task.status),
+    items.map(({ task }) => task.attempts),
+    items.map(({ task }) => json(task.output)),
+    items.map(({ task }) => json(task.error)),
+    items.map(({ task }) => task.durationMs ?? null),
+  ];
+}
+
+/** FINISH_RUNS's six arrays. */
+function finishParams(items: OutcomeItem[]): unknown[] {
+  return [
+    items.map((item) => item.runId),
+    items.map((item) => item.expectedRevision),
+    items.map((item) => item.outcome.status),
+    items.map((item) => (item.outcome.status === 'completed' ? json(item.outcome.output) : null)),
+    items.map((item) => (item.outcome.status === 'failed' ? json(item.outcome.error) : null)),
+    items.map((item) => item.returnRun ?? false),
+  ];
+}
+
+/** Each task result's answer: the stored task, the one recorded first for its key (adopted), or why it was refused. */
+async function recordedResults(on: SqlExecutor, items: TaskItem[], rows: RecordedRow[]): Promise<(StoredTask | Error)[]> {
+  const refused = indexesWhere(rows, (row) => !row.owned);
+  // Owned but not inserted: a result for this key was recorded first; adopt it.
+  const adopted = indexesWhere(rows, (row) => row.owned && row.task === null);
+  const conflicts = await conflictsFor(
+    on,
+    refused.map((i) => ({ runId: items[i].runId, expectedRevision: items[i].task.expectedRevision })),
+  );
+  const recorded = await findSteps(
+    on,
+    adopted.map((i) => ({ runId: items[i].runId, key: items[i].task.key })),
+  );
+  const results: (StoredTask | Error)[] = rows.map((row) => row.task!);
+  for (const [k, i] of refused.entries()) results[i] = conflicts[k];
+  for (const [k, i] of adopted.entries()) results[i] = recorded[k]!;
+  return results;
+}
+
+/** Each outcome's answer: its run finished (with the run, when asked), one that landed before (a resend), or why it was refused. */
+async function finishedResults(on: SqlExecutor, items: OutcomeItem[], rows: FinishedRow[]): Promise<(RunFinished | Error)[]> {
+  const refused = indexesWhere(rows, (row) => row.finishedRevision === null);
+  const results: (RunFinished | Error | undefined)[] = rows.map(({ finishedRevision, finishedWorkflow, hasSteps, ...run }) => {
+    if (finishedRevision === null) return undefined;
+    return { revision: finishedRevision, workflow: finishedWorkflow!, ...(hasSteps !== null && { run: { run: run as RunEntity, hasSteps } }) };
+  });
+  // Not a run this batch finished (a second outcome in one batch stays a 409).
+  const finishedNow = new Set(rows.flatMap((row, i) => (row.finishedRevision === null ? [] : [items[i].runId])));
+  const resent = refused.filter((i) => !finishedNow.has(items[i].runId));
+  const landed = await landedBefore(
+    on,
+    resent.map((i) => items[i]),
+  );
+  for (const [k, i] of resent.entries()) results[i] = landed[k];
+  const stillRefused = refused.filter((i) => results[i] === undefined);
+  const conflicts = await conflictsFor(
+    on,
+    stillRefused.map((i) => items[i]),
+  );
+  for (const [k, i] of stillRefused.entries()) results[i] = conflicts[k];
+  return results as (RunFinished | Error)[];
 }
 
 /** Positions of the rows matching `test`. */
