@@ -362,6 +362,8 @@ describe('worker protocol', () => {
     });
     // C's step was recorded before (the answer to it was lost): the batch's record adopts it.
     await http().post(`/v1/worker/runs/${c.id}/tasks`).send(task(c.revision, 9)).expect(200);
+    // A's claim is due for a refresh, which its task result must not make: the finish updates that row.
+    await db.sql(`UPDATE runs SET heartbeat_at = now() - interval '1 hour' WHERE id = $1`, [a.id]);
     const reports = coordinator.app.get(ReportRepository);
     const together = jest.spyOn(reports, 'recordTasksAndFinish');
     try {
@@ -401,6 +403,7 @@ describe('worker protocol', () => {
       output: 'c-done',
       tasks: [expect.objectContaining({ output: 9 })],
     });
+    expect(await db.sql(`SELECT heartbeat_at FROM runs WHERE id = $1`, [a.id])).toEqual([{ heartbeat_at: null }]);
     const ends = await db.sql(`SELECT run_id FROM run_transitions WHERE from_status = 'running' AND run_id = ANY($1) ORDER BY run_id`, [[a.id, b.id, c.id]]);
     expect(ends).toEqual([a.id, c.id].sort().map((run_id) => ({ run_id })));
   });

@@ -129,12 +129,18 @@ describe('WorkerWritesService reports', () => {
     expect(calls).toEqual(['transaction', 'lock 2', 'record 1, finishing 1, refresh after 9000 ms', 'finish 1']);
   });
 
-  it('task results alone, or outcomes alone, are one statement too: no transaction', async () => {
+  it('task results alone are one statement too (no transaction); outcomes alone keep theirs (their generic plan)', async () => {
     const other = '01a23292-e466-76ce-9ad8-c86c6dd448fc';
     const { writes, calls } = service();
     await writes.apply([task, { ...task, runId: other }]);
     await writes.apply([complete, { ...complete, runId: other }]);
-    expect(calls).toEqual(['record 2, finishing 0, refresh after 9000 ms', 'finish 2']);
+    expect(calls).toEqual(['record 2, finishing 0, refresh after 9000 ms', 'transaction', 'finish 2']);
+  });
+
+  it("an outcome whose run has task results here at another revision too (an older execution's) is not one statement with them", async () => {
+    const { writes, calls } = service();
+    await writes.apply([{ ...task, task: { ...task.task, expectedRevision: 2 } }, task, complete]);
+    expect(calls).toEqual(['transaction', 'record 2, finishing 1, refresh after 9000 ms', 'finish 1']);
   });
 
   it("several runs' last task results with their outcomes are one statement, which locks each in id order", async () => {

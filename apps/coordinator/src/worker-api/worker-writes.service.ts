@@ -282,7 +282,7 @@ export class WorkerWritesService {
  * another, each workflow-level retry in its own. When each outcome is at a run and revision one of the task
  * results is at (a batch of runs' last task results with their outcomes), `tasksLockAll`: the task results'
  * statement locks every run an outcome needs, and the two run as one statement. A batch that is one statement
- * (`oneStatement`) needs no transaction: it commits on its own.
+ * (`oneStatement`: those, or task results alone) needs no transaction: it commits on its own.
  */
 interface BatchPlan {
   reports: WorkerReport[];
@@ -307,9 +307,19 @@ function planBatch(reports: WorkerReport[]): BatchPlan {
     return [];
   });
   const retries = reports.length - tasks.length - finals.length;
-  const taskLocks = new Set(tasks.map(({ runId, task }) => `${runId}@${task.expectedRevision}`));
-  const tasksLockAll = tasks.length > 0 && retries === 0 && finals.every((final) => taskLocks.has(`${final.runId}@${final.expectedRevision}`));
-  const statements = tasksLockAll ? 1 : Number(tasks.length > 0) + Number(finals.length > 0) + retries;
+  // Each outcome's run has task results here at the outcome's revision, and at no other (an older execution's,
+  // refused, would refuse the outcome in two statements, not in one).
+  const taskRevisions = new Map<string, Set<number>>();
+  for (const { runId, task } of tasks) taskRevisions.set(runId, (taskRevisions.get(runId) ?? new Set()).add(task.expectedRevision));
+  const tasksLockAll =
+    tasks.length > 0 &&
+    retries === 0 &&
+    finals.every((final) => {
+      const revisions = taskRevisions.get(final.runId);
+      return revisions?.size === 1 && revisions.has(final.expectedRevision);
+    });
+  // Outcomes alone stay in a transaction: it runs them with their generic plan (Database.transaction), as before.
+  const statements = tasksLockAll || finals.length === 0 ? Number(tasks.length > 0) + retries : Number.POSITIVE_INFINITY;
   return { reports, tasks, finals, retries, tasksLockAll, oneStatement: statements === 1 };
 }
 
