@@ -152,15 +152,15 @@ export class WorkerWritesService {
   }
 
   private async applyTogether(tx: SqlExecutor, plan: BatchPlan, finishing: Finishing): Promise<{ outcome: ReportOutcome; finished: Finished }[]> {
-    const { reports, tasks, finals, retries, tasksLockAll } = plan;
+    const { reports, tasks, finals, tasksLockAll } = plan;
     const applied = new Array<{ outcome: ReportOutcome; finished: Finished }>(reports.length);
     const runs = [...new Set(reports.map((report) => report.runId))];
-    if (runs.length > 1 && Number(tasks.length > 0) + Number(finals.length > 0) + retries > 1 && !tasksLockAll) {
+    if (runs.length > 1 && plan.statements > 1) {
       // Several statements, each locking its own subset of the runs: lock them all first, in id order.
       // (One run's reports need no order: a run's last task result and its outcome, say.)
       await this.reports.lockInOrder(runs, tx);
     }
-    if (tasks.length > 0 && finals.length > 0 && tasksLockAll) {
+    if (finals.length > 0 && tasksLockAll) {
       // One statement for both (see BatchPlan).
       const ending = finals.map((final) => ({ ...final, returnRun: finishing.returnsRun(final.runId, final.outcome.status === 'completed') }));
       const results = await this.reports.recordTasksAndFinish(tasks, ending, this.refreshAfterMs, tx);
@@ -288,8 +288,9 @@ interface BatchPlan {
   reports: WorkerReport[];
   tasks: { index: number; runId: string; task: TaskResultRequest }[];
   finals: { index: number; runId: string; expectedRevision: number; outcome: RunOutcome }[];
-  retries: number;
   tasksLockAll: boolean;
+  /** How many statements the batch is: more than one locks its runs first, in id order. */
+  statements: number;
   oneStatement: boolean;
 }
 
@@ -318,9 +319,9 @@ function planBatch(reports: WorkerReport[]): BatchPlan {
       const revisions = taskRevisions.get(final.runId);
       return revisions?.size === 1 && revisions.has(final.expectedRevision);
     });
+  const statements = tasksLockAll ? 1 : Number(tasks.length > 0) + Number(finals.length > 0) + retries;
   // Outcomes alone stay in a transaction: it runs them with their generic plan (Database.transaction), as before.
-  const statements = tasksLockAll || finals.length === 0 ? Number(tasks.length > 0) + retries : Number.POSITIVE_INFINITY;
-  return { reports, tasks, finals, retries, tasksLockAll, oneStatement: statements === 1 };
+  return { reports, tasks, finals, tasksLockAll, statements, oneStatement: statements === 1 && tasks.length > 0 };
 }
 
 /** Whether the report ends its run if it applies: a completion, or a failure without a retry. */
