@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { RevisionConflictError, type WorkerReport } from '@nest-durable/client';
-import type { HeartbeatRepository, ReportRepository, StepRepository } from '@app/locking';
+import { type HeartbeatRepository, ReportAnswerError, type ReportRepository, type StepRepository } from '@app/locking';
 import { type NotificationListener, RUN_FINISHED_CHANNEL } from '@app/outbox';
 import type { Database, SqlExecutor } from '@app/persistence';
 import type { CoordinatorConfig } from '../config/coordinator.config';
@@ -18,7 +18,13 @@ function service() {
   const calls: string[] = [];
   const tx: SqlExecutor = { query: async () => [] };
   const stale = new Set<string>();
+  /** What the next one-statement batch throws, if anything. */
+  const failing: { next?: Error } = {};
   const reports = {
+    recordTask: async () => {
+      calls.push('record one');
+      return { key: 'a#1', kind: 'task', seq: 0, status: 'completed', attempts: 1, output: 1, error: null };
+    },
     lockInOrder: async (runIds: string[]) => calls.push(`lock ${runIds.length}`),
     recordTasks: async (items: unknown[], refreshAfterMs: number, _on: unknown, finishing: string[]) => {
       calls.push(`record ${items.length}, finishing ${finishing.length}, refresh after ${refreshAfterMs} ms`);
@@ -33,6 +39,7 @@ function service() {
     finish: async () => ({ revision: 4, workflow: 'chain' }),
     recordTasksAndFinish: async (items: { runId: string }[], outcomes: unknown[]) => {
       calls.push(`record ${items.length} and finish ${outcomes.length}`);
+      if (failing.next) throw failing.next;
       return {
         tasks: items.map(({ runId }) =>
           stale.has(runId)
@@ -69,7 +76,7 @@ function service() {
     resultWaits,
     { claimMinIdleTimeMs: 90_000 } as CoordinatorConfig,
   );
-  return { writes, woken, calls, stale, waiting, resultWaits };
+  return { writes, woken, calls, stale, waiting, resultWaits, failing };
 }
 
 const task: WorkerReport = {
@@ -86,6 +93,21 @@ describe('WorkerWritesService reports', () => {
     expect(outcomes.map((outcome) => outcome.ok)).toEqual([true, true]);
     expect(calls).toEqual(['record 1 and finish 1']);
     expect(woken).toEqual([[RUN_FINISHED_CHANNEL, RUN, Number.POSITIVE_INFINITY]]);
+  });
+
+  it('a one-statement batch whose answer could not be read after it committed fails the request; it is not applied again one by one', async () => {
+    const { writes, calls, failing } = service();
+    failing.next = new ReportAnswerError(new Error('canceling statement due to statement timeout'));
+    await expect(writes.apply([task, complete])).rejects.toBeInstanceOf(ReportAnswerError);
+    expect(calls).toEqual(['record 1 and finish 1']);
+  });
+
+  it('a one-statement batch the database refused (nothing written) is applied one by one', async () => {
+    const { writes, calls, failing } = service();
+    failing.next = new Error('invalid input syntax for type json');
+    const outcomes = await writes.apply([task, complete]);
+    expect(outcomes.map((outcome) => outcome.ok)).toEqual([true, true]);
+    expect(calls).toEqual(['record 1 and finish 1', 'record one']);
   });
 
   it('a lone completion wakes the waits for its result too', async () => {

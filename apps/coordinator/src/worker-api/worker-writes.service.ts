@@ -12,7 +12,7 @@ import {
   TaskResultRequest,
   WorkerReport,
 } from '@nest-durable/client';
-import { type FinishedRun, HeartbeatRepository, ReportRepository, type RunFinished, type RunOutcome, StepRepository } from '@app/locking';
+import { type FinishedRun, HeartbeatRepository, ReportAnswerError, ReportRepository, type RunFinished, type RunOutcome, StepRepository } from '@app/locking';
 import { NotificationListener, RUN_FINISHED_CHANNEL } from '@app/outbox';
 import { Database, type SqlExecutor, uuidv7 } from '@app/persistence';
 import { Inject, Injectable, Logger } from '@nestjs/common';
@@ -124,6 +124,10 @@ export class WorkerWritesService {
               : this.db.transaction((tx) => this.applyTogether(tx, plan, finishing), { genericPlan: true })
             ).catch((error: Error) => {
               if (error instanceof DatabaseUnavailableError) throw error;
+              // The one statement committed, and only reading its answer failed: applied again one by one, its
+              // reports would be refused as stale. The request fails instead (a 500), and the worker's resend is
+              // answered from what they wrote (landed before, adopted keys).
+              if (plan.oneStatement && error instanceof ReportAnswerError) throw error;
               this.logger.warn('a report batch failed as a whole; applying its reports one by one', { error: error.message });
               return this.applyEach(reports, finishing);
             });

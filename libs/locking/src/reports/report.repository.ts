@@ -1,4 +1,4 @@
-import { ErrorDetails, JsonValue, StoredTask, TaskResultRequest } from '@nest-durable/client';
+import { DatabaseUnavailableError, ErrorDetails, JsonValue, StoredTask, TaskResultRequest } from '@nest-durable/client';
 import { Database, prepared, type RunEntity, type SqlExecutor } from '@app/persistence';
 import { Injectable } from '@nestjs/common';
 import { conflictFor, conflictsFor, findSteps, unwrap } from '../runs/conflicts';
@@ -22,6 +22,28 @@ export interface RunFinished {
   revision: number;
   workflow: string;
   run?: FinishedRun;
+}
+
+/**
+ * A report statement ran, and a read that answers it failed (of the conflicts, adopted keys or outcomes that
+ * landed before). Run outside a transaction, that statement has committed: its reports landed, and must not be
+ * applied again as if they had not (see WorkerWritesService.apply).
+ */
+export class ReportAnswerError extends Error {
+  constructor(cause: Error) {
+    super(`the reports were written, but reading their answer failed: ${cause.message}`, { cause });
+    this.name = 'ReportAnswerError';
+  }
+}
+
+/** The reads answering a report statement that ran: a failure is a ReportAnswerError, but an unavailable database stays itself (a 503: the worker resends). */
+async function answering<T>(read: () => Promise<T>): Promise<T> {
+  try {
+    return await read();
+  } catch (error) {
+    if (error instanceof DatabaseUnavailableError || !(error instanceof Error)) throw error;
+    throw new ReportAnswerError(error);
+  }
 }
 
 /**
@@ -67,7 +89,7 @@ export class ReportRepository {
       finishing,
       refreshAfterMs,
     ]);
-    return recordedResults(on, items, rows);
+    return answering(() => recordedResults(on, items, rows));
   }
 
   /**
@@ -86,8 +108,10 @@ export class ReportRepository {
       prepared('wf_record_tasks_and_finish', RECORD_TASKS_AND_FINISH, { genericPlan: true }),
       [...recordParams(tasks), outcomes.map((item) => item.runId), refreshAfterMs, ...finishParams(outcomes)],
     );
-    const recorded = await recordedResults(on, tasks, rows[0].recorded ?? []);
-    return { tasks: recorded, outcomes: await finishedResults(on, outcomes, rows) };
+    return answering(async () => ({
+      tasks: await recordedResults(on, tasks, rows[0].recorded ?? []),
+      outcomes: await finishedResults(on, outcomes, rows),
+    }));
   }
 
   /**
