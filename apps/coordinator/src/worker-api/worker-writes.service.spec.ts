@@ -18,11 +18,17 @@ function service() {
   const calls: string[] = [];
   const tx: SqlExecutor = { query: async () => [] };
   const stale = new Set<string>();
-  /** What the next one-statement batch throws, if anything. */
+  /** What the next statement throws, if anything (once). */
   const failing: { next?: Error } = {};
+  const throwIfFailing = () => {
+    const error = failing.next;
+    failing.next = undefined;
+    if (error) throw error;
+  };
   const reports = {
     recordTask: async () => {
       calls.push('record one');
+      throwIfFailing();
       return { key: 'a#1', kind: 'task', seq: 0, status: 'completed', attempts: 1, output: 1, error: null };
     },
     lockInOrder: async (runIds: string[]) => calls.push(`lock ${runIds.length}`),
@@ -39,7 +45,7 @@ function service() {
     finish: async () => ({ revision: 4, workflow: 'chain' }),
     recordTasksAndFinish: async (items: { runId: string }[], outcomes: unknown[]) => {
       calls.push(`record ${items.length} and finish ${outcomes.length}`);
-      if (failing.next) throw failing.next;
+      throwIfFailing();
       return {
         tasks: items.map(({ runId }) =>
           stale.has(runId)
@@ -100,6 +106,12 @@ describe('WorkerWritesService reports', () => {
     failing.next = new ReportAnswerError(new Error('canceling statement due to statement timeout'));
     await expect(writes.apply([task, complete])).rejects.toBeInstanceOf(ReportAnswerError);
     expect(calls).toEqual(['record 1 and finish 1']);
+  });
+
+  it('a lone report whose answer could not be read after it committed fails the request too (not a refusal of its run)', async () => {
+    const { writes, failing } = service();
+    failing.next = new ReportAnswerError(new Error('canceling statement due to statement timeout'));
+    await expect(writes.apply([task])).rejects.toBeInstanceOf(ReportAnswerError);
   });
 
   it('a one-statement batch the database refused (nothing written) is applied one by one', async () => {

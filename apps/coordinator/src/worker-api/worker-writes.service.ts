@@ -106,7 +106,8 @@ export class WorkerWritesService {
    * its own run, so a stale one is refused (409) without affecting the others. If the database rejects a statement
    * (which aborts the transaction), the reports are applied one by one instead, so only the bad one
    * fails. If the database cannot be reached, the request fails as a whole (503), and the worker
-   * sends it again.
+   * sends it again; so it does (a 500) when a statement that committed on its own could not be answered
+   * (ReportAnswerError): applied again, its reports would be refused as stale.
    */
   async apply(reports: WorkerReport[]): Promise<ReportOutcome[]> {
     const awaited = new Set<string>();
@@ -126,8 +127,8 @@ export class WorkerWritesService {
               if (error instanceof DatabaseUnavailableError) throw error;
               // The one statement committed, and only reading its answer failed: applied again one by one, its
               // reports would be refused as stale. The request fails instead (a 500), and the worker's resend is
-              // answered from what they wrote (landed before, adopted keys).
-              if (plan.oneStatement && error instanceof ReportAnswerError) throw error;
+              // answered from what they wrote (an outcome as landed before, a task result alone as adopted).
+              if (error instanceof ReportAnswerError) throw error;
               this.logger.warn('a report batch failed as a whole; applying its reports one by one', { error: error.message });
               return this.applyEach(reports, finishing);
             });
@@ -235,7 +236,8 @@ export class WorkerWritesService {
         }
       }
     } catch (error) {
-      if (error instanceof DatabaseUnavailableError) throw error;
+      // A report that landed, but whose answer could not be read, is no answer either (see apply).
+      if (error instanceof DatabaseUnavailableError || error instanceof ReportAnswerError) throw error;
       if (error instanceof EngineError) return { outcome: toOutcome(error), finished: undefined };
       if (on !== this.db) throw error;
       this.logger.error('a report could not be applied', { runId: report.runId, error: (error as Error).message });

@@ -25,9 +25,10 @@ export interface RunFinished {
 }
 
 /**
- * A report statement ran, and a read that answers it failed (of the conflicts, adopted keys or outcomes that
- * landed before). Run outside a transaction, that statement has committed: its reports landed, and must not be
- * applied again as if they had not (see WorkerWritesService.apply).
+ * A report statement committed on its own (it ran outside a transaction), and a read answering it failed (of
+ * the conflicts, adopted keys or outcomes that landed before): its reports landed, and must not be applied
+ * again as if they had not (see WorkerWritesService.apply). In a transaction the same failure rolls the
+ * statement back and stays itself.
  */
 export class ReportAnswerError extends Error {
   constructor(cause: Error) {
@@ -36,12 +37,16 @@ export class ReportAnswerError extends Error {
   }
 }
 
-/** The reads answering a report statement that ran: a failure is a ReportAnswerError, but an unavailable database stays itself (a 503: the worker resends). */
-async function answering<T>(read: () => Promise<T>): Promise<T> {
+/**
+ * The reads answering a report statement that ran on `on`. Where that statement committed on its own (`on`
+ * is the database, not a transaction), their failure is a ReportAnswerError; an unavailable database stays
+ * itself (a 503: the worker resends).
+ */
+async function answering<T>(committed: boolean, read: () => Promise<T>): Promise<T> {
   try {
     return await read();
   } catch (error) {
-    if (error instanceof DatabaseUnavailableError || !(error instanceof Error)) throw error;
+    if (!committed || error instanceof DatabaseUnavailableError || !(error instanceof Error)) throw error;
     throw new ReportAnswerError(error);
   }
 }
@@ -89,7 +94,7 @@ export class ReportRepository {
       finishing,
       refreshAfterMs,
     ]);
-    return answering(() => recordedResults(on, items, rows));
+    return answering(on === this.db, () => recordedResults(on, items, rows));
   }
 
   /**
@@ -108,7 +113,7 @@ export class ReportRepository {
       prepared('wf_record_tasks_and_finish', RECORD_TASKS_AND_FINISH, { genericPlan: true }),
       [...recordParams(tasks), outcomes.map((item) => item.runId), refreshAfterMs, ...finishParams(outcomes)],
     );
-    return answering(async () => ({
+    return answering(on === this.db, async () => ({
       tasks: await recordedResults(on, tasks, rows[0].recorded ?? []),
       outcomes: await finishedResults(on, outcomes, rows),
     }));
@@ -134,7 +139,7 @@ export class ReportRepository {
     on: SqlExecutor = this.db,
   ): Promise<(RunFinished | Error)[]> {
     const rows = await on.query<FinishedRow>(prepared('wf_finish_runs', FINISH_RUNS), finishParams(items));
-    return finishedResults(on, items, rows);
+    return answering(on === this.db, () => finishedResults(on, items, rows));
   }
 
   /**
