@@ -2,6 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, jest } from '@jes
 import type { ClaimedRun } from '@nest-durable/client';
 import request from 'supertest';
 import { ReportRepository } from '@app/locking';
+import { ResultWaits } from '../apps/coordinator/src/hand-off/result-waits.service';
 import { WaitingClaims } from '../apps/coordinator/src/hand-off/waiting-claims.service';
 import { type RunningCoordinator, startCoordinator } from './support/apps';
 import { createTestDatabase, type TestDatabase } from './support/database';
@@ -406,6 +407,80 @@ describe('worker protocol', () => {
     expect(await db.sql(`SELECT heartbeat_at FROM runs WHERE id = $1`, [a.id])).toEqual([{ heartbeat_at: null }]);
     const ends = await db.sql(`SELECT run_id FROM run_transitions WHERE from_status = 'running' AND run_id = ANY($1) ORDER BY run_id`, [[a.id, b.id, c.id]]);
     expect(ends).toEqual([a.id, c.id].sort().map((run_id) => ({ run_id })));
+  });
+
+  it('wakes a waiting parent through the one-statement batch, and hands each waited-for run it ends to its result', async () => {
+    const PARENT = [{ name: 'parent', version: '1' }];
+    await http().post('/v1/runs').send({ workflow: 'parent', version: '1', input: {} }).expect(201);
+    const [parent] = await claim('w-parent', 1, 0, PARENT);
+    await http()
+      .post(`/v1/worker/runs/${parent.id}/children`)
+      .send({ expectedRevision: parent.revision, key: 'child:sub#1', seq: 0, name: 'sub', workflow: 'echo', version: '1', input: { child: true }, wait: true })
+      .expect(200);
+    const [other] = await startRuns(1);
+    const claimed = await claim('w1', 2);
+    const [{ id: childId }] = await db.sql<{ id: string }>('SELECT id FROM runs WHERE parent_id = $1', [parent.id]);
+    const child = claimed.find((run) => run.id === childId)!;
+    const sibling = claimed.find((run) => run.id === other)!;
+    const task = (expectedRevision: number, output: number) => ({
+      expectedRevision,
+      key: 'step#1',
+      seq: 0,
+      name: 'step',
+      status: 'completed',
+      attempts: 1,
+      output,
+    });
+    const waits = jest.spyOn(coordinator.app.get(ResultWaits), 'arm');
+    const together = jest.spyOn(coordinator.app.get(ReportRepository), 'recordTasksAndFinish');
+    try {
+      // Before the batch ends both runs, the parent waits for its child on a claim only a NOTIFY can wake (the
+      // poll is a minute; the claim waits 10 s), and a client waits for each run's result.
+      const woken = claim('w-parent', 1, 10_000, PARENT);
+      const results = [child, sibling].map((run) =>
+        http()
+          .get(`/v1/runs/${run.id}/result`)
+          .query({ waitMs: 10_000 })
+          .then((response) => response),
+      );
+      await eventually(
+        'the claim and the results to wait',
+        async () => coordinator.app.get(WaitingClaims).waiting('parent:1') > 0 && waits.mock.calls.length === 2,
+      );
+      await http()
+        .post('/v1/worker/reports')
+        .send({
+          reports: [
+            { type: 'task', runId: child.id, task: task(child.revision, 1) },
+            { type: 'task', runId: sibling.id, task: task(sibling.revision, 2) },
+            { type: 'complete', runId: child.id, complete: { expectedRevision: child.revision, output: 'child-done' } },
+            { type: 'complete', runId: sibling.id, complete: { expectedRevision: sibling.revision, output: 'sibling-done' } },
+          ],
+        })
+        .expect(200);
+      expect(together).toHaveBeenCalledTimes(1);
+      // The statement returned both ended runs, each with its step.
+      const { outcomes } = await (together.mock.results[0].value as ReturnType<ReportRepository['recordTasksAndFinish']>);
+      expect(outcomes).toEqual([
+        expect.objectContaining({ run: { run: expect.objectContaining({ id: child.id, status: 'completed' }), hasSteps: true } }),
+        expect.objectContaining({ run: { run: expect.objectContaining({ id: sibling.id, status: 'completed' }), hasSteps: true } }),
+      ]);
+      const [childResult, siblingResult] = await Promise.all(results);
+      expect(childResult.body).toMatchObject({ status: 'completed', output: 'child-done', tasks: [expect.objectContaining({ output: 1 })] });
+      expect(siblingResult.body).toMatchObject({ status: 'completed', output: 'sibling-done', tasks: [expect.objectContaining({ output: 2 })] });
+      const [resumed] = await woken;
+      expect(resumed).toMatchObject({ id: parent.id, revision: parent.revision + 2 });
+      expect(resumed.tasks).toEqual([
+        expect.objectContaining({
+          key: 'child:sub#1',
+          status: 'completed',
+          output: { timedOut: false, childId, status: 'completed', output: 'child-done', error: null },
+        }),
+      ]);
+    } finally {
+      waits.mockRestore();
+      together.mockRestore();
+    }
   });
 
   it('refuses a stale outcome even when the current one for the same run is in the same batch', async () => {
