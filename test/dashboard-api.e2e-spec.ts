@@ -164,6 +164,19 @@ describe('dashboard API', () => {
       await expect(client.transitions(run.id, { after: '9'.repeat(19) })).rejects.toMatchObject({ statusCode: 400, reason: 'invalid_after' });
     });
 
+    it("keeps the order and every page whole where the ids of a run's transitions gain a digit", async () => {
+      // The next ids are 10^k - 1, 10^k and 10^k + 1: as text, '10...0' < '10...1' < '9...9'.
+      const [{ next }] = await db.sql<{ next: string }>(`SELECT nextval(pg_get_serial_sequence('run_transitions', 'id'))::text AS next`);
+      await db.sql(`SELECT setval(pg_get_serial_sequence('run_transitions', 'id'), $1::bigint)`, [10 ** next.length - 2]);
+      worker = await startWorker(first.url, { workerId: 'digits-worker' });
+      const run = await client.start(ORDER, { orderId: 'o-digits' });
+      expect((await client.waitForResult(run.id, { timeoutMs: 10_000 })).status).toBe('completed');
+      expect((await client.transitions(run.id)).items.map((item) => item.revision)).toEqual([0, 1, 2]);
+      const firstPage = await client.transitions(run.id, { limit: 2 });
+      const secondPage = await client.transitions(run.id, { limit: 2, after: firstPage.nextCursor! });
+      expect([...firstPage.items, ...secondPage.items].map((item) => item.revision)).toEqual([0, 1, 2]);
+    });
+
     it('answers 404 run_not_found for a run that does not exist, 400 for an id that is not one', async () => {
       await expect(client.transitions(NO_SUCH_RUN)).rejects.toMatchObject({ statusCode: 404, reason: 'run_not_found' });
       await expect(client.transitions(NO_SUCH_RUN, { after: '1' })).rejects.toMatchObject({ statusCode: 404, reason: 'run_not_found' });

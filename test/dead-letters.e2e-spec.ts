@@ -172,6 +172,21 @@ describe('dead letters', () => {
     expect((await list()).deadLetters).toMatchObject([{ runId: second.id }]);
   });
 
+  it('lists newest first, and pages through every one, where the ids gain a digit', async () => {
+    coordinator = await startCoordinator(db.url);
+    for (const id of [9, 10, 11]) {
+      await db.sql(
+        `INSERT INTO dead_letters (id, origin, ref, queue, reason, message) OVERRIDING SYSTEM VALUE
+         VALUES ($1::bigint, 'stream', $1::bigint::text, 'echo:1', 'delivered_too_often', 'test')`,
+        [id],
+      );
+    }
+    expect((await list()).deadLetters.map((letter) => letter.id)).toEqual(['11', '10', '9']);
+    const first = (await http().get('/v1/dead-letters?limit=2').expect(200)).body as DeadLetterPage;
+    const second = (await http().get(`/v1/dead-letters?limit=2&cursor=${first.nextCursor}`).expect(200)).body as DeadLetterPage;
+    expect([...first.deadLetters, ...second.deadLetters].map((letter) => letter.id)).toEqual(['11', '10', '9']);
+  });
+
   it('refuses bad ids and unknown dead letters with a reason', async () => {
     coordinator = await startCoordinator(db.url);
     expect((await http().post('/v1/dead-letters/abc/redrive').expect(400)).body).toMatchObject({ reason: 'invalid_dead_letter_id' });

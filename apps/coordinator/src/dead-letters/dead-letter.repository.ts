@@ -22,9 +22,12 @@ export interface StreamDeadLetter {
 export class DeadLetterRepository {
   constructor(private readonly db: Database) {}
 
-  /** Newest first; the cursor is the last id of the previous page. */
+  /**
+   * Newest first; the cursor is the last id of the previous page. `d.id`, not `id`: ORDER BY would take the
+   * output column, the id as text, where '10' < '9'.
+   */
   list(limit: number, beforeId?: string): Promise<DeadLetterRow[]> {
-    return this.db.query<DeadLetterRow>(`SELECT ${COLUMNS} FROM dead_letters WHERE $2::bigint IS NULL OR id < $2::bigint ORDER BY id DESC LIMIT $1`, [
+    return this.db.query<DeadLetterRow>(`SELECT ${COLUMNS} FROM dead_letters d WHERE $2::bigint IS NULL OR d.id < $2::bigint ORDER BY d.id DESC LIMIT $1`, [
       limit,
       beforeId ?? null,
     ]);

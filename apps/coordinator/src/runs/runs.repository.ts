@@ -77,11 +77,12 @@ export class RunsRepository {
   /**
    * The first `limit` transitions of a run after the one with id `after`, oldest first (a range scan of
    * run_transitions_run_idx), or undefined if the run does not exist (checked only when there are no rows).
+   * `t.id`, not `id`: ORDER BY would take the output column, the id as text, where '10' < '9'.
    */
   async findTransitions(runId: string, after: string, limit: number): Promise<TransitionRow[] | undefined> {
     const rows = await this.db.query<TransitionRow>(
       `SELECT id::text, from_status AS "from", to_status AS "to", revision, worker_id AS "workerId", created_at AS at
-         FROM run_transitions WHERE run_id = $1 AND id > $2::bigint ORDER BY id LIMIT $3`,
+         FROM run_transitions t WHERE run_id = $1 AND t.id > $2::bigint ORDER BY t.id LIMIT $3`,
       [runId, after, limit],
     );
     if (rows.length === 0 && !(await this.runs.existsBy({ id: runId }))) return undefined;
