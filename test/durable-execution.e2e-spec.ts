@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { RunView } from '@nest-durable/client';
 import { defineWorkflow, WorkflowError } from '@nest-durable/workflow';
-import { WorkflowClient } from '@nest-durable/client';
+import { JSON_MAX_BYTES, WorkflowClient } from '@nest-durable/client';
 import request from 'supertest';
 import { EXAMPLE_WORKFLOWS } from '../apps/worker/src/workflows';
 import { type RunningCoordinator, type RunningWorker, startCoordinator, startCustomWorker } from './support/apps';
@@ -91,6 +91,13 @@ const switchedWorkflow = defineWorkflow<{ tag: string }, { ok: boolean }>({
   },
 });
 
+/** Returns more than a run's output may hold. */
+const oversizedWorkflow = defineWorkflow<Record<string, never>, string>({
+  name: 'oversized',
+  version: '1',
+  handler: async () => 'x'.repeat(JSON_MAX_BYTES),
+});
+
 describe('durable execution', () => {
   let db: TestDatabase;
   let coordinator: RunningCoordinator;
@@ -101,7 +108,7 @@ describe('durable execution', () => {
     db = await createTestDatabase('durable');
     coordinator = await startCoordinator(db.url, { claimPollIntervalMs: 100 });
     worker = await startCustomWorker(coordinator.url, {
-      workflows: [...EXAMPLE_WORKFLOWS, retriedWorkflow, slowRetryWorkflow, timeoutWorkflow, switchedWorkflow, declinedWorkflow],
+      workflows: [...EXAMPLE_WORKFLOWS, retriedWorkflow, slowRetryWorkflow, timeoutWorkflow, switchedWorkflow, declinedWorkflow, oversizedWorkflow],
       inProcessRetryMaxMs: 100,
       concurrency: 20,
     });
@@ -232,6 +239,17 @@ describe('durable execution', () => {
       expect(done).toMatchObject({ status: 'failed', attempt: 1, error: { name: 'WorkflowError', message: 'card declined' } });
       expect(done.tasks).toEqual([expect.objectContaining({ key: 'charge#1', status: 'failed', attempts: 1 })]);
       expect(executions.get('declined')).toBe(1);
+      expect(await transitions(done.id)).toEqual(['new>queued', 'queued>running', 'running>failed']);
+    });
+
+    it('fails a run whose output the coordinator refuses (over the size limit) at once, with the refusal as its error', async () => {
+      const done = await finish(await client.start(oversizedWorkflow, {}));
+      expect(done).toMatchObject({
+        status: 'failed',
+        attempt: 1,
+        stalls: 0,
+        error: { name: 'InvalidRequestError', message: expect.stringContaining(`the limit is ${JSON_MAX_BYTES}`) },
+      });
       expect(await transitions(done.id)).toEqual(['new>queued', 'queued>running', 'running>failed']);
     });
 

@@ -1,4 +1,4 @@
-import { JSON_MAX_DEPTH } from '@nest-durable/client';
+import { JSON_DOCUMENT_MAX_DEPTH, JSON_MAX_DEPTH } from '@nest-durable/client';
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { STATUS_CODES } from 'node:http';
 import { Client } from 'pg';
@@ -452,14 +452,27 @@ describe('runs API', () => {
     expect(cancelled.status).toBe(200);
   });
 
-  it(`accepts JSON nested to the depth limit (${JSON_MAX_DEPTH} levels, the body's own object included)`, async () => {
-    const input = nested(JSON_MAX_DEPTH - 1);
+  it(`accepts a document nested to its depth limit (${JSON_DOCUMENT_MAX_DEPTH} levels) in a start, and from a worker as the run's output`, async () => {
+    const input = nested(JSON_DOCUMENT_MAX_DEPTH);
     const created = await http()
       .post('/v1/runs')
       .set('content-type', 'application/json')
       .send(`{"workflow":"echo","version":"1","input":${input}}`)
       .expect(201);
     expect(JSON.stringify(created.body.input)).toBe(input);
+    const [run] = (
+      await http()
+        .post('/v1/worker/claims')
+        .send({ workerId: 'w', workflows: [{ name: 'echo', version: '1' }], limit: 1 })
+        .expect(200)
+    ).body.runs;
+    // The deepest envelope a document travels in: a report of a batch, with the input echoed as the output.
+    await http()
+      .post('/v1/worker/reports')
+      .set('content-type', 'application/json')
+      .send(`{"reports":[{"type":"complete","runId":"${run.id}","complete":{"expectedRevision":${run.revision},"output":${input}}}]}`)
+      .expect(200);
+    expect(JSON.stringify((await http().get(`/v1/runs/${run.id}`).expect(200)).body.output)).toBe(input);
   });
 
   describe('refuses bad input with a clear error (400 unless said) and changes nothing', () => {
@@ -590,9 +603,15 @@ describe('runs API', () => {
       ],
       ['event with a bad name', () => http().post('/v1/runs/01a22c37-316c-762f-a717-4521456009df/events/a%20b').send({}), 'invalid_event_name'],
       ...deepBodies.map(([path, body]): [string, () => request.Test, string] => [`JSON nested 5,000 deep to ${path}`, () => raw(path, body), 'json_too_deep']),
+      ['a body one level past the depth limit', () => raw('/v1/runs', `{"workflow":"echo","version":"1","input":${nested(JSON_MAX_DEPTH)}}`), 'json_too_deep'],
       [
-        'run input one level past the depth limit',
-        () => raw('/v1/runs', `{"workflow":"echo","version":"1","input":${nested(JSON_MAX_DEPTH)}}`),
+        'run input one level past the document depth limit, in a body within its own',
+        () => raw('/v1/runs', `{"workflow":"echo","version":"1","input":${nested(JSON_DOCUMENT_MAX_DEPTH + 1)}}`),
+        'json_too_deep',
+      ],
+      [
+        'event data one level past the document depth limit',
+        () => raw(`/v1/runs/${RUN}/events/ping`, `{"data":${nested(JSON_DOCUMENT_MAX_DEPTH + 1)}}`),
         'json_too_deep',
       ],
       [

@@ -1,6 +1,6 @@
 import type { ClaimedRun, StoredTask, TaskResultRequest } from '@nest-durable/client';
 import { beforeEach, describe, expect, it } from '@jest/globals';
-import { CoordinatorUnavailableError, EngineHttpError } from '@nest-durable/client';
+import { CoordinatorUnavailableError, EngineHttpError, InvalidRequestError } from '@nest-durable/client';
 import { defineWorkflow, WorkflowError } from '@nest-durable/workflow';
 import type { CoordinatorApi } from './coordinator.api';
 import { RunExecutor } from './run-executor';
@@ -17,6 +17,9 @@ class FakeCoordinator {
   retryDelays: (number | undefined)[] = [];
   conflictOnTask: string | undefined;
   unreachable = false;
+  /** How many completions, then failures, to refuse as invalid (400) before taking one. */
+  refuseCompletions = 0;
+  refuseFailures = 0;
   /** Called as a completion arrives, before it is recorded. */
   onComplete: (() => void) | undefined;
 
@@ -28,9 +31,11 @@ class FakeCoordinator {
   async complete(_runId: string, request: { output: unknown }): Promise<void> {
     this.onComplete?.();
     if (this.unreachable) throw new CoordinatorUnavailableError('POST /complete: ECONNREFUSED');
+    if (this.refuseCompletions-- > 0) throw new EngineHttpError(400, 'json_too_deep', 'output nests arrays and objects too deep');
     this.completed.push(request.output);
   }
   async fail(_runId: string, request: { error: unknown; retryDelayMs?: number }): Promise<void> {
+    if (this.refuseFailures-- > 0) throw new InvalidRequestError('error_too_large', 'error is 2000000 bytes; the limit is 1048576');
     this.failed.push(request.error);
     this.retryDelays.push(request.retryDelayMs);
   }
@@ -179,6 +184,29 @@ describe('RunExecutor', () => {
     coordinator.unreachable = true;
     const lease = new RunLease('run-1', 3);
     await executor.execute(claimed(), lease);
+    expect(coordinator.failed).toEqual([]);
+    expect(lease.isLost).toBe(true);
+  });
+
+  it('fails a run whose output the coordinator refuses, with the refusal as its error, instead of leaving it claimed', async () => {
+    coordinator.refuseCompletions = 1;
+    const lease = new RunLease('run-1', 3);
+    await executor.execute(claimed(), lease);
+    expect(coordinator.completed).toEqual([]);
+    expect(coordinator.failed).toEqual([expect.objectContaining({ name: 'EngineHttpError', message: 'output nests arrays and objects too deep' })]);
+    expect(coordinator.retryDelays).toEqual([undefined]);
+    expect(lease.isLost).toBe(false);
+  });
+
+  it('fails a run whose failure is refused (its error too large) with the refusal, and leaves it claimed if that is refused too', async () => {
+    coordinator.refuseFailures = 1;
+    await executor.execute({ ...claimed(), workflow: 'refusing' }, new RunLease('run-1', 3));
+    expect(coordinator.failed).toEqual([expect.objectContaining({ name: 'InvalidRequestError', message: 'error is 2000000 bytes; the limit is 1048576' })]);
+
+    coordinator.failed.length = 0;
+    coordinator.refuseFailures = 2;
+    const lease = new RunLease('run-1', 3);
+    await executor.execute({ ...claimed(), workflow: 'refusing' }, lease);
     expect(coordinator.failed).toEqual([]);
     expect(lease.isLost).toBe(true);
   });

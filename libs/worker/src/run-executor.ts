@@ -1,6 +1,7 @@
 import {
   type ClaimedRun,
   decode,
+  EngineError,
   type ErrorDetails,
   type JsonValue,
   MAX_DELAY_MS,
@@ -29,6 +30,7 @@ import {
   type TaskContext,
   type TaskOptions,
   type WorkflowContext,
+  type RetryPolicy,
   type WorkflowRef,
 } from '@nest-durable/workflow';
 import { CoordinatorApi } from './coordinator.api';
@@ -38,6 +40,9 @@ import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker.options';
 import { WorkflowRegistry } from './workflow.registry';
 
 const STEP_NAME_MAX_LENGTH = 200;
+
+/** What a run's handler came to: its output, or what it threw. */
+type HandlerOutcome = { ok: true; output: JsonValue } | { ok: false; error: unknown };
 
 type AttemptOutcome = { ok: true; output: JsonValue; attempts: number } | { ok: false; error: ErrorDetails; attempts: number; nonRetryable: boolean };
 
@@ -54,7 +59,7 @@ export class RunExecutor {
 
   async execute(run: ClaimedRun, lease: RunLease): Promise<void> {
     const workflow = this.registry.get(run.workflow, run.version);
-    let outcome: { ok: true; output: JsonValue } | { ok: false; error: unknown };
+    let outcome: HandlerOutcome;
     try {
       if (!workflow) throw new Error(`workflow ${run.workflow} ${run.version} is not registered on this worker`);
       const context = new RunContext(run, lease, this.api, this.options);
@@ -71,30 +76,42 @@ export class RunExecutor {
 
     // Reporting is apart from the handler: a report that cannot get through must never turn into
     // a failure of the run. The run stays claimed and is taken over once its claim goes idle.
-    try {
-      if (outcome.ok) {
-        const { output } = outcome;
-        await lease.reportOutcome(() => this.api.complete(run.id, { expectedRevision: lease.revision, output }));
-      } else {
-        const policy = workflow?.retry;
-        const retry = policy && !isNonRetryable(outcome.error) && run.attempt < policy.maxAttempts;
-        const error = outcome.error instanceof TaskFailedError ? outcome.error.details : toErrorDetails(outcome.error);
-        const retryDelay = retry ? retryDelayMs(policy, run.attempt) : undefined;
-        await lease.reportOutcome(() => this.api.fail(run.id, { expectedRevision: lease.revision, error, retryDelayMs: retryDelay }));
+    for (let refusedBefore = false; ; refusedBefore = true) {
+      try {
+        await lease.reportOutcome(() => this.reportOutcome(run, lease, workflow?.retry, outcome));
+        lease.finish();
+        return;
+      } catch (reportError) {
+        if (isRevisionConflict(reportError)) {
+          lease.lose('the coordinator refused a write (revision conflict)');
+          return this.stopped(run, lease);
+        }
+        if (isRefusedAsInvalid(reportError) && !refusedBefore) {
+          // The outcome itself was refused (an output over the size limit or nested too deep, an error too
+          // large): no resend can land it, and a run left claimed would be taken over and re-run until the
+          // stall limit failed it for stalls it never had. The refusal is its error instead, as it is a
+          // handler's whose task result is refused (that error is small: refused again, the run is left).
+          outcome = { ok: false, error: reportError };
+          continue;
+        }
+        lease.lose(`its outcome could not be reported: ${(reportError as Error).message}`);
+        this.logger.error('could not report the outcome of a run; it will be taken over once its claim goes idle', {
+          runId: run.id,
+          workflow: run.workflow,
+          error: (reportError as Error).message,
+        });
+        return;
       }
-      lease.finish();
-    } catch (reportError) {
-      if (isRevisionConflict(reportError)) {
-        lease.lose('the coordinator refused a write (revision conflict)');
-        return this.stopped(run, lease);
-      }
-      lease.lose(`its outcome could not be reported: ${(reportError as Error).message}`);
-      this.logger.error('could not report the outcome of a run; it will be taken over once its claim goes idle', {
-        runId: run.id,
-        workflow: run.workflow,
-        error: (reportError as Error).message,
-      });
     }
+  }
+
+  /** Completes the run, or fails it (to be retried when its workflow's policy allows). */
+  private reportOutcome(run: ClaimedRun, lease: RunLease, policy: RetryPolicy | undefined, outcome: HandlerOutcome): Promise<unknown> {
+    if (outcome.ok) return this.api.complete(run.id, { expectedRevision: lease.revision, output: outcome.output });
+    const retry = policy && !isNonRetryable(outcome.error) && run.attempt < policy.maxAttempts;
+    const error = outcome.error instanceof TaskFailedError ? outcome.error.details : toErrorDetails(outcome.error);
+    const retryDelay = retry ? retryDelayMs(policy, run.attempt) : undefined;
+    return this.api.fail(run.id, { expectedRevision: lease.revision, error, retryDelayMs: retryDelay });
   }
 
   private stopped(run: ClaimedRun, lease: RunLease): void {
@@ -389,6 +406,11 @@ export function inJsonbOrder(value: JsonValue): JsonValue {
     return x.length - y.length || Buffer.compare(x, y);
   });
   return Object.fromEntries(keys.map((key) => [key, inJsonbOrder(value[key])]));
+}
+
+/** The coordinator refused the request itself (400, 413): sent again, it would be refused again. */
+function isRefusedAsInvalid(error: unknown): boolean {
+  return error instanceof EngineError && (error.statusCode === 400 || error.statusCode === 413);
 }
 
 /** Normalises a handler's value to JSON (undefined becomes null, Dates become strings). */
