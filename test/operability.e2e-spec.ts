@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { readFileSync } from 'node:fs';
-import { type AddressInfo, connect, type Socket } from 'node:net';
+import { type AddressInfo, connect, createServer, type Socket } from 'node:net';
 import request from 'supertest';
 import { loadWorkerConfig } from '../apps/worker/src/config/worker.config';
 import { WorkerAppModule } from '../apps/worker/src/worker-app.module';
@@ -229,6 +229,28 @@ describe('operability', () => {
       await expect(request(`http://127.0.0.1:${port}`).get('/health/live')).rejects.toThrow('ECONNREFUSED');
     } finally {
       await worker.stop();
+      await coordinator.close();
+    }
+  }, 60_000);
+
+  it('a coordinator or worker whose port is taken prints one line and exits 1, with no stack', async () => {
+    const coordinator = await startCoordinator(db.url);
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const port = String((taken.address() as AddressInfo).port);
+    const apps = [
+      new AppProcess('coordinator', 'apps/coordinator/src/main.ts', { DATABASE_URL: db.url, AUTH_DISABLED: 'true', HOST: '127.0.0.1', PORT: port }),
+      new AppProcess('worker', 'apps/worker/src/main.ts', { COORDINATOR_URL: coordinator.url, WORKER_HOST: '127.0.0.1', WORKER_PORT: port }),
+    ];
+    try {
+      for (const app of apps) {
+        expect(await app.exited).toEqual({ code: 1, signal: null });
+        expect(app.output).toContain(`${app.name}: cannot listen on 127.0.0.1:${port}: listen EADDRINUSE`);
+        expect(app.output).not.toMatch(/^\s+at /m);
+      }
+    } finally {
+      await Promise.all(apps.map((app) => app.stop()));
+      taken.close();
       await coordinator.close();
     }
   }, 60_000);

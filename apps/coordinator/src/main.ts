@@ -1,4 +1,4 @@
-import { exitOnConfigError, loadConfigOrExit, redact } from '@app/config';
+import { exitOnConfigError, listenOrExit, loadConfigOrExit, redact } from '@app/config';
 import { Logger } from '@nestjs/common';
 import { createCoordinatorApp, listenCoordinator } from './bootstrap';
 import { loadCoordinatorConfig } from './config/coordinator.config';
@@ -7,7 +7,7 @@ async function main(): Promise<void> {
   const config = loadConfigOrExit('coordinator', () => loadCoordinatorConfig(process.env));
   // A configuration the deployment refuses (e.g. a stream partition count other coordinators disagree with): one line.
   const app = await createCoordinatorApp(config).catch((error: unknown) => exitOnConfigError('coordinator', error));
-  await listenCoordinator(app, config.port, config.host);
+  await listenOrExit('coordinator', `${config.host}:${config.port}`, app, () => listenCoordinator(app, config.port, config.host));
   new Logger('Coordinator').log(`listening on http://${config.host}:${config.port} (database ${redact(config.databaseUrl)}, dispatch ${config.dispatch})`);
   if (config.authDisabled) new Logger('Coordinator').warn('authentication is disabled (AUTH_DISABLED=true): do not expose this coordinator');
 }

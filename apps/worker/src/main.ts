@@ -1,4 +1,4 @@
-import { createAppLogger, loadConfigOrExit } from '@app/config';
+import { createAppLogger, listenOrExit, loadConfigOrExit } from '@app/config';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { loadWorkerConfig } from './config/worker.config';
@@ -8,7 +8,7 @@ async function main(): Promise<void> {
   const config = loadConfigOrExit('worker', () => loadWorkerConfig(process.env));
   const app = await NestFactory.create(WorkerAppModule.register(config), { logger: createAppLogger(config.logFormat, config.logLevel) });
   app.enableShutdownHooks();
-  await app.listen(config.port, config.host);
+  await listenOrExit('worker', `${config.host}:${config.port}`, app, () => app.listen(config.port, config.host));
   new Logger('Worker').log(
     `taking work from ${config.coordinatorUrls.join(', ')} with the ${config.subscriber} subscriber; health on http://${config.host}:${config.port}`,
   );

@@ -17,6 +17,26 @@ describe('EnvReader', () => {
     expect(() => env.string('NEEDED')).toThrow('NEEDED is required');
   });
 
+  it('takes an IP address or a host name to listen on, and names anything else', () => {
+    const env = new EnvReader({ V4: '10.0.0.1', V6: '::1', NAME: 'api-1.internal', UNDERSCORE: 'not_a_host', OCTETS: '999.1.1.1', DASH: '-a.b' });
+    expect(['V4', 'V6', 'NAME'].map((name) => env.host(name, '0.0.0.0'))).toEqual(['10.0.0.1', '::1', 'api-1.internal']);
+    expect(env.host('MISSING', '0.0.0.0')).toBe('0.0.0.0');
+    expect(() => env.host('UNDERSCORE', '0.0.0.0')).toThrow(new ConfigError('UNDERSCORE must be an IP address or a host name, got "not_a_host"'));
+    expect(() => env.host('OCTETS', '0.0.0.0')).toThrow('OCTETS must be an IP address or a host name');
+    expect(() => env.host('DASH', '0.0.0.0')).toThrow('DASH must be an IP address or a host name');
+  });
+
+  it('checks each item of a list, naming the variable and the item', () => {
+    const env = new EnvReader({ SHARDS: 'eu, us ,a b' });
+    const parse = (item: string) => {
+      if (item.includes(' ')) throw new Error('shard must have no spaces');
+      return item;
+    };
+    expect(() => env.listOf('SHARDS', parse)).toThrow(new ConfigError('SHARDS: shard must have no spaces, got "a b"'));
+    expect(new EnvReader({ SHARDS: 'eu, us' }).listOf('SHARDS', parse)).toEqual(['eu', 'us']);
+    expect(env.listOf('MISSING', parse)).toEqual([]);
+  });
+
   it('never echoes a password', () => {
     expect(redact('postgres://user:secret@host:5432/db')).toBe('postgres://user:***@host:5432/db');
     expect(() => new EnvReader({ DB: 'ftp://u:secret@h/db' }).url('DB', ['postgres'])).toThrow(/u:\*\*\*@h/);

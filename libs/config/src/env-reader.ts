@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 /** Thrown when the environment is missing or malformed: its message is the one line to print. */
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -59,6 +60,29 @@ export class EnvReader {
         throw new ConfigError(`${name} must be comma-separated host:port pairs, got "${item}"`);
       }
       return { host: match[1] ?? match[2], port: Number(match[3]) };
+    });
+  }
+
+  /**
+   * An address to listen on: an IP address, or a host name (RFC 1123 labels; dotted digits only if they are an
+   * IPv4 address). Whether a name resolves is learnt when the app listens.
+   */
+  host(name: string, fallback: string): string {
+    const value = this.string(name, fallback);
+    const label = /^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$/;
+    const named = value.length <= 253 && value.split('.').every((part) => label.test(part)) && !/^[0-9.]+$/.test(value);
+    if (!isIP(value) && !named) throw new ConfigError(`${name} must be an IP address or a host name, got "${value}"`);
+    return value;
+  }
+
+  /** Comma-separated values, each checked by `parse` (whose error message says what is wrong with it); empty when unset. */
+  listOf<T>(name: string, parse: (item: string) => T): T[] {
+    return this.list(name).map((item) => {
+      try {
+        return parse(item);
+      } catch (error) {
+        throw new ConfigError(`${name}: ${(error as Error).message}, got "${item}"`);
+      }
     });
   }
 

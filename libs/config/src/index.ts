@@ -1,2 +1,3 @@
 export * from './env-reader';
 export * from './app-logger';
+export * from './listen';

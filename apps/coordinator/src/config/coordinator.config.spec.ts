@@ -37,6 +37,11 @@ describe('loadCoordinatorConfig', () => {
     );
   });
 
+  it('refuses a HOST that is neither an IP address nor a host name', () => {
+    expect(() => loadCoordinatorConfig({ DATABASE_URL, ...TOKENS, HOST: '999.1.1.1' })).toThrow('HOST must be an IP address or a host name, got "999.1.1.1"');
+    expect(loadCoordinatorConfig({ DATABASE_URL, ...TOKENS, HOST: '::' }).host).toBe('::');
+  });
+
   it('requires DATABASE_URL', () => {
     expect(() => loadCoordinatorConfig({})).toThrow('DATABASE_URL is required');
   });

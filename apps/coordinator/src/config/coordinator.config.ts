@@ -107,7 +107,7 @@ export function loadCoordinatorConfig(env: Record<string, string | undefined>): 
   const databasePoolSize = read.integer('DATABASE_POOL_SIZE', 10, 2, 1000);
   const config: CoordinatorConfig = {
     port: read.integer('PORT', 3000, 0, 65535),
-    host: read.string('HOST', '0.0.0.0'),
+    host: read.host('HOST', '0.0.0.0'),
     databaseUrl: read.url('DATABASE_URL', ['postgres', 'postgresql']),
     databasePoolSize,
     databaseClaimPoolSize: read.integer('DATABASE_CLAIM_POOL_SIZE', Math.max(2, Math.ceil(databasePoolSize / 2)), 1, 1000),

@@ -1,4 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
+import { ConfigError } from '@app/config';
 import { loadWorkerConfig } from './worker.config';
 
 describe('loadWorkerConfig', () => {
@@ -22,6 +23,11 @@ describe('loadWorkerConfig', () => {
   it('names a malformed variable', () => {
     expect(() => loadWorkerConfig({ WORKER_CONCURRENCY: '0' })).toThrow('WORKER_CONCURRENCY must be an integer from 1 to 10000, got "0"');
     expect(() => loadWorkerConfig({ COORDINATOR_URL: 'localhost:3000' })).toThrow('COORDINATOR_URL must be a http or https URL');
+    expect(() => loadWorkerConfig({ WORKER_SHARDS: 'eu,a b' })).toThrow(
+      new ConfigError(`WORKER_SHARDS: shard must be 1-128 characters of letters, digits, '.', '_' or '-', starting with a letter or digit, got "a b"`),
+    );
+    expect(() => loadWorkerConfig({ WORKER_HOST: 'not_a_host' })).toThrow('WORKER_HOST must be an IP address or a host name, got "not_a_host"');
+    expect(loadWorkerConfig({ WORKER_SHARDS: 'eu, us-east' }).shards).toEqual(['eu', 'us-east']);
   });
 
   it('reads a Redis Cluster seed list, and refuses it beside REDIS_URL', () => {

@@ -1,4 +1,5 @@
 import { EnvReader, type LogLevelName, readLogging, readRedis } from '@app/config';
+import { parseIdentifier } from '@nest-durable/client';
 import { hostname } from 'node:os';
 
 export const SUBSCRIBERS = ['http', 'redis-zset', 'redis-streams'] as const;
@@ -45,7 +46,7 @@ export function loadWorkerConfig(env: Record<string, string | undefined>): Worke
     claimWaitMs: read.integer('CLAIM_WAIT_MS', 20_000, 0, 60_000),
     registrationIntervalMs: read.integer('WORKER_REGISTRATION_INTERVAL_MS', 5_000, 100, 3_600_000),
     shutdownGraceMs: read.integer('SHUTDOWN_GRACE_MS', 10_000, 0, 3_600_000),
-    shards: read.list('WORKER_SHARDS'),
+    shards: read.listOf('WORKER_SHARDS', (shard) => parseIdentifier(shard, 'shard')),
     subscriber: read.oneOf('SUBSCRIBER', SUBSCRIBERS, 'http'),
     ...readRedis(read),
     redisBlockMs: read.integer('REDIS_BLOCK_MS', 5_000, 100, 60_000),
@@ -53,7 +54,7 @@ export function loadWorkerConfig(env: Record<string, string | undefined>): Worke
     maxDeliveries: read.integer('MAX_DELIVERIES', 5, 1, 1_000),
     workerToken: read.optionalString('WORKER_TOKEN'),
     port: read.integer('WORKER_PORT', 3001, 0, 65535),
-    host: read.string('WORKER_HOST', '0.0.0.0'),
+    host: read.host('WORKER_HOST', '0.0.0.0'),
     ...readLogging(read),
   };
 }
