@@ -1,17 +1,20 @@
 // `npm start`: the whole product on one machine. Uses DATABASE_URL when set; otherwise starts an
 // embedded PostgreSQL (real binaries from npm) with its data under ./.data. Then starts the
 // coordinator and one worker, waits until they are ready and prints a first request to try.
-// Ctrl-C (or SIGTERM) stops the worker, the coordinator and the embedded database, in that order.
+// Ctrl-C (or SIGTERM) stops the worker, the coordinator and the embedded database, in that order; the apps
+// and the database left running by a start that was killed are stopped by the next one.
 import { execFileSync, spawn } from 'node:child_process';
 import { chownSync, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { recordApps, stopLeftoverApps } from './local-apps.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const dataDir = join(root, '.data');
 const pgDir = join(dataDir, 'postgres');
 const pgLog = join(dataDir, 'postgres.log');
+const appsFile = join(dataDir, 'apps.json');
 const port = Number(process.env.PORT ?? 3000);
 const embeddedPort = Number(process.env.EMBEDDED_PG_PORT ?? 5433);
 const children = [];
@@ -111,14 +114,19 @@ async function startEmbeddedPostgres() {
 }
 
 function startApp(name, entry, env) {
-  const child = spawn(process.execPath, [join(root, entry)], { env: { ...process.env, ...env }, stdio: 'inherit' });
+  const path = join(root, entry);
+  const child = spawn(process.execPath, [path], { env: { ...process.env, ...env }, stdio: 'inherit' });
   child.on('exit', (code, signal) => {
     if (!stopping) {
       log(`${name} exited unexpectedly (${signal ?? `code ${code}`}); stopping everything`);
       void shutdown(1);
     }
   });
-  children.push({ name, child });
+  children.push({ name, child, entry: path });
+  recordApps(
+    appsFile,
+    children.map(({ name, child, entry }) => ({ name, pid: child.pid, entry })),
+  );
   return child;
 }
 
@@ -137,6 +145,7 @@ async function shutdown(code) {
       }
     }
   }
+  rmSync(appsFile, { force: true });
   await stopEmbedded().catch((error) => log(`stopping PostgreSQL failed: ${error.message}`));
   process.exit(code);
 }
@@ -145,6 +154,9 @@ process.on('SIGINT', () => void shutdown(0));
 process.on('SIGTERM', () => void shutdown(0));
 
 try {
+  mkdirSync(dataDir, { recursive: true });
+  // Apps left by a start that was killed hold the ports (and answered this start's readiness checks).
+  await stopLeftoverApps(appsFile, log);
   const databaseUrl = process.env.DATABASE_URL || (await startEmbeddedPostgres());
   const coordinatorUrl = `http://127.0.0.1:${port}`;
   // A local demo: no tokens. Deployed coordinators refuse to start without CLIENT_TOKEN and WORKER_TOKEN.
