@@ -89,6 +89,25 @@ describe.each(MODES)('a lost PostgreSQL connection (real processes, a private Po
     });
   }, 120_000);
 
+  it('survives PostgreSQL down longer than a write takes to retry: the worker holds its runs, none is taken over or counted a stall', async () => {
+    const stallsBefore = await count('stalls > 0');
+    const outputBefore = worker.output.length;
+    await survives(async () => {
+      await postgres.crash();
+      // Down until the worker has retried a write past its first second of backoff (it used to give the run up after
+      // about three seconds, to be taken over, as a stall, once its claim went idle).
+      await eventually(
+        'the worker to retry a write for a while',
+        async () => /retry 6 in|is no longer ours|could not report/.test(worker.output.slice(outputBefore)),
+        30_000,
+      );
+      await postgres.start();
+    });
+    expect(await count('stalls > 0')).toBe(stallsBefore);
+    const { rows } = await sql.query<{ count: string }>(`SELECT count(*) FROM run_transitions WHERE from_status = 'running' AND to_status = 'running'`);
+    expect(Number(rows[0].count)).toBe(0);
+  }, 120_000);
+
   /**
    * Puts load on the coordinator, breaks its connections with `fault` while one of its
    * transactions is waiting, and checks that the coordinator process lived through it, that the

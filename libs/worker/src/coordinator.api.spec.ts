@@ -1,8 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
-import { API, type ClaimedRun, type WorkerReport } from '@nest-durable/client';
+import { API, type ClaimedRun, CoordinatorUnavailableError, type WorkerReport } from '@nest-durable/client';
 import { defineWorkflow } from '@nest-durable/workflow';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { eventually } from '../../../test/support/poll';
 import { CoordinatorApi } from './coordinator.api';
 import { CoordinatorPool } from './coordinator-pool';
 import { RunExecutor } from './run-executor';
@@ -228,4 +229,27 @@ describe('CoordinatorApi: a claim or offer made as a run ends goes out after its
       await completed;
     }
   });
+});
+
+describe('CoordinatorApi: a write while no coordinator answers', () => {
+  afterEach(() => {
+    jest.restoreAllMocks();
+  });
+
+  it('is sent again for as long as that lasts (the run stays held), and given up once the worker shuts down', async () => {
+    let attempts = 0;
+    jest.spyOn(CoordinatorPool.prototype as unknown as { attempt: () => Promise<unknown> }, 'attempt').mockImplementation((async () => {
+      attempts++;
+      throw new CoordinatorUnavailableError('POST /v1/worker/reports: ECONNREFUSED');
+    }) as never);
+    const api = new CoordinatorApi(resolveWorkerOptions({ workflows: [twoSteps], coordinatorUrl: 'http://127.0.0.1:9' }));
+    let settled = false;
+    const completed = api.complete(run.id, { expectedRevision: 3, output: 1 });
+    void completed.catch(() => undefined).finally(() => (settled = true));
+    // Past the six attempts (about three seconds) after which it used to give the write, and so the run, up.
+    await eventually('the write to be sent eight times', async () => attempts >= 8, 15_000);
+    expect(settled).toBe(false);
+    api.onApplicationShutdown();
+    await expect(completed).rejects.toBeInstanceOf(CoordinatorUnavailableError);
+  }, 20_000);
 });

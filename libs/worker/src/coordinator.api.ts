@@ -23,18 +23,19 @@ import type {
   WorkerRegistration,
   WorkflowRef,
 } from '@nest-durable/client';
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import { setImmediate as nextTurn } from 'node:timers/promises';
+import { setTimeout as delay, setImmediate as nextTurn } from 'node:timers/promises';
 import { CoordinatorPool } from './coordinator-pool';
 import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker.options';
 
-const REPORT_ATTEMPTS = 6;
 /** Deadline of one attempt of a request (a claim's: its wait, plus this). */
 const REQUEST_TIMEOUT_MS = 30_000;
 /** Bytes of JSON per batch: well below the coordinator's default body limit (2 MiB). */
 const BATCH_BYTES = 1024 * 1024;
 const REPORT_FIRST_DELAY_MS = 100;
+/** The longest wait between two attempts of a write: once the coordinator is back, a held run writes within it. */
+const REPORT_MAX_DELAY_MS = 1_000;
 
 interface PendingReport {
   report: WorkerReport;
@@ -54,7 +55,7 @@ function partition<T>(items: T[], test: (item: T) => boolean): [T[], T[]] {
 
 /** The worker side of the worker protocol (see WorkerApiController in the coordinator). */
 @Injectable()
-export class CoordinatorApi {
+export class CoordinatorApi implements OnApplicationShutdown {
   private readonly logger = new Logger(CoordinatorApi.name);
   private readonly coordinators: CoordinatorPool;
   /** Reports waiting for the one in flight to return (see report batching below). */
@@ -62,6 +63,7 @@ export class CoordinatorApi {
   private sending = false;
   /** Settles once the turn that sends the reports queued by now has sent them (see afterQueuedReports). */
   private queuedSent: Promise<void> = Promise.resolve();
+  private readonly closing = new AbortController();
 
   constructor(@Inject(WORKER_OPTIONS) private readonly options: ResolvedWorkerOptions) {
     this.coordinators = new CoordinatorPool(coordinatorUrls(options.coordinatorUrl), options.headers);
@@ -273,10 +275,17 @@ export class CoordinatorApi {
     await this.coordinators.call(API.releaseRun, { params: { id: runId }, body: { expectedRevision } }, { timeoutMs: REQUEST_TIMEOUT_MS });
   }
 
+  /** The worker is shutting down: writes still retrying give up (their runs are taken over once idle). */
+  onApplicationShutdown(): void {
+    this.closing.abort();
+  }
+
   /**
-   * Sends a revision-checked write, retrying while the coordinator is unreachable or failing.
-   * Retrying is safe: a write that did land makes its retry a 409 (revision moved on) or a replay
-   * of the same task key (first result wins).
+   * Sends a revision-checked write, retrying while the coordinator is unreachable or failing, for as long as
+   * that lasts (until the worker shuts down). Retrying is safe: a write that did land makes its retry a 409
+   * (revision moved on) or a replay of the same task key (first result wins), and one that comes after another
+   * worker took the run over is refused. Giving up instead would give up the run: it would go idle and be
+   * taken over, counted as a stall, when the coordinator or its database came back from an outage of seconds.
    */
   private async report<E extends (typeof API)[keyof typeof API]>(endpoint: E, call: EndpointCall<E>): Promise<EndpointResult<E>> {
     for (let attempt = 1; ; attempt++) {
@@ -284,10 +293,12 @@ export class CoordinatorApi {
         // A hung connection must not hold every run's reports: each attempt has a deadline.
         return await this.coordinators.call(endpoint, call, { timeoutMs: REQUEST_TIMEOUT_MS });
       } catch (error) {
-        if (!isTransient(error) || attempt >= REPORT_ATTEMPTS) throw error;
-        const delayMs = REPORT_FIRST_DELAY_MS * 2 ** (attempt - 1);
-        this.logger.warn(`${endpoint.path} failed (${(error as Error).message}); retry ${attempt} in ${delayMs} ms`);
-        await new Promise((resolve) => setTimeout(resolve, delayMs));
+        if (!isTransient(error) || this.closing.signal.aborted) throw error;
+        const delayMs = Math.min(REPORT_FIRST_DELAY_MS * 2 ** (attempt - 1), REPORT_MAX_DELAY_MS);
+        if (attempt <= 10 || attempt % 60 === 0) {
+          this.logger.warn(`${endpoint.path} failed (${(error as Error).message}); retry ${attempt} in ${delayMs} ms`);
+        }
+        await delay(delayMs, undefined, { signal: this.closing.signal }).catch(() => undefined);
       }
     }
   }
