@@ -1,6 +1,6 @@
 import { InvalidArgumentError } from 'commander';
 import { readFileSync } from 'node:fs';
-import type { JsonValue } from '../contract';
+import { isTimestamp, type JsonValue } from '../contract';
 
 /** `--input`/`--data`: JSON text, or `@path` to read it from a file. */
 export function parseJsonArgument(value: string): JsonValue {
@@ -40,10 +40,10 @@ export function tagArgument(separator: '=' | ':'): (value: string, tags?: Record
   };
 }
 
+/** A time option: an RFC 3339 timestamp, as the API takes it (with its offset, of a day the calendar has). */
 export function parseTimeArgument(value: string): Date {
-  const time = new Date(value);
-  if (Number.isNaN(time.getTime())) throw new InvalidArgumentError('Must be an ISO 8601 time, e.g. 2030-01-31T09:00:00Z.');
-  return time;
+  if (!isTimestamp(value)) throw new InvalidArgumentError('Must be an ISO 8601 time with its offset, e.g. 2030-01-31T09:00:00Z.');
+  return new Date(value);
 }
 
 /**

@@ -21,8 +21,8 @@ interface ListOptions {
   workflowVersion?: string;
   status?: RunStatus;
   key?: string;
-  since?: string;
-  until?: string;
+  since?: Date;
+  until?: Date;
   tag?: Record<string, string>;
   limit?: number;
   cursor?: string;
@@ -79,14 +79,21 @@ export function registerRunCommands(program: Command, invocation: Invocation): v
     .option('--workflow-version <version>', 'only runs of this version')
     .addOption(new Option('--status <status>', 'only runs in this status').choices(RUN_STATUSES))
     .option('--key <idempotencyKey>', 'the run started with this idempotency key (with --workflow)')
-    .option('--since <time>', 'only runs created at or after this ISO 8601 time')
-    .option('--until <time>', 'only runs created before this ISO 8601 time')
+    .option('--since <time>', 'only runs created at or after this ISO 8601 time', parseTimeArgument)
+    .option('--until <time>', 'only runs created before this ISO 8601 time', parseTimeArgument)
     .option('--tag <key:value>', 'only runs with this tag (repeatable: all must match)', tagArgument(':'))
     .option('--limit <n>', 'at most this many (1..500, default 50)', parseIntegerArgument)
     .option('--cursor <cursor>', 'the page after this cursor (printed after a full page)')
     .action(
       invocation.action(async ({ client, output }, { workflowVersion, key, since, until, tag, ...options }: ListOptions) => {
-        const page = await client.list({ ...options, version: workflowVersion, idempotencyKey: key, createdAfter: since, createdBefore: until, tags: tag });
+        const page = await client.list({
+          ...options,
+          version: workflowVersion,
+          idempotencyKey: key,
+          createdAfter: since?.toISOString(),
+          createdBefore: until?.toISOString(),
+          tags: tag,
+        });
         output.result(page, () => formatRunList(page.runs, page.nextCursor));
       }),
     );

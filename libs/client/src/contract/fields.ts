@@ -124,19 +124,36 @@ const TIMESTAMP_KIND = 'NestDurable/Timestamp';
 const TIMESTAMP_MIN = Date.UTC(1970, 0, 1);
 const TIMESTAMP_MAX = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
 
-TypeRegistry.Set(TIMESTAMP_KIND, (_schema, value) => {
-  const time = typeof value === 'string' ? new Date(value).getTime() : Number.NaN;
-  return time >= TIMESTAMP_MIN && time <= TIMESTAMP_MAX;
-});
+const RFC_3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.\d{1,9})?(?:[Zz]|[+-](\d{2}):(\d{2}))$/;
 
-/** An ISO 8601 timestamp between the years 1970 and 9999, read as a Date. */
+/**
+ * Whether `text` is an RFC 3339 timestamp (ISO 8601 with its offset: `Z` or `±hh:mm`) of a day the calendar
+ * has, between the years 1970 and 9999. `new Date()` alone takes far more: a time without an offset (read
+ * in the server's zone), February 30th (rolled over to March), free text such as `June 1 2025`.
+ */
+export function isTimestamp(text: unknown): text is string {
+  if (typeof text !== 'string') return false;
+  const parts = RFC_3339.exec(text);
+  if (!parts) return false;
+  const [year, month, day, hour, minute, second, offsetHours = 0, offsetMinutes = 0] = parts.slice(1).map((part) => Number(part ?? 0));
+  const daysInMonth = new Date(Date.UTC(year, month, 0)).getUTCDate();
+  if (month < 1 || month > 12 || day < 1 || day > daysInMonth || hour > 23 || minute > 59 || second > 59 || offsetHours > 23 || offsetMinutes > 59) {
+    return false;
+  }
+  const time = new Date(text).getTime();
+  return time >= TIMESTAMP_MIN && time <= TIMESTAMP_MAX;
+}
+
+TypeRegistry.Set(TIMESTAMP_KIND, (_schema, value) => isTimestamp(value));
+
+/** An RFC 3339 timestamp between the years 1970 and 9999, read as a Date. */
 export const Timestamp = once((field: string) =>
   Type.Transform(
     Type.Unsafe<string>({
       [Kind]: TIMESTAMP_KIND,
       type: 'string',
       format: 'date-time',
-      description: 'an ISO 8601 timestamp between the years 1970 and 9999',
+      description: 'an RFC 3339 timestamp (ISO 8601 with its offset, `Z` or `±hh:mm`) between the years 1970 and 9999',
       ...invalid(field),
     }),
   )

@@ -109,6 +109,28 @@ describe('contract validation', () => {
       expect(parseRunId(RUN)).toBe(RUN.toLowerCase());
     });
 
+    it('takes a timestamp in RFC 3339 only: with its offset, of a day and a time the calendar and the clock have', () => {
+      const at = (runAt: string) => () => decode(StartRunRequest, start({ runAt }), 'request body');
+      for (const good of ['2030-01-31T09:00:00Z', '2030-01-31t09:00:00.123456z', '2030-01-31 09:00:00+05:30', '2028-02-29T23:59:59-08:00']) {
+        expect(at(good)().runAt).toEqual(new Date(good.replace(' ', 'T')));
+      }
+      for (const bad of [
+        '2030-02-30T00:00:00Z',
+        '2029-02-29T00:00:00Z',
+        '2030-13-01T00:00:00Z',
+        '2030-01-31T24:00:00Z',
+        '2030-01-31T09:60:00Z',
+        '2030-01-31T09:00:60Z',
+        '2030-01-31T09:00:00',
+        '2030-01-31',
+        'June 1 2030',
+        '2030-01-31T09:00:00+25:00',
+        '1969-12-31T23:59:59Z',
+      ]) {
+        expect(at(bad)).toThrow(expect.objectContaining({ reason: 'invalid_runAt' }));
+      }
+    });
+
     it('applies the rules no schema keyword says', () => {
       const wakeups = (count: number, prefix: string) => Array.from({ length: count }, (_, i) => `${prefix}${i}`);
       const take = (a: number, b: number) => ({
