@@ -462,6 +462,7 @@ describe('wf (the command line)', () => {
       ['a time that is not a time', ['runs', 'start', 'echo', '1', '--run-at', 'tomorrow'], /Must be an ISO 8601 time/],
       ['a time without its offset', ['runs', 'start', 'echo', '1', '--run-at', '2030-06-01T10:00:00'], /Must be an ISO 8601 time with its offset/],
       ['a list bound that is not a time', ['runs', 'list', '--since', 'yesterday'], /Must be an ISO 8601 time/],
+      ['an idempotency key without its workflow', ['runs', 'list', '--key', 'k'], /^wf: --key needs --workflow/],
       ['a runs command without a subcommand', ['runs'], /Usage: wf runs/],
     ])('exits 2 for %s, sending nothing', async (_case, args, message) => {
       const before = (await client.list({ limit: 500 })).runs.length;

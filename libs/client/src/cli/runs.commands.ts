@@ -1,3 +1,4 @@
+import { UsageError } from './cli-errors';
 import { type Command, Option } from 'commander';
 import { type JsonValue, RUN_STATUSES, type RunStatus, type RunView } from '../contract';
 import { parseIntegerArgument, parseJsonArgument, parseTimeArgument, tagArgument } from './arguments';
@@ -86,6 +87,8 @@ export function registerRunCommands(program: Command, invocation: Invocation): v
     .option('--cursor <cursor>', 'the page after this cursor (printed after a full page)')
     .action(
       invocation.action(async ({ client, output }, { workflowVersion, key, since, until, tag, ...options }: ListOptions) => {
+        // An idempotency key is per workflow (the API refuses it alone: a usage error, not the coordinator's).
+        if (key !== undefined && options.workflow === undefined) throw new UsageError('--key needs --workflow: an idempotency key is per workflow');
         const page = await client.list({
           ...options,
           version: workflowVersion,
