@@ -145,6 +145,38 @@ describe('operability', () => {
     }
   });
 
+  it('a coordinator started before its PostgreSQL waits for it however long; one whose database does not exist stops at once, in one line', async () => {
+    // Initialised, not running: the coordinator's first attempts find nothing listening.
+    const postgres = new PostgresServer(await freePort());
+    const port = await freePort();
+    const start = (databaseUrl: string) =>
+      new AppProcess('coordinator', 'apps/coordinator/src/main.ts', {
+        DATABASE_URL: databaseUrl,
+        AUTH_DISABLED: 'true',
+        HOST: '127.0.0.1',
+        PORT: String(port),
+      });
+    const waiting = start(postgres.url);
+    try {
+      // Past the ten attempts after which it used to give up and exit (TypeORM's default).
+      await waiting.waitForOutput('Retrying (11)', 30_000);
+      await postgres.start();
+      await waiting.waitForOutput('listening on');
+      await request(`http://127.0.0.1:${port}`).get('/health/ready').expect(200);
+    } finally {
+      await waiting.stop();
+    }
+    const missing = start(postgres.url.replace(/\/postgres$/, '/no_such_database'));
+    try {
+      expect(await missing.exited).toEqual({ code: 1, signal: null });
+      expect(missing.output).toContain('coordinator: cannot start: database "no_such_database" does not exist');
+      expect(missing.output).not.toContain('Retrying');
+    } finally {
+      await missing.stop();
+      await postgres.destroy();
+    }
+  }, 90_000);
+
   it('coordinator readiness goes down with PostgreSQL or Redis and comes back with them', async () => {
     const postgres = new PostgresServer(await freePort());
     await postgres.start();

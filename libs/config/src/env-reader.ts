@@ -182,6 +182,16 @@ export function loadConfigOrExit<T>(app: string, load: () => T): T {
   }
 }
 
+/**
+ * For an app that failed to start: a ConfigError as exitOnConfigError; anything else (its details logged by
+ * Nest as it failed) in one line, exiting with 1.
+ */
+export function exitOnStartError(app: string, error: unknown): never {
+  if (error instanceof ConfigError) exitOnConfigError(app, error);
+  console.error(`${app}: cannot start: ${error instanceof Error ? error.message : String(error)}`);
+  process.exit(1);
+}
+
 /** For a ConfigError: prints its one line and exits with 78 (EX_CONFIG). Anything else is thrown on. */
 export function exitOnConfigError(app: string, error: unknown): never {
   if (!(error instanceof ConfigError)) throw error;

@@ -1,6 +1,7 @@
 import { DynamicModule, type FactoryProvider, Logger, Module, type ModuleMetadata } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
+import { isConnectionLoss } from './connection-loss';
 import { Database } from './database';
 import { GenericPlanPool } from './generic-plan.pool';
 import { PooledClient } from './pooled-client';
@@ -67,6 +68,8 @@ export interface PersistenceAsyncOptions extends Pick<ModuleMetadata, 'imports'>
 
 /** How long a request waits for a free connection before it fails (503). */
 const CONNECTION_TIMEOUT_MS = 10_000;
+/** Between two attempts to reach a database that is not up yet, at start. */
+const CONNECT_RETRY_DELAY_MS = 1_000;
 
 const poolLogger = new Logger('DatabasePool');
 
@@ -104,6 +107,12 @@ export class PersistenceModule {
               synchronize: false,
               extra: { max: poolSize, connectionTimeoutMillis: CONNECTION_TIMEOUT_MS, options: sessionOptions(dispatch), Client: PooledClient },
               poolErrorHandler: idleConnectionLost,
+              // A database not up yet (started beside the coordinator, or replaying its WAL) is waited for, however
+              // long; anything else (a wrong password, no such database) fails the start at once.
+              retryAttempts: Number.POSITIVE_INFINITY,
+              retryDelay: CONNECT_RETRY_DELAY_MS,
+              toRetry: isConnectionLoss,
+              verboseRetryLog: true,
             };
           },
         }),
