@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
-import { API, type ClaimedRun, CoordinatorUnavailableError, type WorkerReport } from '@nest-durable/client';
+import { API, type ClaimedRun, CoordinatorUnavailableError, EngineHttpError, type WorkerReport } from '@nest-durable/client';
 import { defineWorkflow } from '@nest-durable/workflow';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -231,25 +231,59 @@ describe('CoordinatorApi: a claim or offer made as a run ends goes out after its
   });
 });
 
-describe('CoordinatorApi: a write while no coordinator answers', () => {
+describe('CoordinatorApi: a write while no coordinator can serve it', () => {
   afterEach(() => {
     jest.restoreAllMocks();
   });
 
-  it('is sent again for as long as that lasts (the run stays held), and given up once the worker shuts down', async () => {
-    let attempts = 0;
+  /** A CoordinatorApi whose every request fails with what `fail` returns for its attempt (undefined: it lands). */
+  function failing(fail: (attempt: number) => Error | undefined) {
+    const state = { attempts: 0 };
     jest.spyOn(CoordinatorPool.prototype as unknown as { attempt: () => Promise<unknown> }, 'attempt').mockImplementation((async () => {
-      attempts++;
-      throw new CoordinatorUnavailableError('POST /v1/worker/reports: ECONNREFUSED');
+      const error = fail(++state.attempts);
+      if (error) throw error;
+      return { outcomes: [{ ok: true, result: { revision: 4 } }] };
     }) as never);
     const api = new CoordinatorApi(resolveWorkerOptions({ workflows: [twoSteps], coordinatorUrl: 'http://127.0.0.1:9' }));
+    return { api, state };
+  }
+  const unreachable = () => new CoordinatorUnavailableError('POST /v1/worker/reports: ECONNREFUSED');
+
+  it('is sent again for as long as that lasts (the run stays held), and given up once the worker shuts down', async () => {
+    const { api, state } = failing(unreachable);
     let settled = false;
     const completed = api.complete(run.id, { expectedRevision: 3, output: 1 });
     void completed.catch(() => undefined).finally(() => (settled = true));
     // Past the six attempts (about three seconds) after which it used to give the write, and so the run, up.
-    await eventually('the write to be sent eight times', async () => attempts >= 8, 15_000);
+    await eventually('the write to be sent eight times', async () => state.attempts >= 8, 15_000);
     expect(settled).toBe(false);
+    // It waits between two tries now: shut down, it gives up without another.
+    const sent = state.attempts;
     api.onApplicationShutdown();
     await expect(completed).rejects.toBeInstanceOf(CoordinatorUnavailableError);
+    expect(state.attempts).toBe(sent);
   }, 20_000);
+
+  it('lands once a coordinator can serve it again (503: its database was down)', async () => {
+    const { api, state } = failing((attempt) => (attempt <= 7 ? new EngineHttpError(503, 'database_unavailable', 'the database is unavailable') : undefined));
+    await api.complete(run.id, { expectedRevision: 3, output: 1 });
+    expect(state.attempts).toBe(8);
+  }, 20_000);
+
+  it.each([
+    ['a write answered 500 (a fault of the coordinator that sending again may not mend)', () => new EngineHttpError(500, 'internal_error', 'boom'), 'complete'],
+    ['a dead letter (it stays pending, for a later recovery to hand over)', unreachable, 'dead letter'],
+  ])(
+    'gives up after six tries: %s',
+    async (_case, fail, write) => {
+      const { api, state } = failing(fail);
+      const sent =
+        write === 'complete'
+          ? api.complete(run.id, { expectedRevision: 3, output: 1 })
+          : api.reportDeadLetter({ workflow: { name: 'two-steps', version: '1' }, wakeup: 'p0/1-0', deliveries: 6 });
+      await expect(sent).rejects.toThrow();
+      expect(state.attempts).toBe(6);
+    },
+    20_000,
+  );
 });

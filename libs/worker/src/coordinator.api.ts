@@ -1,5 +1,6 @@
 import {
   API,
+  CoordinatorUnavailableError,
   type EndpointCall,
   type EndpointResult,
   EngineHttpError,
@@ -33,6 +34,8 @@ import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker.options';
 const REQUEST_TIMEOUT_MS = 30_000;
 /** Bytes of JSON per batch: well below the coordinator's default body limit (2 MiB). */
 const BATCH_BYTES = 1024 * 1024;
+/** Tries of a write that gives up (see report): about three seconds. */
+const REPORT_ATTEMPTS = 6;
 const REPORT_FIRST_DELAY_MS = 100;
 /** The longest wait between two attempts of a write: once the coordinator is back, a held run writes within it. */
 const REPORT_MAX_DELAY_MS = 1_000;
@@ -133,7 +136,7 @@ export class CoordinatorApi implements OnApplicationShutdown {
 
   /** Hands the coordinator a Streams wake-up that was delivered too often (see StreamDeadLetterReport). */
   reportDeadLetter(report: Omit<StreamDeadLetterReport, 'workerId'>): Promise<StreamDeadLetterResponse> {
-    return this.report(API.reportDeadLetter, { body: { workerId: this.options.workerId, ...report } });
+    return this.report(API.reportDeadLetter, { body: { workerId: this.options.workerId, ...report } }, false);
   }
 
   async heartbeat(runs: { id: string; expectedRevision: number }[], signal?: AbortSignal): Promise<string[]> {
@@ -281,27 +284,38 @@ export class CoordinatorApi implements OnApplicationShutdown {
   }
 
   /**
-   * Sends a revision-checked write, retrying while the coordinator is unreachable or failing, for as long as
-   * that lasts (until the worker shuts down). Retrying is safe: a write that did land makes its retry a 409
-   * (revision moved on) or a replay of the same task key (first result wins), and one that comes after another
-   * worker took the run over is refused. Giving up instead would give up the run: it would go idle and be
-   * taken over, counted as a stall, when the coordinator or its database came back from an outage of seconds.
+   * Sends a worker write, retrying while no coordinator can serve it: unreachable, or answering 502, 503
+   * (its database unavailable) or 504. A write of a run this worker holds (a task result, an outcome, a
+   * suspension, a child) is retried for as long as that lasts, until the worker shuts down: giving it up
+   * would give up the run, which would go idle and be taken over, counted as a stall, after an outage of
+   * seconds. Others (`holdsRun` false: a dead letter, which stays pending for a later recovery to hand over)
+   * give up after REPORT_ATTEMPTS, and so does any write answered 500 (a fault of the coordinator's that
+   * sending again may not mend). Retrying is safe: a write that did land makes its retry a 409 (revision
+   * moved on) or a replay of the same task key (first result wins), and one that comes after another worker
+   * took the run over is refused.
    */
-  private async report<E extends (typeof API)[keyof typeof API]>(endpoint: E, call: EndpointCall<E>): Promise<EndpointResult<E>> {
+  private async report<E extends (typeof API)[keyof typeof API]>(endpoint: E, call: EndpointCall<E>, holdsRun = true): Promise<EndpointResult<E>> {
     for (let attempt = 1; ; attempt++) {
       try {
         // A hung connection must not hold every run's reports: each attempt has a deadline.
         return await this.coordinators.call(endpoint, call, { timeoutMs: REQUEST_TIMEOUT_MS });
       } catch (error) {
         if (!isTransient(error) || this.closing.signal.aborted) throw error;
+        if (!(holdsRun && isUnavailable(error)) && attempt >= REPORT_ATTEMPTS) throw error;
         const delayMs = Math.min(REPORT_FIRST_DELAY_MS * 2 ** (attempt - 1), REPORT_MAX_DELAY_MS);
         if (attempt <= 10 || attempt % 60 === 0) {
           this.logger.warn(`${endpoint.path} failed (${(error as Error).message}); retry ${attempt} in ${delayMs} ms`);
         }
         await delay(delayMs, undefined, { signal: this.closing.signal }).catch(() => undefined);
+        if (this.closing.signal.aborted) throw error;
       }
     }
   }
+}
+
+/** No coordinator could serve the request: none answered, or the one that did had no database (or no upstream). */
+function isUnavailable(error: unknown): boolean {
+  return error instanceof CoordinatorUnavailableError || (error instanceof EngineHttpError && [502, 503, 504].includes(error.statusCode));
 }
 
 /** The configured coordinator URL, or several (they share one database, see CoordinatorPool). */
