@@ -248,7 +248,7 @@ describe('durable execution', () => {
         status: 'failed',
         attempt: 1,
         stalls: 0,
-        error: { name: 'InvalidRequestError', message: expect.stringContaining(`the limit is ${JSON_MAX_BYTES}`) },
+        error: { name: 'InvalidRequestError', message: expect.stringContaining(`the limit is ${JSON_MAX_BYTES}`), nonRetryable: true },
       });
       expect(await transitions(done.id)).toEqual(['new>queued', 'queued>running', 'running>failed']);
     });

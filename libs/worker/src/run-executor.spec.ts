@@ -91,6 +91,13 @@ const declining = defineWorkflow<{ final: boolean }, string>({
       { retry: { maxAttempts: 4, delayMs: 0 } },
     ),
 });
+/** Returns at once; retried by its policy if it failed. */
+const returning = defineWorkflow<Record<string, never>, string>({
+  name: 'returning',
+  version: '1',
+  retry: { maxAttempts: 3, delayMs: 1_000 },
+  handler: async () => 'done',
+});
 /** Fails in the handler itself, outside any task. */
 const refusing = defineWorkflow<Record<string, never>, string>({
   name: 'refusing',
@@ -112,7 +119,7 @@ describe('RunExecutor', () => {
   beforeEach(() => {
     executions.length = 0;
     coordinator = new FakeCoordinator();
-    const options = resolveWorkerOptions({ workflows: [threeSteps, compensating, declining, refusing], coordinatorUrl: 'http://unused' });
+    const options = resolveWorkerOptions({ workflows: [threeSteps, compensating, declining, refusing, returning], coordinatorUrl: 'http://unused' });
     executor = new RunExecutor(coordinator as unknown as CoordinatorApi, new WorkflowRegistry(options), options);
   });
 
@@ -188,12 +195,15 @@ describe('RunExecutor', () => {
     expect(lease.isLost).toBe(true);
   });
 
-  it('fails a run whose output the coordinator refuses, with the refusal as its error, instead of leaving it claimed', async () => {
+  it('fails a run whose output the coordinator refuses, with the refusal as its error, for good, instead of leaving it claimed', async () => {
     coordinator.refuseCompletions = 1;
     const lease = new RunLease('run-1', 3);
-    await executor.execute(claimed(), lease);
+    // Of a workflow with a retry policy: a replay would come to the same output, refused again.
+    await executor.execute({ ...claimed(), workflow: 'returning' }, lease);
     expect(coordinator.completed).toEqual([]);
-    expect(coordinator.failed).toEqual([expect.objectContaining({ name: 'EngineHttpError', message: 'output nests arrays and objects too deep' })]);
+    expect(coordinator.failed).toEqual([
+      expect.objectContaining({ name: 'EngineHttpError', message: 'output nests arrays and objects too deep', nonRetryable: true }),
+    ]);
     expect(coordinator.retryDelays).toEqual([undefined]);
     expect(lease.isLost).toBe(false);
   });
@@ -201,7 +211,10 @@ describe('RunExecutor', () => {
   it('fails a run whose failure is refused (its error too large) with the refusal, and leaves it claimed if that is refused too', async () => {
     coordinator.refuseFailures = 1;
     await executor.execute({ ...claimed(), workflow: 'refusing' }, new RunLease('run-1', 3));
-    expect(coordinator.failed).toEqual([expect.objectContaining({ name: 'InvalidRequestError', message: 'error is 2000000 bytes; the limit is 1048576' })]);
+    expect(coordinator.failed).toEqual([
+      expect.objectContaining({ name: 'InvalidRequestError', message: 'error is 2000000 bytes; the limit is 1048576', nonRetryable: true }),
+    ]);
+    expect(coordinator.retryDelays).toEqual([undefined]);
 
     coordinator.failed.length = 0;
     coordinator.refuseFailures = 2;

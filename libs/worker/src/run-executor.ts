@@ -41,8 +41,8 @@ import { WorkflowRegistry } from './workflow.registry';
 
 const STEP_NAME_MAX_LENGTH = 200;
 
-/** What a run's handler came to: its output, or what it threw. */
-type HandlerOutcome = { ok: true; output: JsonValue } | { ok: false; error: unknown };
+/** What a run's handler came to: its output, or what it threw (or the coordinator's refusal of what it came to). */
+type HandlerOutcome = { ok: true; output: JsonValue } | { ok: false; error: unknown; refused?: true };
 
 type AttemptOutcome = { ok: true; output: JsonValue; attempts: number } | { ok: false; error: ErrorDetails; attempts: number; nonRetryable: boolean };
 
@@ -74,8 +74,9 @@ export class RunExecutor {
       outcome = { ok: false, error };
     }
 
-    // Reporting is apart from the handler: a report that cannot get through must never turn into
-    // a failure of the run. The run stays claimed and is taken over once its claim goes idle.
+    // Reporting is apart from the handler: a report that cannot get through (the worker is shutting down
+    // while no coordinator answers) must never turn into a failure of the run. The run stays claimed and is
+    // taken over once its claim goes idle. One the coordinator refuses is another matter (below).
     for (let refusedBefore = false; ; refusedBefore = true) {
       try {
         await lease.reportOutcome(() => this.reportOutcome(run, lease, workflow?.retry, outcome));
@@ -89,9 +90,9 @@ export class RunExecutor {
         if (isRefusedAsInvalid(reportError) && !refusedBefore) {
           // The outcome itself was refused (an output over the size limit or nested too deep, an error too
           // large): no resend can land it, and a run left claimed would be taken over and re-run until the
-          // stall limit failed it for stalls it never had. The refusal is its error instead, as it is a
-          // handler's whose task result is refused (that error is small: refused again, the run is left).
-          outcome = { ok: false, error: reportError };
+          // stall limit failed it for stalls it never had. The refusal is its error instead, not retried (a
+          // replay comes to the same outcome); that error is small: refused again, the run is left.
+          outcome = { ok: false, error: reportError, refused: true };
           continue;
         }
         lease.lose(`its outcome could not be reported: ${(reportError as Error).message}`);
@@ -108,8 +109,9 @@ export class RunExecutor {
   /** Completes the run, or fails it (to be retried when its workflow's policy allows). */
   private reportOutcome(run: ClaimedRun, lease: RunLease, policy: RetryPolicy | undefined, outcome: HandlerOutcome): Promise<unknown> {
     if (outcome.ok) return this.api.complete(run.id, { expectedRevision: lease.revision, output: outcome.output });
-    const retry = policy && !isNonRetryable(outcome.error) && run.attempt < policy.maxAttempts;
-    const error = outcome.error instanceof TaskFailedError ? outcome.error.details : toErrorDetails(outcome.error);
+    const retry = policy && !outcome.refused && !isNonRetryable(outcome.error) && run.attempt < policy.maxAttempts;
+    const details = outcome.error instanceof TaskFailedError ? outcome.error.details : toErrorDetails(outcome.error);
+    const error = outcome.refused ? { ...details, nonRetryable: true } : details;
     const retryDelay = retry ? retryDelayMs(policy, run.attempt) : undefined;
     return this.api.fail(run.id, { expectedRevision: lease.revision, error, retryDelayMs: retryDelay });
   }
