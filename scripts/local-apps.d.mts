@@ -5,5 +5,6 @@ export interface LocalApp {
   entry: string;
 }
 export function runs(pid: number, entry: string): boolean;
+export function takeOver(file: string, log: (line: string) => void, graceMs?: number): Promise<void>;
 export function recordApps(file: string, apps: LocalApp[]): void;
-export function stopLeftoverApps(file: string, log: (line: string) => void, graceMs?: number): Promise<void>;
+export function forget(file: string): void;

@@ -8,7 +8,7 @@ import { chownSync, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { recordApps, stopLeftoverApps } from './local-apps.mjs';
+import { forget, recordApps, takeOver } from './local-apps.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const dataDir = join(root, '.data');
@@ -145,7 +145,7 @@ async function shutdown(code) {
       }
     }
   }
-  rmSync(appsFile, { force: true });
+  forget(appsFile);
   await stopEmbedded().catch((error) => log(`stopping PostgreSQL failed: ${error.message}`));
   process.exit(code);
 }
@@ -153,10 +153,16 @@ async function shutdown(code) {
 process.on('SIGINT', () => void shutdown(0));
 process.on('SIGTERM', () => void shutdown(0));
 
+mkdirSync(dataDir, { recursive: true });
 try {
-  mkdirSync(dataDir, { recursive: true });
-  // Apps left by a start that was killed hold the ports (and answered this start's readiness checks).
-  await stopLeftoverApps(appsFile, log);
+  // One start per checkout; the apps of one that was killed hold the ports (and would answer our readiness checks).
+  await takeOver(appsFile, log);
+} catch (error) {
+  log(`not starting: ${error.message}`);
+  process.exit(1);
+}
+
+try {
   const databaseUrl = process.env.DATABASE_URL || (await startEmbeddedPostgres());
   const coordinatorUrl = `http://127.0.0.1:${port}`;
   // A local demo: no tokens. Deployed coordinators refuse to start without CLIENT_TOKEN and WORKER_TOKEN.

@@ -1,75 +1,103 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { recordApps, runs, stopLeftoverApps } from '../scripts/local-apps.mjs';
+import { basename, join } from 'node:path';
+import { forget, recordApps, runs, takeOver } from '../scripts/local-apps.mjs';
 import { exitOf } from './support/processes';
 
-/** `npm start`'s record of its apps, and how a later start stops the ones a killed start left running: real processes. */
+/** `npm start`'s record of itself and its apps, and what a later start does with it: real processes. */
 describe('local apps (npm start)', () => {
   const dir = mkdtempSync(join(tmpdir(), 'local-apps-'));
   const file = join(dir, 'apps.json');
+  const journal = join(dir, 'journal');
   const started: ChildProcess[] = [];
 
   afterEach(() => {
     for (const child of started) child.kill('SIGKILL');
     started.length = 0;
-    rmSync(file, { force: true });
+    forget(file);
+    rmSync(journal, { force: true });
   });
 
-  /** A process that runs until signalled, with `entry` on its command line as an app's entry is. */
-  const app = (entry: string) => {
-    const child = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)', entry], { stdio: 'ignore' });
+  /**
+   * A process with `entry` on its command line, as an app's entry is, that runs until signalled. On SIGTERM it
+   * writes `<name> stopping` to the journal and, `drainMs` later, `<name> stopped`, and exits; `ignoresTerm`, it
+   * ignores SIGTERM. Resolves once it runs its handler.
+   */
+  const app = async (name: string, entry: string, { drainMs = 0, ignoresTerm = false } = {}) => {
+    const onTerm = ignoresTerm
+      ? '() => {}'
+      : `() => { fs.appendFileSync(${JSON.stringify(journal)}, '${name} stopping\\n'); setTimeout(() => { fs.appendFileSync(${JSON.stringify(journal)}, '${name} stopped\\n'); process.exit(0); }, ${drainMs}); }`;
+    const code = `const fs = require('node:fs'); process.on('SIGTERM', ${onTerm}); console.log('ready'); setInterval(() => {}, 1000)`;
+    const child = spawn(process.execPath, ['-e', code, entry], { stdio: ['ignore', 'pipe', 'ignore'] });
     started.push(child);
+    await new Promise((resolve) => child.stdout!.once('data', resolve));
     return child;
   };
+  /** The record a start wrote, as from another start (the launcher: a process that is not running now). */
+  const recordedBy = (launcher: { pid: number; entry: string }, apps: { name: string; pid: number; entry: string }[]) =>
+    writeFileSync(file, JSON.stringify({ launcher, apps }));
+  const GONE = { pid: 2 ** 22 + 1, entry: '/app/scripts/start-local.mjs' };
 
-  it('stops the recorded apps still running, the last started first, and forgets them', async () => {
-    const coordinator = app('/app/dist/coordinator-main.js');
-    const worker = app('/app/dist/worker-main.js');
-    recordApps(file, [
+  it('stops the apps a killed start left running, each gone before the one started before it is signalled', async () => {
+    const coordinator = await app('coordinator', '/app/dist/coordinator-main.js');
+    const worker = await app('worker', '/app/dist/worker-main.js', { drainMs: 300 });
+    recordedBy(GONE, [
       { name: 'coordinator', pid: coordinator.pid!, entry: '/app/dist/coordinator-main.js' },
       { name: 'worker', pid: worker.pid!, entry: '/app/dist/worker-main.js' },
     ]);
     const exits = [coordinator, worker].map((child) => exitOf(child));
     const said: string[] = [];
-    await stopLeftoverApps(file, (line: string) => said.push(line));
+    await takeOver(file, (line: string) => said.push(line));
     expect(await Promise.all(exits)).toEqual([
-      { code: null, signal: 'SIGTERM' },
-      { code: null, signal: 'SIGTERM' },
+      { code: 0, signal: null },
+      { code: 0, signal: null },
     ]);
-    // Each is gone before the next is signalled.
+    // Signalled at once, the coordinator would have been stopping while the worker drained.
+    expect(readFileSync(journal, 'utf8')).toBe('worker stopping\nworker stopped\ncoordinator stopping\ncoordinator stopped\n');
     expect(said).toEqual([
       `stopping the worker left running by an earlier start (pid ${worker.pid})`,
       `stopping the coordinator left running by an earlier start (pid ${coordinator.pid})`,
     ]);
-    expect(existsSync(file)).toBe(false);
+    // The record is this start's now, with no apps yet.
+    expect(JSON.parse(readFileSync(file, 'utf8'))).toEqual({ launcher: { pid: process.pid, entry: basename(process.argv[1]) }, apps: [] });
+  });
+
+  it('refuses while the start that wrote the record still runs, and leaves its apps alone', async () => {
+    const launcher = await app('launcher', '/app/scripts/start-local.mjs');
+    const worker = await app('worker', '/app/dist/worker-main.js');
+    recordedBy({ pid: launcher.pid!, entry: '/app/scripts/start-local.mjs' }, [{ name: 'worker', pid: worker.pid!, entry: '/app/dist/worker-main.js' }]);
+    await expect(takeOver(file, () => undefined)).rejects.toThrow(`another start (pid ${launcher.pid}) is running from this checkout: stop it first`);
+    expect(runs(worker.pid!, '/app/dist/worker-main.js')).toBe(true);
+    expect(JSON.parse(readFileSync(file, 'utf8')).launcher.pid).toBe(launcher.pid);
   });
 
   it('leaves alone a process that reused a recorded pid, and a pid no process has', async () => {
-    const other = app('/somewhere/else.js');
-    recordApps(file, [
+    const other = await app('other', '/somewhere/else.js');
+    recordedBy(GONE, [
       { name: 'coordinator', pid: other.pid!, entry: '/app/dist/coordinator-main.js' },
-      { name: 'worker', pid: 2 ** 22 + 1, entry: '/app/dist/worker-main.js' },
+      { name: 'worker', pid: 2 ** 22 + 2, entry: '/app/dist/worker-main.js' },
     ]);
-    await stopLeftoverApps(file, () => undefined);
+    await takeOver(file, () => undefined);
     expect(runs(other.pid!, '/somewhere/else.js')).toBe(true);
-    expect(existsSync(file)).toBe(false);
   });
 
   it('kills an app that does not stop on SIGTERM once its grace is over', async () => {
-    const stubborn = spawn(
-      process.execPath,
-      ['-e', "process.on('SIGTERM', () => {}); console.log('ready'); setInterval(() => {}, 1000)", '/app/dist/worker-main.js'],
-      { stdio: ['ignore', 'pipe', 'ignore'] },
-    );
-    started.push(stubborn);
-    // Its SIGTERM handler is in place once it says so.
-    await new Promise((resolve) => stubborn.stdout!.once('data', resolve));
-    recordApps(file, [{ name: 'worker', pid: stubborn.pid!, entry: '/app/dist/worker-main.js' }]);
+    const stubborn = await app('worker', '/app/dist/worker-main.js', { ignoresTerm: true });
+    recordedBy(GONE, [{ name: 'worker', pid: stubborn.pid!, entry: '/app/dist/worker-main.js' }]);
     const exit = exitOf(stubborn);
-    await stopLeftoverApps(file, () => undefined, 300);
+    await takeOver(file, () => undefined, 300);
     expect(await exit).toEqual({ code: null, signal: 'SIGKILL' });
+  });
+
+  it('records this start with its apps, and forgets it when it stops', () => {
+    recordApps(file, [{ name: 'coordinator', pid: 1234, entry: '/app/dist/coordinator-main.js' }]);
+    expect(JSON.parse(readFileSync(file, 'utf8'))).toEqual({
+      launcher: { pid: process.pid, entry: basename(process.argv[1]) },
+      apps: [{ name: 'coordinator', pid: 1234, entry: '/app/dist/coordinator-main.js' }],
+    });
+    forget(file);
+    expect(existsSync(file)).toBe(false);
   });
 });
