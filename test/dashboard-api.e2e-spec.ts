@@ -171,6 +171,8 @@ describe('dashboard API', () => {
       worker = await startWorker(first.url, { workerId: 'digits-worker' });
       const run = await client.start(ORDER, { orderId: 'o-digits' });
       expect((await client.waitForResult(run.id, { timeoutMs: 10_000 })).status).toBe('completed');
+      const ids = await db.sql<{ id: string }>('SELECT id::text FROM run_transitions WHERE run_id = $1', [run.id]);
+      expect(new Set(ids.map(({ id }) => id.length)).size).toBe(2);
       expect((await client.transitions(run.id)).items.map((item) => item.revision)).toEqual([0, 1, 2]);
       const firstPage = await client.transitions(run.id, { limit: 2 });
       const secondPage = await client.transitions(run.id, { limit: 2, after: firstPage.nextCursor! });
