@@ -124,7 +124,7 @@ const TIMESTAMP_KIND = 'NestDurable/Timestamp';
 const TIMESTAMP_MIN = Date.UTC(1970, 0, 1);
 const TIMESTAMP_MAX = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
 
-const RFC_3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.\d{1,9})?(?:[Zz]|[+-](\d{2}):(\d{2}))$/;
+const RFC_3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.\d+)?(?:[Zz]|[+-](\d{2}):(\d{2}))$/;
 
 /**
  * Whether `text` is an RFC 3339 timestamp (ISO 8601 with its offset: `Z` or `±hh:mm`) of a day the calendar
