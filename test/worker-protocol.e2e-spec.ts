@@ -43,6 +43,17 @@ describe('worker protocol', () => {
     return ids;
   }
 
+  /** A run's first task result, `step#1`, completed with `output`. */
+  const lastStep = (expectedRevision: number, output: number) => ({
+    expectedRevision,
+    key: 'step#1',
+    seq: 0,
+    name: 'step',
+    status: 'completed',
+    attempts: 1,
+    output,
+  });
+
   async function claim(workerId: string, limit: number, waitMs = 0, workflows = ECHO): Promise<ClaimedRun[]> {
     const response = await http().post('/v1/worker/claims').send({ workerId, workflows, limit, waitMs }).expect(200);
     return response.body.runs;
@@ -352,17 +363,8 @@ describe('worker protocol', () => {
     const [idA, idB, idC] = await startRuns(3);
     const claimed = await claim('w1', 3);
     const [a, b, c] = [idA, idB, idC].map((id) => claimed.find((run) => run.id === id)!);
-    const task = (expectedRevision: number, output: number) => ({
-      expectedRevision,
-      key: 'step#1',
-      seq: 0,
-      name: 'step',
-      status: 'completed',
-      attempts: 1,
-      output,
-    });
     // C's step was recorded before (the answer to it was lost): the batch's record adopts it.
-    await http().post(`/v1/worker/runs/${c.id}/tasks`).send(task(c.revision, 9)).expect(200);
+    await http().post(`/v1/worker/runs/${c.id}/tasks`).send(lastStep(c.revision, 9)).expect(200);
     // A's claim is due for a refresh, which its task result must not make: the finish updates that row.
     await db.sql(`UPDATE runs SET heartbeat_at = now() - interval '1 hour' WHERE id = $1`, [a.id]);
     const reports = coordinator.app.get(ReportRepository);
@@ -372,9 +374,9 @@ describe('worker protocol', () => {
         .post('/v1/worker/reports')
         .send({
           reports: [
-            { type: 'task', runId: a.id, task: task(a.revision, 7) },
-            { type: 'task', runId: b.id, task: task(b.revision - 1, 7) },
-            { type: 'task', runId: c.id, task: task(c.revision, 7) },
+            { type: 'task', runId: a.id, task: lastStep(a.revision, 7) },
+            { type: 'task', runId: b.id, task: lastStep(b.revision - 1, 7) },
+            { type: 'task', runId: c.id, task: lastStep(c.revision, 7) },
             { type: 'complete', runId: a.id, complete: { expectedRevision: a.revision, output: 'a-done' } },
             { type: 'complete', runId: b.id, complete: { expectedRevision: b.revision - 1, output: 'zombie' } },
             { type: 'complete', runId: c.id, complete: { expectedRevision: c.revision, output: 'c-done' } },
@@ -422,15 +424,6 @@ describe('worker protocol', () => {
     const [{ id: childId }] = await db.sql<{ id: string }>('SELECT id FROM runs WHERE parent_id = $1', [parent.id]);
     const child = claimed.find((run) => run.id === childId)!;
     const sibling = claimed.find((run) => run.id === other)!;
-    const task = (expectedRevision: number, output: number) => ({
-      expectedRevision,
-      key: 'step#1',
-      seq: 0,
-      name: 'step',
-      status: 'completed',
-      attempts: 1,
-      output,
-    });
     const waits = jest.spyOn(coordinator.app.get(ResultWaits), 'arm');
     const together = jest.spyOn(coordinator.app.get(ReportRepository), 'recordTasksAndFinish');
     try {
@@ -451,8 +444,8 @@ describe('worker protocol', () => {
         .post('/v1/worker/reports')
         .send({
           reports: [
-            { type: 'task', runId: child.id, task: task(child.revision, 1) },
-            { type: 'task', runId: sibling.id, task: task(sibling.revision, 2) },
+            { type: 'task', runId: child.id, task: lastStep(child.revision, 1) },
+            { type: 'task', runId: sibling.id, task: lastStep(sibling.revision, 2) },
             { type: 'complete', runId: child.id, complete: { expectedRevision: child.revision, output: 'child-done' } },
             { type: 'complete', runId: sibling.id, complete: { expectedRevision: sibling.revision, output: 'sibling-done' } },
           ],
