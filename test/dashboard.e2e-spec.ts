@@ -119,7 +119,7 @@ describe('dashboard', () => {
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     if (!response.ok) throw new Error(`${method} ${path} answered ${response.status}: ${await response.text()}`);
-    return (await response.json()) as T;
+    return (response.status === 204 ? undefined : await response.json()) as T;
   };
   const start = (workflow: string, input: unknown = null) => api('POST', '/v1/runs', { workflow, version: '1', input });
   const runStatus = async (id: string) => (await api('GET', `/v1/runs/${id}`)).status;
@@ -357,5 +357,30 @@ describe('dashboard', () => {
     await page.getByRole('heading', { name: 'Dead letters' }).waitFor();
     await page.getByText('No dead letters.').waitFor();
     await screenshot('dead-letters');
+  });
+
+  it("tells runs and schedules apart by their short ids (the random end of a UUIDv7), the full id in each link's title", async () => {
+    // Started within the same ~65 s, these ids share their first 8 hex digits (a timestamp): a label must come from elsewhere.
+    const runs = [await start('dashboard-ids'), await start('dashboard-ids'), await start('dashboard-ids')];
+    await page.goto(`${coordinator.url}/ui/runs?workflow=dashboard-ids`);
+    const links = runs.map((run) => page.locator(`tr[data-run-id="${run.id}"]`).getByRole('link'));
+    await links[0].waitFor();
+    const labels = await Promise.all(links.map((link) => link.textContent()));
+    expect(new Set(labels).size).toBe(runs.length);
+    for (const [index, run] of runs.entries()) {
+      expect(run.id.endsWith(labels[index]!)).toBe(true);
+      expect(await links[index].getAttribute('title')).toBe(run.id);
+    }
+    await Promise.all(runs.map((run) => api('POST', `/v1/runs/${run.id}/cancel`)));
+
+    const create = () => api<{ id: string }>('POST', '/v1/schedules', { workflow: 'dashboard-ids', version: '1', cron: '0 0 3 * * *', timezone: 'UTC' });
+    const schedules = [await create(), await create()];
+    await navigateTo('Schedules');
+    const shown = schedules.map((schedule) => page.locator(`tr[data-schedule-id="${schedule.id}"] th .mono`));
+    await shown[0].waitFor();
+    const scheduleLabels = await Promise.all(shown.map((label) => label.textContent()));
+    expect(new Set(scheduleLabels).size).toBe(schedules.length);
+    expect(await shown[0].getAttribute('title')).toBe(schedules[0].id);
+    await Promise.all(schedules.map((schedule) => api('DELETE', `/v1/schedules/${schedule.id}`)));
   });
 });

@@ -34,4 +34,8 @@ export function between(from: string | null | undefined, to: string | null | und
   return from && to ? duration(Date.parse(to) - Date.parse(from)) : undefined;
 }
 
-export const shortId = (id: string) => id.slice(0, 8);
+/**
+ * A short label for a UUIDv7 (runs', schedules'): its last 8 hex digits, which are random. Its first ones are a
+ * timestamp that changes only every ~65 s, so the runs started together would all share them.
+ */
+export const shortId = (id: string) => id.slice(-8);

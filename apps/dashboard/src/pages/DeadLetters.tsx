@@ -1,10 +1,10 @@
 import type { DeadLetterView } from '@nest-durable/client';
 import { useState } from 'preact/hooks';
-import { Link } from 'wouter-preact';
 import { api } from '../api';
 import { Confirm } from '../components/Confirm';
 import { Json } from '../components/Json';
 import { Problem } from '../components/Problem';
+import { RunLink } from '../components/RunLink';
 import { Time } from '../components/Time';
 import { useLoad } from '../use-load';
 import { Pager } from '../components/Pager';
@@ -69,15 +69,7 @@ export function DeadLetters() {
               </td>
               <td>{letter.origin}</td>
               <td class="mono">{letter.queue}</td>
-              <td>
-                {letter.runId ? (
-                  <Link href={`/runs/${letter.runId}`} class="mono">
-                    {letter.runId.slice(0, 8)}
-                  </Link>
-                ) : (
-                  '—'
-                )}
-              </td>
+              <td>{letter.runId ? <RunLink id={letter.runId} /> : '—'}</td>
               <td>
                 {letter.reason}: {letter.message}
                 <Json label="Detail" value={letter.detail} />

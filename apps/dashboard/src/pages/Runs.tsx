@@ -1,13 +1,14 @@
 import type { RunView, WorkerList } from '@nest-durable/client';
 import { RUN_STATUSES } from '@nest-durable/client/run-status';
 import { useState } from 'preact/hooks';
-import { Link, useLocation, useSearch } from 'wouter-preact';
+import { useLocation, useSearch } from 'wouter-preact';
 import { api, type RunFilter } from '../api';
 import { Problem } from '../components/Problem';
+import { RunLink } from '../components/RunLink';
 import { Status } from '../components/Status';
 import { Time } from '../components/Time';
 import { useLiveRuns } from '../feed';
-import { between, shortId } from '../format';
+import { between } from '../format';
 import { useLoad } from '../use-load';
 import { Pager } from '../components/Pager';
 
@@ -152,9 +153,7 @@ function RunTable({ runs, loading, hosted }: { runs: RunView[]; loading: boolean
         {runs.map((run) => (
           <tr key={run.id} data-run-id={run.id}>
             <td>
-              <Link href={`/runs/${run.id}`} title={run.id} class="mono">
-                {shortId(run.id)}
-              </Link>
+              <RunLink id={run.id} />
             </td>
             <td>
               {run.workflow}@{run.version}

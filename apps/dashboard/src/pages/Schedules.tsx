@@ -1,9 +1,9 @@
 import type { ScheduleView } from '@nest-durable/client';
 import { useState } from 'preact/hooks';
-import { Link } from 'wouter-preact';
 import { api } from '../api';
 import { Confirm } from '../components/Confirm';
 import { Problem } from '../components/Problem';
+import { RunLink } from '../components/RunLink';
 import { Time } from '../components/Time';
 import { duration, shortId } from '../format';
 import { useLoad } from '../use-load';
@@ -41,7 +41,7 @@ export function Schedules() {
         const { run } = await api.triggerSchedule(schedule.id);
         setMessage(`Started run ${run.id}.`);
       } else {
-        setMessage(`Schedule ${shortId(schedule.id)} ${{ pause: 'paused', resume: 'resumed', delete: 'deleted' }[kind]}.`);
+        setMessage(`Schedule ${schedule.name ?? schedule.id} ${{ pause: 'paused', resume: 'resumed', delete: 'deleted' }[kind]}.`);
       }
       page.reload();
     } catch (caught) {
@@ -82,7 +82,11 @@ export function Schedules() {
           {schedules.map((schedule) => (
             <tr key={schedule.id} data-schedule-id={schedule.id}>
               <th scope="row">
-                {schedule.name ?? <span class="mono">{shortId(schedule.id)}</span>}
+                {schedule.name ?? (
+                  <span class="mono" title={schedule.id}>
+                    {shortId(schedule.id)}
+                  </span>
+                )}
                 {schedule.paused && <strong class="warn"> paused</strong>}
               </th>
               <td>
@@ -97,9 +101,7 @@ export function Schedules() {
                 {schedule.lastRunId && (
                   <>
                     {' '}
-                    <Link href={`/runs/${schedule.lastRunId}`} class="mono">
-                      {shortId(schedule.lastRunId)}
-                    </Link>
+                    <RunLink id={schedule.lastRunId} />
                   </>
                 )}
               </td>
