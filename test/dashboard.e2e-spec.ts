@@ -383,4 +383,16 @@ describe('dashboard', () => {
     expect(await shown[0].getAttribute('title')).toBe(schedules[0].id);
     await Promise.all(schedules.map((schedule) => api('DELETE', `/v1/schedules/${schedule.id}`)));
   });
+
+  it('ignores a time range in the address that it does not know, and a custom bound that is not a time, and stays usable', async () => {
+    const run = await start('dashboard-ranges');
+    for (const search of ['?range=bogus', '?range=custom&from=garbage&to=2026-13-45T99:00']) {
+      await page.goto(`${coordinator.url}/ui/runs${search}&workflow=dashboard-ranges`);
+      await page.locator(`tr[data-run-id="${run.id}"]`).waitFor();
+    }
+    expect(await page.getByLabel('Created').inputValue()).toBe('custom');
+    await navigateTo('Workflows');
+    await page.getByRole('heading', { name: 'Workflows' }).waitFor();
+    await api('POST', `/v1/runs/${run.id}/cancel`);
+  });
 });

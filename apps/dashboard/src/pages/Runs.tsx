@@ -16,18 +16,28 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const RANGES = { '': 'any time', '15m': 'last 15 minutes', '1h': 'last hour', '24h': 'last day', '7d': 'last 7 days', custom: 'between…' } as const;
 const RANGE_MS: Record<string, number> = { '15m': 900_000, '1h': 3_600_000, '24h': 86_400_000, '7d': 604_800_000 };
 
-/** A `datetime-local` value (the browser's zone) as ISO 8601, or undefined when empty. */
-const isoOf = (local: string | undefined) => (local ? new Date(local).toISOString() : undefined);
+/**
+ * A `datetime-local` value (the browser's zone) as ISO 8601, or undefined when empty or not a time (the address
+ * can say anything: a bound it cannot read is left out, not thrown on).
+ */
+function isoOf(local: string | undefined): string | undefined {
+  const time = local ? new Date(local).getTime() : Number.NaN;
+  return Number.isNaN(time) ? undefined : new Date(time).toISOString();
+}
+
+/** The address's time range if it is one of RANGES, else '' (any time). */
+const knownRange = (range: string | undefined): keyof typeof RANGES => (range && Object.hasOwn(RANGES, range) ? (range as keyof typeof RANGES) : '');
 
 /** The API's filter for the page's; a preset time range ends now, at each (re)load; `between…` is `from` to `to`. */
 function toQuery(filters: Record<string, string>): RunFilter {
-  const custom = filters.range === 'custom';
+  const range = knownRange(filters.range);
+  const custom = range === 'custom';
   return {
     workflow: filters.workflow,
     version: filters.version,
     status: filters.status,
     idempotencyKey: filters.key,
-    createdAfter: custom ? isoOf(filters.from) : filters.range ? new Date(Date.now() - RANGE_MS[filters.range]).toISOString() : undefined,
+    createdAfter: custom ? isoOf(filters.from) : range ? new Date(Date.now() - RANGE_MS[range]).toISOString() : undefined,
     createdBefore: custom ? isoOf(filters.to) : undefined,
   };
 }
@@ -96,7 +106,7 @@ export function Runs() {
           </label>
           <label>
             Created{' '}
-            <select name="range" value={filters.range ?? ''} onChange={(event) => change('range', event.currentTarget.value)}>
+            <select name="range" value={knownRange(filters.range)} onChange={(event) => change('range', event.currentTarget.value)}>
               {Object.entries(RANGES).map(([value, label]) => (
                 <option key={value} value={value}>
                   {label}
