@@ -292,6 +292,57 @@ describe('flow control', () => {
     expect(delayed).toEqual(runs.slice(3).map((run) => ({ id: run.id, late: true })));
   });
 
+  it("keeps a delayed run's place when its token comes a little after its time (a rate of 1/s or less), and no run started meanwhile takes it", async () => {
+    const { coordinator, client } = await stack('http', { workers: 0 });
+    await client.setWorkflowLimits(echo, { ratePerKeyPerSecond: 1 });
+    const runs: RunView[] = [];
+    for (let i = 0; i < 4; i++) runs.push(await client.start(echo, i, { concurrencyKey: 'k' }));
+    const claim = async () =>
+      (
+        (
+          await request(coordinator.url)
+            .post('/v1/worker/claims')
+            .send({ workerId: 'claimer', workflows: [echo], limit: 10, waitMs: 0 })
+            .expect(200)
+        ).body.runs as { id: string }[]
+      ).map((run) => run.id);
+    const dueOf = async (run: RunView) => (await db.sql<{ due_at: Date }>('SELECT due_at FROM runs WHERE id = $1', [run.id]))[0].due_at.getTime();
+    /** Until the database's clock is `ms` past the run's due time. */
+    const past = (run: RunView, ms: number) =>
+      eventually(`${ms} ms past run ${runs.indexOf(run)}'s due time`, async () => {
+        const [{ past }] = await db.sql<{ past: boolean }>(`SELECT now() >= due_at + $2 * interval '1 millisecond' AS past FROM runs WHERE id = $1`, [
+          run.id,
+          ms,
+        ]);
+        return past;
+      });
+    // The bucket holds one token: run 0 now, and runs 1-3 each given a token of its own, a second apart.
+    expect(await claim()).toEqual([runs[0].id]);
+    // Run 1 is taken 300 ms after its time: its bucket sat full meanwhile (a bucket holds one token at this
+    // rate), so the next token comes 300 ms after run 2's time.
+    await past(runs[1], 300);
+    expect(await claim()).toEqual([runs[1].id]);
+    // A run of the key started now (not yet delayed) waits behind the delayed ones, even when its claim comes
+    // with theirs and it is due before them.
+    const late = await client.start(echo, 4, { concurrencyKey: 'k' });
+    await past(runs[2], 50);
+    expect(await claim()).toEqual([]);
+    // Run 2 waits for its token, still ahead of run 3; the new run goes behind run 3.
+    const [due2, due3, dueLate] = [await dueOf(runs[2]), await dueOf(runs[3]), await dueOf(late)];
+    expect(due2).toBeLessThan(due3);
+    expect(dueLate).toBeGreaterThan(due3);
+    const order: string[] = [];
+    await eventually(
+      'runs 2, 3 and the new one to be taken',
+      async () => {
+        order.push(...(await claim()));
+        return order.length === 3;
+      },
+      10_000,
+    );
+    expect(order).toEqual([runs[2].id, runs[3].id, late.id]);
+  }, 30_000);
+
   it('forgets the buckets of idle keys: a claim deletes those full again, keeps the ones it charged', async () => {
     const { client } = await stack('http');
     await client.setWorkflowLimits(echo, { ratePerKeyPerSecond: 5 });

@@ -24,6 +24,7 @@ import { FlowAdmissionLock1765700000000 } from './migrations/1765700000000-flow-
 import { WorkerDeclaredSchedules1765800000000 } from './migrations/1765800000000-worker-declared-schedules';
 import { HandOff1765900000000 } from './migrations/1765900000000-hand-off';
 import { StartPublishes1766000000000 } from './migrations/1766000000000-start-publishes';
+import { RateDelayedRuns1766100000000 } from './migrations/1766100000000-rate-delayed-runs';
 
 export const ENTITIES = [RunEntity, TaskEntity];
 export const MIGRATIONS = [
@@ -43,6 +44,7 @@ export const MIGRATIONS = [
   WorkerDeclaredSchedules1765800000000,
   HandOff1765900000000,
   StartPublishes1766000000000,
+  RateDelayedRuns1766100000000,
 ];
 
 export interface PersistenceOptions {

@@ -146,7 +146,7 @@ function claimStatement(full: boolean): PreparedStatement {
          UPDATE runs r
             SET status = 'running', revision = r.revision + 1, claimed_by = $4, stalls = r.stalls + p.idle::integer,
                 claimed_via = u.ref, heartbeat_at = now(), updated_at = now(), started_at = coalesce(r.started_at, now()),
-                holds_slot = p.counts_slot
+                holds_slot = p.counts_slot, rate_delayed = false
            FROM picked p LEFT JOIN wakeups u ON u.queue = p.queue AND u.k = p.k
           WHERE r.id = p.id
          RETURNING r.id, r.workflow, r.version, r.queue, r.revision, r.attempt, r.input, r.due_at, r.claimed_via,

@@ -41,30 +41,37 @@ export const RATE_LIMIT_CTES = `rate_demand AS (
 /**
  * The per-key rate limit's CTEs, after `picked`: the keys' buckets (read and locked by flow_key_tokens
  * in `key_tokens`) are charged with the runs this statement took of each key, and the window's runs of
- * a key beyond its whole tokens are delayed: the j-th gets the time of the key's (whole + j)-th token
- * (the whole ones are left to the runs before it, taken now or by the next claim), and no earlier than
- * j tokens after the latest time already given to its key (`delayed_until`), so they keep its order. The due-time triggers then wake claimers at
- * that time (NOTIFY on wf_runs_due) and, with a publisher, write the wake-up to publish then (outbox),
- * so they come back without a poll and are not read again before. Only rows this statement locked are
- * delayed (others are skipped; the next claim sees them). A bucket row is written only for keys that
- * took or delayed a run: a missing row is a full bucket.
+ * a key beyond its whole tokens are delayed (`rate_delayed`): the j-th gets the time of the key's
+ * (whole + j)-th token (the whole ones are left to the runs before it, taken now or by the next claim).
+ * A run not delayed before also waits behind the runs its key delayed already: no earlier than its j-th
+ * token after the latest time given to its key (`delayed_until`), so they keep their order. One delayed
+ * before keeps its place: its token came a little after its time (a claim took the run before it late,
+ * and its bucket, full meanwhile, lost that while: at a rate of 1/s or less it holds one token), and it
+ * waits for that token where it is, ahead of those delayed after it (it ranks ahead of runs not delayed
+ * in keyed_window too). The due-time triggers then wake claimers at that time (NOTIFY on wf_runs_due)
+ * and, with a publisher, write the wake-up to publish then (outbox), so they come back without a poll and
+ * are not read again before. Only rows this statement locked are delayed (others are skipped; the next
+ * claim sees them). A bucket row is written only for keys that took or delayed a run: a missing row is a
+ * full bucket.
  */
 export const KEY_RATE_LIMIT_CTES = `key_used AS MATERIALIZED (
          SELECT k.family, k.concurrency_key AS key, count(*) AS n FROM picked p JOIN keyed_fit k USING (id) WHERE NOT p.idle GROUP BY 1, 2
        ), rate_delay AS (
-         SELECT x.id FROM runs x
+         SELECT x.id, x.rate_delayed FROM runs x
           WHERE x.id IN (SELECT k.id FROM keyed_fit k WHERE k.rank > k.whole)
             AND x.status IN ('queued', 'waiting') AND x.due_at <= now()
           FOR NO KEY UPDATE SKIP LOCKED
        ), delayed AS (
-         UPDATE runs r SET due_at = d.due_at, updated_at = now()
+         UPDATE runs r SET due_at = d.due_at, rate_delayed = true, updated_at = now()
            FROM (SELECT l.id, l.family, l.key,
-                        greatest(t.admitted_at + (t.whole + l.j - t.tokens) / t.rate * interval '1 second',
-                                 t.delayed_until + l.j / t.rate * interval '1 second') AS due_at
-                   FROM (SELECT k.id, k.family, k.concurrency_key AS key,
-                                row_number() OVER (PARTITION BY k.family, k.concurrency_key ORDER BY k.rank) AS j
-                           FROM rate_delay x JOIN keyed_fit k USING (id)) l
-                   JOIN key_tokens t ON t.family = l.family AND t.key = l.key) d
+                        CASE WHEN l.rate_delayed THEN l.token_at
+                             ELSE greatest(l.token_at, l.delayed_until + l.j_new / l.rate * interval '1 second') END AS due_at
+                   FROM (SELECT k.id, k.family, k.concurrency_key AS key, x.rate_delayed, t.delayed_until, t.rate,
+                                t.admitted_at + (t.whole + row_number() OVER (PARTITION BY k.family, k.concurrency_key ORDER BY k.rank) - t.tokens)
+                                                / t.rate * interval '1 second' AS token_at,
+                                row_number() OVER (PARTITION BY k.family, k.concurrency_key, x.rate_delayed ORDER BY k.rank) AS j_new
+                           FROM rate_delay x JOIN keyed_fit k USING (id)
+                           JOIN key_tokens t ON t.family = k.family AND t.key = k.concurrency_key) l) d
           WHERE r.id = d.id
          RETURNING r.id, d.family, d.key, d.due_at
        ), key_charged AS (
@@ -86,11 +93,12 @@ export const KEY_RATE_LIMIT_CTES = `key_used AS MATERIALIZED (
 export const KEYED_CTES = `keyed_window AS (
          -- Queues with a per-key limit (slots or rate): the first ready runs in order whose key has a free
          -- slot (keys already full are skipped in the index walk, unlocked), each with its rank in its key.
-         SELECT w.queue, w.family, r.id, r.priority, r.due_at, r.concurrency_key,
-                row_number() OVER (PARTITION BY w.family, r.concurrency_key ORDER BY r.priority DESC, r.due_at, r.id) AS rank,
+         -- A key's line: by priority, then its runs delayed for a token before (see KEY_RATE_LIMIT_CTES), then due time.
+         SELECT w.queue, w.family, r.id, r.priority, r.due_at, r.concurrency_key, r.rate_delayed,
+                row_number() OVER (PARTITION BY w.family, r.concurrency_key ORDER BY r.priority DESC, r.rate_delayed DESC, r.due_at, r.id) AS rank,
                 w.per_key - coalesce(w.key_running[array_position(w.key_names, r.concurrency_key)], 0) AS free_slots
            FROM wanted w CROSS JOIN LATERAL (
-                SELECT id, priority, due_at, concurrency_key FROM runs
+                SELECT id, priority, due_at, concurrency_key, rate_delayed FROM runs
                  WHERE status IN ('queued', 'waiting') AND queue = w.queue AND due_at <= now()
                    AND (concurrency_key IS NULL OR concurrency_key <> ALL (w.full_keys))
                  ORDER BY priority DESC, due_at
@@ -114,7 +122,7 @@ export const KEYED_CTES = `keyed_window AS (
          SELECT r.id, r.status, r.stalls, w.queue, false AS idle, r.priority, r.due_at AS since
            FROM wanted w CROSS JOIN LATERAL (
                 SELECT x.id, x.status, x.stalls, x.priority, x.due_at FROM runs x
-                 WHERE x.id IN (SELECT k.id FROM keyed_fit k WHERE k.queue = w.queue AND k.fits ORDER BY k.priority DESC, k.due_at LIMIT w.fresh)
+                 WHERE x.id IN (SELECT k.id FROM keyed_fit k WHERE k.queue = w.queue AND k.fits ORDER BY k.priority DESC, k.rate_delayed DESC, k.due_at LIMIT w.fresh)
                    AND x.status IN ('queued', 'waiting') AND x.due_at <= now()
                  FOR NO KEY UPDATE SKIP LOCKED) r
           WHERE (w.per_key IS NOT NULL OR w.key_rate IS NOT NULL) AND w.fresh > 0
