@@ -89,9 +89,7 @@ describe('dashboard', () => {
       args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-dev-shm-usage'],
     });
     // The other tests' tab is signed in already, as the token form leaves it (that form has a test of its own).
-    page = await newTab();
-    // (A script's text: it runs in the browser, where sessionStorage is; the test's types are Node's.)
-    await page.addInitScript(`sessionStorage.setItem('wf.clientToken', ${JSON.stringify(CLIENT_TOKEN)})`);
+    page = await signedInTab();
   }, 120_000);
 
   afterEach(() => {
@@ -110,6 +108,13 @@ describe('dashboard', () => {
   const newTab = async () => {
     const tab = await browser.newPage({ viewport: { width: 1024, height: 800 } });
     tab.setDefaultTimeout(LIVE_MS);
+    return tab;
+  };
+  /** A tab of its own whose session holds the client token at every load, as the token form leaves it. */
+  const signedInTab = async () => {
+    const tab = await newTab();
+    // (A script's text: it runs in the browser, where sessionStorage is; the test's types are Node's.)
+    await tab.addInitScript(`sessionStorage.setItem('wf.clientToken', ${JSON.stringify(CLIENT_TOKEN)})`);
     return tab;
   };
   const api = async <T = RunView>(method: string, path: string, body?: unknown): Promise<T> => {
@@ -394,5 +399,27 @@ describe('dashboard', () => {
     await navigateTo('Workflows');
     await page.getByRole('heading', { name: 'Workflows' }).waitFor();
     await api('POST', `/v1/runs/${run.id}/cancel`);
+  });
+
+  it('asks for the token again when the coordinator refuses it to the live feed, on a page that reads nothing else meanwhile', async () => {
+    const run = await start('approval', { timeoutMs: 3_600_000 });
+    const tab = await signedInTab();
+    // The token is no longer accepted (as after CLIENT_TOKEN changed), and only the feed sends it again: the run
+    // page reads the run once, then follows it through the feed alone. The coordinator's own 401 answers it.
+    await tab.route('**/v1/feed?**', (route) => route.continue({ headers: { ...route.request().headers(), authorization: 'Bearer a-rotated-out-token' } }));
+    await tab.goto(`${coordinator.url}/ui/runs/${run.id}`);
+    await tab.getByRole('alert').filter({ hasText: 'refused that token' }).waitFor();
+    expect(await tab.evaluate(`sessionStorage.getItem('wf.clientToken')`)).toBeNull();
+    await tab.close();
+    await api('POST', `/v1/runs/${run.id}/cancel`);
+  });
+
+  it('does not connect to the live feed again after it refused the request (a 4xx other than 401)', async () => {
+    const refused = page.waitForResponse((response) => response.url().includes('/v1/feed?runId=abc'));
+    await page.goto(`${coordinator.url}/ui/runs/abc`);
+    expect((await refused).status()).toBe(400);
+    await page.getByRole('alert').waitFor();
+    // An absence is seen only by waiting: a retry came 0.5 s after the refusal, so none in 3 s means none.
+    await expect(page.waitForRequest((request) => request.url().includes('/v1/feed'), { timeout: 3_000 })).rejects.toThrow('Timeout');
   });
 });

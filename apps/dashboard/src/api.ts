@@ -41,6 +41,10 @@ let onUnauthorized: () => void = () => undefined;
 export function whenUnauthorized(listener: () => void): void {
   onUnauthorized = listener;
 }
+/** Says that the coordinator refused the token (an API call's 401, or the live feed's). */
+export function tokenRefused(): void {
+  onUnauthorized();
+}
 
 export function authHeaders(): Record<string, string> {
   const value = token.get();
@@ -58,7 +62,7 @@ async function request<T>(method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: strin
   const parsed = text ? (JSON.parse(text) as unknown) : undefined;
   if (!response.ok) {
     const error = (parsed ?? {}) as { reason?: string; message?: string };
-    if (response.status === 401) onUnauthorized();
+    if (response.status === 401) tokenRefused();
     throw new ApiError(response.status, error.reason ?? 'http_error', error.message ?? `${method} ${path} answered ${response.status}`);
   }
   return parsed as T;

@@ -1,16 +1,20 @@
 import type { RunChange } from '@nest-durable/client';
 import { EventSourceParserStream } from 'eventsource-parser/stream';
 import { useEffect, useRef } from 'preact/hooks';
-import { authHeaders } from './api';
+import { authHeaders, tokenRefused } from './api';
 
 /** Without the feed (an older coordinator, or a proxy that cuts streams), pages refresh this often instead. */
 const POLL_MS = 5_000;
 const RECONNECT_MAX_MS = 10_000;
+/** The refusals that ask to be tried again later (Request Timeout, Too Many Requests): the feed reconnects after them. */
+const TRY_LATER = [408, 429];
 
 /**
  * Follows GET /v1/feed (server-sent events: `event: run` per change, `event: resync` when some may have been missed), filtered by run id or workflow. Read with fetch, not
  * EventSource, because EventSource cannot send the bearer token. Reconnects with backoff; when the feed is
- * missing (404) it falls back to calling `onChange(null)` every POLL_MS. Returns a function that stops it.
+ * missing (404) it falls back to calling `onChange(null)` every POLL_MS. A refused token (401) is said as the API
+ * calls say it (the app asks for the token again); another refusal (4xx) would only be refused again, so it stops.
+ * Returns a function that stops it.
  */
 export function followRuns(filter: { runId?: string; workflow?: string }, onChange: (change: RunChange | null) => void): () => void {
   const controller = new AbortController();
@@ -26,6 +30,8 @@ export function followRuns(filter: { runId?: string; workflow?: string }, onChan
         poll = setInterval(() => onChange(null), POLL_MS);
         return;
       }
+      if (response.status === 401) return tokenRefused();
+      if (response.status >= 400 && response.status < 500 && !TRY_LATER.includes(response.status)) return;
       if (!response.ok || !response.body) throw new Error(`feed answered ${response.status}`);
       // Connected: what changed while we were away is read again once.
       onChange(null);
