@@ -2,6 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/glob
 import type { RunView } from '@nest-durable/client';
 import { defineWorkflow } from '@nest-durable/workflow';
 import { execFileSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -421,5 +422,21 @@ describe('dashboard', () => {
     await page.getByRole('alert').waitFor();
     // An absence is seen only by waiting: a retry came 0.5 s after the refusal, so none in 3 s means none.
     await expect(page.waitForRequest((request) => request.url().includes('/v1/feed'), { timeout: 3_000 })).rejects.toThrow('Timeout');
+  });
+
+  it('searches a UUID as a run id, and as an idempotency key when no run has that id', async () => {
+    const key = randomUUID();
+    const keyed = await api('POST', '/v1/runs', { workflow: 'dashboard-keys', version: '1', input: null, idempotencyKey: key });
+    await page.goto(`${coordinator.url}/ui/runs?workflow=dashboard-keys`);
+    const search = page.getByLabel('Run id or idempotency key');
+    await search.fill(key);
+    await search.press('Enter');
+    await page.waitForURL((url) => url.searchParams.get('key') === key);
+    await page.locator(`tr[data-run-id="${keyed.id}"]`).waitFor();
+    // A run's id still opens its page.
+    await search.fill(keyed.id);
+    await search.press('Enter');
+    await page.getByRole('heading', { name: `Run ${keyed.id}` }).waitFor();
+    await api('POST', `/v1/runs/${keyed.id}/cancel`);
   });
 });

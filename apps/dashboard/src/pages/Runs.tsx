@@ -2,7 +2,7 @@ import type { RunView, WorkerList } from '@nest-durable/client';
 import { RUN_STATUSES } from '@nest-durable/client/run-status';
 import { useState } from 'preact/hooks';
 import { useLocation, useSearch } from 'wouter-preact';
-import { api, type RunFilter } from '../api';
+import { ApiError, api, type RunFilter } from '../api';
 import { Problem } from '../components/Problem';
 import { RunLink } from '../components/RunLink';
 import { Status } from '../components/Status';
@@ -73,10 +73,10 @@ export function Runs() {
     // From the address as it is now: two changes in one event (Enter fires `change`, then `submit`) keep both.
     setFilters({ ...Object.fromEntries(new URLSearchParams(window.location.search)), [name]: value });
   };
-  const onSearch = (event: Event) => {
+  const onSearch = async (event: Event) => {
     event.preventDefault();
     const text = search.trim();
-    if (UUID.test(text)) navigate(`/runs/${text.toLowerCase()}`);
+    if (UUID.test(text) && (await isRunId(text.toLowerCase()))) navigate(`/runs/${text.toLowerCase()}`);
     else change('key', text);
   };
 
@@ -137,6 +137,16 @@ export function Runs() {
     </section>
   );
 }
+
+/**
+ * Whether a UUID typed in the search is a run's id; false only when no run has it (an idempotency key can look
+ * like a UUID too: it is searched as one then). Any other failure opens the run's page, which says it.
+ */
+const isRunId = (id: string) =>
+  api.getRun(id).then(
+    () => true,
+    (error: unknown) => !(error instanceof ApiError && error.status === 404),
+  );
 
 /** `workflow@version` of every version an online worker hosts. */
 function hostedVersions({ items }: WorkerList): Set<string> {
