@@ -51,6 +51,13 @@ const stepsWorkflow = defineWorkflow<null, string>({
   },
 });
 
+/** Starts an `approval` child and waits for it: its page links to the child's. */
+const parentWorkflow = defineWorkflow<null, unknown>({
+  name: 'dashboard-parent',
+  version: '1',
+  handler: (ctx) => ctx.child('approval', approvalWorkflow, { timeoutMs: 3_600_000 }),
+});
+
 /**
  * The web dashboard in a real browser (headless Chromium), against a real coordinator with authentication on
  * and a real worker: the token form, the runs table, a run's steps, retry and cancel from the page, and a page
@@ -79,7 +86,7 @@ describe('dashboard', () => {
     db = await createTestDatabase('dashboard');
     coordinator = await startCoordinator(db.url, { authDisabled: false, clientToken: CLIENT_TOKEN, workerToken: WORKER_TOKEN, dashboardDir });
     worker = await startCustomWorker(coordinator.url, {
-      workflows: [fragileWorkflow, stepsWorkflow, approvalWorkflow],
+      workflows: [fragileWorkflow, stepsWorkflow, approvalWorkflow, parentWorkflow],
       workerId: 'dashboard-worker',
       claimWaitMs: 1_000,
       headers: { authorization: `Bearer ${WORKER_TOKEN}` },
@@ -438,5 +445,38 @@ describe('dashboard', () => {
     await search.press('Enter');
     await page.getByRole('heading', { name: `Run ${keyed.id}` }).waitFor();
     await api('POST', `/v1/runs/${keyed.id}/cancel`);
+  });
+
+  it("shows nothing of a run under another run's address: its data, notice and actions stay on its own page", async () => {
+    const parent = await start('dashboard-parent');
+    const childId = await eventually(
+      'the child to start',
+      async () => (await api('GET', `/v1/runs/${parent.id}`)).tasks?.find((step) => step.childId)?.childId,
+      LIVE_MS,
+    );
+    await page.goto(`${coordinator.url}/ui/runs/${parent.id}`);
+    // A notice of the parent's own.
+    await page.getByLabel('Event name').fill('nudge');
+    await page.getByRole('button', { name: 'Send event' }).click();
+    await confirmDialog('Send');
+    await page.getByRole('status').filter({ hasText: 'Event nudge kept' }).waitFor();
+    // The child's answer is held until the page has been seen while it loads.
+    let release = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    await page.route(`**/v1/runs/${childId}`, async (route) => {
+      await held;
+      await route.continue();
+    });
+    await page.getByRole('list', { name: 'Steps' }).getByRole('link', { name: childId }).click();
+    await page.getByText('Loading…').waitFor();
+    expect(await page.getByRole('heading', { name: `Run ${parent.id}` }).count()).toBe(0);
+    expect(await page.getByRole('button', { name: 'Cancel run' }).count()).toBe(0);
+    release();
+    await page.getByRole('heading', { name: `Run ${childId}` }).waitFor();
+    expect(await page.getByRole('status').count()).toBe(0);
+    await page.unrouteAll();
+    await api('POST', `/v1/runs/${parent.id}/cancel`);
   });
 });

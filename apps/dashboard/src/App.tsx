@@ -39,7 +39,8 @@ export function App() {
           <Switch>
             <Route path="/" component={Overview} />
             <Route path="/runs" component={Runs} />
-            <Route path="/runs/:id">{(params: { id: string }) => <RunDetail id={params.id} />}</Route>
+            {/* Keyed by the id: another run's page (a child's, a parent's) starts afresh, nothing of this run's shown under its address. */}
+            <Route path="/runs/:id">{(params: { id: string }) => <RunDetail key={params.id} id={params.id} />}</Route>
             <Route path="/workflows" component={Workflows} />
             <Route path="/schedules" component={Schedules} />
             <Route path="/workers" component={Workers} />
