@@ -479,4 +479,26 @@ describe('dashboard', () => {
     await page.unrouteAll();
     await api('POST', `/v1/runs/${parent.id}/cancel`);
   });
+
+  it('pages through the runs, and the top bar brings back the first page, live again', async () => {
+    const runs: RunView[] = [];
+    // One after another: the newest is the last started. A page holds 25: the first one started is on the second page.
+    for (let index = 0; index < 26; index++) runs.push(await start('dashboard-pages'));
+    await page.goto(`${coordinator.url}/ui/runs`);
+    const newest = page.locator(`tr[data-run-id="${runs.at(-1)!.id}"]`);
+    const nextPage = page.getByRole('button', { name: 'Next page' });
+    await newest.waitFor();
+    await nextPage.click();
+    await newest.waitFor({ state: 'detached' });
+    await page.getByRole('button', { name: 'Previous page' }).click();
+    await newest.waitFor();
+    await nextPage.click();
+    await newest.waitFor({ state: 'detached' });
+    await navigateTo('Runs');
+    await newest.waitFor();
+    // Live again: a run started now shows up without a reload.
+    runs.push(await start('dashboard-pages'));
+    await page.locator(`tr[data-run-id="${runs.at(-1)!.id}"]`).waitFor();
+    await Promise.all(runs.map((run) => api('POST', `/v1/runs/${run.id}/cancel`)));
+  });
 });

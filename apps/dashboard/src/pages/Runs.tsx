@@ -42,25 +42,40 @@ function toQuery(filters: Record<string, string>): RunFilter {
   };
 }
 
-/** The filters live in the address (so they survive a reload and can be linked to, as the overview does). */
-function useFilters(): [Record<string, string>, (next: Record<string, string>) => void] {
+/**
+ * The filters live in the address (so they survive a reload and can be linked to, as the overview does), and so
+ * does the page's `cursor`: the top bar's plain /runs is the first page. `state` goes with the history entry.
+ */
+function useFilters(): [Record<string, string>, (next: Record<string, string>, state?: PagesBefore) => void] {
   const search = useSearch();
   const [, navigate] = useLocation();
   const current = Object.fromEntries(new URLSearchParams(search));
-  const set = (next: Record<string, string>) => {
+  const set = (next: Record<string, string>, state?: PagesBefore) => {
     const params = new URLSearchParams(Object.entries(next).filter(([, value]) => value !== ''));
-    navigate(`/runs${params.size ? `?${params}` : ''}`, { replace: true });
+    navigate(`/runs${params.size ? `?${params}` : ''}`, { replace: true, state });
   };
   return [current, set];
+}
+
+/** What "Previous page" needs: the cursors of the pages up to this one, kept in the history entry's state. */
+interface PagesBefore {
+  cursors: string[];
+}
+
+/** The cursors up to the address's `cursor` (the Pager's list); a linked page without its history goes back to the first. */
+function cursorsTo(cursor: string | undefined): string[] {
+  if (!cursor) return [];
+  const kept = (history.state as Partial<PagesBefore> | null)?.cursors;
+  return Array.isArray(kept) && kept.at(-1) === cursor ? kept : [cursor];
 }
 
 export function Runs() {
   const [filters, setFilters] = useFilters();
   const [, navigate] = useLocation();
   const [search, setSearch] = useState(filters.key ?? '');
-  // Cursors of the pages before this one: "Previous" pops one.
-  const [cursors, setCursors] = useState<string[]>([]);
+  const cursors = cursorsTo(filters.cursor);
   const cursor = cursors.at(-1);
+  const setCursors = (next: string[]) => setFilters({ ...filters, cursor: next.at(-1) ?? '' }, { cursors: next });
   const page = useLoad(() => api.listRuns(toQuery(filters), cursor), [JSON.stringify(filters), cursor]);
   // What the online workers host: a queued run of a version none hosts is flagged (it will not start by itself).
   const workers = useLoad(() => api.workers().catch(() => undefined), [page.data]);
@@ -69,9 +84,9 @@ export function Runs() {
   useLiveRuns({ workflow: filters.workflow }, page.reload, cursor === undefined);
 
   const change = (name: string, value: string) => {
-    setCursors([]);
     // From the address as it is now: two changes in one event (Enter fires `change`, then `submit`) keep both.
-    setFilters({ ...Object.fromEntries(new URLSearchParams(window.location.search)), [name]: value });
+    // Other filters start again from the first page.
+    setFilters({ ...Object.fromEntries(new URLSearchParams(window.location.search)), cursor: '', [name]: value });
   };
   const onSearch = async (event: Event) => {
     event.preventDefault();
