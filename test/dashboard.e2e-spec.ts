@@ -176,6 +176,22 @@ describe('dashboard', () => {
     await page.close();
   });
 
+  it('keeps the sign-in form after a network failure, and the token only once the coordinator accepted it', async () => {
+    const tab = await newTab();
+    const kept = () => tab.evaluate(`sessionStorage.getItem('wf.clientToken')`);
+    await tab.goto(`${coordinator.url}/ui/`);
+    await tab.getByLabel('Token').fill(CLIENT_TOKEN);
+    await tab.context().setOffline(true);
+    await tab.getByRole('button', { name: 'Sign in' }).click();
+    await tab.getByRole('alert').waitFor();
+    expect(await kept()).toBeNull();
+    await tab.context().setOffline(false);
+    await tab.getByRole('button', { name: 'Sign in' }).click();
+    await tab.getByRole('heading', { name: 'Overview' }).waitFor();
+    expect(await kept()).toBe(CLIENT_TOKEN);
+    await tab.close();
+  });
+
   it('shows a started run in the runs table without a reload', async () => {
     await page.goto(`${coordinator.url}/ui/runs`);
     await page.getByRole('heading', { name: 'Runs' }).waitFor();

@@ -9,10 +9,11 @@ import { Problem } from './components/Problem';
  */
 export function TokenGate({ children }: { children: ComponentChildren }) {
   const [state, setState] = useState<'loading' | 'ask' | 'ready'>('loading');
-  const [error, setError] = useState<Error>();
+  const [configError, setConfigError] = useState<Error>();
+  const [signInError, setSignInError] = useState<Error>();
   const [refused, setRefused] = useState(false);
   useEffect(() => {
-    api.config().then(({ authRequired }) => setState(authRequired && !token.get() ? 'ask' : 'ready'), setError);
+    api.config().then(({ authRequired }) => setState(authRequired && !token.get() ? 'ask' : 'ready'), setConfigError);
     whenUnauthorized(() => {
       token.clear();
       setRefused(true);
@@ -20,7 +21,7 @@ export function TokenGate({ children }: { children: ComponentChildren }) {
     });
   }, []);
 
-  if (error) return <Problem error={error} />;
+  if (configError) return <Problem error={configError} />;
   if (state === 'loading') return <p class="muted">Loading…</p>;
   if (state === 'ready') return <>{children}</>;
   return (
@@ -30,12 +31,17 @@ export function TokenGate({ children }: { children: ComponentChildren }) {
         event.preventDefault();
         const value = new FormData(event.currentTarget).get('token');
         if (typeof value !== 'string' || !value.trim()) return;
-        token.set(value.trim());
+        const candidate = value.trim();
         setRefused(false);
-        // Checked at once with the smallest authenticated read: a refusal (401) brings the form back.
-        api.listRuns({}, undefined, 1).then(
-          () => setState('ready'),
-          (caught: ApiError) => caught.status !== 401 && setError(caught),
+        setSignInError(undefined);
+        // Checked at once, and kept only once accepted: a refusal (401) says so here (through whenUnauthorized),
+        // another failure (the network's) is said under the form, which stays to try again.
+        api.checkToken(candidate).then(
+          () => {
+            token.set(candidate);
+            setState('ready');
+          },
+          (caught: ApiError) => caught.status !== 401 && setSignInError(caught),
         );
       }}
     >
@@ -46,6 +52,7 @@ export function TokenGate({ children }: { children: ComponentChildren }) {
           The coordinator refused that token.
         </p>
       )}
+      <Problem error={signInError} />
       <label>
         Token <input name="token" type="password" autoComplete="current-password" required />
       </label>

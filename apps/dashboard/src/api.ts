@@ -51,10 +51,10 @@ export function authHeaders(): Record<string, string> {
   return value ? { authorization: `Bearer ${value}` } : {};
 }
 
-async function request<T>(method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, body?: unknown): Promise<T> {
+async function request<T>(method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, body?: unknown, auth = authHeaders()): Promise<T> {
   const response = await fetch(path, {
     method,
-    headers: { ...authHeaders(), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: { ...auth, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   if (response.status === 204) return undefined as T;
@@ -91,6 +91,8 @@ export interface RunFilter {
 /** The API calls the pages make, one per endpoint of the contract (libs/client/src/contract/endpoints.ts). */
 export const api = {
   config: () => request<DashboardConfig>('GET', '/ui/config.json'),
+  /** The smallest authenticated read, with a token not kept yet: it answers only if the coordinator accepts it. */
+  checkToken: (candidate: string) => request<RunPage>('GET', `/v1/runs${query({ limit: 1 })}`, undefined, { authorization: `Bearer ${candidate}` }),
   stats: (window: '1h' | '24h') => request<Stats>('GET', `/v1/stats${query({ window })}`),
   listRuns: (filter: RunFilter, cursor?: string, limit = 25) => request<RunPage>('GET', `/v1/runs${query({ ...filter, cursor, limit })}`),
   getRun: (id: string) => request<RunView>('GET', run(id)),
