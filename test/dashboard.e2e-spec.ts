@@ -517,4 +517,22 @@ describe('dashboard', () => {
     await page.locator(`tr[data-run-id="${runs.at(-1)!.id}"]`).waitFor();
     await Promise.all(runs.map((run) => api('POST', `/v1/runs/${run.id}/cancel`)));
   });
+
+  it('after a refused action, reads the page again and drops the notice of the action before', async () => {
+    const create = () => api<{ id: string }>('POST', '/v1/schedules', { workflow: 'dashboard-steps', version: '1', cron: '0 0 3 * * *', timezone: 'UTC' });
+    const [kept, gone] = [await create(), await create()];
+    await page.goto(`${coordinator.url}/ui/schedules`);
+    const pause = (id: string) => page.getByRole('button', { name: `Pause schedule ${id}` });
+    await pause(kept.id).click();
+    await confirmDialog('Pause');
+    await page.getByRole('status').filter({ hasText: 'paused' }).waitFor();
+    // Deleted elsewhere: its row is stale until the page reads the list again.
+    await api('DELETE', `/v1/schedules/${gone.id}`);
+    await pause(gone.id).click();
+    await confirmDialog('Pause');
+    await page.getByRole('alert').filter({ hasText: 'schedule_not_found' }).waitFor();
+    await page.locator(`tr[data-schedule-id="${gone.id}"]`).waitFor({ state: 'detached' });
+    expect(await page.getByRole('status').count()).toBe(0);
+    await api('DELETE', `/v1/schedules/${kept.id}`);
+  });
 });

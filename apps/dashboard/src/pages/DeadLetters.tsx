@@ -3,9 +3,11 @@ import { useState } from 'preact/hooks';
 import { api } from '../api';
 import { Confirm } from '../components/Confirm';
 import { Json } from '../components/Json';
+import { Notice } from '../components/Notice';
 import { Problem } from '../components/Problem';
 import { RunLink } from '../components/RunLink';
 import { Time } from '../components/Time';
+import { useAction } from '../use-action';
 import { useLoad } from '../use-load';
 import { Pager } from '../components/Pager';
 
@@ -16,24 +18,15 @@ export function DeadLetters() {
   const cursor = cursors.at(-1);
   const page = useLoad(() => api.deadLetters(cursor), [cursor]);
   const [pending, setPending] = useState<Pending>();
-  const [error, setError] = useState<Error>();
-  const [message, setMessage] = useState<string>();
+  const outcome = useAction(page.reload);
 
-  const perform = async ({ kind, letter }: Pending) => {
-    setPending(undefined);
-    setError(undefined);
-    try {
-      if (kind === 'redrive') {
-        const result = await api.redrive(letter.id);
-        setMessage(`Dead letter ${letter.id} redriven: ${result.action}; its run is ${result.runStatus}.`);
-      } else {
-        await api.deleteDeadLetter(letter.id);
-        setMessage(`Dead letter ${letter.id} deleted.`);
-      }
-      page.reload();
-    } catch (caught) {
-      setError(caught as Error);
+  const act = async ({ kind, letter }: Pending): Promise<string> => {
+    if (kind === 'delete') {
+      await api.deleteDeadLetter(letter.id);
+      return `Dead letter ${letter.id} deleted.`;
     }
+    const result = await api.redrive(letter.id);
+    return `Dead letter ${letter.id} redriven: ${result.action}; its run is ${result.runStatus}.`;
   };
 
   const letters = page.data?.deadLetters ?? [];
@@ -42,12 +35,8 @@ export function DeadLetters() {
       <header class="page-header">
         <h1 id="dead-letters-title">Dead letters</h1>
       </header>
-      {message && (
-        <p class="notice" role="status">
-          {message}
-        </p>
-      )}
-      <Problem error={error ?? page.error} />
+      <Notice message={outcome.message} />
+      <Problem error={outcome.error ?? page.error} />
       <table>
         <thead>
           <tr>
@@ -98,7 +87,10 @@ export function DeadLetters() {
         <Confirm
           title={pending.kind === 'redrive' ? 'Redrive this dead letter?' : 'Delete this dead letter?'}
           confirmLabel={pending.kind === 'redrive' ? 'Redrive' : 'Delete'}
-          onConfirm={() => void perform(pending)}
+          onConfirm={() => {
+            setPending(undefined);
+            void outcome.perform(() => act(pending));
+          }}
           onCancel={() => setPending(undefined)}
         >
           <p>

@@ -4,6 +4,7 @@ import { useState } from 'preact/hooks';
 import { api } from '../api';
 import { Confirm } from '../components/Confirm';
 import { Problem } from '../components/Problem';
+import type { ActionOutcome } from '../use-action';
 
 type Action = { kind: 'cancel' } | { kind: 'retry' } | { kind: 'wake' } | { kind: 'event'; name: string; data: unknown };
 
@@ -14,39 +15,32 @@ const TITLES: Record<Action['kind'], string> = {
   event: 'Send this event?',
 };
 
-/** Cancel, retry, wake and send event, each through the API after a confirmation; the answer is said on the page. */
-export function RunActions({ run, onDone }: { run: RunView; onDone: (message: string) => void }) {
+/** Cancel, retry, wake and send event, each through the API after a confirmation; the run page says the outcome. */
+export function RunActions({ run, outcome }: { run: RunView; outcome: ActionOutcome }) {
   const [pending, setPending] = useState<Action>();
-  const [error, setError] = useState<Error>();
+  /** Event data that is not JSON: said here, nothing sent. */
+  const [invalid, setInvalid] = useState<Error>();
   const [eventName, setEventName] = useState('');
   const [eventData, setEventData] = useState('null');
   const terminal = isTerminalStatus(run.status);
   const sleeping = run.status === 'waiting' && (run.tasks ?? []).some((step) => step.kind === 'sleep' && step.status === 'waiting');
 
-  const perform = async (action: Action) => {
-    setPending(undefined);
-    setError(undefined);
-    try {
-      if (action.kind === 'cancel') await api.cancel(run.id);
-      if (action.kind === 'retry') await api.retry(run.id);
-      if (action.kind === 'wake') await api.wake(run.id);
-      if (action.kind === 'event') {
-        const { delivered } = await api.sendEvent(run.id, action.name, action.data);
-        onDone(delivered ? `Event ${action.name} delivered: the run was waiting for it.` : `Event ${action.name} kept for the run's next wait of that name.`);
-        return;
-      }
-      onDone({ cancel: 'Cancelled.', retry: 'Queued again as its next attempt.', wake: 'Woken.' }[action.kind]);
-    } catch (caught) {
-      setError(caught as Error);
+  const act = async (action: Action): Promise<string> => {
+    if (action.kind === 'event') {
+      const { delivered } = await api.sendEvent(run.id, action.name, action.data);
+      return delivered ? `Event ${action.name} delivered: the run was waiting for it.` : `Event ${action.name} kept for the run's next wait of that name.`;
     }
+    await { cancel: api.cancel, retry: api.retry, wake: api.wake }[action.kind](run.id);
+    return { cancel: 'Cancelled.', retry: 'Queued again as its next attempt.', wake: 'Woken.' }[action.kind];
   };
 
   const askEvent = (event: Event) => {
     event.preventDefault();
+    setInvalid(undefined);
     try {
       setPending({ kind: 'event', name: eventName.trim(), data: JSON.parse(eventData || 'null') });
     } catch {
-      setError(new Error('The event data is not valid JSON.'));
+      setInvalid(new Error('The event data is not valid JSON.'));
     }
   };
 
@@ -75,12 +69,16 @@ export function RunActions({ run, onDone }: { run: RunView; onDone: (message: st
           <button type="submit">Send event</button>
         </form>
       )}
-      <Problem error={error} />
+      <Problem error={invalid ?? outcome.error} />
       {pending && (
         <Confirm
           title={TITLES[pending.kind]}
           confirmLabel={{ cancel: 'Cancel run', retry: 'Retry', wake: 'Wake', event: 'Send' }[pending.kind]}
-          onConfirm={() => void perform(pending)}
+          onConfirm={() => {
+            setPending(undefined);
+            setInvalid(undefined);
+            void outcome.perform(() => act(pending));
+          }}
           onCancel={() => setPending(undefined)}
         >
           <p>

@@ -1,14 +1,15 @@
 import type { RunTransition, RunView, TaskView } from '@nest-durable/client';
 import { isTerminalStatus } from '@nest-durable/client/run-status';
-import { useState } from 'preact/hooks';
 import { Link } from 'wouter-preact';
 import { api } from '../api';
 import { Json } from '../components/Json';
+import { Notice } from '../components/Notice';
 import { Problem } from '../components/Problem';
 import { Status } from '../components/Status';
 import { Time } from '../components/Time';
 import { useLiveRuns } from '../feed';
 import { between } from '../format';
+import { useAction } from '../use-action';
 import { useLoad } from '../use-load';
 import { RunActions } from './RunActions';
 
@@ -20,7 +21,7 @@ export function RunDetail({ id }: { id: string }) {
     transitions.reload();
   };
   useLiveRuns({ runId: id }, reload, run.data ? !isTerminalStatus(run.data.status) : true);
-  const [message, setMessage] = useState<string>();
+  const outcome = useAction(reload);
 
   if (!run.data) return run.error ? <Problem error={run.error} /> : <p class="muted">Loading…</p>;
   const data = run.data;
@@ -39,18 +40,8 @@ export function RunDetail({ id }: { id: string }) {
         <Status status={data.status} />
       </header>
       <Problem error={run.error} />
-      {message && (
-        <p class="notice" role="status">
-          {message}
-        </p>
-      )}
-      <RunActions
-        run={data}
-        onDone={(text) => {
-          setMessage(text);
-          reload();
-        }}
-      />
+      <Notice message={outcome.message} />
+      <RunActions run={data} outcome={outcome} />
       {data.error && (
         <div class="run-error" role="alert" aria-label="Run error">
           <strong>{data.error.name}</strong>: {data.error.message}

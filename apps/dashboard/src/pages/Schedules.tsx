@@ -2,10 +2,12 @@ import type { ScheduleView } from '@nest-durable/client';
 import { useState } from 'preact/hooks';
 import { api } from '../api';
 import { Confirm } from '../components/Confirm';
+import { Notice } from '../components/Notice';
 import { Problem } from '../components/Problem';
 import { RunLink } from '../components/RunLink';
 import { Time } from '../components/Time';
 import { duration, shortId } from '../format';
+import { useAction } from '../use-action';
 import { useLoad } from '../use-load';
 import { Pager } from '../components/Pager';
 
@@ -27,26 +29,14 @@ export function Schedules() {
   const cursor = cursors.at(-1);
   const page = useLoad(() => api.schedules(cursor), [cursor]);
   const [pending, setPending] = useState<Pending>();
-  const [error, setError] = useState<Error>();
-  const [message, setMessage] = useState<string>();
+  const outcome = useAction(page.reload);
 
-  const perform = async ({ kind, schedule }: Pending) => {
-    setPending(undefined);
-    setError(undefined);
-    try {
-      if (kind === 'pause') await api.pauseSchedule(schedule.id);
-      if (kind === 'resume') await api.resumeSchedule(schedule.id);
-      if (kind === 'delete') await api.deleteSchedule(schedule.id);
-      if (kind === 'trigger') {
-        const { run } = await api.triggerSchedule(schedule.id);
-        setMessage(`Started run ${run.id}.`);
-      } else {
-        setMessage(`Schedule ${schedule.name ?? schedule.id} ${{ pause: 'paused', resume: 'resumed', delete: 'deleted' }[kind]}.`);
-      }
-      page.reload();
-    } catch (caught) {
-      setError(caught as Error);
-    }
+  const act = async ({ kind, schedule }: Pending): Promise<string> => {
+    if (kind === 'pause') await api.pauseSchedule(schedule.id);
+    if (kind === 'resume') await api.resumeSchedule(schedule.id);
+    if (kind === 'delete') await api.deleteSchedule(schedule.id);
+    if (kind === 'trigger') return `Started run ${(await api.triggerSchedule(schedule.id)).run.id}.`;
+    return `Schedule ${schedule.name ?? schedule.id} ${{ pause: 'paused', resume: 'resumed', delete: 'deleted' }[kind]}.`;
   };
 
   const schedules = page.data?.schedules ?? [];
@@ -60,12 +50,8 @@ export function Schedules() {
       <header class="page-header">
         <h1 id="schedules-title">Schedules</h1>
       </header>
-      {message && (
-        <p class="notice" role="status">
-          {message}
-        </p>
-      )}
-      <Problem error={error ?? page.error} />
+      <Notice message={outcome.message} />
+      <Problem error={outcome.error ?? page.error} />
       <table>
         <thead>
           <tr>
@@ -131,7 +117,10 @@ export function Schedules() {
         <Confirm
           title={CONFIRM[pending.kind][0]}
           confirmLabel={CONFIRM[pending.kind][1]}
-          onConfirm={() => void perform(pending)}
+          onConfirm={() => {
+            setPending(undefined);
+            void outcome.perform(() => act(pending));
+          }}
           onCancel={() => setPending(undefined)}
         >
           <p>

@@ -3,8 +3,10 @@ import { useState } from 'preact/hooks';
 import { Link } from 'wouter-preact';
 import { api } from '../api';
 import { Confirm } from '../components/Confirm';
+import { Notice } from '../components/Notice';
 import { Problem } from '../components/Problem';
 import { Time } from '../components/Time';
+import { useAction } from '../use-action';
 import { useLoad } from '../use-load';
 
 type Pending = { kind: 'pause' | 'resume' | 'clear'; workflow: WorkflowView } | { kind: 'limits'; workflow: WorkflowView; limits: WorkflowLimits };
@@ -30,25 +32,17 @@ export function Workflows() {
   const workflows = useLoad(() => api.workflows(), []);
   const [pending, setPending] = useState<Pending>();
   const [editing, setEditing] = useState<string>();
-  const [error, setError] = useState<Error>();
-  const [message, setMessage] = useState<string>();
+  const outcome = useAction(workflows.reload);
   const label = (workflow: WorkflowView) => `${workflow.name}@${workflow.version}`;
 
-  const perform = async (action: Pending) => {
-    setPending(undefined);
-    setError(undefined);
+  const act = async (action: Pending): Promise<string> => {
     const { name, version } = action.workflow;
-    try {
-      if (action.kind === 'pause') await api.pause(name, version);
-      if (action.kind === 'resume') await api.resume(name, version);
-      if (action.kind === 'clear') await api.clearLimits(name, version);
-      if (action.kind === 'limits') await api.setLimits(name, version, action.limits);
-      setMessage(`${label(action.workflow)}: ${{ pause: 'paused', resume: 'resumed', clear: 'limits cleared', limits: 'limits set' }[action.kind]}.`);
-      setEditing(undefined);
-      workflows.reload();
-    } catch (caught) {
-      setError(caught as Error);
-    }
+    if (action.kind === 'pause') await api.pause(name, version);
+    if (action.kind === 'resume') await api.resume(name, version);
+    if (action.kind === 'clear') await api.clearLimits(name, version);
+    if (action.kind === 'limits') await api.setLimits(name, version, action.limits);
+    setEditing(undefined);
+    return `${label(action.workflow)}: ${{ pause: 'paused', resume: 'resumed', clear: 'limits cleared', limits: 'limits set' }[action.kind]}.`;
   };
 
   const askLimits = (workflow: WorkflowView) => (event: Event) => {
@@ -68,12 +62,8 @@ export function Workflows() {
       <header class="page-header">
         <h1 id="workflows-title">Workflows</h1>
       </header>
-      {message && (
-        <p class="notice" role="status">
-          {message}
-        </p>
-      )}
-      <Problem error={error ?? workflows.error} />
+      <Notice message={outcome.message} />
+      <Problem error={outcome.error ?? workflows.error} />
       <table>
         <thead>
           <tr>
@@ -166,7 +156,10 @@ export function Workflows() {
         <Confirm
           title={`${TITLES[pending.kind]} ${label(pending.workflow)}?`}
           confirmLabel={{ pause: 'Pause', resume: 'Resume', clear: 'Clear', limits: 'Set limits' }[pending.kind]}
-          onConfirm={() => void perform(pending)}
+          onConfirm={() => {
+            setPending(undefined);
+            void outcome.perform(() => act(pending));
+          }}
           onCancel={() => setPending(undefined)}
         >
           <p>
