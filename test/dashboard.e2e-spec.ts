@@ -535,4 +535,14 @@ describe('dashboard', () => {
     expect(await page.getByRole('status').count()).toBe(0);
     await api('DELETE', `/v1/schedules/${kept.id}`);
   });
+
+  it('sends no event whose name is only spaces: it says so instead of asking to confirm', async () => {
+    const run = await start('approval', { timeoutMs: 3_600_000 });
+    await page.goto(`${coordinator.url}/ui/runs/${run.id}`);
+    await page.getByLabel('Event name').fill('   ');
+    await page.getByRole('button', { name: 'Send event' }).click();
+    await page.getByRole('alert').filter({ hasText: 'The event needs a name.' }).waitFor();
+    expect(await page.getByRole('dialog').count()).toBe(0);
+    await api('POST', `/v1/runs/${run.id}/cancel`);
+  });
 });

@@ -18,7 +18,7 @@ const TITLES: Record<Action['kind'], string> = {
 /** Cancel, retry, wake and send event, each through the API after a confirmation; the run page says the outcome. */
 export function RunActions({ run, outcome }: { run: RunView; outcome: ActionOutcome }) {
   const [pending, setPending] = useState<Action>();
-  /** Event data that is not JSON: said here, nothing sent. */
+  /** Why the event form cannot be sent (no name, data that is not JSON): said here, nothing sent. */
   const [invalid, setInvalid] = useState<Error>();
   const [eventName, setEventName] = useState('');
   const [eventData, setEventData] = useState('null');
@@ -37,6 +37,8 @@ export function RunActions({ run, outcome }: { run: RunView; outcome: ActionOutc
   const askEvent = (event: Event) => {
     event.preventDefault();
     setInvalid(undefined);
+    // `required` lets a name of spaces through, which the API would only refuse (or misroute, trimmed to nothing).
+    if (!eventName.trim()) return setInvalid(new Error('The event needs a name.'));
     try {
       setPending({ kind: 'event', name: eventName.trim(), data: JSON.parse(eventData || 'null') });
     } catch {
