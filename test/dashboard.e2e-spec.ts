@@ -545,4 +545,21 @@ describe('dashboard', () => {
     expect(await page.getByRole('dialog').count()).toBe(0);
     await api('POST', `/v1/runs/${run.id}/cancel`);
   });
+
+  it('loads with no 404 from the coordinator: it declares its icon, so the browser asks for no /favicon.ico', async () => {
+    // What the coordinator answered, seen on its own server (the browser fetches a favicon outside the page's requests).
+    const answers: string[] = [];
+    const record = (request: { url: string }, response: { statusCode: number; on: (event: 'finish', listener: () => void) => void }) =>
+      response.on('finish', () => answers.push(`${response.statusCode} ${request.url}`));
+    const server = coordinator.app.getHttpServer();
+    server.on('request', record);
+    const tab = await signedInTab();
+    await tab.goto(`${coordinator.url}/ui/`);
+    await tab.getByRole('heading', { name: 'Overview' }).waitFor();
+    // An absence is seen only by waiting: Chromium asked for /favicon.ico within a second of the load.
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    server.off('request', record);
+    await tab.close();
+    expect(answers.filter((answer) => answer.startsWith('404'))).toEqual([]);
+  });
 });
