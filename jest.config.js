@@ -19,8 +19,8 @@ module.exports = {
   setupFilesAfterEnv: ['<rootDir>/test/support/jest-setup.ts'],
   // Only the monorepo's own code: examples/ are apps of their own, built and tested from a copy
   // (test/example-app.e2e-spec.ts).
-  roots: ['<rootDir>/apps', '<rootDir>/libs', '<rootDir>/test'],
-  testRegex: '(apps|libs|test)/.*\\.(spec|e2e-spec)\\.ts$',
+  roots: ['<rootDir>/apps', '<rootDir>/libs', '<rootDir>/packages', '<rootDir>/test'],
+  testRegex: '(apps|libs|packages|test)/.*\\.(spec|e2e-spec)\\.ts$',
   moduleFileExtensions: ['ts', 'js', 'mjs', 'json'],
   transform: {
     '^.+\\.ts$': ['@swc/jest', swcTs],

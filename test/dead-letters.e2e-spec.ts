@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import type { ClaimedRun, DeadLetterPage, RunView } from '@nest-durable/client';
-import { sortedSetKey } from '@nest-durable/client';
+import { sortedSetKey } from '@app/streams';
 import { Redis } from 'ioredis';
 import request from 'supertest';
 import { type RunningCoordinator, startCoordinator } from './support/apps';

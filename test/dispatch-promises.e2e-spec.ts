@@ -2,7 +2,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/glob
 import type { RunView } from '@nest-durable/client';
 import { type FailoverSubscriber, SUBSCRIBER, WorkerRuntime } from '@nest-durable/worker';
 import { RedisStreamsSubscriber } from '@nest-durable/worker/redis';
-import { WorkflowClient, partitionCountKey, queueStreams, sortedSetKey } from '@nest-durable/client';
+import { WorkflowClient } from '@nest-durable/client';
+import { partitionCountKey, queueStreams, sortedSetKey } from '@app/streams';
 import { Redis } from 'ioredis';
 import request from 'supertest';
 import { loadWorkerConfig } from '../apps/worker/src/config/worker.config';

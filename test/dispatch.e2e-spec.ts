@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import type { ClaimedRun } from '@nest-durable/client';
-import { partitionCountKey, sortedSetKey, streamKey } from '@nest-durable/client';
+import { partitionCountKey, sortedSetKey, streamKey } from '@app/streams';
 import { LISTEN_PROBE, OutboxEnqueuer, OutboxRepository, type OutboxRow } from '@app/outbox';
 import { uuidv7 } from '@app/persistence';
 import { Redis } from 'ioredis';

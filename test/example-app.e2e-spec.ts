@@ -8,7 +8,9 @@ import { loadedOf, modulesLoadedBy } from './support/module-loading';
 import { AppProcess, runCommand } from './support/processes';
 
 const ROOT = join(__dirname, '..');
+/** What the example names in its manifest; @nest-durable/common comes with them, as it would from the registry. */
 const PACKAGES = ['client', 'workflow', 'worker'];
+const PACKED = ['common', ...PACKAGES];
 
 /** What `npm pack --json` reports of each tarball. */
 type Packed = { name: string; version: string; filename: string }[];
@@ -34,12 +36,18 @@ describe('an app outside the monorepo, on the packed packages', () => {
     dir = mkdtempSync(join(tmpdir(), 'nest-durable-example-'));
     app = join(dir, 'app');
     await runCommand('npm', ['run', 'build:packages']);
-    packed = JSON.parse(await runCommand('npm', ['pack', ...PACKAGES.flatMap((name) => ['-w', `libs/${name}`]), '--pack-destination', dir, '--json']));
+    packed = JSON.parse(await runCommand('npm', ['pack', ...PACKED.map((name) => `./packages/${name}`), '--pack-destination', dir, '--json']));
 
     cpSync(join(ROOT, 'examples/nest-app'), app, { recursive: true, filter: (source) => !/\/(node_modules|dist)$/.test(source) });
     const manifest = JSON.parse(readFileSync(join(app, 'package.json'), 'utf8'));
+    manifest.overrides = {};
     for (const { name, version, filename } of packed) {
-      // The example names the very version packed here, as an app on the registry would.
+      // The example names the very version packed here, as an app on the registry would; a package only the
+      // others depend on is pointed at its tarball as an override.
+      if (name === '@nest-durable/common') {
+        manifest.overrides[name] = `file:${join(dir, filename)}`;
+        continue;
+      }
       expect(manifest.dependencies[name]).toBe(version);
       manifest.dependencies[name] = `file:${join(dir, filename)}`;
     }
@@ -61,7 +69,7 @@ describe('an app outside the monorepo, on the packed packages', () => {
   });
 
   it('installs exactly the packed packages, no copy of them from elsewhere', () => {
-    for (const name of PACKAGES) {
+    for (const name of PACKED) {
       const installed = JSON.parse(readFileSync(join(app, 'node_modules/@nest-durable', name, 'package.json'), 'utf8'));
       expect(installed).toMatchObject({ name: `@nest-durable/${name}`, version: '0.1.0' });
     }

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
 import request from 'supertest';
 import { WaitingClaims } from '../apps/coordinator/src/hand-off/waiting-claims.service';
-import { ClaimRepository } from '../libs/locking/src';
+import { ClaimRepository } from '@app/run-store';
 import { NotificationListener } from '../libs/outbox/src';
 import { type RunningCoordinator, startCoordinator } from './support/apps';
 import { createTestDatabase, type TestDatabase } from './support/database';

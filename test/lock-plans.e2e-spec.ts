@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { type Database, type PreparedStatement, type SqlExecutor } from '@app/persistence';
-import { ClaimRepository, ReportRepository } from '@app/locking';
+import { ClaimRepository, ReportRepository } from '@app/run-store';
 import { Client } from 'pg';
 import { type RunningCoordinator, startCoordinator } from './support/apps';
 import { createTestDatabase, type TestDatabase } from './support/database';

@@ -4,7 +4,7 @@ import { loadedOf, modulesLoadedBy } from './support/module-loading';
 /** Modules an entry must not bring in, as require() requests and as loaded files. */
 const IOREDIS = { requests: /^ioredis(\/|$)/, files: /\/node_modules\/ioredis\// };
 const NEST = { requests: /^@nestjs\//, files: /\/node_modules\/@nestjs\// };
-const WORKER = { requests: /^@nest-durable\/worker(\/|$)/, files: /\/libs\/worker\// };
+const WORKER = { requests: /^@nest-durable\/worker(\/|$)/, files: /\/packages\/worker\// };
 
 /**
  * What loading each package's entry brings into a fresh process: a service that only starts runs must
@@ -14,7 +14,7 @@ const WORKER = { requests: /^@nest-durable\/worker(\/|$)/, files: /\/libs\/worke
 describe('loading the packages', () => {
   it('@nest-durable/client loads no ioredis, no Nest and no worker runtime', () => {
     const loaded = modulesLoadedBy('@nest-durable/client', { sources: true });
-    expect(loaded.files).toEqual(expect.arrayContaining([expect.stringMatching(/\/libs\/client\/src\/workflow\.client\.ts$/)]));
+    expect(loaded.files).toEqual(expect.arrayContaining([expect.stringMatching(/\/packages\/client\/src\/workflow\.client\.ts$/)]));
     expect(loadedOf(loaded, IOREDIS)).toEqual([]);
     expect(loadedOf(loaded, NEST)).toEqual([]);
     expect(loadedOf(loaded, WORKER)).toEqual([]);

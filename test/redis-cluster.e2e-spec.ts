@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { hashSlot, queueStreams, type RunView, sortedSetKey, streamKey, WorkflowClient } from '@nest-durable/client';
+import { hashSlot, queueStreams, sortedSetKey, streamKey } from '@app/streams';
+import { type RunView, WorkflowClient } from '@nest-durable/client';
 import { Cluster } from 'ioredis';
 import { type FailoverSubscriber, SUBSCRIBER } from '@nest-durable/worker';
 import { loadWorkerConfig } from '../apps/worker/src/config/worker.config';

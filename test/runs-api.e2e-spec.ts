@@ -5,7 +5,7 @@ import { Client } from 'pg';
 import request from 'supertest';
 import { ResultWaits } from '../apps/coordinator/src/hand-off/result-waits.service';
 import { RunsRepository } from '../apps/coordinator/src/runs/runs.repository';
-import { ReportRepository } from '../libs/locking/src';
+import { ReportRepository } from '@app/run-store';
 import { NotificationListener, type PendingWait, RUN_FINISHED_CHANNEL } from '../libs/outbox/src';
 import { type RunningCoordinator, startCoordinator } from './support/apps';
 import { createTestDatabase, type TestDatabase } from './support/database';

@@ -1,6 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import type { RunView } from '@nest-durable/client';
-import { WorkflowClient, queueStreams } from '@nest-durable/client';
+import { WorkflowClient } from '@nest-durable/client';
+import { queueStreams } from '@app/streams';
 import { Redis } from 'ioredis';
 import request from 'supertest';
 import { SIDE_EFFECTS_TABLE } from './fixtures/side-effects.workflow';

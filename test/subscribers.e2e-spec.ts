@@ -2,13 +2,12 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/glob
 import type { ClaimedRun, RunView } from '@nest-durable/client';
 import { CoordinatorApi, FailoverSubscriber, type NextDelayParams, SUBSCRIBER, type Subscriber, WorkflowRegistry } from '@nest-durable/worker';
 import { RedisStreamsSubscriber, RedisConnection } from '@nest-durable/worker/redis';
-import { WorkflowClient, streamKey } from '@nest-durable/client';
+import { WorkflowClient } from '@nest-durable/client';
+import { streamKey, MAX_GIVE_BACKS, StreamEntries } from '@app/streams';
 import { Injectable } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import request from 'supertest';
 import { loadWorkerConfig } from '../apps/worker/src/config/worker.config';
-import { StreamEntries } from '../libs/worker/src/redis/stream-entries';
-import { MAX_GIVE_BACKS } from '../libs/worker/src/redis/redis-subscriber.options';
 import { workerModuleOptions } from '../apps/worker/src/worker-app.module';
 import { EXAMPLE_WORKFLOWS } from '../apps/worker/src/workflows';
 import { WaitingClaims } from '../apps/coordinator/src/hand-off/waiting-claims.service';

@@ -1,7 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import type { RunView } from '@nest-durable/client';
 import { defineWorkflow } from '@nest-durable/workflow';
-import { WorkflowClient, streamKey } from '@nest-durable/client';
+import { WorkflowClient } from '@nest-durable/client';
+import { streamKey } from '@app/streams';
 import { Redis } from 'ioredis';
 import request from 'supertest';
 import { DataSource } from 'typeorm';

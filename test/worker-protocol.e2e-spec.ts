@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import type { ClaimedRun } from '@nest-durable/client';
 import request from 'supertest';
-import { ReportRepository } from '@app/locking';
+import { ReportRepository } from '@app/run-store';
 import { ResultWaits } from '../apps/coordinator/src/hand-off/result-waits.service';
 import { WaitingClaims } from '../apps/coordinator/src/hand-off/waiting-claims.service';
 import { type RunningCoordinator, startCoordinator } from './support/apps';

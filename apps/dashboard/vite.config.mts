@@ -13,7 +13,7 @@ export default defineConfig({
   oxc: { jsx: { runtime: 'automatic', importSource: 'preact' } },
   resolve: {
     // The contract's run statuses, a plain module (its other values bring TypeBox, which the browser does not need).
-    alias: { '@nest-durable/client/run-status': fileURLToPath(new URL('../../libs/client/src/contract/run-status.ts', import.meta.url)) },
+    alias: { '@nest-durable/common/run-status': fileURLToPath(new URL('../../packages/common/src/contract/run-status.ts', import.meta.url)) },
   },
   build: {
     outDir: fileURLToPath(new URL('../../dist/dashboard', import.meta.url)),

@@ -1,4 +1,4 @@
-import { sortedSetKey } from '@nest-durable/client';
+import { sortedSetKey } from '@app/streams';
 import { Redis } from 'ioredis';
 import { type RunningCoordinator, startCoordinator } from './apps';
 import { TEST_REDIS_URL, testPrefix } from './redis';

@@ -5,14 +5,14 @@ import { capturedLogger } from './captured-logs';
 import { eventually } from './poll';
 
 const ROOT = join(__dirname, '..', '..');
-/** The built CLI, as `node libs/client/dist/cli/main.js` runs it. */
-export const WF_MAIN = join(ROOT, 'libs/client/dist/cli/main.js');
+/** The built CLI, as `node packages/client/dist/cli/main.js` runs it. */
+export const WF_MAIN = join(ROOT, 'packages/client/dist/cli/main.js');
 /** The bin npm links for the workspace, run as a user's shell runs `npx wf`. */
 export const WF_BIN = join(ROOT, 'node_modules/.bin/wf');
 
-/** Builds @nest-durable/client (with its CLI) to libs/client/dist. */
+/** Builds @nest-durable/common and @nest-durable/client (with its CLI) to their dist. */
 export async function buildClientPackage(): Promise<void> {
-  await promisify(execFile)(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', join(ROOT, 'libs/client/tsconfig.build.json')], { cwd: ROOT });
+  await promisify(execFile)(process.execPath, [join(ROOT, 'scripts/build-packages.mjs'), 'common', 'client'], { cwd: ROOT });
 }
 
 export interface WfResult {

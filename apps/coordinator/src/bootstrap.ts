@@ -2,7 +2,7 @@ import { createAppLogger } from '@app/config';
 import type { LoggerService, LogLevel } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
-import { openApiDocument } from '@nest-durable/client';
+import { openApiDocument } from '@nest-durable/common';
 import { type OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import type { CoordinatorConfig } from './config/coordinator.config';
 import { CoordinatorModule } from './coordinator.module';

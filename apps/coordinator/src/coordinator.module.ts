@@ -59,11 +59,7 @@ export class CoordinatorModule {
         }),
         ScheduleModule.forRoot(),
         // Singleton daemons (retention; with a publisher, republish and outbox-due) run on one coordinator at a time.
-        LeaderElectionModule.forRoot({
-          url: config.databaseUrl,
-          applicationName: config.applicationName,
-          checkIntervalMs: config.leaderCheckIntervalMs,
-        }),
+        LeaderElectionModule.forRoot({ checkIntervalMs: config.leaderCheckIntervalMs }),
         TimersModule,
         CoordinatorDispatchModule.register(config),
         RunsModule,

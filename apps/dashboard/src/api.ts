@@ -14,7 +14,7 @@ import type {
   WorkflowLimits,
   WorkflowList,
   WorkflowView,
-} from '@nest-durable/client';
+} from '@nest-durable/common';
 
 /** The client token for this browser tab (sessionStorage: gone when the tab closes). */
 const TOKEN_KEY = 'wf.clientToken';
@@ -88,7 +88,7 @@ export interface RunFilter {
   idempotencyKey?: string;
 }
 
-/** The API calls the pages make, one per endpoint of the contract (libs/client/src/contract/endpoints.ts). */
+/** The API calls the pages make, one per endpoint of the contract (packages/common/src/contract/endpoints.ts). */
 export const api = {
   config: () => request<DashboardConfig>('GET', '/ui/config.json'),
   /** The smallest authenticated read, with a token not kept yet: it answers only if the coordinator accepts it. */

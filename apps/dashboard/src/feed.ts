@@ -1,4 +1,4 @@
-import type { RunChange } from '@nest-durable/client';
+import type { RunChange } from '@nest-durable/common';
 import { EventSourceParserStream } from 'eventsource-parser/stream';
 import { useEffect, useRef } from 'preact/hooks';
 import { authHeaders, tokenRefused } from './api';

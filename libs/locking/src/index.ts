@@ -1,9 +1,6 @@
-export * from './claims/claim.repository';
-export * from './control/run-control.repository';
-export * from './heartbeats/heartbeat.repository';
+// Locking, where the coordinator and the workers meet: the lease a worker holds on a run (the revision its
+// writes are fenced with), and leader election for the coordinator's singleton daemons.
 export * from './leader/leader-election.module';
 export * from './leader/leader-election.service';
-export * from './locking.module';
-export * from './reports/report.repository';
-export * from './steps/step.repository';
-export { DISPATCHING, type NewRun, RUN_COLUMNS } from './runs/run-sql';
+export * from './lease/run-lease';
+export * from './leader/lock-sessions';

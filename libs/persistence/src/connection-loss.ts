@@ -1,4 +1,4 @@
-import { DatabaseUnavailableError } from '@nest-durable/client';
+import { DatabaseUnavailableError } from '@nest-durable/common';
 
 /**
  * SQLSTATEs and socket errors that mean the connection (not the statement) failed: class 08

@@ -1,6 +1,8 @@
 import { DynamicModule, type FactoryProvider, Logger, Module, type ModuleMetadata } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
+import { LOCK_SESSIONS } from '@app/locking';
+import { AdvisoryLockSessions } from './locks/advisory-lock.sessions';
 import { isConnectionLoss } from './connection-loss';
 import { Database } from './database';
 import { GenericPlanPool } from './generic-plan.pool';
@@ -140,8 +142,16 @@ export class PersistenceModule {
           },
         },
         Database,
+        {
+          provide: LOCK_SESSIONS,
+          inject: options.inject,
+          useFactory: async (...args: unknown[]) => {
+            const { url, applicationName } = await options.useFactory(...args);
+            return new AdvisoryLockSessions(url, applicationName);
+          },
+        },
       ],
-      exports: [TypeOrmModule, Database],
+      exports: [TypeOrmModule, Database, LOCK_SESSIONS],
     };
   }
 }

@@ -1,4 +1,4 @@
-import { UnauthorizedError } from '@nest-durable/client';
+import { UnauthorizedError } from '@nest-durable/common';
 import { CanActivate, ExecutionContext, Inject, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { createHash, timingSafeEqual } from 'node:crypto';

@@ -1,6 +1,6 @@
 import { ConfigError, EnvReader, type LogLevelName, readLogging, readRedis } from '@app/config';
 import { DISPATCH_MODES, type DispatchMode } from '@app/streams';
-import { RETENTION_MAX_MS } from '@nest-durable/client';
+import { RETENTION_MAX_MS } from '@nest-durable/common';
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 

@@ -1,4 +1,4 @@
-import { API, type DashboardConfig } from '@nest-durable/client';
+import { API, type DashboardConfig } from '@nest-durable/common';
 import { Controller, Inject } from '@nestjs/common';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config/coordinator.config';
 import { Route } from '../http/route.decorators';

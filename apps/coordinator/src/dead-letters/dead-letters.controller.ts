@@ -1,4 +1,4 @@
-import { API, type DeadLetterPage, type EndpointInput, type RedriveResult } from '@nest-durable/client';
+import { API, type DeadLetterPage, type EndpointInput, type RedriveResult } from '@nest-durable/common';
 import { Controller } from '@nestjs/common';
 import { Input, Route } from '../http/route.decorators';
 import { DeadLettersService } from './dead-letters.service';

@@ -1,11 +1,11 @@
-import { LockingModule } from '@app/locking';
+import { RunStoreModule } from '@app/run-store';
 import { DeadLetterRepository } from './dead-letter.repository';
 import { Module } from '@nestjs/common';
 import { DeadLettersController } from './dead-letters.controller';
 import { DeadLettersService } from './dead-letters.service';
 
 @Module({
-  imports: [LockingModule],
+  imports: [RunStoreModule],
   controllers: [DeadLettersController],
   providers: [DeadLetterRepository, DeadLettersService],
   exports: [DeadLettersService],

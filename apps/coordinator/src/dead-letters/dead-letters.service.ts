@@ -9,8 +9,8 @@ import {
   type RunStatus,
   type StreamDeadLetterReport,
   type StreamDeadLetterResponse,
-} from '@nest-durable/client';
-import { RunControlRepository } from '@app/locking';
+} from '@nest-durable/common';
+import { RunControlRepository } from '@app/run-store';
 import { DeadLetterRepository, type DeadLetterRow } from './dead-letter.repository';
 import { Database } from '@app/persistence';
 import { Inject, Injectable, Logger } from '@nestjs/common';

@@ -1,4 +1,4 @@
-import type { FeedQuery, RunChange } from '@nest-durable/client';
+import type { FeedQuery, RunChange } from '@nest-durable/common';
 import { MetricsService } from '@app/metrics';
 import { NotificationListener, RUN_CHANGES_CHANNEL } from '@app/outbox';
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';

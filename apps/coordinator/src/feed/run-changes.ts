@@ -1,4 +1,4 @@
-import type { RunChange, RunStatus } from '@nest-durable/client';
+import type { RunChange, RunStatus } from '@nest-durable/common';
 
 type Entry = [id: string, workflow: string, version: string, status: RunStatus, revision: number, atMs: number];
 

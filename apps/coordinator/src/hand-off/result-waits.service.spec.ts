@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import type { FinishedRun } from '@app/locking';
+import type { FinishedRun } from '@app/run-store';
 import type { RunEntity } from '@app/persistence';
 import { ResultWaits } from './result-waits.service';
 

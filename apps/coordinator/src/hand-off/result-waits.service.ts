@@ -1,4 +1,4 @@
-import type { FinishedRun } from '@app/locking';
+import type { FinishedRun } from '@app/run-store';
 import { Injectable } from '@nestjs/common';
 
 /** One wait for a run's result on this coordinator, from the moment it is armed until it is released. */

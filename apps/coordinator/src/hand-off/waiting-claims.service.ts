@@ -1,4 +1,4 @@
-import type { ClaimedRun } from '@nest-durable/client';
+import type { ClaimedRun } from '@nest-durable/common';
 import { Injectable } from '@nestjs/common';
 
 /** A claim long-poll waiting on this coordinator, as the start that took it sees it. */

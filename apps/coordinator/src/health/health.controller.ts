@@ -1,6 +1,6 @@
 import { NotificationListenerHealth, OutboxHealth } from '@app/outbox';
-import { RedisHealth } from '@nest-durable/worker/redis';
-import { API } from '@nest-durable/client';
+import { RedisHealth } from '@app/streams';
+import { API } from '@nest-durable/common';
 import { ArgumentsHost, Catch, Controller, HttpException, Inject, Optional, UseFilters } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { HealthCheck, HealthCheckService, type HealthIndicatorFunction, TypeOrmHealthIndicator } from '@nestjs/terminus';

@@ -1,4 +1,4 @@
-import { EngineError, ErrorBody, RevisionConflictError } from '@nest-durable/client';
+import { EngineError, ErrorBody, RevisionConflictError } from '@nest-durable/common';
 import { asDatabaseError } from '@app/persistence';
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';

@@ -1,4 +1,4 @@
-import { assertJsonDepth, InvalidRequestError, UnsupportedMediaTypeError } from '@nest-durable/client';
+import { assertJsonDepth, InvalidRequestError, UnsupportedMediaTypeError } from '@nest-durable/common';
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 
 /** What the API reads as JSON: `application/json` and the `+json` types (RFC 6839), in UTF-8. */

@@ -1,4 +1,4 @@
-import { decode, decodeQuery, type Endpoint } from '@nest-durable/client';
+import { decode, decodeQuery, type Endpoint } from '@nest-durable/common';
 import { applyDecorators, createParamDecorator, type ExecutionContext, HttpCode, RequestMapping, RequestMethod, SetMetadata } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { Audience } from '../auth/auth.decorators';

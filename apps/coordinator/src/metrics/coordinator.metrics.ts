@@ -1,5 +1,5 @@
-import type { ClaimedRun } from '@nest-durable/client';
-import type { TakenRun } from '@app/locking';
+import type { ClaimedRun } from '@nest-durable/common';
+import type { TakenRun } from '@app/run-store';
 import { LATENCY_BUCKETS, MetricsService } from '@app/metrics';
 import { Injectable } from '@nestjs/common';
 

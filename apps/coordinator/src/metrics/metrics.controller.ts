@@ -1,5 +1,5 @@
 import { MetricsService } from '@app/metrics';
-import { API } from '@nest-durable/client';
+import { API } from '@nest-durable/common';
 import { Controller, Header, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { Route } from '../http/route.decorators';

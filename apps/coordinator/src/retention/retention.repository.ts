@@ -1,4 +1,4 @@
-import type { RegisteredWorkflow } from '@nest-durable/client';
+import type { RegisteredWorkflow } from '@nest-durable/common';
 import { Database, type SqlExecutor } from '@app/persistence';
 import { Injectable } from '@nestjs/common';
 

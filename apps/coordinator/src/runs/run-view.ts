@@ -1,4 +1,4 @@
-import type { ClaimedRun, JsonValue, RunView, TaskView } from '@nest-durable/client';
+import type { ClaimedRun, JsonValue, RunView, TaskView } from '@nest-durable/common';
 import type { RunEntity, TaskEntity } from '@app/persistence';
 
 /** `paused`: the run's version or shard is paused (it is shown so only while it waits). */

@@ -1,4 +1,4 @@
-import { API, type EndpointInput, type EventAccepted, type RunPage, type RunTransitions, type RunView, type StartedRuns } from '@nest-durable/client';
+import { API, type EndpointInput, type EventAccepted, type RunPage, type RunTransitions, type RunView, type StartedRuns } from '@nest-durable/common';
 import { Controller, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { Input, Route } from '../http/route.decorators';

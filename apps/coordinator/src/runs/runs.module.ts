@@ -1,4 +1,4 @@
-import { LockingModule } from '@app/locking';
+import { RunStoreModule } from '@app/run-store';
 import { Module } from '@nestjs/common';
 import { HandOffModule } from '../hand-off/hand-off.module';
 import { RunsController } from './runs.controller';
@@ -6,7 +6,7 @@ import { RunsRepository } from './runs.repository';
 import { RunsService } from './runs.service';
 
 @Module({
-  imports: [LockingModule, HandOffModule],
+  imports: [RunStoreModule, HandOffModule],
   controllers: [RunsController],
   providers: [RunsRepository, RunsService],
 })

@@ -1,5 +1,5 @@
-import { ListRunsQuery, type RunStatus } from '@nest-durable/client';
-import { RUN_COLUMNS } from '@app/locking';
+import { ListRunsQuery, type RunStatus } from '@nest-durable/common';
+import { RUN_COLUMNS } from '@app/run-store';
 import { Database, prepared, RunEntity, type TaskEntity, uuidv7Floor } from '@app/persistence';
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';

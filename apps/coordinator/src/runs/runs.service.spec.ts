@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import type { ReportRepository, RunControlRepository } from '@app/locking';
+import type { ReportRepository, RunControlRepository } from '@app/run-store';
 import type { NotificationListener, OutboxEnqueuer, OutboxRow } from '@app/outbox';
 import { RUNS_READY_CHANNEL } from '@app/outbox';
 import type { RunEntity } from '@app/persistence';

@@ -15,8 +15,8 @@ import {
   StartRunRequest,
   type RunTransitionsQuery,
   queueName,
-} from '@nest-durable/client';
-import { ControlOutcome, type NewRun, ReportRepository, RunControlRepository, type StartedRun } from '@app/locking';
+} from '@nest-durable/common';
+import { ControlOutcome, type NewRun, ReportRepository, RunControlRepository, type StartedRun } from '@app/run-store';
 import { NotificationListener, OutboxEnqueuer, RUN_FINISHED_CHANNEL, RUNS_READY_CHANNEL } from '@app/outbox';
 import { RunEntity, uuidv7 } from '@app/persistence';
 import { Inject, Injectable, Logger, Optional } from '@nestjs/common';

@@ -1,6 +1,6 @@
-import type { DeclaredSchedule, RegisteredWorkflow } from '@nest-durable/client';
+import type { DeclaredSchedule, RegisteredWorkflow } from '@nest-durable/common';
 import { type SqlExecutor, uuidv7 } from '@app/persistence';
-import { checkDeclaredSchedules } from '@nest-durable/workflow';
+import { checkDeclaredSchedules } from '@nest-durable/common';
 import { Injectable } from '@nestjs/common';
 import { SchedulesRepository } from './schedules.repository';
 import { scheduleFields } from './schedules.service';

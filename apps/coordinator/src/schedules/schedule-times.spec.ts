@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { ScheduleTimes } from '@nest-durable/workflow';
+import { ScheduleTimes } from '@nest-durable/common';
 import { CATCH_UP_BATCH, planFiring } from './schedule-times';
 
 describe('planFiring', () => {

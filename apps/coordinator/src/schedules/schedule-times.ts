@@ -1,5 +1,4 @@
-import type { ScheduleCatchUp } from '@nest-durable/client';
-import type { ScheduleTimes } from '@nest-durable/workflow';
+import type { ScheduleCatchUp, ScheduleTimes } from '@nest-durable/common';
 
 /** The fire times a firing acts on (soonest first), and the schedule's next fire time after them. */
 export interface FiringPlan {

@@ -1,4 +1,4 @@
-import { API, type EndpointInput, type SchedulePage, type ScheduleView, type TriggeredSchedule } from '@nest-durable/client';
+import { API, type EndpointInput, type SchedulePage, type ScheduleView, type TriggeredSchedule } from '@nest-durable/common';
 import { Controller } from '@nestjs/common';
 import { Input, Route } from '../http/route.decorators';
 import { SchedulesService } from './schedules.service';

@@ -1,4 +1,4 @@
-import { LockingModule } from '@app/locking';
+import { RunStoreModule } from '@app/run-store';
 import { Module } from '@nestjs/common';
 import { TimersModule } from '../timers/timers.module';
 import { DeclaredSchedules } from './declared-schedules.service';
@@ -9,7 +9,7 @@ import { SchedulesService } from './schedules.service';
 
 /** Schedules (see SchedulesService); fired at their times by the due timers. */
 @Module({
-  imports: [LockingModule, TimersModule],
+  imports: [RunStoreModule, TimersModule],
   controllers: [SchedulesController],
   providers: [SchedulesRepository, SchedulesService, ScheduleFiring, DeclaredSchedules],
   exports: [DeclaredSchedules],

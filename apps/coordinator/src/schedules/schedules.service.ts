@@ -8,14 +8,14 @@ import {
   type SchedulePage,
   type ScheduleView,
   type TriggeredSchedule,
-} from '@nest-durable/client';
-import { type NewRun, RunControlRepository } from '@app/locking';
+  ScheduleTimes,
+} from '@nest-durable/common';
+import { type NewRun, RunControlRepository } from '@app/run-store';
 import { Database, type RunEntity, type SqlExecutor, uuidv7 } from '@app/persistence';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config/coordinator.config';
 import { CoordinatorMetrics } from '../metrics/coordinator.metrics';
 import { toRunView } from '../runs/run-view';
-import { ScheduleTimes } from '@nest-durable/workflow';
 import { type FiringPlan, planFiring } from './schedule-times';
 import { type NewSchedule, type ScheduleRow, SchedulesRepository } from './schedules.repository';
 

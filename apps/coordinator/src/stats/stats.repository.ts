@@ -1,4 +1,4 @@
-import type { RunStatus } from '@nest-durable/client';
+import type { RunStatus } from '@nest-durable/common';
 import { Database, uuidv7Floor } from '@app/persistence';
 import { Injectable } from '@nestjs/common';
 

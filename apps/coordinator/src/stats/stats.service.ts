@@ -1,4 +1,4 @@
-import { type QueueDepth, queueName, type Stats, STATS_WINDOW_MS, type StatsWindow, type WorkerView } from '@nest-durable/client';
+import { type QueueDepth, queueName, type Stats, STATS_WINDOW_MS, type StatsWindow, type WorkerView } from '@nest-durable/common';
 import { Injectable } from '@nestjs/common';
 import { WorkersService } from '../workers/workers.service';
 import { type MinuteCount, type QueueRow, StatsRepository } from './stats.repository';

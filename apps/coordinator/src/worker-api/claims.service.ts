@@ -1,5 +1,5 @@
-import { ClaimedRun, ClaimRequest, TakeRunsRequest, TakeRunsResponse, queueName, queuesOf } from '@nest-durable/client';
-import { ClaimRepository, type ClaimParams, ReportRepository } from '@app/locking';
+import { ClaimedRun, ClaimRequest, TakeRunsRequest, TakeRunsResponse, queueName, queuesOf } from '@nest-durable/common';
+import { ClaimRepository, type ClaimParams, ReportRepository } from '@app/run-store';
 import { NotificationListener, RUNS_READY_CHANNEL } from '@app/outbox';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config/coordinator.config';

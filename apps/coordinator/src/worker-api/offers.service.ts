@@ -1,5 +1,5 @@
-import { type ClaimedRun, OfferExistsError, OfferNotFoundError, type OfferRequest, queuesOf } from '@nest-durable/client';
-import { ReportRepository } from '@app/locking';
+import { type ClaimedRun, OfferExistsError, OfferNotFoundError, type OfferRequest, queuesOf } from '@nest-durable/common';
+import { ReportRepository } from '@app/run-store';
 import { type BeforeApplicationShutdown, Injectable } from '@nestjs/common';
 import { handedBy, WaitingClaims } from '../hand-off/waiting-claims.service';
 

@@ -9,7 +9,7 @@ import {
   type StreamDeadLetterResponse,
   type TakeRunsResponse,
   type TaskResultResponse,
-} from '@nest-durable/client';
+} from '@nest-durable/common';
 import { Controller, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import type { ServerResponse } from 'node:http';

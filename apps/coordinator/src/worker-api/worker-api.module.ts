@@ -1,4 +1,4 @@
-import { LockingModule } from '@app/locking';
+import { RunStoreModule } from '@app/run-store';
 import { Module } from '@nestjs/common';
 import { DeadLettersModule } from '../dead-letters/dead-letters.module';
 import { HandOffModule } from '../hand-off/hand-off.module';
@@ -8,7 +8,7 @@ import { WorkerApiController } from './worker-api.controller';
 import { WorkerWritesService } from './worker-writes.service';
 
 @Module({
-  imports: [LockingModule, DeadLettersModule, HandOffModule],
+  imports: [RunStoreModule, DeadLettersModule, HandOffModule],
   controllers: [WorkerApiController],
   providers: [ClaimsService, OffersService, WorkerWritesService],
 })

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import { RevisionConflictError, type WorkerReport } from '@nest-durable/client';
-import { type HeartbeatRepository, ReportAnswerError, type ReportRepository, type StepRepository } from '@app/locking';
+import { RevisionConflictError, type WorkerReport } from '@nest-durable/common';
+import { type HeartbeatRepository, ReportAnswerError, type ReportRepository, type StepRepository } from '@app/run-store';
 import { type NotificationListener, RUN_FINISHED_CHANNEL } from '@app/outbox';
 import type { Database, SqlExecutor } from '@app/persistence';
 import type { CoordinatorConfig } from '../config/coordinator.config';

@@ -11,8 +11,8 @@ import {
   SuspendRequest,
   TaskResultRequest,
   WorkerReport,
-} from '@nest-durable/client';
-import { type FinishedRun, HeartbeatRepository, ReportAnswerError, ReportRepository, type RunFinished, type RunOutcome, StepRepository } from '@app/locking';
+} from '@nest-durable/common';
+import { type FinishedRun, HeartbeatRepository, ReportAnswerError, ReportRepository, type RunFinished, type RunOutcome, StepRepository } from '@app/run-store';
 import { NotificationListener, RUN_FINISHED_CHANNEL } from '@app/outbox';
 import { Database, type SqlExecutor, uuidv7 } from '@app/persistence';
 import { Inject, Injectable, Logger } from '@nestjs/common';

@@ -1,4 +1,4 @@
-import { API, type EndpointInput, type WorkerList } from '@nest-durable/client';
+import { API, type EndpointInput, type WorkerList } from '@nest-durable/common';
 import { Controller } from '@nestjs/common';
 import { Input, Route } from '../http/route.decorators';
 import { WorkersService } from './workers.service';

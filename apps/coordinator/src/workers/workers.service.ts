@@ -1,4 +1,4 @@
-import type { WorkerList, WorkerRegistration } from '@nest-durable/client';
+import type { WorkerList, WorkerRegistration } from '@nest-durable/common';
 import { Database } from '@app/persistence';
 import { Injectable } from '@nestjs/common';
 import { WorkflowControlsRepository } from '../workflows/workflow-controls.repository';

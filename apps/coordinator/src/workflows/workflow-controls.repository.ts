@@ -1,5 +1,5 @@
-import type { RegisteredWorkflow, WorkflowLimits, WorkflowView } from '@nest-durable/client';
-import { DISPATCHING } from '@app/locking';
+import type { RegisteredWorkflow, WorkflowLimits, WorkflowView } from '@nest-durable/common';
+import { DISPATCHING } from '@app/run-store';
 import { RUNS_READY_CHANNEL } from '@app/outbox';
 import { Database, type SqlExecutor } from '@app/persistence';
 import { Injectable } from '@nestjs/common';

@@ -1,4 +1,4 @@
-import { API, type EndpointInput, type WorkflowList, type WorkflowView } from '@nest-durable/client';
+import { API, type EndpointInput, type WorkflowList, type WorkflowView } from '@nest-durable/common';
 import { Controller } from '@nestjs/common';
 import { Input, Route } from '../http/route.decorators';
 import { WorkflowsService } from './workflows.service';

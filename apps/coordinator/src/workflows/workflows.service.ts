@@ -1,4 +1,4 @@
-import type { PauseRequest, WorkflowLimits, WorkflowList, WorkflowView } from '@nest-durable/client';
+import type { PauseRequest, WorkflowLimits, WorkflowList, WorkflowView } from '@nest-durable/common';
 import { Database, type SqlExecutor } from '@app/persistence';
 import { Injectable, Logger } from '@nestjs/common';
 import { toWorkflowView, WorkflowControlsRepository } from './workflow-controls.repository';

@@ -1,7 +1,7 @@
 import { useEffect, useRef } from 'preact/hooks';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
-import type { Stats } from '@nest-durable/client';
+import type { Stats } from '@nest-durable/common';
 
 const HEIGHT = 220;
 

@@ -1,5 +1,5 @@
-import type { Stats } from '@nest-durable/client';
-import { RUN_STATUSES } from '@nest-durable/client/run-status';
+import type { Stats } from '@nest-durable/common';
+import { RUN_STATUSES } from '@nest-durable/common/run-status';
 import { useEffect, useState } from 'preact/hooks';
 import { Link } from 'wouter-preact';
 import { api } from '../api';

@@ -1,5 +1,5 @@
-import type { RunView } from '@nest-durable/client';
-import { isTerminalStatus } from '@nest-durable/client/run-status';
+import type { RunView } from '@nest-durable/common';
+import { isTerminalStatus } from '@nest-durable/common/run-status';
 import { useState } from 'preact/hooks';
 import { api } from '../api';
 import { Confirm } from '../components/Confirm';

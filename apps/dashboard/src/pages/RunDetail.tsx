@@ -1,5 +1,5 @@
-import type { RunTransition, RunView, TaskView } from '@nest-durable/client';
-import { isTerminalStatus } from '@nest-durable/client/run-status';
+import type { RunTransition, RunView, TaskView } from '@nest-durable/common';
+import { isTerminalStatus } from '@nest-durable/common/run-status';
 import { Link } from 'wouter-preact';
 import { api } from '../api';
 import { Json } from '../components/Json';

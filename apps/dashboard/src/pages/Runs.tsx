@@ -1,5 +1,5 @@
-import type { RunView, WorkerList } from '@nest-durable/client';
-import { RUN_STATUSES } from '@nest-durable/client/run-status';
+import type { RunView, WorkerList } from '@nest-durable/common';
+import { RUN_STATUSES } from '@nest-durable/common/run-status';
 import { useState } from 'preact/hooks';
 import { useLocation, useSearch } from 'wouter-preact';
 import { ApiError, api, type RunFilter } from '../api';

@@ -1,4 +1,4 @@
-import type { ScheduleView } from '@nest-durable/client';
+import type { ScheduleView } from '@nest-durable/common';
 import { useState } from 'preact/hooks';
 import { api } from '../api';
 import { Confirm } from '../components/Confirm';

@@ -1,4 +1,4 @@
-import type { WorkflowLimits, WorkflowView } from '@nest-durable/client';
+import type { WorkflowLimits, WorkflowView } from '@nest-durable/common';
 import { useState } from 'preact/hooks';
 import { Link } from 'wouter-preact';
 import { api } from '../api';

@@ -1,5 +1,5 @@
 import { EnvReader, type LogLevelName, readLogging, readRedis } from '@app/config';
-import { parseIdentifier } from '@nest-durable/client';
+import { parseIdentifier } from '@nest-durable/common';
 import { hostname } from 'node:os';
 
 export const SUBSCRIBERS = ['http', 'redis-zset', 'redis-streams'] as const;

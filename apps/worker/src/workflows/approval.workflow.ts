@@ -1,4 +1,4 @@
-import type { JsonValue } from '@nest-durable/client';
+import type { JsonValue } from '@nest-durable/common';
 import { defineWorkflow } from '@nest-durable/workflow';
 
 /** Waits for an `approved` event; returns its data, or `{timedOut: true}` after `timeoutMs`. */

@@ -1,12 +1,9 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
-import { Client } from 'pg';
+import { LOCK_SESSIONS, type LockSession, type LockSessions } from './lock-sessions';
 
 export const LEADER_ELECTION_OPTIONS = Symbol('LEADER_ELECTION_OPTIONS');
 
 export interface LeaderElectionOptions {
-  url: string;
-  /** application_name of the election session. */
-  applicationName: string;
   /** How often a follower tries to take a lock, and a leader checks its session is alive. */
   checkIntervalMs: number;
 }
@@ -18,24 +15,25 @@ export interface SingletonDaemon {
   stop(): void | Promise<void>;
 }
 
-const PROBE_TIMEOUT_MS = 5_000;
-
 /**
- * Leader election for singleton daemons with session-level advisory locks held on one dedicated
- * connection. When the holding coordinator dies, PostgreSQL ends its session and frees the lock, and
- * another coordinator's next attempt takes it. A leader that cannot reach its session (network cut,
+ * Leader election for singleton daemons with locks held by one session (LockSessions: on the coordinator,
+ * PostgreSQL advisory locks on a dedicated connection). When the holding coordinator dies, its session ends
+ * and frees the lock, and another coordinator's next attempt takes it. A leader that cannot reach its session (network cut,
  * database restart) stops its daemons at once, since the lock may already be someone else's.
  */
 @Injectable()
 export class LeaderElection implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger(LeaderElection.name);
   private readonly daemons = new Map<string, { daemon: SingletonDaemon; leading: boolean }>();
-  private client: Client | undefined;
+  private session: LockSession | undefined;
   private timer: NodeJS.Timeout | undefined;
   private checking: Promise<void> | undefined;
   private stopped = false;
 
-  constructor(@Inject(LEADER_ELECTION_OPTIONS) private readonly options: LeaderElectionOptions) {}
+  constructor(
+    @Inject(LEADER_ELECTION_OPTIONS) private readonly options: LeaderElectionOptions,
+    @Inject(LOCK_SESSIONS) private readonly sessions: LockSessions,
+  ) {}
 
   register(daemon: SingletonDaemon): void {
     this.daemons.set(daemon.name, { daemon, leading: false });
@@ -57,8 +55,8 @@ export class LeaderElection implements OnApplicationBootstrap, OnApplicationShut
     clearInterval(this.timer);
     await this.checking;
     await this.stepDown();
-    await this.client?.end().catch(() => undefined);
-    this.client = undefined;
+    await this.session?.end().catch(() => undefined);
+    this.session = undefined;
   }
 
   private check(): Promise<void> {
@@ -69,12 +67,13 @@ export class LeaderElection implements OnApplicationBootstrap, OnApplicationShut
 
   private async checkOnce(): Promise<void> {
     try {
-      const client = await this.session();
-      await withTimeout(client.query('SELECT 1'), PROBE_TIMEOUT_MS);
+      this.session ??= await this.sessions.open();
+      const session = this.session;
+      await session.probe();
       for (const entry of this.daemons.values()) {
         if (entry.leading) continue;
-        const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock(hashtext($1)) AS locked', [`wf-daemon:${entry.daemon.name}`]);
-        if (rows[0].locked && !this.stopped) {
+        const locked = await session.tryLock(`wf-daemon:${entry.daemon.name}`);
+        if (locked && !this.stopped) {
           entry.leading = true;
           this.logger.log(`leading ${entry.daemon.name}`);
           entry.daemon.start();
@@ -83,23 +82,9 @@ export class LeaderElection implements OnApplicationBootstrap, OnApplicationShut
     } catch (error) {
       this.logger.warn(`leader election session failed (${(error as Error).message}); stepping down`);
       await this.stepDown();
-      this.client?.end().catch(() => undefined);
-      this.client = undefined;
+      this.session?.end().catch(() => undefined);
+      this.session = undefined;
     }
-  }
-
-  private async session(): Promise<Client> {
-    if (this.client) return this.client;
-    const client = new Client({
-      connectionString: this.options.url,
-      application_name: this.options.applicationName,
-      keepAlive: true,
-      connectionTimeoutMillis: 5_000,
-    });
-    client.on('error', () => undefined); // surfaced by the next probe
-    await client.connect();
-    this.client = client;
-    return client;
   }
 
   private async stepDown(): Promise<void> {
@@ -110,11 +95,4 @@ export class LeaderElection implements OnApplicationBootstrap, OnApplicationShut
       await entry.daemon.stop();
     }
   }
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([promise, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer in ${ms} ms`)), ms)))]).finally(() =>
-    clearTimeout(timer),
-  );
 }

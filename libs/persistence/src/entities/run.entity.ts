@@ -1,4 +1,4 @@
-import type { ErrorDetails, RunStatus } from '@nest-durable/client';
+import type { ErrorDetails, RunStatus } from '@nest-durable/common';
 import { Column, Entity, PrimaryColumn } from 'typeorm';
 
 @Entity({ name: 'runs' })
@@ -12,7 +12,7 @@ export class RunEntity {
   @Column('text')
   version: string;
 
-  /** Where the run waits while ready: see queueName() in libs/client/src/contract/queue-naming.ts. */
+  /** Where the run waits while ready: see queueName() in packages/common/src/queue-naming.ts. */
   @Column('text')
   queue: string;
 

@@ -1,4 +1,4 @@
-import type { ErrorDetails, StepKind, TaskStatus } from '@nest-durable/client';
+import type { ErrorDetails, StepKind, TaskStatus } from '@nest-durable/common';
 import { Column, Entity, PrimaryColumn } from 'typeorm';
 
 /**

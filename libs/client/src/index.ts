@@ -1,3 +1,0 @@
-export * from './contract';
-export * from './json-http.client';
-export * from './workflow.client';

@@ -1,0 +1,163 @@
+import { UsageError } from './cli-errors';
+import { type Command, Option } from 'commander';
+import { type JsonValue, RUN_STATUSES, type RunStatus, type RunView } from '@nest-durable/common';
+import { parseIntegerArgument, parseJsonArgument, parseTimeArgument, tagArgument } from './arguments';
+import { EXIT_FAILED, EXIT_OK } from './exit-codes';
+import { formatRun, formatRunLine, formatRunList, formatTransitions } from './format';
+import type { Invocation } from './invocation';
+import { watchRun } from './watch';
+
+interface StartOptions {
+  input?: JsonValue;
+  idempotencyKey?: string;
+  priority?: number;
+  runAt?: Date;
+  shard?: string;
+  tag?: Record<string, string>;
+  wait?: boolean;
+}
+
+interface ListOptions {
+  workflow?: string;
+  workflowVersion?: string;
+  status?: RunStatus;
+  key?: string;
+  since?: Date;
+  until?: Date;
+  tag?: Record<string, string>;
+  limit?: number;
+  cursor?: string;
+}
+
+/** A run that ended other than completed fails the command that waited for it. */
+export function exitCodeOf(run: RunView): number {
+  return run.status === 'completed' ? EXIT_OK : EXIT_FAILED;
+}
+
+/** `wf runs …`: start, inspect, watch and steer runs. */
+export function registerRunCommands(program: Command, invocation: Invocation): void {
+  const runs = program.command('runs').description('start, inspect, watch and steer runs');
+
+  runs
+    .command('start <workflow> <version>')
+    .description('start a run of a workflow version')
+    .option('--input <json>', 'the input: JSON, or @file to read it from a file', parseJsonArgument)
+    .option('--idempotency-key <key>', 'starting again with this key returns the first run')
+    .option('--priority <n>', 'higher runs first among due runs (-1000..1000, default 0)', parseIntegerArgument)
+    .option('--run-at <time>', 'not before this ISO 8601 time', parseTimeArgument)
+    .option('--shard <shard>', 'only workers serving this shard take the run')
+    .option('--concurrency-key <key>', "runs with this key share their version's concurrencyPerKey slots")
+    .option('--tag <key=value>', 'a tag to find the run by (repeatable)', tagArgument('='))
+    .option('--wait', 'wait for the run to end; exit 1 if it failed or was cancelled')
+    .action(
+      invocation.action(async ({ client, output }, workflow: string, version: string, options: StartOptions) => {
+        const { input, tag, ...start } = options;
+        const started = await client.start({ name: workflow, version }, input, { ...start, tags: tag });
+        if (!options.wait) {
+          output.result(started, () => formatRunLine(started));
+          return EXIT_OK;
+        }
+        const run = await client.waitForResult(started.id, { timeoutMs: Infinity });
+        output.result(run, () => formatRun(run));
+        return exitCodeOf(run);
+      }),
+    );
+
+  runs
+    .command('get <id>')
+    .description('show a run and its steps')
+    .action(
+      invocation.action(async ({ client, output }, id: string) => {
+        const run = await client.get(id);
+        output.result(run, () => formatRun(run));
+      }),
+    );
+
+  runs
+    .command('list')
+    .description('list runs, newest first')
+    .option('--workflow <name>', 'only runs of this workflow')
+    .option('--workflow-version <version>', 'only runs of this version')
+    .addOption(new Option('--status <status>', 'only runs in this status').choices(RUN_STATUSES))
+    .option('--key <idempotencyKey>', 'the run started with this idempotency key (with --workflow)')
+    .option('--since <time>', 'only runs created at or after this ISO 8601 time', parseTimeArgument)
+    .option('--until <time>', 'only runs created before this ISO 8601 time', parseTimeArgument)
+    .option('--tag <key:value>', 'only runs with this tag (repeatable: all must match)', tagArgument(':'))
+    .option('--limit <n>', 'at most this many (1..500, default 50)', parseIntegerArgument)
+    .option('--cursor <cursor>', 'the page after this cursor (printed after a full page)')
+    .action(
+      invocation.action(async ({ client, output }, { workflowVersion, key, since, until, tag, ...options }: ListOptions) => {
+        // An idempotency key is per workflow (the API refuses it alone: a usage error, not the coordinator's).
+        if (key !== undefined && options.workflow === undefined) throw new UsageError('--key needs --workflow: an idempotency key is per workflow');
+        const page = await client.list({
+          ...options,
+          version: workflowVersion,
+          idempotencyKey: key,
+          createdAfter: since?.toISOString(),
+          createdBefore: until?.toISOString(),
+          tags: tag,
+        });
+        output.result(page, () => formatRunList(page.runs, page.nextCursor));
+      }),
+    );
+
+  runs
+    .command('history <id>')
+    .description("show a run's state transitions, oldest first")
+    .option('--limit <n>', 'at most this many (1..1000, default 1000)', parseIntegerArgument)
+    .option('--after <cursor>', 'the page after this cursor (printed after a full page)')
+    .action(
+      invocation.action(async ({ client, output }, id: string, page: { after?: string; limit?: number }) => {
+        const history = await client.transitions(id, page);
+        output.result(history, () => formatTransitions(history.items, history.nextCursor));
+      }),
+    );
+
+  runs
+    .command('watch <id>')
+    .description('print steps as they are recorded until the run ends; exit 1 if it failed or was cancelled')
+    .action(invocation.action(async (context, id: string) => exitCodeOf(await watchRun(context, id))));
+
+  runs
+    .command('cancel <id>')
+    .description('cancel a run (and its unfinished child runs)')
+    .action(
+      invocation.action(async ({ client, output }, id: string) => {
+        const run = await client.cancel(id);
+        output.result(run, () => formatRunLine(run));
+      }),
+    );
+
+  runs
+    .command('retry <id>')
+    .description('run a failed run again as its next attempt, keeping its completed steps')
+    .action(
+      invocation.action(async ({ client, output }, id: string) => {
+        const run = await client.retry(id);
+        output.result(run, () => `${formatRunLine(run)} (attempt ${run.attempt})`);
+      }),
+    );
+
+  runs
+    .command('wake <id>')
+    .description("end a run's durable sleep now")
+    .action(
+      invocation.action(async ({ client, output }, id: string) => {
+        const run = await client.wake(id);
+        output.result(run, () => formatRunLine(run));
+      }),
+    );
+
+  runs
+    .command('event <id> <name>')
+    .description('send an event to a run')
+    .option('--data <json>', 'the event data: JSON, or @file to read it from a file', parseJsonArgument)
+    .action(
+      invocation.action(async ({ client, output }, id: string, name: string, options: { data?: JsonValue }) => {
+        const accepted = await client.sendEvent(id, name, options.data);
+        output.result(accepted, () =>
+          accepted.delivered ? `event ${name} delivered: run ${id} resumes` : `event ${name} kept for the next wait of run ${id} on it`,
+        );
+      }),
+    );
+}

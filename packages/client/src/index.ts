@@ -1,0 +1,4 @@
+// The contract's types and errors come from @nest-durable/common; re-exported so a service needs one import.
+export * from '@nest-durable/common';
+export * from './json-http.client';
+export * from './workflow.client';

@@ -1,0 +1,146 @@
+import type { Readable } from 'node:stream';
+import { Agent, type Dispatcher } from 'undici';
+import { type Endpoint, type EndpointCall, type EndpointResult, EngineError, ErrorBody, endpointRequest, type HttpMethod } from '@nest-durable/common';
+
+/** An error response from the coordinator, rebuilt from its `{statusCode, reason, message}` body. */
+export class EngineHttpError extends EngineError {
+  constructor(
+    readonly statusCode: number,
+    reason: string,
+    message: string,
+  ) {
+    super(reason, message);
+  }
+}
+
+/** The coordinator could not be reached, or answered with something that is not our API. */
+export class CoordinatorUnavailableError extends Error {
+  override name = 'CoordinatorUnavailableError';
+}
+
+export function isRevisionConflict(error: unknown): boolean {
+  return error instanceof EngineHttpError && error.reason === 'revision_conflict';
+}
+
+/** A failure worth retrying: the coordinator was unreachable or failed on its side. */
+export function isTransient(error: unknown): boolean {
+  return error instanceof CoordinatorUnavailableError || (error instanceof EngineHttpError && error.statusCode >= 500);
+}
+
+/** Whether `value` is an http or https URL (what a coordinator's base URL must be). */
+export function isHttpUrl(value: unknown): value is string {
+  return typeof value === 'string' && URL.canParse(value) && ['http:', 'https:'].includes(new URL(value).protocol);
+}
+
+/**
+ * What bounds one request: the caller's `signal` ends it; waiting more than `timeoutMs` (a positive number of
+ * milliseconds) for the answer once the request is sent, or for the rest of its body, it fails as unreachable
+ * (undici's coarse timers: up to about a second late, for deadlines of seconds).
+ */
+export interface RequestOptions {
+  signal?: AbortSignal;
+  timeoutMs?: number;
+}
+
+/**
+ * The connections of every client in the process, kept alive between requests (one pool per coordinator
+ * origin). One request per connection at a time, so a long-poll claim holds up no other request, and as many
+ * connections as requests in flight.
+ */
+const connections = new Agent({ pipelining: 1, connections: null });
+
+/** Small JSON-over-HTTP client shared by the typed workflow client and the worker protocol. */
+export class JsonHttpClient {
+  private readonly origin: string;
+  private readonly pathPrefix: string;
+  private readonly jsonHeaders: Record<string, string>;
+
+  constructor(
+    baseUrl: string,
+    private readonly headers: Record<string, string> = {},
+  ) {
+    const url = new URL(baseUrl);
+    this.origin = url.origin;
+    this.pathPrefix = url.pathname.replace(/\/+$/, '');
+    this.jsonHeaders = { ...headers, 'content-type': 'application/json' };
+  }
+
+  /** Calls one endpoint of the contract, with what its schemas say it sends and answers. */
+  call<E extends Endpoint>(endpoint: E, call: EndpointCall<E>, options?: RequestOptions): Promise<EndpointResult<E>> {
+    const { method, path, body } = endpointRequest(endpoint, call);
+    return this.request<EndpointResult<E>>(method, path, body, options);
+  }
+
+  /**
+   * Calls an endpoint that answers with a stream (`text/event-stream`): resolves with its body, unread, once
+   * the headers arrived; an error answer rejects as `call` does. `signal` ends the stream too (destroying the
+   * body with its reason); so does destroying the body.
+   */
+  async open<E extends Endpoint>(endpoint: E, call: EndpointCall<E>, signal?: AbortSignal): Promise<Readable> {
+    const { method, path } = endpointRequest(endpoint, call);
+    const response = await this.send(method, path, undefined, signal);
+    if (response.statusCode >= 300) await this.read(method, path, response, signal);
+    return response.body;
+  }
+
+  async request<T>(method: HttpMethod, path: string, body?: unknown, { signal, timeoutMs }: RequestOptions = {}): Promise<T> {
+    return this.read<T>(method, path, await this.send(method, path, body, signal, timeoutMs), signal, timeoutMs);
+  }
+
+  /**
+   * Sends the request; resolves once the answer's headers arrived. `timeoutMs` bounds the wait for them once the
+   * request is sent, and each wait for more of the body: undici's own timers, which it sets for every request
+   * anyway (an AbortController and a timer of our own per request were 6% of a worker's CPU).
+   */
+  private async send(method: HttpMethod, path: string, body: unknown, signal: AbortSignal | undefined, timeoutMs?: number): Promise<Dispatcher.ResponseData> {
+    try {
+      return await connections.request({
+        origin: this.origin,
+        path: this.pathPrefix + path,
+        method,
+        headers: body === undefined ? this.headers : this.jsonHeaders,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal,
+        headersTimeout: timeoutMs,
+        bodyTimeout: timeoutMs,
+      });
+    } catch (error) {
+      throw transportError(method, path, error, signal, timeoutMs);
+    }
+  }
+
+  /** Reads the answer's body: its JSON if it succeeded, else the error it reports. */
+  private async read<T>(method: string, path: string, response: Dispatcher.ResponseData, signal: AbortSignal | undefined, timeoutMs?: number): Promise<T> {
+    let text: string;
+    try {
+      text = await response.body.text();
+    } catch (error) {
+      throw transportError(method, path, error, signal, timeoutMs);
+    }
+    let parsed: unknown;
+    try {
+      parsed = text.length === 0 ? undefined : JSON.parse(text);
+    } catch {
+      throw new CoordinatorUnavailableError(`${method} ${path}: HTTP ${response.statusCode} with a non-JSON body`);
+    }
+    if (response.statusCode >= 300) {
+      const error = parsed as Partial<ErrorBody> | undefined;
+      throw new EngineHttpError(response.statusCode, error?.reason ?? `http_${response.statusCode}`, error?.message ?? (text || `HTTP ${response.statusCode}`));
+    }
+    return parsed as T;
+  }
+}
+
+/** undici's codes for a request past its `headersTimeout` or `bodyTimeout`. */
+const DEADLINE_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
+
+/**
+ * What a request that failed in transit rejects with: an abort's own reason, anything else (its deadline passed
+ * included) as the coordinator being unreachable.
+ */
+function transportError(method: string, path: string, error: unknown, signal: AbortSignal | undefined, timeoutMs: number | undefined): unknown {
+  if (signal?.aborted) return error;
+  const code = (error as { code?: string }).code;
+  if (code !== undefined && DEADLINE_CODES.has(code)) return new CoordinatorUnavailableError(`${method} ${path}: no answer in ${timeoutMs} ms`);
+  return new CoordinatorUnavailableError(`${method} ${path}: ${code ?? (error as Error).message}`);
+}

@@ -1,0 +1,339 @@
+import type { StaticEncode } from '@sinclair/typebox';
+import type {
+  DeadLetterPage,
+  EventAccepted,
+  FeedEvent,
+  JsonValue,
+  RedriveResult,
+  RunPage,
+  RunStatus,
+  RunTransitions,
+  RunView,
+  ScheduleCatchUp,
+  ScheduleOverlap,
+  SchedulePage,
+  ScheduleView,
+  StartRunRequest,
+  Stats,
+  StatsWindow,
+  Tags,
+  TriggeredSchedule,
+  WorkerList,
+  WorkflowLimits,
+  WorkflowView,
+} from '@nest-durable/common';
+import { API, isTerminalStatus, tagFilters, WAIT_MS_MAX } from '@nest-durable/common';
+import { readFeedEvents } from './feed-events';
+import { JsonHttpClient } from './json-http.client';
+
+export interface WorkflowClientOptions {
+  /** Coordinator base URL, e.g. http://127.0.0.1:3000 */
+  url: string;
+  /** The coordinator's CLIENT_TOKEN. */
+  token?: string;
+  headers?: Record<string, string>;
+}
+
+export interface StartOptions {
+  /** Starting twice with the same key (per workflow) returns the first run. */
+  idempotencyKey?: string;
+  /** Routing shard: only workers serving it (WORKER_SHARDS) take the run. */
+  shard?: string;
+  /** Higher runs first among due runs; default 0. */
+  priority?: number;
+  /** Not before this time. */
+  runAt?: Date;
+  /** Runs with the same key share their version's `concurrencyPerKey` slots and `ratePerKeyPerSecond` tokens. */
+  concurrencyKey?: string;
+  /** Metadata to find the run by: up to 16 keys with text values (`list({ tags })`). */
+  tags?: Tags;
+}
+
+/** One run of a `startMany` batch. */
+export interface StartManyEntry extends StartOptions {
+  workflow: WorkflowRef;
+  input?: unknown;
+}
+
+export interface ListRunsOptions {
+  workflow?: string;
+  version?: string;
+  status?: RunStatus;
+  /** Needs `workflow` (keys are unique per workflow). */
+  idempotencyKey?: string;
+  /** ISO 8601: runs created from this time on... */
+  createdAfter?: string;
+  /** ...and before this one. */
+  createdBefore?: string;
+  /** Only runs that have every one of these tags. */
+  tags?: Tags;
+  /** 1–500, default 50. */
+  limit?: number;
+  /** The `nextCursor` of the previous page. */
+  cursor?: string;
+}
+
+export interface ListDeadLettersOptions {
+  /** 1–500, default 50. */
+  limit?: number;
+  /** The `nextCursor` of the previous page. */
+  cursor?: string;
+}
+
+export interface FeedFilter {
+  /** Only this run's changes. */
+  runId?: string;
+  /** Only changes of runs of this workflow. */
+  workflow?: string;
+}
+
+/** A schedule: exactly one of `cron` and `intervalMs`. */
+export interface ScheduleOptions {
+  /** 5 fields, or 6 with seconds first: `0 30 9 * * 1-5` is 09:30:00 on weekdays. */
+  cron?: string;
+  /** Every this many ms (100 ms to a year), the first one this long after the schedule is created or resumed. */
+  intervalMs?: number;
+  /** The IANA time zone of `cron` (default UTC). */
+  timezone?: string;
+  input?: JsonValue;
+  shard?: string;
+  priority?: number;
+  /** While the previous run is unfinished: `skip` (the default) starts none, `allow` starts one anyway, `cancel-previous` cancels it first. */
+  overlap?: ScheduleOverlap;
+  /** Fire times that passed while no coordinator was up: run `none`, the `latest` (the default), or `all`. */
+  catchUp?: ScheduleCatchUp;
+  /** Created paused: it fires once resumed. */
+  paused?: boolean;
+}
+
+export interface ListSchedulesOptions {
+  workflow?: string;
+  /** 1–500, default 50. */
+  limit?: number;
+  /** The `nextCursor` of the previous page. */
+  cursor?: string;
+}
+
+export interface WaitOptions {
+  /** Give up waiting after this long and return the run as it is; default 60 s, `Infinity` waits until it ends. */
+  timeoutMs?: number;
+  /** Stops waiting: the pending request is aborted and the promise rejects with the signal's reason. */
+  signal?: AbortSignal;
+}
+
+export interface TypedRunView<O> extends Omit<RunView, 'output'> {
+  output: O | null;
+}
+
+type WorkflowRef = { readonly name: string; readonly version: string };
+
+/**
+ * A workflow definition as the client sees it (`defineWorkflow` in @nest-durable/workflow returns
+ * one): its name and version, and the input and output types its handler declares.
+ */
+export interface TypedWorkflow<I, O> extends WorkflowRef {
+  readonly handler: (ctx: never, input: I) => Promise<O>;
+}
+
+type InputOf<W> = W extends TypedWorkflow<infer I, unknown> ? I : never;
+type OutputOf<W> = W extends TypedWorkflow<never, infer O> ? O : never;
+
+/**
+ * The typed client for users' own services and the `wf` CLI: one method per route of the client API
+ * (runs, schedules, dead letters, workers). An error answer rejects with `EngineHttpError` (`statusCode`, `reason`,
+ * `message`); an unreachable coordinator with `CoordinatorUnavailableError`.
+ */
+export class WorkflowClient {
+  private readonly http: JsonHttpClient;
+
+  constructor(options: WorkflowClientOptions) {
+    this.http = new JsonHttpClient(options.url, {
+      ...(options.token ? { authorization: `Bearer ${options.token}` } : {}),
+      ...options.headers,
+    });
+  }
+
+  start<W extends TypedWorkflow<never, unknown>>(workflow: W, input: InputOf<W>, options?: StartOptions): Promise<TypedRunView<OutputOf<W>>>;
+  start(workflow: WorkflowRef, input?: unknown, options?: StartOptions): Promise<RunView>;
+  start(workflow: WorkflowRef, input?: unknown, options: StartOptions = {}): Promise<RunView> {
+    return this.http.call(API.startRun, { body: startBody({ workflow, input, ...options }) });
+  }
+
+  /**
+   * Starts up to 1,000 runs in one request and one transaction; the runs come back in the order
+   * given (an idempotency key already used gives the existing run).
+   */
+  async startMany(runs: StartManyEntry[]): Promise<RunView[]> {
+    return (await this.http.call(API.startRuns, { body: { runs: runs.map(startBody) } })).runs;
+  }
+
+  /** The run with its recorded steps (`tasks`), in the order they were recorded. */
+  get(runId: string): Promise<RunView> {
+    return this.http.call(API.getRun, { params: { id: runId } });
+  }
+
+  /** One page of runs, newest first (without their steps); pass `nextCursor` back as `cursor` for the next. */
+  list({ tags, ...options }: ListRunsOptions = {}): Promise<RunPage> {
+    return this.http.call(API.listRuns, { query: { ...options, tag: tags && tagFilters(tags) } });
+  }
+
+  /**
+   * Resolves with the run once it is terminal (completed, failed or cancelled), or as it is when
+   * `timeoutMs` has passed. Each request long-polls the coordinator, so no time is lost polling.
+   */
+  async waitForResult(runId: string, options: WaitOptions = {}): Promise<RunView> {
+    const deadline = Date.now() + (options.timeoutMs ?? 60_000);
+    for (;;) {
+      options.signal?.throwIfAborted();
+      const waitMs = Math.max(0, Math.min(WAIT_MS_MAX, deadline - Date.now()));
+      const run = await this.http.call(API.runResult, { params: { id: runId }, query: { waitMs } }, { signal: options.signal });
+      if (isTerminalStatus(run.status) || Date.now() >= deadline) return run;
+    }
+  }
+
+  /** Cancels the run and its unfinished child runs; `409 run_terminal` if it already ended. */
+  cancel(runId: string): Promise<RunView> {
+    return this.http.call(API.cancelRun, { params: { id: runId } });
+  }
+
+  /** Runs a failed run again as its next attempt, keeping its completed steps; `409 run_not_failed` otherwise. */
+  retry(runId: string): Promise<RunView> {
+    return this.http.call(API.retryRun, { params: { id: runId } });
+  }
+
+  /** Ends the run's durable sleep now; `409 run_not_sleeping` if it is not sleeping. */
+  wake(runId: string): Promise<RunView> {
+    return this.http.call(API.wakeRun, { params: { id: runId } });
+  }
+
+  /**
+   * Sends the event `name` to the run: `delivered` if it was waiting for it (it resumes), otherwise
+   * kept for its next wait of that name. `409 run_terminal` if the run has ended.
+   */
+  sendEvent(runId: string, name: string, data?: JsonValue): Promise<EventAccepted> {
+    return this.http.call(API.sendEvent, { params: { id: runId, name }, body: data === undefined ? undefined : { data } });
+  }
+
+  /**
+   * The run's state transitions, oldest first: a page of at most `limit` (default and most 1,000) after
+   * `after`; `nextCursor`, passed back as `after`, gives the next page (null on the last).
+   */
+  transitions(runId: string, page: { after?: string; limit?: number } = {}): Promise<RunTransitions> {
+    return this.http.call(API.runTransitions, { params: { id: runId }, query: page });
+  }
+
+  /** Run counts and throughput over the last hour (or day), queue depths, the outbox, dead letters and workers online. */
+  stats(window: StatsWindow = '1h'): Promise<Stats> {
+    return this.http.call(API.stats, { query: { window } });
+  }
+
+  /**
+   * The live feed of run changes, opened when iteration starts: `open` once it is (read what you show after
+   * it), then `run` per transition, `resync` when changes may have been missed (re-read). Ends when `signal`
+   * aborts (the iteration then throws its reason), when the loop breaks, or when the coordinator closes it
+   * (shutting down): open it again.
+   */
+  async *feed(filter: FeedFilter = {}, signal?: AbortSignal): AsyncGenerator<FeedEvent> {
+    const body = await this.http.open(API.feed, { query: filter }, signal);
+    try {
+      yield { type: 'open' };
+      yield* readFeedEvents(body);
+    } finally {
+      // Left at `open` (or by an abort) the body may not have been read to its end: close the connection.
+      body.destroy();
+    }
+  }
+
+  /** One page of dead letters (what dispatch gave up on), newest first. */
+  listDeadLetters(options: ListDeadLettersOptions = {}): Promise<DeadLetterPage> {
+    return this.http.call(API.listDeadLetters, { query: options });
+  }
+
+  /** Puts the dead letter's run back in motion (a new attempt or a new wake-up) and removes the letter. */
+  redriveDeadLetter(id: string): Promise<RedriveResult> {
+    return this.http.call(API.redriveDeadLetter, { params: { id } });
+  }
+
+  /** Removes the dead letter; `404 dead_letter_not_found` if there is none. */
+  async deleteDeadLetter(id: string): Promise<void> {
+    await this.http.call(API.deleteDeadLetter, { params: { id } });
+  }
+
+  /** Creates a schedule that starts runs of `workflow` at the times `options` give; `400` with a reason for a bad cron or time zone. */
+  createSchedule(workflow: WorkflowRef, options: ScheduleOptions): Promise<ScheduleView> {
+    return this.http.call(API.createSchedule, { body: { workflow: workflow.name, version: workflow.version, ...options } });
+  }
+
+  /** One page of schedules, newest first. */
+  listSchedules(options: ListSchedulesOptions = {}): Promise<SchedulePage> {
+    return this.http.call(API.listSchedules, { query: options });
+  }
+
+  getSchedule(id: string): Promise<ScheduleView> {
+    return this.http.call(API.getSchedule, { params: { id } });
+  }
+
+  /** Deletes a schedule (its runs stay); `409 schedule_in_code` for one declared in code that online workers host. */
+  async deleteSchedule(id: string): Promise<void> {
+    await this.http.call(API.deleteSchedule, { params: { id } });
+  }
+
+  /** Stops it firing until resumed; a pause of a schedule declared in code survives its workers registering again. */
+  pauseSchedule(id: string): Promise<ScheduleView> {
+    return this.http.call(API.pauseSchedule, { params: { id } });
+  }
+
+  /** Fires again from the next fire time after now (times that passed while paused are not caught up). */
+  resumeSchedule(id: string): Promise<ScheduleView> {
+    return this.http.call(API.resumeSchedule, { params: { id } });
+  }
+
+  /** Starts a run of the schedule now, paused or not and whatever its overlap policy. */
+  triggerSchedule(id: string): Promise<TriggeredSchedule> {
+    return this.http.call(API.triggerSchedule, { params: { id } });
+  }
+
+  /** The worker registry: every worker seen in the last hour, online ones first, with what each hosts. */
+  listWorkers(): Promise<WorkerList> {
+    return this.http.call(API.listWorkers, {});
+  }
+
+  /** The workflow versions known, with their pauses and limits. */
+  async listWorkflows(): Promise<WorkflowView[]> {
+    return (await this.http.call(API.listWorkflows, {})).items;
+  }
+
+  /** Pauses the version (or one shard of it): queued runs wait, running ones finish, starts are still accepted. */
+  pauseWorkflow(workflow: WorkflowRef, options: { shard?: string } = {}): Promise<WorkflowView> {
+    return this.http.call(API.pauseWorkflow, { params: { name: workflow.name, version: workflow.version }, body: options });
+  }
+
+  /** Resumes the version (every shard), or with `shard` that shard. */
+  resumeWorkflow(workflow: WorkflowRef, options: { shard?: string } = {}): Promise<WorkflowView> {
+    return this.http.call(API.resumeWorkflow, { params: { name: workflow.name, version: workflow.version }, body: options });
+  }
+
+  /** Sets the version's limits (replacing those set before through the API); each one set wins over the code's. */
+  setWorkflowLimits(workflow: WorkflowRef, limits: WorkflowLimits): Promise<WorkflowView> {
+    return this.http.call(API.setWorkflowLimits, { params: { name: workflow.name, version: workflow.version }, body: limits });
+  }
+
+  /** Clears the limits set through the API: the code's apply again. */
+  clearWorkflowLimits(workflow: WorkflowRef): Promise<WorkflowView> {
+    return this.http.call(API.clearWorkflowLimits, { params: { name: workflow.name, version: workflow.version } });
+  }
+}
+
+function startBody({ workflow, input, idempotencyKey, shard, priority, runAt, concurrencyKey, tags }: StartManyEntry): StaticEncode<typeof StartRunRequest> {
+  return {
+    workflow: workflow.name,
+    version: workflow.version,
+    input: input as JsonValue,
+    idempotencyKey,
+    shard,
+    priority,
+    runAt: runAt?.toISOString(),
+    concurrencyKey,
+    tags,
+  };
+}

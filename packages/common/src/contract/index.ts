@@ -1,0 +1,16 @@
+export * from './dashboard-config.contracts';
+export * from './dashboard.contracts';
+export * from './dead-letter.contracts';
+export * from './endpoint-call';
+export * from './endpoints';
+export { IDENTIFIER_MAX_LENGTH, isTimestamp, KEY_MAX_LENGTH } from './fields';
+export { assertJsonDepth, JSON_DOCUMENT_MAX_DEPTH, JSON_MAX_BYTES, JSON_MAX_DEPTH, type JsonValue } from './json-document';
+export * from './openapi-document';
+export * from './run-status';
+export * from './run.contracts';
+export { TAG_KEY_MAX_LENGTH, TAG_VALUE_MAX_LENGTH, TAGS_MAX, Tags, tagFilters } from './tags';
+export * from './schedule.contracts';
+export * from './validation';
+export * from './worker.contracts';
+export * from './workflow-control.contracts';
+export * from './worker-registry.contracts';

@@ -1,0 +1,2 @@
+export * from './engine.errors';
+export * from './workflow.errors';

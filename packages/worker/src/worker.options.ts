@@ -1,0 +1,68 @@
+import { isHttpUrl } from '@nest-durable/client';
+import { REGISTRATION_INTERVAL_MAX_MS } from '@nest-durable/common';
+import type { WorkflowDefinition } from '@nest-durable/workflow';
+import { hostname } from 'node:os';
+
+/** Injection token of the worker's options with every default filled in (ResolvedWorkerOptions). */
+export const WORKER_OPTIONS = Symbol('WORKER_OPTIONS');
+
+export interface WorkflowWorkerOptions {
+  // biome-ignore lint/suspicious/noExplicitAny: workflows of any input and output types are registered side by side
+  workflows: WorkflowDefinition<any, any>[];
+  /**
+   * Coordinator base URL, e.g. http://127.0.0.1:3000, or the URLs of several coordinators of one
+   * deployment: requests spread over those answering (see CoordinatorPool).
+   */
+  coordinatorUrl: string | string[];
+  /** Stable name of this worker process; recorded on the runs it claims. Default: host-pid. */
+  workerId?: string;
+  /** Routing shards served (a run started with `shard` goes only to workers serving it). Default: runs without a shard. */
+  shards?: string[];
+  /** Handlers executing at once (a run reporting its outcome holds no slot: see WorkerRuntime). Default 10. */
+  concurrency?: number;
+  /** How often claims of running runs are refreshed. Default 30 s; must stay below the coordinator's idle time. */
+  heartbeatIntervalMs?: number;
+  /** How often the worker registers with the coordinators (the worker registry, GET /v1/workers). Default 5 s. */
+  registrationIntervalMs?: number;
+  /** How long one claim request waits at the coordinator for work. Default 20 s. */
+  claimWaitMs?: number;
+  /** On shutdown, how long running runs may take to finish before they are abandoned. Default 10 s. */
+  shutdownGraceMs?: number;
+  /** Task retry waits up to this long happen in process; longer ones suspend the run. Default 5 s. */
+  inProcessRetryMaxMs?: number;
+  /** Extra headers on every request to the coordinator. */
+  headers?: Record<string, string>;
+}
+
+export type ResolvedWorkerOptions = Required<WorkflowWorkerOptions>;
+
+/** Fills in the defaults and refuses what cannot work, once, when the worker starts. */
+export function resolveWorkerOptions(options: WorkflowWorkerOptions): ResolvedWorkerOptions {
+  const resolved: ResolvedWorkerOptions = {
+    workerId: `${hostname()}-${process.pid}`,
+    concurrency: 10,
+    heartbeatIntervalMs: 30_000,
+    claimWaitMs: 20_000,
+    registrationIntervalMs: 5_000,
+    shutdownGraceMs: 10_000,
+    inProcessRetryMaxMs: 5_000,
+    shards: [] as string[],
+    headers: {},
+    ...Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)),
+  } as ResolvedWorkerOptions;
+  const urls: unknown = typeof resolved.coordinatorUrl === 'string' ? [resolved.coordinatorUrl] : resolved.coordinatorUrl;
+  if (!Array.isArray(urls) || urls.length === 0 || !urls.every(isHttpUrl)) {
+    throw new Error(`coordinatorUrl must be an http(s) URL or a non-empty list of them, got ${JSON.stringify(resolved.coordinatorUrl)}`);
+  }
+  if (!Number.isInteger(resolved.concurrency) || resolved.concurrency < 1) {
+    throw new Error(`concurrency must be a positive integer, got ${resolved.concurrency}`);
+  }
+  if (
+    !Number.isInteger(resolved.registrationIntervalMs) ||
+    resolved.registrationIntervalMs < 100 ||
+    resolved.registrationIntervalMs > REGISTRATION_INTERVAL_MAX_MS
+  ) {
+    throw new Error(`registrationIntervalMs must be an integer from 100 to ${REGISTRATION_INTERVAL_MAX_MS}, got ${resolved.registrationIntervalMs}`);
+  }
+  return resolved;
+}

@@ -1,0 +1,86 @@
+import { describe, expect, it } from '@jest/globals';
+import type { InvalidRequestError } from '@nest-durable/common';
+import { defineWorkflow, retryDelayMs, type WorkflowLimits, type WorkflowSchedule } from './workflow';
+
+describe('retryDelayMs', () => {
+  it('doubles an exponential wait per attempt up to the cap, without jitter when asked', () => {
+    const policy = { maxAttempts: 10, delayMs: 100, maxDelayMs: 1_000, jitter: false };
+    expect([1, 2, 3, 4, 5].map((attempt) => retryDelayMs(policy, attempt))).toEqual([100, 200, 400, 800, 1_000]);
+  });
+
+  it('draws an exponential wait at random below the cap by default (full jitter)', () => {
+    const policy = { maxAttempts: 10, delayMs: 100 };
+    expect(retryDelayMs(policy, 3, () => 0)).toBe(0);
+    expect(retryDelayMs(policy, 3, () => 0.5)).toBe(200);
+    expect(retryDelayMs(policy, 3, () => 0.999)).toBeLessThanOrEqual(400);
+  });
+
+  it('waits the same for a fixed policy', () => {
+    const policy = { maxAttempts: 3, backoff: 'fixed' as const, delayMs: 250 };
+    expect([1, 2, 7].map((attempt) => retryDelayMs(policy, attempt))).toEqual([250, 250, 250]);
+  });
+});
+
+describe('defineWorkflow limits', () => {
+  const define = (limits: WorkflowLimits) => defineWorkflow({ name: 'w', version: '1', limits, handler: async () => null });
+
+  it('keeps limits in range, frozen', () => {
+    const workflow = define({ concurrency: 2, concurrencyPerKey: 1, ratePerSecond: 0.5, ratePerKeyPerSecond: 0.25 });
+    expect(workflow.limits).toEqual({ concurrency: 2, concurrencyPerKey: 1, ratePerSecond: 0.5, ratePerKeyPerSecond: 0.25 });
+    expect(Object.isFrozen(workflow.limits)).toBe(true);
+  });
+
+  it('refuses limits the coordinator would refuse, naming the field', () => {
+    expect(() => define({ concurrency: 0 })).toThrow('workflow w: limits.concurrency must be an integer from 1 to 100000');
+    expect(() => define({ concurrencyPerKey: 1.5 })).toThrow('limits.concurrencyPerKey must be an integer');
+    expect(() => define({ ratePerSecond: -1 })).toThrow('limits.ratePerSecond must be a number above 0');
+    expect(() => define({ ratePerKeyPerSecond: 0 })).toThrow('limits.ratePerKeyPerSecond must be a number above 0');
+    expect(() => define({ rate: 5 } as WorkflowLimits)).toThrow('workflow w: limits.rate is not a limit');
+  });
+});
+
+describe('defineWorkflow schedules', () => {
+  const define = (schedules: WorkflowSchedule[]) => defineWorkflow({ name: 'w', version: '1', schedules, handler: async () => null });
+  const refusal = (schedules: WorkflowSchedule[]) => {
+    try {
+      define(schedules);
+      return 'accepted';
+    } catch (error) {
+      return { reason: (error as InvalidRequestError).reason, message: (error as Error).message };
+    }
+  };
+
+  it('keeps schedules the coordinator accepts', () => {
+    const schedules = [
+      { name: 'nightly', cron: '0 30 2 * * *', timezone: 'Europe/Berlin', input: { kind: 'daily' } },
+      { name: 'often', intervalMs: 100, overlap: 'allow' as const },
+    ];
+    expect(define(schedules).schedules).toEqual(schedules);
+  });
+
+  it('refuses a schedule the coordinator would refuse, with its reason, naming the schedule', () => {
+    expect(refusal([{ name: 'bad', cron: '* * * 13 *' }])).toEqual({
+      reason: 'invalid_cron',
+      message: expect.stringMatching(/^w 1 schedule bad: cron "\* \* \* 13 \*" is not a cron expression/),
+    });
+    expect(refusal([{ name: 'bad', cron: '61 * * * * *' }])).toMatchObject({ reason: 'invalid_cron' });
+    expect(refusal([{ name: 'bad', cron: '0 0 31 2 *' }])).toEqual({ reason: 'invalid_cron', message: 'w 1 schedule bad: cron "0 0 31 2 *" never fires' });
+    expect(refusal([{ name: 'bad', cron: '* * * * *', timezone: 'Nowhere/Land' }])).toMatchObject({ reason: 'invalid_timezone' });
+    expect(refusal([{ name: 'bad', intervalMs: 1_000, timezone: 'UTC' }])).toMatchObject({ reason: 'invalid_timezone' });
+    expect(refusal([{ name: 'bad', intervalMs: 99 }])).toMatchObject({
+      reason: 'invalid_intervalMs',
+      message: expect.stringMatching(/^w 1 schedule bad: intervalMs must be/),
+    });
+    expect(refusal([{ name: 'bad', intervalMs: 1.5 }])).toMatchObject({ reason: 'invalid_intervalMs' });
+    expect(refusal([{ name: 'bad' }])).toEqual({ reason: 'invalid_schedule', message: 'w 1 schedule bad: give exactly one of cron and intervalMs' });
+    expect(refusal([{ name: 'bad', cron: '* * * * *', intervalMs: 1_000 }])).toMatchObject({ reason: 'invalid_schedule' });
+    expect(refusal([{ name: 'bad name!', intervalMs: 1_000 }])).toMatchObject({ reason: 'invalid_schedule_name' });
+    expect(refusal([{ name: 'bad', intervalMs: 1_000, at: 'noon' } as WorkflowSchedule])).toMatchObject({ reason: 'unknown_field' });
+    expect(
+      refusal([
+        { name: 'twice', intervalMs: 1_000 },
+        { name: 'twice', cron: '* * * * *' },
+      ]),
+    ).toEqual({ reason: 'invalid_schedules', message: 'w 1 declares the schedule twice twice' });
+  });
+});

@@ -1,0 +1,182 @@
+import type { JsonValue, ScheduleCatchUp, ScheduleOverlap } from '@nest-durable/common';
+import { checkDeclaredSchedules } from '@nest-durable/common';
+
+/**
+ * How often a task (or a whole run) is tried. Waits grow exponentially by default, each drawn at
+ * random between 0 and the cap ("full jitter") so retries of many runs do not synchronise.
+ */
+export interface RetryPolicy {
+  /** Total tries, the first included. 1 = no retry. */
+  maxAttempts: number;
+  /** 'exponential' (default): delayMs * 2^(attempt-1), capped at maxDelayMs; 'fixed': delayMs every time. */
+  backoff?: 'fixed' | 'exponential';
+  /** Base wait. Default 100 ms. */
+  delayMs?: number;
+  /** Cap of an exponential wait. Default 60 s. */
+  maxDelayMs?: number;
+  /** Draw each wait at random in [0, wait] (default true for exponential, false for fixed). */
+  jitter?: boolean;
+}
+
+export interface TaskOptions {
+  retry?: RetryPolicy;
+  /** Each attempt's time limit: its signal aborts and the attempt fails with TaskTimeoutError. */
+  timeoutMs?: number;
+}
+
+export interface TaskContext {
+  /** 1 on the first try. */
+  readonly attempt: number;
+  /** Aborts on the attempt's timeout, and when the run is lost to this worker (taken over, cancelled, shutdown). */
+  readonly signal: AbortSignal;
+}
+
+export type EventResult<T = JsonValue> = { timedOut: false; data: T } | { timedOut: true };
+
+/** A workflow to start as a child: a definition or just its name and version. */
+export interface WorkflowRef {
+  readonly name: string;
+  readonly version: string;
+}
+
+export interface ChildOptions {
+  /**
+   * Routing shard of the child run: only workers serving it take the child. Default: the parent's
+   * shard (so a tree of runs stays where its root was routed); null: no shard.
+   */
+  shard?: string | null;
+  /** Tags of the child run (see `tags` of a start). Default: the parent's. */
+  tags?: Record<string, string>;
+}
+
+export interface WorkflowContext {
+  readonly runId: string;
+  readonly workflow: string;
+  readonly version: string;
+  /** 1 on the first attempt of the run; grows with workflow-level retries. */
+  readonly attempt: number;
+  readonly signal: AbortSignal;
+  /**
+   * Runs a checkpointed step. Its result is recorded once; when the run is re-executed (say,
+   * after its worker crashed) the recorded result is returned and `fn` does not run again.
+   */
+  // biome-ignore lint/suspicious/noConfusingVoidType: a task may return nothing (its result is recorded as null)
+  task<T extends JsonValue | void>(name: string, fn: (task: TaskContext) => Promise<T> | T, options?: TaskOptions): Promise<T>;
+  /** Durable sleep: the run suspends (freeing the worker) and continues on any worker once `durationMs` has passed. */
+  sleep(name: string, durationMs: number): Promise<void>;
+  /**
+   * Suspends until `POST /v1/runs/:id/events/:name` delivers data (an event sent before the run
+   * waits is kept for it), or until `timeoutMs` passes, which resolves as `{timedOut: true}`.
+   */
+  waitForEvent<T = JsonValue>(name: string, options?: { timeoutMs?: number }): Promise<EventResult<T>>;
+  /** Starts a child run and resolves with its id without waiting for it. */
+  startChild<I>(
+    name: string,
+    workflow: WorkflowRef & { handler?: (ctx: WorkflowContext, input: I) => unknown },
+    input: I,
+    options?: ChildOptions,
+  ): Promise<string>;
+  /**
+   * Starts a child run and suspends until it finishes; resolves with its output, or throws
+   * ChildRunFailedError (failed or cancelled) or ChildRunTimeoutError (`timeoutMs` passed).
+   */
+  child<I, O>(name: string, workflow: WorkflowDefinition<I, O> | WorkflowRef, input: I, options?: ChildOptions & { timeoutMs?: number }): Promise<O>;
+}
+
+/**
+ * Flow control of a workflow version, enforced by the coordinators across every worker (registered by
+ * the workers that host it). A limit set through the API (PUT /v1/workflows/:name/:version/limits)
+ * wins over the one declared here until it is cleared.
+ */
+export interface WorkflowLimits {
+  /** At most this many runs of the version running at once (sleeping or waiting runs do not count). */
+  readonly concurrency?: number;
+  /** At most this many runs of one `concurrencyKey` (given when a run is started) running at once. */
+  readonly concurrencyPerKey?: number;
+  /** At most this many runs started per second (a token bucket holding one second's worth); the others wait. */
+  readonly ratePerSecond?: number;
+  /**
+   * At most this many runs of one `concurrencyKey` started per second (a token bucket per key, holding one
+   * second's worth); the others of the key are delayed to their tokens. Runs without a key are not limited by it.
+   */
+  readonly ratePerKeyPerSecond?: number;
+}
+
+/**
+ * A schedule declared with its workflow version: the coordinators create, change and delete it as
+ * workers register the code (see the README's Schedules). Exactly one of `cron` and `intervalMs`;
+ * `defineWorkflow` refuses one the coordinator would refuse (an InvalidRequestError with its reason).
+ */
+export interface WorkflowSchedule<I = JsonValue> {
+  /** Names it within its workflow version (the same name in a new declaration changes that schedule). */
+  readonly name: string;
+  /** 5 fields, or 6 with seconds first: `0 30 9 * * 1-5` is 09:30:00 on weekdays. */
+  readonly cron?: string;
+  readonly intervalMs?: number;
+  /** The IANA time zone of `cron` (default UTC). */
+  readonly timezone?: string;
+  readonly input?: I;
+  readonly shard?: string;
+  readonly priority?: number;
+  /** While its previous run is unfinished: `skip` (default), `allow`, or `cancel-previous`. */
+  readonly overlap?: ScheduleOverlap;
+  /** Fire times that passed while no coordinator was up: `none`, `latest` (default), or `all`. */
+  readonly catchUp?: ScheduleCatchUp;
+  /** Created paused; afterwards pausing and resuming is the API's (a pause survives registrations). */
+  readonly paused?: boolean;
+}
+
+export interface WorkflowDefinition<I = JsonValue, O = JsonValue> {
+  readonly name: string;
+  readonly version: string;
+  readonly handler: (ctx: WorkflowContext, input: I) => Promise<O>;
+  /** Workflow-level retry: a failed run runs again (resuming from its completed steps) as its next attempt. */
+  readonly retry?: RetryPolicy;
+  readonly limits?: WorkflowLimits;
+  /**
+   * How long the coordinator keeps this version's finished runs (with their steps and history) and its
+   * dead letters, in ms, instead of its RUN_RETENTION_MS; 0 keeps them. Registered by the workers that
+   * host it; RUN_RETENTION_OVERRIDES on the coordinator wins over it.
+   */
+  readonly retentionMs?: number;
+  /** Runs started on a schedule (a cron expression or an interval), reconciled when workers register. */
+  readonly schedules?: readonly WorkflowSchedule<I>[];
+}
+
+/** Declares a workflow: a name, a version and a handler. Inputs and outputs are JSON. */
+export function defineWorkflow<I = JsonValue, O = JsonValue>(definition: WorkflowDefinition<I, O>): WorkflowDefinition<I, O> {
+  if (definition.limits) checkLimits(definition.name, definition.limits);
+  // The coordinator's own check (it would refuse the worker's whole registration over one bad schedule).
+  if (definition.schedules) checkDeclaredSchedules(definition.name, definition.version, definition.schedules);
+  return Object.freeze({ ...definition, ...(definition.limits ? { limits: Object.freeze({ ...definition.limits }) } : {}) });
+}
+
+/** The coordinator accepts the same ranges (packages/common/src/contract/workflow-control.contracts.ts). */
+function checkLimits(name: string, limits: WorkflowLimits): void {
+  const known = new Set(['concurrency', 'concurrencyPerKey', 'ratePerSecond', 'ratePerKeyPerSecond']);
+  for (const field of Object.keys(limits)) if (!known.has(field)) throw new TypeError(`workflow ${name}: limits.${field} is not a limit`);
+  for (const field of ['concurrency', 'concurrencyPerKey'] as const) {
+    const value = limits[field];
+    if (value !== undefined && !(Number.isInteger(value) && value >= 1 && value <= 100_000)) {
+      throw new TypeError(`workflow ${name}: limits.${field} must be an integer from 1 to 100000`);
+    }
+  }
+  for (const field of ['ratePerSecond', 'ratePerKeyPerSecond'] as const) {
+    const rate = limits[field];
+    if (rate !== undefined && !(typeof rate === 'number' && rate > 0 && rate <= 100_000)) {
+      throw new TypeError(`workflow ${name}: limits.${field} must be a number above 0, at most 100000`);
+    }
+  }
+}
+
+export type InputOf<W> = W extends WorkflowDefinition<infer I, unknown> ? I : never;
+export type OutputOf<W> = W extends WorkflowDefinition<never, infer O> ? O : never;
+
+/** The wait before try number `attempt + 1`, after `attempt` tries failed. */
+export function retryDelayMs(policy: RetryPolicy, attempt: number, random: () => number = Math.random): number {
+  const base = policy.delayMs ?? 100;
+  const exponential = (policy.backoff ?? 'exponential') === 'exponential';
+  const cap = exponential ? Math.min(policy.maxDelayMs ?? 60_000, base * 2 ** (attempt - 1)) : base;
+  const jitter = policy.jitter ?? exponential;
+  return Math.round(jitter ? random() * cap : cap);
+}
