@@ -5,12 +5,14 @@ import { type NotificationListener, RUN_FINISHED_CHANNEL } from '@app/outbox';
 import type { Database, SqlExecutor } from '@app/persistence';
 import type { CoordinatorConfig } from '../config/coordinator.config';
 import { ResultWaits } from '../hand-off/result-waits.service';
+import { RunLifecycle } from '../hand-off/run-lifecycle.service';
+import { WaitingClaims } from '../hand-off/waiting-claims.service';
 import type { CoordinatorMetrics } from '../metrics/coordinator.metrics';
 import { WorkerWritesService } from './worker-writes.service';
 
 const RUN = '01a23292-e466-76ce-9ad8-c86c6dd448fb';
 
-/** WorkerWritesService over stand-ins that accept every write, keeping what they were asked. */
+/** WorkerWritesService, with the RunLifecycle it tells, over stand-ins that accept every write, keeping what they were asked. */
 function service() {
   const woken: [string, string, number][] = [];
   /** Runs a client waits for (a result long-poll woken by their end). */
@@ -67,20 +69,29 @@ function service() {
   };
   const counter = { inc: () => undefined };
   const resultWaits = new ResultWaits();
-  const writes = new WorkerWritesService(
-    reports as unknown as ReportRepository,
-    {} as HeartbeatRepository,
-    {} as StepRepository,
-    db as unknown as Database,
-    { runsCompleted: counter, runsFailed: counter } as unknown as CoordinatorMetrics,
+  const metrics = { runsCompleted: counter, runsFailed: counter } as unknown as CoordinatorMetrics;
+  const config = { claimMinIdleTimeMs: 90_000 } as CoordinatorConfig;
+  const lifecycle = new RunLifecycle(
+    new WaitingClaims(),
+    resultWaits,
     {
       wake: (channel: string, payload: string, max: number) => {
         woken.push([channel, payload, max]);
         return waiting.has(payload) ? 1 : 0;
       },
     } as unknown as NotificationListener,
-    resultWaits,
-    { claimMinIdleTimeMs: 90_000 } as CoordinatorConfig,
+    metrics,
+    reports as unknown as ReportRepository,
+    config,
+  );
+  const writes = new WorkerWritesService(
+    reports as unknown as ReportRepository,
+    {} as HeartbeatRepository,
+    {} as StepRepository,
+    db as unknown as Database,
+    metrics,
+    lifecycle,
+    config,
   );
   return { writes, woken, calls, stale, waiting, resultWaits, failing };
 }

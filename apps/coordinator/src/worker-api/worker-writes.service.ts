@@ -12,23 +12,23 @@ import {
   TaskResultRequest,
   WorkerReport,
 } from '@nest-durable/common';
-import { type FinishedRun, HeartbeatRepository, ReportAnswerError, ReportRepository, type RunFinished, type RunOutcome, StepRepository } from '@app/run-store';
-import { NotificationListener, RUN_FINISHED_CHANNEL } from '@app/outbox';
+import { HeartbeatRepository, ReportAnswerError, ReportRepository, type RunFinished, type RunOutcome, StepRepository } from '@app/run-store';
 import { Database, type SqlExecutor, uuidv7 } from '@app/persistence';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config/coordinator.config';
-import { type Finishing, ResultWaits } from '../hand-off/result-waits.service';
+import type { Finishing } from '../hand-off/result-waits.service';
+import { type EndedRun, RunLifecycle } from '../hand-off/run-lifecycle.service';
 import { CoordinatorMetrics } from '../metrics/coordinator.metrics';
 
-/** A run a report ended; `run` is the ended run when its finish statement returned it (see Finishing.returnsRun). */
-type Finished = { runId: string; status: 'completed' | 'failed'; workflow: string; run?: FinishedRun } | undefined;
+/** The run a report ended, if it did. */
+type Finished = EndedRun | undefined;
 
 /**
  * A worker's writes under its claims: heartbeats, task results, completions and failures (alone or
  * coalesced: a batch of reports runs in one transaction, one commit for all of them), suspensions,
  * child runs and releases. Each is revision-checked on its own, so a stale one is refused (409)
- * without affecting the others.
+ * without affecting the others. The runs they end are told to RunLifecycle.
  */
 @Injectable()
 export class WorkerWritesService {
@@ -42,8 +42,7 @@ export class WorkerWritesService {
     private readonly steps: StepRepository,
     private readonly db: Database,
     private readonly metrics: CoordinatorMetrics,
-    private readonly listener: NotificationListener,
-    private readonly resultWaits: ResultWaits,
+    private readonly lifecycle: RunLifecycle,
     @Inject(COORDINATOR_CONFIG) config: CoordinatorConfig,
   ) {
     this.refreshAfterMs = config.claimMinIdleTimeMs / 10;
@@ -88,10 +87,10 @@ export class WorkerWritesService {
     report: WorkerReport,
     write: (finishing: Finishing) => Promise<{ result: { revision: number }; finished: Finished }>,
   ): Promise<{ revision: number }> {
-    const finishing = this.resultWaits.finishing(endsRun(report) ? [report.runId] : []);
+    const finishing = this.lifecycle.finishing(endsRun(report) ? [report.runId] : []);
     try {
       const { result, finished } = await write(finishing);
-      this.finished(finished, finishing);
+      if (finished) this.lifecycle.finished(finished, finishing);
       return result;
     } finally {
       finishing.end();
@@ -111,7 +110,7 @@ export class WorkerWritesService {
    */
   async apply(reports: WorkerReport[]): Promise<ReportOutcome[]> {
     const awaited = new Set<string>();
-    const finishing = this.resultWaits.finishing(reports.filter(endsRun).map((report) => report.runId));
+    const finishing = this.lifecycle.finishing(reports.filter(endsRun).map((report) => report.runId));
     let applied: { outcome: ReportOutcome; finished: Finished }[];
     try {
       // A lone report, or a batch that is one statement (see BatchPlan), commits on its own, without BEGIN and
@@ -132,7 +131,8 @@ export class WorkerWritesService {
               this.logger.warn('a report batch failed as a whole; applying its reports one by one', { error: error.message });
               return this.applyEach(reports, finishing);
             });
-      for (const { finished } of applied) if (this.finished(finished, finishing) > 0) awaited.add(finished!.runId);
+      // Told of each run that ended, RunLifecycle hands it to the waits for its result here: those it ended count.
+      for (const { finished } of applied) if (finished && this.lifecycle.finished(finished, finishing) > 0) awaited.add(finished.runId);
     } finally {
       finishing.end();
     }
@@ -266,20 +266,6 @@ export class WorkerWritesService {
       finishing.returnsRun(runId, outcome.status === 'completed'),
     );
     return { result: { revision }, finished: { runId, status: outcome.status, workflow, run } satisfies Finished };
-  }
-
-  /**
-   * Counts a run that ended, and wakes this coordinator's waits for its result at once (a client's
-   * `GET /v1/runs/:id/result`) instead of when the finish's NOTIFY comes back through the LISTEN session,
-   * handing them the ended run when the finish returned it. Called once the finish committed; returns how
-   * many waits it ended: those armed while the finish was under way (ResultWaits) and those already woken.
-   */
-  private finished(finished: Finished, finishing: Finishing): number {
-    if (!finished) return 0;
-    const handed = finishing.ended(finished.runId, finished.run);
-    if (finished.status === 'completed') this.metrics.runsCompleted.inc({ workflow: finished.workflow });
-    else this.metrics.runsFailed.inc({ workflow: finished.workflow });
-    return handed + this.listener.wake(RUN_FINISHED_CHANNEL, finished.runId, Number.POSITIVE_INFINITY);
   }
 }
 
