@@ -243,7 +243,7 @@ export class CoordinatorApi implements OnApplicationShutdown {
   /**
    * A run's reports depend on the ones before them (its outcome on its last task results): once one is
    * refused or cannot be sent, the run's reports still waiting are refused with it, unsent. (In one
-   * batch the coordinator does the same: see WorkerWritesService.)
+   * batch the coordinator does the same: see ReportsService.)
    */
   private refuse(entry: PendingReport, error: unknown): void {
     entry.refusal = error;

@@ -16,7 +16,10 @@ interface EmptyCheck {
   until: number;
 }
 
-/** How workers come to own runs: claims (the HTTP subscriber) and takes (a transport's wake-ups), one statement for both. */
+/**
+ * How workers come to own runs, claims (the HTTP subscriber) and takes (a transport's wake-ups), one statement
+ * for both; and how they give them back.
+ */
 @Injectable()
 export class ClaimsService {
   /** By worker and queue set, what its claim that was just handed a run had found (see claim()). */
@@ -139,6 +142,11 @@ export class ClaimsService {
     });
     if (stalled.length > 0) this.lifecycle.failedForStalls(stalled);
     return { runs: this.metrics.taken(runs, startedAt), requeue };
+  }
+
+  /** Gives the run back (worker shutting down) so another worker takes it at once. */
+  release(runId: string, expectedRevision: number): Promise<{ revision: number }> {
+    return this.reports.release(runId, expectedRevision);
   }
 
   /** Gives runs back for others at once (their worker went away while they were being taken for it). */

@@ -27,7 +27,7 @@ export interface RunFinished {
 /**
  * A report statement committed on its own (it ran outside a transaction), and a read answering it failed (of
  * the conflicts, adopted keys or outcomes that landed before): its reports landed, and must not be applied
- * again as if they had not (see WorkerWritesService.apply). In a transaction the same failure rolls the
+ * again as if they had not (see ReportsService.apply). In a transaction the same failure rolls the
  * statement back and stays itself.
  */
 export class ReportAnswerError extends Error {

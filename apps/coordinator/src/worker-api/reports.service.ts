@@ -3,71 +3,41 @@ import {
   DatabaseUnavailableError,
   EngineError,
   FailRunRequest,
-  HeartbeatRequest,
   ReportOutcome,
-  StartChildRequest,
-  StepResponse,
   StoredTask,
-  SuspendRequest,
   TaskResultRequest,
   WorkerReport,
 } from '@nest-durable/common';
-import { HeartbeatRepository, ReportAnswerError, ReportRepository, type RunFinished, type RunOutcome, StepRepository } from '@app/run-store';
-import { Database, type SqlExecutor, uuidv7 } from '@app/persistence';
+import { ReportAnswerError, ReportRepository, type RunFinished, type RunOutcome } from '@app/run-store';
+import { Database, type SqlExecutor } from '@app/persistence';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config/coordinator.config';
 import type { Finishing } from '../hand-off/result-waits.service';
 import { type EndedRun, RunLifecycle } from '../hand-off/run-lifecycle.service';
-import { CoordinatorMetrics } from '../metrics/coordinator.metrics';
+import { type BatchPlan, endsRun, planBatch } from './report-batch';
 
 /** The run a report ended, if it did. */
 type Finished = EndedRun | undefined;
 
 /**
- * A worker's writes under its claims: heartbeats, task results, completions and failures (alone or
- * coalesced: a batch of reports runs in one transaction, one commit for all of them), suspensions,
- * child runs and releases. Each is revision-checked on its own, so a stale one is refused (409)
- * without affecting the others. The runs they end are told to RunLifecycle.
+ * A worker's reports under its claims: task results, completions and failures, alone or coalesced (a batch
+ * of reports runs in one transaction, one commit for all of them). Each is revision-checked on its own, so a
+ * stale one is refused (409) without affecting the others. The runs they end are told to RunLifecycle.
  */
 @Injectable()
-export class WorkerWritesService {
-  private readonly logger = new Logger(WorkerWritesService.name);
+export class ReportsService {
+  private readonly logger = new Logger(ReportsService.name);
   /** A task result refreshes a claim last refreshed longer ago than this (see ReportRepository.recordTasks). */
   private readonly refreshAfterMs: number;
 
   constructor(
     private readonly reports: ReportRepository,
-    private readonly heartbeats: HeartbeatRepository,
-    private readonly steps: StepRepository,
     private readonly db: Database,
-    private readonly metrics: CoordinatorMetrics,
     private readonly lifecycle: RunLifecycle,
     @Inject(COORDINATOR_CONFIG) config: CoordinatorConfig,
   ) {
     this.refreshAfterMs = config.claimMinIdleTimeMs / 10;
-  }
-
-  /** Refreshes the claims; returns the runs the worker no longer holds. */
-  async heartbeat(runs: HeartbeatRequest['runs']): Promise<string[]> {
-    const lost = await this.heartbeats.refresh(runs);
-    this.metrics.heartbeats.inc(runs.length - lost.length);
-    return lost;
-  }
-
-  /** Suspends the run at a sleep, event or retry-wait step (or resolves the step at once). */
-  suspend(runId: string, request: SuspendRequest): Promise<StepResponse> {
-    return this.steps.suspend(runId, request);
-  }
-
-  /** Starts a child run (in the parent's shard unless it names one); with `wait` the parent suspends until the child is terminal. */
-  startChild(runId: string, request: StartChildRequest): Promise<StepResponse> {
-    return this.steps.startChild(runId, request, uuidv7());
-  }
-
-  /** Gives the run back (worker shutting down) so another worker takes it at once. */
-  release(runId: string, expectedRevision: number): Promise<{ revision: number }> {
-    return this.reports.release(runId, expectedRevision);
   }
 
   recordTask(runId: string, task: TaskResultRequest): Promise<StoredTask> {
@@ -267,58 +237,6 @@ export class WorkerWritesService {
     );
     return { result: { revision }, finished: { runId, status: outcome.status, workflow, run } satisfies Finished };
   }
-}
-
-/**
- * A batch of reports sorted into its statements: all task results in one, all completions and failures in
- * another, each workflow-level retry in its own. When each outcome is at a run and revision one of the task
- * results is at (a batch of runs' last task results with their outcomes), `tasksLockAll`: the task results'
- * statement locks every run an outcome needs, and the two run as one statement. A batch that is one statement
- * (`oneStatement`: those, or task results alone) needs no transaction: it commits on its own.
- */
-interface BatchPlan {
-  reports: WorkerReport[];
-  tasks: { index: number; runId: string; task: TaskResultRequest }[];
-  finals: { index: number; runId: string; expectedRevision: number; outcome: RunOutcome }[];
-  tasksLockAll: boolean;
-  /** How many statements the batch is: more than one locks its runs first, in id order. */
-  statements: number;
-  oneStatement: boolean;
-}
-
-function planBatch(reports: WorkerReport[]): BatchPlan {
-  const tasks = reports.flatMap((report, index) => (report.type === 'task' ? [{ index, runId: report.runId, task: report.task }] : []));
-  const finals = reports.flatMap((report, index): BatchPlan['finals'] => {
-    if (report.type === 'complete') {
-      return [
-        { index, runId: report.runId, expectedRevision: report.complete.expectedRevision, outcome: { status: 'completed', output: report.complete.output } },
-      ];
-    }
-    if (report.type === 'fail' && report.fail.retryDelayMs === undefined) {
-      return [{ index, runId: report.runId, expectedRevision: report.fail.expectedRevision, outcome: { status: 'failed', error: report.fail.error } }];
-    }
-    return [];
-  });
-  const retries = reports.length - tasks.length - finals.length;
-  // Each outcome's run has task results here at the outcome's revision, and at no other (an older execution's,
-  // refused, would refuse the outcome in two statements, not in one).
-  const taskRevisions = new Map<string, Set<number>>();
-  for (const { runId, task } of tasks) taskRevisions.set(runId, (taskRevisions.get(runId) ?? new Set()).add(task.expectedRevision));
-  const tasksLockAll =
-    tasks.length > 0 &&
-    retries === 0 &&
-    finals.every((final) => {
-      const revisions = taskRevisions.get(final.runId);
-      return revisions?.size === 1 && revisions.has(final.expectedRevision);
-    });
-  const statements = tasksLockAll ? 1 : Number(tasks.length > 0) + Number(finals.length > 0) + retries;
-  // Outcomes alone stay in a transaction: it runs them with their generic plan (Database.transaction), as before.
-  return { reports, tasks, finals, tasksLockAll, statements, oneStatement: statements === 1 && tasks.length > 0 };
-}
-
-/** Whether the report ends its run if it applies: a completion, or a failure without a retry. */
-function endsRun(report: WorkerReport): boolean {
-  return report.type === 'complete' || (report.type === 'fail' && report.fail.retryDelayMs === undefined);
 }
 
 function toOutcome(result: StoredTask | Error): ReportOutcome {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { RevisionConflictError, type WorkerReport } from '@nest-durable/common';
-import { type HeartbeatRepository, ReportAnswerError, type ReportRepository, type StepRepository } from '@app/run-store';
+import { ReportAnswerError, type ReportRepository } from '@app/run-store';
 import { type NotificationListener, RUN_FINISHED_CHANNEL } from '@app/outbox';
 import type { Database, SqlExecutor } from '@app/persistence';
 import type { CoordinatorConfig } from '../config/coordinator.config';
@@ -8,11 +8,11 @@ import { ResultWaits } from '../hand-off/result-waits.service';
 import { RunLifecycle } from '../hand-off/run-lifecycle.service';
 import { WaitingClaims } from '../hand-off/waiting-claims.service';
 import type { CoordinatorMetrics } from '../metrics/coordinator.metrics';
-import { WorkerWritesService } from './worker-writes.service';
+import { ReportsService } from './reports.service';
 
 const RUN = '01a23292-e466-76ce-9ad8-c86c6dd448fb';
 
-/** WorkerWritesService, with the RunLifecycle it tells, over stand-ins that accept every write, keeping what they were asked. */
+/** ReportsService, with the RunLifecycle it tells, over stand-ins that accept every write, keeping what they were asked. */
 function service() {
   const woken: [string, string, number][] = [];
   /** Runs a client waits for (a result long-poll woken by their end). */
@@ -69,7 +69,6 @@ function service() {
   };
   const counter = { inc: () => undefined };
   const resultWaits = new ResultWaits();
-  const metrics = { runsCompleted: counter, runsFailed: counter } as unknown as CoordinatorMetrics;
   const config = { claimMinIdleTimeMs: 90_000 } as CoordinatorConfig;
   const lifecycle = new RunLifecycle(
     new WaitingClaims(),
@@ -80,19 +79,11 @@ function service() {
         return waiting.has(payload) ? 1 : 0;
       },
     } as unknown as NotificationListener,
-    metrics,
+    { runsCompleted: counter, runsFailed: counter } as unknown as CoordinatorMetrics,
     reports as unknown as ReportRepository,
     config,
   );
-  const writes = new WorkerWritesService(
-    reports as unknown as ReportRepository,
-    {} as HeartbeatRepository,
-    {} as StepRepository,
-    db as unknown as Database,
-    metrics,
-    lifecycle,
-    config,
-  );
+  const writes = new ReportsService(reports as unknown as ReportRepository, db as unknown as Database, lifecycle, config);
   return { writes, woken, calls, stale, waiting, resultWaits, failing };
 }
 
@@ -103,7 +94,7 @@ const task: WorkerReport = {
 };
 const complete: WorkerReport = { type: 'complete', runId: RUN, complete: { expectedRevision: 3, output: { steps: 1 } } };
 
-describe('WorkerWritesService reports', () => {
+describe('ReportsService', () => {
   it("a run's last task result and its outcome: one statement, no transaction, and its result waits woken", async () => {
     const { writes, woken, calls } = service();
     const outcomes = await writes.apply([task, complete]);
