@@ -1,7 +1,6 @@
 import {
   CompleteRunRequest,
   DatabaseUnavailableError,
-  EngineError,
   FailRunRequest,
   ReportOutcome,
   StoredTask,
@@ -16,6 +15,7 @@ import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config/coordinato
 import type { Finishing } from '../hand-off/result-waits.service';
 import { type EndedRun, RunLifecycle } from '../hand-off/run-lifecycle.service';
 import { type BatchPlan, endsRun, planBatch } from './report-batch';
+import { refusalOf } from '../http/error-statuses';
 
 /** The run a report ended, if it did. */
 type Finished = EndedRun | undefined;
@@ -188,7 +188,7 @@ export class ReportsService {
   }
 
   /**
-   * One report on its own; errors of the report (EngineError) become its outcome. An unavailable
+   * One report on its own; its refusals (refusalOf) become its outcome. An unavailable
    * database is no answer about this report: it fails the request, which the worker retries.
    */
   private async applyOne(on: SqlExecutor, report: WorkerReport, finishing: Finishing): Promise<{ outcome: ReportOutcome; finished: Finished }> {
@@ -208,7 +208,8 @@ export class ReportsService {
     } catch (error) {
       // A report that landed, but whose answer could not be read, is no answer either (see apply).
       if (error instanceof DatabaseUnavailableError || error instanceof ReportAnswerError) throw error;
-      if (error instanceof EngineError) return { outcome: toOutcome(error), finished: undefined };
+      const refusal = refusalOf(error);
+      if (refusal) return { outcome: { ok: false, ...refusal }, finished: undefined };
       if (on !== this.db) throw error;
       this.logger.error('a report could not be applied', { runId: report.runId, error: (error as Error).message });
       return { outcome: { ok: false, statusCode: 500, reason: 'internal_error', message: 'internal error; see the coordinator log' }, finished: undefined };
@@ -240,7 +241,8 @@ export class ReportsService {
 }
 
 function toOutcome(result: StoredTask | Error): ReportOutcome {
-  if (result instanceof EngineError) return { ok: false, statusCode: result.statusCode, reason: result.reason, message: result.message };
-  if (result instanceof Error) throw result;
-  return { ok: true, result };
+  if (!(result instanceof Error)) return { ok: true, result };
+  const refusal = refusalOf(result);
+  if (!refusal) throw result;
+  return { ok: false, ...refusal };
 }

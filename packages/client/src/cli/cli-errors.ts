@@ -1,4 +1,4 @@
-import { CoordinatorUnavailableError, EngineHttpError } from '../json-http.client';
+import { CoordinatorUnavailableError, isAnsweredError } from '../json-http.client';
 
 /** A mistake on the command line found after parsing (e.g. a bad WF_URL): nothing was sent. */
 export class UsageError extends Error {
@@ -10,7 +10,7 @@ export class UsageError extends Error {
  * message, or why the coordinator at `url` could not be asked.
  */
 export function describeFailure(error: unknown, url: string | undefined): string {
-  if (error instanceof EngineHttpError) return `${error.reason}: ${error.message}`;
+  if (isAnsweredError(error)) return `${error.reason}: ${error.message}`;
   if (error instanceof CoordinatorUnavailableError) return `unreachable: no coordinator answered at ${url ?? 'its URL'} (${error.message})`;
   if (error instanceof UsageError) return error.message;
   // Not a failure we expect: still one line, naming what was thrown.

@@ -3,6 +3,7 @@ export * from './dashboard.contracts';
 export * from './dead-letter.contracts';
 export * from './endpoint-call';
 export * from './endpoints';
+export * from './error-body';
 export { IDENTIFIER_MAX_LENGTH, isTimestamp, KEY_MAX_LENGTH } from './fields';
 export { assertJsonDepth, JSON_DOCUMENT_MAX_DEPTH, JSON_MAX_BYTES, JSON_MAX_DEPTH, type JsonValue } from './json-document';
 export * from './openapi-document';
