@@ -15,6 +15,7 @@ import type {
   WorkflowList,
   WorkflowView,
 } from '@nest-durable/common';
+import { DurableError } from '@nest-durable/common/durable-error';
 
 /** The client token for this browser tab (sessionStorage: gone when the tab closes). */
 const TOKEN_KEY = 'wf.clientToken';
@@ -26,13 +27,13 @@ export const token = {
 };
 
 /** An error answer of the API: its status, its machine-readable reason and its one line for a human. */
-export class ApiError extends Error {
+export class ApiError extends DurableError {
   constructor(
     readonly status: number,
-    readonly reason: string,
+    reason: string,
     message: string,
   ) {
-    super(message);
+    super(reason, message);
   }
 }
 

@@ -1,4 +1,4 @@
-import { DatabaseUnavailableError, ErrorDetails, JsonValue, StoredTask, TaskResultRequest } from '@nest-durable/common';
+import { DatabaseUnavailableError, DurableError, ErrorDetails, JsonValue, StoredTask, TaskResultRequest } from '@nest-durable/common';
 import { Database, prepared, type RunEntity, type SqlExecutor } from '@app/persistence';
 import { Injectable } from '@nestjs/common';
 import { conflictFor, conflictsFor, findSteps, unwrap } from '../runs/conflicts';
@@ -30,10 +30,9 @@ export interface RunFinished {
  * again as if they had not (see ReportsService.apply). In a transaction the same failure rolls the
  * statement back and stays itself.
  */
-export class ReportAnswerError extends Error {
+export class ReportAnswerError extends DurableError {
   constructor(cause: Error) {
-    super(`the reports were written, but reading their answer failed: ${cause.message}`, { cause });
-    this.name = 'ReportAnswerError';
+    super('report_answer_unread', `the reports were written, but reading their answer failed: ${cause.message}`, { cause });
   }
 }
 

@@ -1,8 +1,11 @@
+import { DurableError } from '@nest-durable/common';
 import { CoordinatorUnavailableError, isAnsweredError } from '../json-http.client';
 
 /** A mistake on the command line found after parsing (e.g. a bad WF_URL): nothing was sent. */
-export class UsageError extends Error {
-  override name = 'UsageError';
+export class UsageError extends DurableError {
+  constructor(message: string) {
+    super('usage_invalid', message);
+  }
 }
 
 /**
