@@ -20,7 +20,7 @@ const MAY_IMPORT: Record<string, string[]> = {
   'libs/streams': ['packages/common'],
   'libs/locking': ['packages/common'],
   // The apps' support: configuration and metrics.
-  'libs/config': [],
+  'libs/config': ['packages/common'],
   'libs/metrics': [],
   // Server libs: the coordinator's.
   'libs/persistence': ['packages/common', 'libs/locking'],
