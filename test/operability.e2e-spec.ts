@@ -220,7 +220,7 @@ describe('operability', () => {
   it('worker health reflects its consume loop and the coordinator, and it serves metrics', async () => {
     const coordinator = await startCoordinator(db.url);
     const config = loadWorkerConfig({ COORDINATOR_URL: coordinator.url, CLAIM_WAIT_MS: '500', WORKER_PORT: '0' });
-    const worker: INestApplication = await NestFactory.create(WorkerAppModule.register(config), { logger: capturedLogger });
+    const worker: INestApplication = await NestFactory.create(WorkerAppModule.forRoot(config), { logger: capturedLogger });
     await worker.listen(0, '127.0.0.1');
     const workerUrl = `http://127.0.0.1:${(worker.getHttpServer().address() as AddressInfo).port}`;
     try {

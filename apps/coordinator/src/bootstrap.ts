@@ -46,7 +46,7 @@ export async function createCoordinatorApp(
   logger: LoggerService | LogLevel[] = createAppLogger(config.logFormat, config.logLevel),
 ): Promise<NestFastifyApplication> {
   // abortOnError: false: the caller sees why it could not start (main.ts prints it and exits).
-  const app = await NestFactory.create<NestFastifyApplication>(CoordinatorModule.register(config), httpAdapter(), {
+  const app = await NestFactory.create<NestFastifyApplication>(CoordinatorModule.forRoot(config), httpAdapter(), {
     bodyParser: false,
     logger,
     abortOnError: false,

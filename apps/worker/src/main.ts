@@ -6,7 +6,7 @@ import { WorkerAppModule } from './worker-app.module';
 
 async function main(): Promise<void> {
   const config = loadConfigOrExit('worker', () => loadWorkerConfig(process.env));
-  const app = await NestFactory.create(WorkerAppModule.register(config), { logger: createAppLogger(config.logFormat, config.logLevel) });
+  const app = await NestFactory.create(WorkerAppModule.forRoot(config), { logger: createAppLogger(config.logFormat, config.logLevel) });
   app.enableShutdownHooks();
   await listenOrExit('worker', `${config.host}:${config.port}`, app, () => app.listen(config.port, config.host));
   new Logger('Worker').log(

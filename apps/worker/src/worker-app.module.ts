@@ -41,13 +41,13 @@ export function workerModuleOptions(
   };
 }
 
+/**
+ * The worker app hosting the example workflows, from its validated config (loadWorkerConfig), which decides its shape
+ * (the subscriber, and Redis with a Redis one); it serves its health and metrics on WORKER_PORT.
+ */
 @Module({})
 export class WorkerAppModule {
-  /**
-   * The worker app hosting the example workflows, configured by an already validated config; it
-   * serves its health and metrics on WORKER_PORT.
-   */
-  static register(config: WorkerConfig): DynamicModule {
+  static forRoot(config: WorkerConfig): DynamicModule {
     return {
       module: WorkerAppModule,
       imports: [WorkflowWorkerModule.forRoot(workerModuleOptions(config, EXAMPLE_WORKFLOWS)), TerminusModule, MetricsModule],
