@@ -1,7 +1,7 @@
 import { MetricsService } from '@app/metrics';
 import { FailoverSubscriber, type Subscriber, SUBSCRIBER, WorkerRuntime } from '@nest-durable/worker';
 import { Controller, Get, Header, Inject, Res } from '@nestjs/common';
-import type { Response } from 'express';
+import type { FastifyReply } from 'fastify';
 
 /** The worker's Prometheus series, read from the runtime's and the subscriber's counters at scrape. */
 @Controller('metrics')
@@ -27,8 +27,8 @@ export class MetricsController {
 
   @Get()
   @Header('cache-control', 'no-store')
-  async scrape(@Res() response: Response): Promise<void> {
+  async scrape(@Res() reply: FastifyReply): Promise<void> {
     const { contentType, body } = await this.metrics.text();
-    response.type(contentType).send(body);
+    reply.type(contentType).send(body);
   }
 }
