@@ -1,5 +1,4 @@
 import { redisSubscriber, RedisModule } from '@nest-durable/worker/redis';
-import { WorkflowDefinition } from '@nest-durable/workflow';
 import { WorkflowWorkerModule, type WorkflowWorkerModuleOptions } from '@nest-durable/worker';
 import { redisConnectionOptions } from '@app/config';
 import { MetricsModule } from '@app/metrics';
@@ -11,11 +10,7 @@ import type { WorkerConfig } from './config/worker.config';
 import { EXAMPLE_WORKFLOWS } from './workflows';
 
 /** Worker module options from the validated config: the built-in subscriber it names, and Redis when needed. */
-export function workerModuleOptions(
-  config: WorkerConfig,
-  // biome-ignore lint/suspicious/noExplicitAny: workflows of any input and output types are registered side by side
-  workflows: WorkflowDefinition<any, any>[],
-): WorkflowWorkerModuleOptions {
+export function workerModuleOptions(config: WorkerConfig, workflows: WorkflowWorkerModuleOptions['workflows']): WorkflowWorkerModuleOptions {
   const worker: WorkflowWorkerModuleOptions = {
     workflows,
     coordinatorUrl: config.coordinatorUrls,
