@@ -1,6 +1,7 @@
-import { redisSubscriber, RedisModule } from '@nest-durable/worker/redis';
+import { redisSubscriber } from '@nest-durable/worker/redis';
 import { WorkflowWorkerModule, type WorkflowWorkerModuleOptions } from '@nest-durable/worker';
 import { redisConnectionOptions } from '@app/config';
+import { RedisModule } from '@app/streams';
 import { MetricsModule } from '@app/metrics';
 import { DynamicModule, Module } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';

@@ -1,5 +1,5 @@
 import { WorkerHealth } from '@nest-durable/worker';
-import { RedisHealth } from '@nest-durable/worker/redis';
+import { RedisHealth } from '@app/streams';
 import { Controller, Get, Optional } from '@nestjs/common';
 import { HealthCheck, HealthCheckService, type HealthIndicatorFunction } from '@nestjs/terminus';
 
