@@ -18,11 +18,15 @@ import type {
   StatsWindow,
   Tags,
   TriggeredSchedule,
+  TypedWorkflow,
   WorkerList,
+  WorkflowClass,
   WorkflowLimits,
+  WorkflowName,
+  WorkflowTarget,
   WorkflowView,
 } from '@nest-durable/common';
-import { API, isTerminalStatus, tagFilters, WAIT_MS_MAX } from '@nest-durable/common';
+import { API, type InputOf, isTerminalStatus, type OutputOf, tagFilters, WAIT_MS_MAX, workflowNameOf } from '@nest-durable/common';
 import { readFeedEvents } from './feed-events';
 import { JsonHttpClient } from './json-http.client';
 
@@ -49,10 +53,10 @@ export interface StartOptions {
   tags?: Tags;
 }
 
-/** One run of a `startMany` batch. */
-export interface StartManyEntry extends StartOptions {
-  workflow: WorkflowRef;
-  input?: unknown;
+/** One run of a `startMany` batch: its input is typed by its workflow's (a class's or a definition's). */
+export interface StartManyEntry<W extends WorkflowTarget = WorkflowTarget> extends StartOptions {
+  workflow: W;
+  input?: InputOf<W>;
 }
 
 export interface ListRunsOptions {
@@ -121,22 +125,26 @@ export interface WaitOptions {
   signal?: AbortSignal;
 }
 
-export interface TypedRunView<O> extends Omit<RunView, 'output'> {
-  output: O | null;
+/** A run whose output has its workflow's output type: the handler's result once `status` is `completed`, null until then (and for good if it fails or is cancelled). */
+export type TypedRunView<O> = Omit<RunView, 'status' | 'output'> &
+  ({ status: 'completed'; output: O } | { status: Exclude<RunStatus, 'completed'>; output: null });
+
+/** A run started through the client, which knows its workflow's output type. */
+export interface RunHandle<O = JsonValue> {
+  readonly id: string;
+  readonly workflow: string;
+  readonly version: string;
+  /** Waits for the run to end, as `waitForResult` does. */
+  result(options?: WaitOptions): Promise<TypedRunView<O>>;
+  /** The run as it is now, with its recorded steps. */
+  get(): Promise<TypedRunView<O>>;
 }
 
-type WorkflowRef = { readonly name: string; readonly version: string };
+/** What a start answers: the run as the coordinator created it (or found it, by its idempotency key), and its handle. */
+export type StartedRun<O = JsonValue> = TypedRunView<O> & RunHandle<O>;
 
-/**
- * A workflow definition as the client sees it (`defineWorkflow` in @nest-durable/workflow returns
- * one): its name and version, and the input and output types its handler declares.
- */
-export interface TypedWorkflow<I, O> extends WorkflowRef {
-  readonly handler: (ctx: never, input: I) => Promise<O>;
-}
-
-type InputOf<W> = W extends TypedWorkflow<infer I, unknown> ? I : never;
-type OutputOf<W> = W extends TypedWorkflow<never, infer O> ? O : never;
+/** A workflow whose input and output types are known: a `@Workflow` class or a definition. */
+type TypedTarget = WorkflowClass<never> | TypedWorkflow<never, unknown>;
 
 /**
  * The typed client for users' own services and the `wf` CLI: one method per route of the client API
@@ -154,18 +162,26 @@ export class WorkflowClient {
     });
   }
 
-  start<W extends TypedWorkflow<never, unknown>>(workflow: W, input: InputOf<W>, options?: StartOptions): Promise<TypedRunView<OutputOf<W>>>;
-  start(workflow: WorkflowRef, input?: unknown, options?: StartOptions): Promise<RunView>;
-  start(workflow: WorkflowRef, input?: unknown, options: StartOptions = {}): Promise<RunView> {
-    return this.http.call(API.startRun, { body: startBody({ workflow, input, ...options }) });
+  /**
+   * Starts a run of a `@Workflow` class or a definition (its input checked against the workflow's type; the
+   * handle's result has its output type), or of a workflow named by its name and version.
+   */
+  start<W extends TypedTarget>(workflow: W, input: InputOf<W>, options?: StartOptions): Promise<StartedRun<OutputOf<W>>>;
+  // Not a definition (`handler`): one given a wrong input must not fall through to here.
+  start(workflow: WorkflowName & { handler?: never }, input?: unknown, options?: StartOptions): Promise<StartedRun>;
+  async start(workflow: WorkflowTarget, input?: unknown, options: StartOptions = {}): Promise<StartedRun> {
+    return this.handle(await this.http.call(API.startRun, { body: startBody({ workflow, input, ...options }) }));
   }
 
   /**
    * Starts up to 1,000 runs in one request and one transaction; the runs come back in the order
    * given (an idempotency key already used gives the existing run).
    */
-  async startMany(runs: StartManyEntry[]): Promise<RunView[]> {
-    return (await this.http.call(API.startRuns, { body: { runs: runs.map(startBody) } })).runs;
+  async startMany<const W extends readonly WorkflowTarget[]>(
+    runs: { [K in keyof W]: StartManyEntry<W[K]> },
+  ): Promise<{ [K in keyof W]: StartedRun<OutputOf<W[K]>> }> {
+    const { runs: started } = await this.http.call(API.startRuns, { body: { runs: runs.map(startBody) } });
+    return started.map((run) => this.handle(run)) as { [K in keyof W]: StartedRun<OutputOf<W[K]>> };
   }
 
   /** The run with its recorded steps (`tasks`), in the order they were recorded. */
@@ -181,14 +197,18 @@ export class WorkflowClient {
   /**
    * Resolves with the run once it is terminal (completed, failed or cancelled), or as it is when
    * `timeoutMs` has passed. Each request long-polls the coordinator, so no time is lost polling.
+   * Given the handle a start returned, its `output` has the workflow's output type.
    */
-  async waitForResult(runId: string, options: WaitOptions = {}): Promise<RunView> {
+  waitForResult<O>(run: RunHandle<O>, options?: WaitOptions): Promise<TypedRunView<O>>;
+  waitForResult(runId: string, options?: WaitOptions): Promise<RunView>;
+  async waitForResult(run: string | RunHandle<unknown>, options: WaitOptions = {}): Promise<RunView> {
+    const runId = typeof run === 'string' ? run : run.id;
     const deadline = Date.now() + (options.timeoutMs ?? 60_000);
     for (;;) {
       options.signal?.throwIfAborted();
       const waitMs = Math.max(0, Math.min(WAIT_MS_MAX, deadline - Date.now()));
-      const run = await this.http.call(API.runResult, { params: { id: runId }, query: { waitMs } }, { signal: options.signal });
-      if (isTerminalStatus(run.status) || Date.now() >= deadline) return run;
+      const view = await this.http.call(API.runResult, { params: { id: runId }, query: { waitMs } }, { signal: options.signal });
+      if (isTerminalStatus(view.status) || Date.now() >= deadline) return view;
     }
   }
 
@@ -261,8 +281,9 @@ export class WorkflowClient {
   }
 
   /** Creates a schedule that starts runs of `workflow` at the times `options` give; `400` with a reason for a bad cron or time zone. */
-  createSchedule(workflow: WorkflowRef, options: ScheduleOptions): Promise<ScheduleView> {
-    return this.http.call(API.createSchedule, { body: { workflow: workflow.name, version: workflow.version, ...options } });
+  createSchedule(workflow: WorkflowTarget, options: ScheduleOptions): Promise<ScheduleView> {
+    const { name, version } = workflowNameOf(workflow);
+    return this.http.call(API.createSchedule, { body: { workflow: name, version, ...options } });
   }
 
   /** One page of schedules, newest first. */
@@ -305,30 +326,43 @@ export class WorkflowClient {
   }
 
   /** Pauses the version (or one shard of it): queued runs wait, running ones finish, starts are still accepted. */
-  pauseWorkflow(workflow: WorkflowRef, options: { shard?: string } = {}): Promise<WorkflowView> {
-    return this.http.call(API.pauseWorkflow, { params: { name: workflow.name, version: workflow.version }, body: options });
+  pauseWorkflow(workflow: WorkflowTarget, options: { shard?: string } = {}): Promise<WorkflowView> {
+    return this.http.call(API.pauseWorkflow, { params: workflowNameOf(workflow), body: options });
   }
 
   /** Resumes the version (every shard), or with `shard` that shard. */
-  resumeWorkflow(workflow: WorkflowRef, options: { shard?: string } = {}): Promise<WorkflowView> {
-    return this.http.call(API.resumeWorkflow, { params: { name: workflow.name, version: workflow.version }, body: options });
+  resumeWorkflow(workflow: WorkflowTarget, options: { shard?: string } = {}): Promise<WorkflowView> {
+    return this.http.call(API.resumeWorkflow, { params: workflowNameOf(workflow), body: options });
   }
 
   /** Sets the version's limits (replacing those set before through the API); each one set wins over the code's. */
-  setWorkflowLimits(workflow: WorkflowRef, limits: WorkflowLimits): Promise<WorkflowView> {
-    return this.http.call(API.setWorkflowLimits, { params: { name: workflow.name, version: workflow.version }, body: limits });
+  setWorkflowLimits(workflow: WorkflowTarget, limits: WorkflowLimits): Promise<WorkflowView> {
+    return this.http.call(API.setWorkflowLimits, { params: workflowNameOf(workflow), body: limits });
   }
 
   /** Clears the limits set through the API: the code's apply again. */
-  clearWorkflowLimits(workflow: WorkflowRef): Promise<WorkflowView> {
-    return this.http.call(API.clearWorkflowLimits, { params: { name: workflow.name, version: workflow.version } });
+  clearWorkflowLimits(workflow: WorkflowTarget): Promise<WorkflowView> {
+    return this.http.call(API.clearWorkflowLimits, { params: workflowNameOf(workflow) });
+  }
+
+  /**
+   * The run as answered, with its handle's methods beside its fields: not enumerable, so the run still
+   * compares, spreads and serialises as the view it is.
+   */
+  private handle<O = JsonValue>(run: RunView): StartedRun<O> {
+    const methods: Pick<RunHandle<O>, 'result' | 'get'> = {
+      result: (options) => this.waitForResult(run.id, options) as Promise<TypedRunView<O>>,
+      get: () => this.get(run.id) as Promise<TypedRunView<O>>,
+    };
+    return Object.defineProperties(run, { result: { value: methods.result }, get: { value: methods.get } }) as StartedRun<O>;
   }
 }
 
 function startBody({ workflow, input, idempotencyKey, shard, priority, runAt, concurrencyKey, tags }: StartManyEntry): StaticEncode<typeof StartRunRequest> {
+  const { name, version } = workflowNameOf(workflow);
   return {
-    workflow: workflow.name,
-    version: workflow.version,
+    workflow: name,
+    version,
     input: input as JsonValue,
     idempotencyKey,
     shard,

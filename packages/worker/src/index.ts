@@ -9,4 +9,5 @@ export * from './worker-runtime.service';
 export * from './worker.options';
 export * from './worker.health';
 export * from './workflow-worker.module';
+export * from './workflow.decorator';
 export * from './workflow.registry';

@@ -9,6 +9,8 @@ import {
   type StoredTask,
   TASK_DURATION_MS_MAX,
   Tags,
+  type WorkflowTarget,
+  workflowNameOf,
 } from '@nest-durable/common';
 import { isAnsweredError, isRevisionConflict, isTransient } from '@nest-durable/client';
 import { Inject, Injectable, Logger } from '@nestjs/common';
@@ -28,7 +30,6 @@ import {
   type TaskOptions,
   type WorkflowContext,
   type RetryPolicy,
-  type WorkflowRef,
 } from '@nest-durable/workflow';
 import { CoordinatorApi } from './coordinator.api';
 import { RunLease } from '@app/locking';
@@ -238,12 +239,12 @@ class RunContext implements WorkflowContext {
     return resolved.output as unknown as EventResult<T>;
   }
 
-  async startChild<I>(name: string, workflow: WorkflowRef, input: I, options: ChildOptions = {}): Promise<string> {
+  async startChild<I>(name: string, workflow: WorkflowTarget, input: I, options: ChildOptions = {}): Promise<string> {
     const step = await this.childStep(name, workflow, input, options, false, null);
     return (step.output as { childId: string }).childId;
   }
 
-  async child<I, O>(name: string, workflow: WorkflowRef, input: I, options: ChildOptions & { timeoutMs?: number } = {}): Promise<O> {
+  async child<I, O>(name: string, workflow: WorkflowTarget, input: I, options: ChildOptions & { timeoutMs?: number } = {}): Promise<O> {
     const timeoutMs = options.timeoutMs === undefined ? null : checkDelay(options.timeoutMs, 'child timeout');
     const step = await this.childStep(name, workflow, input, options, true, timeoutMs);
     const outcome = step.output as { timedOut: boolean; childId: string; status: string; output: O; error: ErrorDetails | null };
@@ -254,7 +255,7 @@ class RunContext implements WorkflowContext {
 
   private async childStep(
     name: string,
-    workflow: WorkflowRef,
+    target: WorkflowTarget,
     input: unknown,
     { shard, tags }: ChildOptions,
     wait: boolean,
@@ -262,6 +263,7 @@ class RunContext implements WorkflowContext {
   ): Promise<StoredTask> {
     if (shard !== undefined && shard !== null) parseIdentifier(shard, 'shard');
     if (tags !== undefined) decode(Tags, tags, 'tags');
+    const workflow = workflowNameOf(target);
     await this.settled();
     const step = this.begin('child', name);
     if (step.recorded) return step.recorded;

@@ -7,8 +7,12 @@ import { hostname } from 'node:os';
 export const WORKER_OPTIONS = Symbol('WORKER_OPTIONS');
 
 export interface WorkflowWorkerOptions {
+  /**
+   * Workflows defined with `defineWorkflow`, hosted beside the `@Workflow` classes the app provides (found in any
+   * of its modules). Default: none.
+   */
   // biome-ignore lint/suspicious/noExplicitAny: workflows of any input and output types are registered side by side
-  workflows: WorkflowDefinition<any, any>[];
+  workflows?: WorkflowDefinition<any, any>[];
   /**
    * Coordinator base URL, e.g. http://127.0.0.1:3000, or the URLs of several coordinators of one
    * deployment: requests spread over those answering (see CoordinatorPool).
@@ -48,6 +52,7 @@ export function resolveWorkerOptions(options: WorkflowWorkerOptions): ResolvedWo
     inProcessRetryMaxMs: 5_000,
     shards: [] as string[],
     headers: {},
+    workflows: [] as WorkflowWorkerOptions['workflows'],
     ...Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)),
   } as ResolvedWorkerOptions;
   const urls: unknown = typeof resolved.coordinatorUrl === 'string' ? [resolved.coordinatorUrl] : resolved.coordinatorUrl;

@@ -7,6 +7,7 @@ import {
   type ModuleMetadata,
   type Provider,
 } from '@nestjs/common';
+import { DiscoveryModule } from '@nestjs/core';
 import { TerminusModule } from '@nestjs/terminus';
 import { CoordinatorApi } from './coordinator.api';
 import { RegistrationGate } from './registration-gate';
@@ -18,6 +19,7 @@ import { WorkerHealth } from './worker.health';
 import { resolveWorkerOptions, WORKER_OPTIONS, type ResolvedWorkerOptions, type WorkflowWorkerOptions } from './worker.options';
 import { WorkerRegistrar } from './worker-registration';
 import { WorkerRuntime } from './worker-runtime.service';
+import { WorkflowExplorer } from './workflow.explorer';
 import { WorkflowRegistry } from './workflow.registry';
 
 /** How to provide the subscriber: the same shapes as any Nest provider, without `provide`. */
@@ -52,7 +54,12 @@ export const PRIMARY_SUBSCRIBER = Symbol('PRIMARY_SUBSCRIBER');
 function workerProviders(subscriber: SubscriberProvider | undefined): Provider[] {
   return [
     { provide: WORKER_OPTIONS, useFactory: resolveWorkerOptions, inject: [WORKFLOW_WORKER_MODULE_OPTIONS] },
-    WorkflowRegistry,
+    WorkflowExplorer,
+    {
+      provide: WorkflowRegistry,
+      useFactory: (options: ResolvedWorkerOptions, explorer: WorkflowExplorer) => new WorkflowRegistry(options, explorer.workflows()),
+      inject: [WORKER_OPTIONS, WorkflowExplorer],
+    },
     CoordinatorApi,
     RunExecutor,
     HttpSubscriber,
@@ -82,7 +89,8 @@ const { ConfigurableModuleClass, OPTIONS_TYPE, ASYNC_OPTIONS_TYPE } = new Config
     ...definition,
     global: extras.isGlobal,
     // forRoot: `imports` arrives as an extra; forRootAsync: Nest has put it in the definition already.
-    imports: [...(definition.imports ?? []), ...(extras.imports ?? []), TerminusModule],
+    // DiscoveryModule: WorkflowExplorer finds the app's @Workflow classes through it.
+    imports: [...(definition.imports ?? []), ...(extras.imports ?? []), TerminusModule, DiscoveryModule],
     providers: [...(definition.providers ?? []), ...workerProviders(extras.subscriber)],
     exports: [WorkerRuntime, CoordinatorApi, WorkflowRegistry, WORKER_OPTIONS, SUBSCRIBER, WorkerHealth],
   }))
@@ -94,9 +102,11 @@ export type WorkflowWorkerModuleOptions = typeof OPTIONS_TYPE;
 export type WorkflowWorkerModuleAsyncOptions = typeof ASYNC_OPTIONS_TYPE;
 
 /**
- * Hosts workflows in a Nest app: takes runs through the subscriber, executes them, reports back.
+ * Hosts workflows in a Nest app: takes runs through the subscriber, executes them, reports back. It hosts the
+ * `@Workflow` classes among the providers of every module of the app, and the definitions given as `workflows`.
  *
  * ```ts
+ * WorkflowWorkerModule.forRoot({ coordinatorUrl: 'http://coordinator:3000' }) // + `providers: [OrderWorkflow]` in some module
  * WorkflowWorkerModule.forRoot({ workflows: [orderProcessing], coordinatorUrl: 'http://coordinator:3000' })
  * WorkflowWorkerModule.forRootAsync({
  *   imports: [ConfigModule],

@@ -1,6 +1,7 @@
 export * from './workflow';
-// The errors a workflow throws and catches and its schedule times live in @nest-durable/common (one error root
-// for every package); re-exported here so that writing a workflow takes one import.
+// The errors a workflow throws and catches, its schedule times and the types a workflow is known by (InputOf,
+// OutputOf, WorkflowClass) live in @nest-durable/common (one error root for every package, one typing for the
+// client and the SDK); re-exported here so that writing a workflow takes one import.
 export {
   ChildRunFailedError,
   ChildRunTimeoutError,
@@ -9,8 +10,10 @@ export {
   DEFAULT_TIMEZONE,
   DurableError,
   type DurableErrorOptions,
+  type InputOf,
   isNonRetryable,
   NonDeterminismError,
+  type OutputOf,
   RunLostError,
   RunSuspendedError,
   ScheduleTimes,
@@ -18,6 +21,7 @@ export {
   TaskFailedError,
   TaskTimeoutError,
   toErrorDetails,
+  type WorkflowClass,
   WorkflowError,
   type WorkflowErrorOptions,
 } from '@nest-durable/common';

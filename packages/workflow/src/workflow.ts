@@ -1,4 +1,4 @@
-import type { JsonValue, ScheduleCatchUp, ScheduleOverlap } from '@nest-durable/common';
+import type { JsonValue, ScheduleCatchUp, ScheduleOverlap, WorkflowClass } from '@nest-durable/common';
 import { checkDeclaredSchedules } from '@nest-durable/common';
 
 /**
@@ -33,7 +33,7 @@ export interface TaskContext {
 
 export type EventResult<T = JsonValue> = { timedOut: false; data: T } | { timedOut: true };
 
-/** A workflow to start as a child: a definition or just its name and version. */
+/** A workflow to start as a child: a definition or just its name and version (a `@Workflow` class is one too). */
 export interface WorkflowRef {
   readonly name: string;
   readonly version: string;
@@ -72,7 +72,7 @@ export interface WorkflowContext {
   /** Starts a child run and resolves with its id without waiting for it. */
   startChild<I>(
     name: string,
-    workflow: WorkflowRef & { handler?: (ctx: WorkflowContext, input: I) => unknown },
+    workflow: (WorkflowRef & { handler?: (ctx: WorkflowContext, input: I) => unknown }) | WorkflowClass<I>,
     input: I,
     options?: ChildOptions,
   ): Promise<string>;
@@ -80,7 +80,12 @@ export interface WorkflowContext {
    * Starts a child run and suspends until it finishes; resolves with its output, or throws
    * ChildRunFailedError (failed or cancelled) or ChildRunTimeoutError (`timeoutMs` passed).
    */
-  child<I, O>(name: string, workflow: WorkflowDefinition<I, O> | WorkflowRef, input: I, options?: ChildOptions & { timeoutMs?: number }): Promise<O>;
+  child<I, O>(
+    name: string,
+    workflow: WorkflowDefinition<I, O> | WorkflowClass<I, O> | WorkflowRef,
+    input: I,
+    options?: ChildOptions & { timeoutMs?: number },
+  ): Promise<O>;
 }
 
 /**
@@ -126,10 +131,13 @@ export interface WorkflowSchedule<I = JsonValue> {
   readonly paused?: boolean;
 }
 
-export interface WorkflowDefinition<I = JsonValue, O = JsonValue> {
+/**
+ * A workflow version as declared, its code aside: what `defineWorkflow` takes beside the handler, and what
+ * `@Workflow` (@nest-durable/worker) takes for a class.
+ */
+export interface WorkflowDeclaration<I = JsonValue> {
   readonly name: string;
   readonly version: string;
-  readonly handler: (ctx: WorkflowContext, input: I) => Promise<O>;
   /** Workflow-level retry: a failed run runs again (resuming from its completed steps) as its next attempt. */
   readonly retry?: RetryPolicy;
   readonly limits?: WorkflowLimits;
@@ -143,12 +151,21 @@ export interface WorkflowDefinition<I = JsonValue, O = JsonValue> {
   readonly schedules?: readonly WorkflowSchedule<I>[];
 }
 
+export interface WorkflowDefinition<I = JsonValue, O = JsonValue> extends WorkflowDeclaration<I> {
+  readonly handler: (ctx: WorkflowContext, input: I) => Promise<O>;
+}
+
 /** Declares a workflow: a name, a version and a handler. Inputs and outputs are JSON. */
 export function defineWorkflow<I = JsonValue, O = JsonValue>(definition: WorkflowDefinition<I, O>): WorkflowDefinition<I, O> {
-  if (definition.limits) checkLimits(definition.name, definition.limits);
-  // The coordinator's own check (it would refuse the worker's whole registration over one bad schedule).
-  if (definition.schedules) checkDeclaredSchedules(definition.name, definition.version, definition.schedules);
+  checkWorkflowDeclaration(definition);
   return Object.freeze({ ...definition, ...(definition.limits ? { limits: Object.freeze({ ...definition.limits }) } : {}) });
+}
+
+/** Refuses, as the coordinator would, a declaration's limits or schedules (throws the refusal). */
+export function checkWorkflowDeclaration(declaration: WorkflowDeclaration<unknown>): void {
+  if (declaration.limits) checkLimits(declaration.name, declaration.limits);
+  // The coordinator's own check (it would refuse the worker's whole registration over one bad schedule).
+  if (declaration.schedules) checkDeclaredSchedules(declaration.name, declaration.version, declaration.schedules);
 }
 
 /** The coordinator accepts the same ranges (packages/common/src/contract/workflow-control.contracts.ts). */
@@ -168,9 +185,6 @@ function checkLimits(name: string, limits: WorkflowLimits): void {
     }
   }
 }
-
-export type InputOf<W> = W extends WorkflowDefinition<infer I, unknown> ? I : never;
-export type OutputOf<W> = W extends WorkflowDefinition<never, infer O> ? O : never;
 
 /** The wait before try number `attempt + 1`, after `attempt` tries failed. */
 export function retryDelayMs(policy: RetryPolicy, attempt: number, random: () => number = Math.random): number {
