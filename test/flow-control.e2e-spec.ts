@@ -9,7 +9,7 @@ import { Client } from 'pg';
 import request from 'supertest';
 import { loadWorkerConfig } from '../apps/worker/src/config/worker.config';
 import { workerModuleOptions } from '../apps/worker/src/worker-app.module';
-import { EXAMPLE_WORKFLOWS } from '../apps/worker/src/workflows';
+import { EXAMPLE_WORKFLOWS, ExampleWorkflowsModule } from '../apps/worker/src/workflows';
 import { type RunningCoordinator, startCoordinator, startCustomWorker } from './support/apps';
 import { createTestDatabase, type TestDatabase } from './support/database';
 import { eventually } from './support/poll';
@@ -76,7 +76,7 @@ describe('flow control', () => {
         WORKER_ID: `${mode}-${i}`,
         ...(shards ? { WORKER_SHARDS: shards } : {}),
       });
-      running.push(await startCustomWorker(coordinator.url, workerModuleOptions(config, EXAMPLE_WORKFLOWS)));
+      running.push(await startCustomWorker(coordinator.url, workerModuleOptions(config, EXAMPLE_WORKFLOWS), [ExampleWorkflowsModule]));
     }
     return { coordinator, client: new WorkflowClient({ url: coordinator.url }) };
   }

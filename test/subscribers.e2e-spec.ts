@@ -9,7 +9,7 @@ import { Redis } from 'ioredis';
 import request from 'supertest';
 import { loadWorkerConfig } from '../apps/worker/src/config/worker.config';
 import { workerModuleOptions } from '../apps/worker/src/worker-app.module';
-import { EXAMPLE_WORKFLOWS } from '../apps/worker/src/workflows';
+import { EXAMPLE_WORKFLOWS, ExampleWorkflowsModule } from '../apps/worker/src/workflows';
 import { WaitingClaims } from '../apps/coordinator/src/hand-off/waiting-claims.service';
 import { startCoordinator, startCustomWorker } from './support/apps';
 import { createTestDatabase, type TestDatabase } from './support/database';
@@ -60,7 +60,7 @@ describe('subscribers', () => {
       CLAIM_WAIT_MS: '1000',
       ...overrides.worker,
     });
-    const worker = await startCustomWorker(coordinator.url, workerModuleOptions(config, EXAMPLE_WORKFLOWS));
+    const worker = await startCustomWorker(coordinator.url, workerModuleOptions(config, EXAMPLE_WORKFLOWS), [ExampleWorkflowsModule]);
     running.push(worker);
     const subscriber = worker.app.get<FailoverSubscriber>(SUBSCRIBER);
     return { coordinator, worker, subscriber, prefix, client: new WorkflowClient({ url: coordinator.url }) };

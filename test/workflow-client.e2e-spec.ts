@@ -12,7 +12,7 @@ import {
   RunNotSleepingError,
   WorkflowClient,
 } from '@nest-durable/client';
-import { approvalWorkflow, echoWorkflow, flakyWorkflow, orderProcessingWorkflow, sleepyWorkflow } from '../apps/worker/src/workflows';
+import { approvalWorkflow, echoWorkflow, flakyWorkflow, OrderProcessingWorkflow, sleepyWorkflow } from '../apps/worker/src/workflows';
 import { type RunningCoordinator, type RunningWorker, startCoordinator, startWorker } from './support/apps';
 import { createTestDatabase, type TestDatabase } from './support/database';
 import { startDeadLetteringCoordinator } from './support/dead-letters';
@@ -53,10 +53,18 @@ describe('WorkflowClient', () => {
   });
 
   it('starts a run, waits for it and gets it with its steps', async () => {
-    const run = await client.start(orderProcessingWorkflow, { orderId: 'c-1' }, { idempotencyKey: 'client-c-1', priority: 5 });
+    const run = await client.start(OrderProcessingWorkflow, { orderId: 'c-1' }, { idempotencyKey: 'client-c-1', priority: 5 });
     expect(run).toMatchObject({ workflow: 'order-processing', version: '1.0.0', priority: 5, idempotencyKey: 'client-c-1' });
     const done = await client.waitForResult(run.id, { timeoutMs: 10_000 });
     expect(done.output).toMatchObject({ orderId: 'c-1', status: 'shipped' });
+    // The handle's result is the same run, its output typed by the class's `run`.
+    const typed = await run.result({ timeoutMs: 10_000 });
+    expect(typed).toEqual(await client.waitForResult(run));
+    expect(typed.status === 'completed' && typed.output.trackingNumber).toBe('trk-c-1');
+    expect((await run.get()).status).toBe('completed');
+    // The run answered is the view the coordinator sent: the handle's methods are not among its fields.
+    expect(Object.keys(run)).not.toContain('result');
+    expect(JSON.parse(JSON.stringify(run))).toEqual({ ...run });
     const fetched = await client.get(run.id);
     expect(fetched.tasks?.map((task) => [task.name, task.status])).toEqual([
       ['reserve-inventory', 'completed'],

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { WorkflowClient } from '@nest-durable/client';
 import request from 'supertest';
-import { chainWorkflow, echoWorkflow, flakyWorkflow, orderProcessingWorkflow } from '../apps/worker/src/workflows';
+import { chainWorkflow, echoWorkflow, flakyWorkflow, OrderProcessingWorkflow } from '../apps/worker/src/workflows';
 import { type RunningCoordinator, type RunningWorker, startCoordinator, startWorker } from './support/apps';
 import { createTestDatabase, type TestDatabase } from './support/database';
 
@@ -76,7 +76,7 @@ describe('example workflows end to end', () => {
   });
 
   it('records every transition in the append-only history', async () => {
-    const run = await client.start(orderProcessingWorkflow, { orderId: 'o-history' });
+    const run = await client.start(OrderProcessingWorkflow, { orderId: 'o-history' });
     await client.waitForResult(run.id, { timeoutMs: 10_000 });
     const history = await db.sql<{ from_status: string | null; to_status: string; revision: number }>(
       'SELECT from_status, to_status, revision FROM run_transitions WHERE run_id = $1 ORDER BY id',

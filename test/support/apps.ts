@@ -1,4 +1,4 @@
-import type { INestApplication, INestApplicationContext } from '@nestjs/common';
+import type { INestApplication, INestApplicationContext, ModuleMetadata } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { AddressInfo } from 'node:net';
 import { createCoordinatorApp, listenCoordinator } from '../../apps/coordinator/src/bootstrap';
@@ -36,9 +36,16 @@ export async function startWorker(coordinatorUrl: string, overrides: Partial<Wor
   return { app, close: () => app.close() };
 }
 
-/** Boots a worker hosting the given workflows (test-only workflows beside the examples). */
-export async function startCustomWorker(coordinatorUrl: string, options: Omit<WorkflowWorkerModuleOptions, 'coordinatorUrl'>): Promise<RunningWorker> {
-  @Module({ imports: [WorkflowWorkerModule.forRoot({ coordinatorUrl, claimWaitMs: 5_000, ...options })] })
+/**
+ * Boots a worker hosting the given workflows (test-only workflows beside the examples), and the `@Workflow` classes
+ * of `modules` (e.g. ExampleWorkflowsModule).
+ */
+export async function startCustomWorker(
+  coordinatorUrl: string,
+  options: Omit<WorkflowWorkerModuleOptions, 'coordinatorUrl'>,
+  modules: NonNullable<ModuleMetadata['imports']> = [],
+): Promise<RunningWorker> {
+  @Module({ imports: [WorkflowWorkerModule.forRoot({ coordinatorUrl, claimWaitMs: 5_000, ...options }), ...modules] })
   class CustomWorkerModule {}
   const app = await NestFactory.createApplicationContext(CustomWorkerModule, { logger: capturedLogger });
   return { app, close: () => app.close() };

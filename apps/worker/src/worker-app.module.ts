@@ -8,7 +8,7 @@ import { TerminusModule } from '@nestjs/terminus';
 import { HealthController } from './health/health.controller';
 import { MetricsController } from './metrics/metrics.controller';
 import type { WorkerConfig } from './config/worker.config';
-import { EXAMPLE_WORKFLOWS } from './workflows';
+import { EXAMPLE_WORKFLOWS, ExampleWorkflowsModule } from './workflows';
 
 /** Worker module options from the validated config: the built-in subscriber it names, and Redis when needed. */
 export function workerModuleOptions(config: WorkerConfig, workflows: WorkflowWorkerModuleOptions['workflows']): WorkflowWorkerModuleOptions {
@@ -38,7 +38,7 @@ export function workerModuleOptions(config: WorkerConfig, workflows: WorkflowWor
 }
 
 /**
- * The worker app hosting the example workflows, from its validated config (loadWorkerConfig), which decides its shape
+ * The worker app hosting the example workflows (definitions, and the classes of ExampleWorkflowsModule), from its validated config (loadWorkerConfig), which decides its shape
  * (the subscriber, and Redis with a Redis one); it serves its health and metrics on WORKER_PORT.
  */
 @Module({})
@@ -46,7 +46,7 @@ export class WorkerAppModule {
   static forRoot(config: WorkerConfig): DynamicModule {
     return {
       module: WorkerAppModule,
-      imports: [WorkflowWorkerModule.forRoot(workerModuleOptions(config, EXAMPLE_WORKFLOWS)), TerminusModule, MetricsModule],
+      imports: [WorkflowWorkerModule.forRoot(workerModuleOptions(config, EXAMPLE_WORKFLOWS)), ExampleWorkflowsModule, TerminusModule, MetricsModule],
       controllers: [HealthController, MetricsController],
     };
   }

@@ -1,4 +1,6 @@
-import { defineWorkflow } from '@nest-durable/workflow';
+import { Workflow } from '@nest-durable/worker';
+import type { WorkflowContext } from '@nest-durable/workflow';
+import { OrderFulfilment } from './order-fulfilment.service';
 
 export interface OrderInput {
   orderId: string;
@@ -12,14 +14,15 @@ export interface OrderOutput {
   trackingNumber: string;
 }
 
-/** Three checkpointed steps: reserve inventory, charge the payment, ship. */
-export const orderProcessingWorkflow = defineWorkflow<OrderInput, OrderOutput>({
-  name: 'order-processing',
-  version: '1.0.0',
-  handler: async (ctx, input) => {
-    const reservation = await ctx.task('reserve-inventory', () => ({ reservationId: `res-${input.orderId}` }));
-    const payment = await ctx.task('charge-payment', () => ({ paymentId: `pay-${input.orderId}` }));
-    const shipment = await ctx.task('ship-order', () => ({ trackingNumber: `trk-${input.orderId}` }));
+/** Three checkpointed steps, each a call to the injected OrderFulfilment: reserve inventory, charge the payment, ship. */
+@Workflow({ name: 'order-processing', version: '1.0.0' })
+export class OrderProcessingWorkflow {
+  constructor(private readonly fulfilment: OrderFulfilment) {}
+
+  async run(ctx: WorkflowContext, input: OrderInput): Promise<OrderOutput> {
+    const reservation = await ctx.task('reserve-inventory', () => this.fulfilment.reserve(input.orderId));
+    const payment = await ctx.task('charge-payment', () => this.fulfilment.charge(input.orderId));
+    const shipment = await ctx.task('ship-order', () => this.fulfilment.ship(input.orderId));
     return { orderId: input.orderId, status: 'shipped', ...reservation, ...payment, ...shipment };
-  },
-});
+  }
+}
