@@ -18,8 +18,9 @@ type Packed = { name: string; version: string; filename: string }[];
 /**
  * Proof that a team can adopt the engine without forking it: examples/nest-app, outside the
  * monorepo's workspaces and path aliases, installs the three packages from the tarballs `npm pack`
- * makes (Nest and the rest from the npm cache or registry), compiles with its own tsconfig, and its
- * worker runs its own workflow end to end against a real coordinator.
+ * makes (Nest and the rest from the npm cache or registry), compiles with its own strict tsconfig (its
+ * service reads the typed output of the run it started by the workflow's class), and its worker runs its
+ * own `@Workflow` class, which injects one of its services, end to end against a real coordinator.
  */
 describe('an app outside the monorepo, on the packed packages', () => {
   let dir: string;
@@ -82,13 +83,15 @@ describe('an app outside the monorepo, on the packed packages', () => {
     expect(Object.keys(lock.packages)).not.toContain('node_modules/ioredis');
   });
 
-  it("runs the app's own workflow on its worker, started by its own service", async () => {
+  it("runs the app's own workflow class on its worker, its service injected, started by its own service", async () => {
     const done = await signUp('alice@example.com');
     expect(done).toMatchObject({
       status: 'completed',
       attempt: 1,
       output: { accountId: expect.stringMatching(/^acct-[0-9a-f]{12}$/), mailed: expect.stringContaining('alice@example.com') },
     });
+    // Read by the app from the typed output (no cast: its strict compile would refuse `output.accountId` otherwise).
+    expect(done.accountId).toBe(done.output.accountId);
     expect(done.tasks.map((task: { name: string; status: string }) => [task.name, task.status])).toEqual([
       ['create-account', 'completed'],
       ['send-welcome-mail', 'completed'],
@@ -101,7 +104,12 @@ describe('an app outside the monorepo, on the packed packages', () => {
 
   it("fails a run at once on the app's own nonRetryable error", async () => {
     const done = await signUp('not-an-address');
-    expect(done).toMatchObject({ status: 'failed', attempt: 1, error: { name: 'InvalidEmailError', message: 'not an email address: not-an-address' } });
+    expect(done).toMatchObject({
+      status: 'failed',
+      attempt: 1,
+      error: { name: 'InvalidEmailError', message: 'not an email address: not-an-address' },
+      accountId: null,
+    });
     expect(done.tasks).toEqual([expect.objectContaining({ name: 'create-account', status: 'failed', attempts: 1 })]);
   });
 

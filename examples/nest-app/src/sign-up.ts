@@ -6,9 +6,9 @@ import { SignupModule, SignupService } from './signup.service';
 async function main(): Promise<void> {
   const app = await NestFactory.createApplicationContext(SignupModule, { logger: false });
   try {
-    const result = await app.get(SignupService).signUp(process.argv[2] ?? '');
-    const { id, status, attempt, output, error, tasks } = result;
-    process.stdout.write(`${JSON.stringify({ id, status, attempt, output, error, tasks })}\n`);
+    const { run, accountId } = await app.get(SignupService).signUp(process.argv[2] ?? '');
+    const { id, status, attempt, output, error, tasks } = run;
+    process.stdout.write(`${JSON.stringify({ id, status, attempt, output, error, tasks, accountId })}\n`);
   } finally {
     await app.close();
   }

@@ -1,17 +1,20 @@
 import { WorkflowClient } from '@nest-durable/client';
 import { Injectable, Module } from '@nestjs/common';
 import { ConfigModule, ConfigService } from '@nestjs/config';
-import { welcomeWorkflow } from './welcome.workflow';
+import { WelcomeWorkflow } from './welcome.workflow';
 
 /** One of the app's own services: starts a run for each sign-up and waits for its result. */
 @Injectable()
 export class SignupService {
   constructor(private readonly workflows: WorkflowClient) {}
 
+  /** The finished run, and the new account's id when it completed. */
   async signUp(email: string) {
+    // Started by its class: the input is checked against WelcomeWorkflow's `run`, and the result has its output type.
     // The idempotency key makes a repeated sign-up return the run already started.
-    const run = await this.workflows.start(welcomeWorkflow, { email }, { idempotencyKey: `sign-up:${email}` });
-    return this.workflows.waitForResult(run.id, { timeoutMs: 30_000 });
+    const run = await this.workflows.start(WelcomeWorkflow, { email }, { idempotencyKey: `sign-up:${email}` });
+    const done = await this.workflows.waitForResult(run, { timeoutMs: 30_000 });
+    return { run: done, accountId: done.status === 'completed' ? done.output.accountId : null };
   }
 }
 

@@ -1,9 +1,13 @@
 import { WorkflowWorkerModule } from '@nest-durable/worker';
 import { Module } from '@nestjs/common';
 import { ConfigModule, ConfigService } from '@nestjs/config';
-import { welcomeWorkflow } from './welcome.workflow';
+import { AccountsService } from './accounts.service';
+import { WelcomeWorkflow } from './welcome.workflow';
 
-/** The worker: hosts the app's workflows, configured from the environment through ConfigService. */
+/**
+ * The worker: hosts the app's workflows, configured from the environment through ConfigService. WelcomeWorkflow is
+ * a provider like AccountsService, which Nest injects into it; WorkflowWorkerModule finds it among the providers.
+ */
 @Module({
   imports: [
     ConfigModule.forRoot(),
@@ -11,12 +15,12 @@ import { welcomeWorkflow } from './welcome.workflow';
       imports: [ConfigModule],
       inject: [ConfigService],
       useFactory: (config: ConfigService) => ({
-        workflows: [welcomeWorkflow],
         coordinatorUrl: config.getOrThrow<string>('COORDINATOR_URL'),
         workerId: config.get<string>('WORKER_ID', 'example-worker'),
         concurrency: Number(config.get<string>('WORKER_CONCURRENCY', '4')),
       }),
     }),
   ],
+  providers: [AccountsService, WelcomeWorkflow],
 })
 export class WorkerModule {}
