@@ -9,8 +9,7 @@
 import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import { RunsRepository } from '../apps/coordinator/src/runs/runs.repository';
-import { StatsRepository } from '../apps/coordinator/src/stats/stats.repository';
-import { type Database, ENTITIES, MIGRATIONS } from '../libs/persistence/src';
+import { type Database, dispatchBacklog, ENTITIES, MIGRATIONS, queueDepths, runsSince, throughputSince } from '../libs/persistence/src';
 
 const server = process.argv[2] ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const NAME = 'wf_dashboard_plans';
@@ -80,18 +79,17 @@ async function main(): Promise<void> {
       return [];
     },
   } as unknown as Database;
-  const stats = new StatsRepository(explaining);
   const since = new Date(Math.floor((Date.now() - 86_400_000) / 60_000) * 60_000);
   const hour = new Date(Math.floor((Date.now() - 3_600_000) / 60_000) * 60_000);
   console.log('\n==== GET /v1/stats?window=1h');
-  await stats.runsSince(hour);
-  await stats.throughputSince(hour);
+  await runsSince(explaining, hour);
+  await throughputSince(explaining, hour);
   console.log('\n==== GET /v1/stats?window=24h');
-  await stats.runsSince(since);
-  await stats.throughputSince(since);
+  await runsSince(explaining, since);
+  await throughputSince(explaining, since);
   console.log('\n==== GET /v1/stats (either window)');
-  await stats.queues();
-  await stats.backlog();
+  await queueDepths(explaining);
+  await dispatchBacklog(explaining);
 
   console.log('\n==== GET /v1/runs/{id}/transitions');
   const [{ id }] = (await client.query<{ id: string }>(`SELECT id FROM runs WHERE status = 'completed' ORDER BY id LIMIT 1 OFFSET 500000`)).rows;

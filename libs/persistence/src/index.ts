@@ -1,6 +1,8 @@
 export * from './database';
+export { GenericPlanPool } from './generic-plan.pool';
 export * from './connection-loss';
 export * from './entities/run.entity';
 export * from './entities/task.entity';
 export * from './ids';
 export * from './persistence.module';
+export * from './sql';

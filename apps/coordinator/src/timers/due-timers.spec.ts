@@ -1,10 +1,9 @@
 import { describe, expect, it } from '@jest/globals';
 import type { NotificationListener } from '@app/outbox';
+import type { Database, DueRun } from '@app/persistence';
 import { performance } from 'node:perf_hooks';
 import type { CoordinatorConfig } from '../config/coordinator.config';
 import { eventually } from '../../../../test/support/poll';
-import type { DueRun } from './due-schedule';
-import type { DueTimesRepository } from './due-times.repository';
 import { DueTimers, parseDuePayload } from './due-timers.service';
 
 const localNow = () => performance.timeOrigin + performance.now();
@@ -12,16 +11,16 @@ const localNow = () => performance.timeOrigin + performance.now();
 /** DueTimers with a database whose clock runs `skewMs` ahead of ours, and a listener that records wakes. */
 function timersWithSkew(skewMs: number, upcoming: (databaseNow: number) => DueRun[]) {
   const wakes: { channel: string; payload: string; max: number; at: number }[] = [];
-  const repository = {
-    clock: async () => localNow() + skewMs,
-    upcoming: async () => upcoming(localNow() + skewMs),
-  } as unknown as DueTimesRepository;
+  // The database answers its clock (databaseNow) and the upcoming due times (upcomingDueTimes).
+  const db = {
+    query: async (statement: string) => (statement.includes('clock_timestamp()') ? [{ now: localNow() + skewMs }] : upcoming(localNow() + skewMs)),
+  } as unknown as Database;
   const listener = {
     subscribe: () => () => undefined,
     wake: (channel: string, payload: string, max: number) => wakes.push({ channel, payload, max, at: localNow() + skewMs }),
   } as unknown as NotificationListener;
   const config = { timerHorizonMs: 60_000, timerMaxEntries: 100 } as CoordinatorConfig;
-  return { timers: new DueTimers(repository, listener, config), wakes };
+  return { timers: new DueTimers(db, listener, config), wakes };
 }
 
 describe('DueTimers', () => {

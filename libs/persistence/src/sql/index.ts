@@ -1,0 +1,6 @@
+export * from './clock.sql';
+export * from './due-times.sql';
+export * from './feed.sql';
+export * from './stats.sql';
+export * from './schedules.sql';
+export * from './workers.sql';
