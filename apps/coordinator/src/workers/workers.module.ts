@@ -1,12 +1,10 @@
 import { Module } from '@nestjs/common';
-import { WorkflowsModule } from '../workflows/workflows.module';
-import { RetentionModule } from '../retention/retention.module';
 import { SchedulesModule } from '../schedules/schedules.module';
 import { WorkersController } from './workers.controller';
 import { WorkersService } from './workers.service';
 
 @Module({
-  imports: [WorkflowsModule, RetentionModule, SchedulesModule],
+  imports: [SchedulesModule],
   controllers: [WorkersController],
   providers: [WorkersService],
   exports: [WorkersService],

@@ -1,8 +1,7 @@
 import type { WorkerList, WorkerRegistration } from '@nest-durable/common';
-import { Database, listWorkers, upsertWorker, upsertWorkflowVersions } from '@app/persistence';
+import { countRunningSlots, Database, listWorkers, recordDeclaredWindows, upsertWorker, upsertWorkflowVersions, wakeWorkflowQueues } from '@app/persistence';
 import { Injectable } from '@nestjs/common';
-import { WorkflowControlsRepository } from '../workflows/workflow-controls.repository';
-import { RetentionRepository } from '../retention/retention.repository';
+import { reconcileCodeLimits } from '../workflows/workflow-limits';
 import { DeclaredSchedules } from '../schedules/declared-schedules.service';
 
 /**
@@ -15,8 +14,6 @@ import { DeclaredSchedules } from '../schedules/declared-schedules.service';
 export class WorkersService {
   constructor(
     private readonly db: Database,
-    private readonly controls: WorkflowControlsRepository,
-    private readonly retention: RetentionRepository,
     private readonly schedules: DeclaredSchedules,
   ) {}
 
@@ -31,11 +28,11 @@ export class WorkersService {
       await upsertWorker(tx, workerId, { ...registration, workflows: hosted }, declared);
       await upsertWorkflowVersions(tx, registration.workflows);
       // Limits declared in code: recorded when they changed (the running runs then count, waiting ones are woken).
-      for (const { workflow, version } of await this.controls.reconcileCode(tx, registration.workflows)) {
-        await this.controls.countRunning(tx, workflow, version);
-        await this.controls.wake(tx, workflow, version);
+      for (const { workflow, version } of await reconcileCodeLimits(tx, registration.workflows)) {
+        await countRunningSlots(tx, workflow, version);
+        await wakeWorkflowQueues(tx, workflow, version);
       }
-      await this.retention.recordDeclaredWindows(tx, registration.workflows);
+      await recordDeclaredWindows(tx, registration.workflows);
       return this.schedules.reconcile(tx, registration.workflows);
     });
     remember();

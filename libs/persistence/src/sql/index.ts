@@ -4,3 +4,5 @@ export * from './feed.sql';
 export * from './stats.sql';
 export * from './schedules.sql';
 export * from './workers.sql';
+export * from './workflow-controls.sql';
+export * from './retention.sql';
