@@ -6,3 +6,4 @@ export * from './entities/task.entity';
 export * from './ids';
 export * from './persistence.module';
 export * from './sql';
+export { sessionExecutor } from './session-executor';

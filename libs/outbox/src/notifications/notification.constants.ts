@@ -18,12 +18,6 @@ export const RUN_FINISHED_CHANNEL = 'wf_run_finished';
  */
 export const RUN_CHANGES_CHANNEL = 'wf_run_changes';
 
-/**
- * The round trip that probes the LISTEN session, named so the session stays recognisable in pg_stat_activity
- * (whose `query` shows its last statement: `LISTEN …` until the first probe, this after).
- */
-export const LISTEN_PROBE = `SELECT 1 /* wf: LISTEN session probe */`;
-
 export const NOTIFICATION_LISTENER_OPTIONS = Symbol('NOTIFICATION_LISTENER_OPTIONS');
 
 export interface NotificationListenerOptions {
