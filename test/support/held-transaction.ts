@@ -5,6 +5,8 @@ export interface HeldTransaction<T> {
   readonly started: Promise<T>;
   /** Runs `then` in the transaction (if given), commits it, and gives what `then` returned. */
   commit<U = void>(then?: (tx: SqlExecutor, started: T) => Promise<U>): Promise<U | undefined>;
+  /** Commits if nothing did yet, and never fails: for a `finally`, so a failing test leaves no transaction open. */
+  release(): Promise<void>;
 }
 
 /**
@@ -18,8 +20,9 @@ export function holdTransaction<T>(database: Database, work: (tx: SqlExecutor) =
     begun = resolve;
     failed = reject;
   });
-  let finish!: (then: ((tx: SqlExecutor, started: T) => Promise<unknown>) | undefined) => void;
-  const finishing = new Promise<((tx: SqlExecutor, started: T) => Promise<unknown>) | undefined>((resolve) => (finish = resolve));
+  type Then = ((tx: SqlExecutor, started: T) => Promise<unknown>) | undefined;
+  let finish!: (then: Then) => void;
+  const finishing = new Promise<Then>((resolve) => (finish = resolve));
   const committed = database
     .transaction(async (tx) => {
       const result = await work(tx);
@@ -36,8 +39,23 @@ export function holdTransaction<T>(database: Database, work: (tx: SqlExecutor) =
   return {
     started,
     async commit<U>(then?: (tx: SqlExecutor, started: T) => Promise<U>) {
-      finish(then as ((tx: SqlExecutor, started: T) => Promise<unknown>) | undefined);
+      finish(then as Then);
       return (await committed) as U | undefined;
     },
+    async release() {
+      finish(undefined); // no effect once commit() was called: a promise resolves once
+      await committed.catch(() => undefined);
+    },
   };
+}
+
+/**
+ * Runs `work` in a transaction that waits at most `ms` for any lock (then fails with "lock timeout"): a statement
+ * that should not wait fails fast if it does, and one that should wait shows it did.
+ */
+export function withLockTimeout<T>(database: Database, ms: number, work: (tx: SqlExecutor) => Promise<T>): Promise<T> {
+  return database.transaction(async (tx) => {
+    await tx.query(`SET LOCAL lock_timeout = ${Math.round(ms)}`);
+    return work(tx);
+  });
 }

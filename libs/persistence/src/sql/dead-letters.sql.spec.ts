@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { holdTransaction } from '../../../../test/support/held-transaction';
+import { holdTransaction, withLockTimeout } from '../../../../test/support/held-transaction';
 import { createMigratedDatabase, type MigratedDatabase } from '../../../../test/support/migrated-database';
 import { insertRun } from '../../../../test/support/seed-rows';
 import { uuidv7 } from '../ids';
@@ -47,14 +47,15 @@ describe('dead-letters.sql', () => {
   it('locks a dead letter until the transaction ends, and deletes it once', async () => {
     const [{ id }] = await listDeadLetters(db.database, 1);
     const holder = holdTransaction(db.database, (tx) => lockDeadLetter(tx, id));
-    expect(await holder.started).toMatchObject({ id });
-    await expect(
-      db.database.transaction(async (tx) => {
-        await tx.query(`SET LOCAL lock_timeout = '50ms'`);
-        return deleteDeadLetter(tx, id);
-      }),
-    ).rejects.toMatchObject({ message: expect.stringContaining('lock timeout') });
-    expect(await holder.commit((tx) => deleteDeadLetter(tx, id))).toBe(true);
+    try {
+      expect(await holder.started).toMatchObject({ id });
+      await expect(withLockTimeout(db.database, 50, (tx) => deleteDeadLetter(tx, id))).rejects.toMatchObject({
+        message: expect.stringContaining('lock timeout'),
+      });
+      expect(await holder.commit((tx) => deleteDeadLetter(tx, id))).toBe(true);
+    } finally {
+      await holder.release();
+    }
     expect(await deleteDeadLetter(db.database, id)).toBe(false);
     expect(await lockDeadLetter(db.database, id)).toBeUndefined();
   });

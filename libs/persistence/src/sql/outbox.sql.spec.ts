@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
-import { holdTransaction } from '../../../../test/support/held-transaction';
+import { holdTransaction, withLockTimeout } from '../../../../test/support/held-transaction';
 import { createMigratedDatabase, type MigratedDatabase } from '../../../../test/support/migrated-database';
 import { insertRun } from '../../../../test/support/seed-rows';
 import {
@@ -60,9 +60,13 @@ describe('outbox.sql', () => {
     const ids = await rows(['pending', -4], ['pending', -3], ['pending', -2], ['pending', -1]);
     const claimedIds = (claimed: { id: string }[]) => claimed.map((row) => row.id).sort((a, b) => Number(a) - Number(b));
     const first = holdTransaction(db.database, (tx) => claimOutboxBatch(tx, 2));
-    expect(claimedIds(await first.started)).toEqual(ids.slice(0, 2));
-    expect(claimedIds(await claimOutboxBatch(db.database, 10))).toEqual(ids.slice(2));
-    await first.commit();
+    try {
+      expect(claimedIds(await first.started)).toEqual(ids.slice(0, 2));
+      expect(claimedIds(await withLockTimeout(db.database, 1_000, (tx) => claimOutboxBatch(tx, 10)))).toEqual(ids.slice(2));
+      await first.commit();
+    } finally {
+      await first.release();
+    }
     expect(await claimOutboxBatch(db.database, 10)).toEqual([]);
   });
 

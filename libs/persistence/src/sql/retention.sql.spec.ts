@@ -1,6 +1,6 @@
 import type { RegisteredWorkflow } from '@nest-durable/common';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
-import { holdTransaction } from '../../../../test/support/held-transaction';
+import { holdTransaction, withLockTimeout } from '../../../../test/support/held-transaction';
 import { createMigratedDatabase, type MigratedDatabase } from '../../../../test/support/migrated-database';
 import { insertRun } from '../../../../test/support/seed-rows';
 import { deleteExpiredDeadLetters, deleteFinishedRuns, deleteSentOutboxRows, recordDeclaredWindows, tuneRetentionBatch } from './retention.sql';
@@ -87,9 +87,13 @@ describe('retention.sql', () => {
     const held = await insertRun(db, { status: 'completed', finishedAt: ago(3 * HOUR) });
     const free = await insertRun(db, { status: 'completed', finishedAt: ago(2 * HOUR) });
     const holder = holdTransaction(db.database, (tx) => tx.query(`SELECT id FROM runs WHERE id = $1 FOR UPDATE`, [held]));
-    await holder.started;
-    expect(await deleteFinishedRuns(db.database, windows, 10)).toBe(1);
-    await holder.commit();
+    try {
+      await holder.started;
+      expect(await withLockTimeout(db.database, 1_000, (tx) => deleteFinishedRuns(tx, windows, 10))).toBe(1);
+      await holder.commit();
+    } finally {
+      await holder.release();
+    }
     expect(await runs()).toEqual([held]);
     expect(free).not.toBe(held);
   });

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { holdTransaction } from '../../../../test/support/held-transaction';
+import { holdTransaction, withLockTimeout } from '../../../../test/support/held-transaction';
 import { createMigratedDatabase, type MigratedDatabase } from '../../../../test/support/migrated-database';
 import { insertRun } from '../../../../test/support/seed-rows';
 import { uuidv7 } from '../ids';
@@ -73,27 +73,30 @@ describe('schedules.sql', () => {
   it('locks a schedule until the transaction ends', async () => {
     const { id } = await insertSchedule(db.database, schedule());
     const holder = holdTransaction(db.database, (tx) => lockSchedule(tx, id));
-    expect((await holder.started)?.id).toBe(id);
-    await expect(
-      db.database.transaction(async (tx) => {
-        await tx.query(`SET LOCAL lock_timeout = '50ms'`);
-        return lockSchedule(tx, id);
-      }),
-    ).rejects.toMatchObject({ message: expect.stringContaining('lock timeout') });
-    await holder.commit();
+    try {
+      expect((await holder.started)?.id).toBe(id);
+      await expect(withLockTimeout(db.database, 50, (tx) => lockSchedule(tx, id))).rejects.toMatchObject({ message: expect.stringContaining('lock timeout') });
+      await holder.commit();
+    } finally {
+      await holder.release();
+    }
   });
 
   it('hands a due schedule to one firing: the other skips it while it is held, and finds it not due once it moved on', async () => {
     const { id } = await insertSchedule(db.database, schedule({ nextRunAt: inMs(-1_000) }));
-    const firing = holdTransaction(db.database, (tx) => lockDueSchedule(tx, id));
-    const locked = await firing.started;
-    expect(locked).toMatchObject({ id });
-    expect(locked!.now).toBeGreaterThanOrEqual(locked!.nextRunAt!.getTime());
-    // A second coordinator's firing does not wait for it, and finds it still due: it is busy elsewhere.
-    expect(await db.database.transaction((tx) => lockDueSchedule(tx, id))).toBeUndefined();
-    expect(await isScheduleDue(db.database, id)).toBe(true);
     const runId = await insertRun(db);
-    await firing.commit((tx) => advanceSchedule(tx, id, inMs(60_000), new Date(), runId));
+    const firing = holdTransaction(db.database, (tx) => lockDueSchedule(tx, id));
+    try {
+      const locked = await firing.started;
+      expect(locked).toMatchObject({ id });
+      expect(locked!.now).toBeGreaterThanOrEqual(locked!.nextRunAt!.getTime());
+      // A second coordinator's firing does not wait for it, and finds it still due: it is busy elsewhere.
+      expect(await withLockTimeout(db.database, 1_000, (tx) => lockDueSchedule(tx, id))).toBeUndefined();
+      expect(await isScheduleDue(db.database, id)).toBe(true);
+      await firing.commit((tx) => advanceSchedule(tx, id, inMs(60_000), new Date(), runId));
+    } finally {
+      await firing.release();
+    }
     expect(await db.database.transaction((tx) => lockDueSchedule(tx, id))).toBeUndefined();
     expect(await isScheduleDue(db.database, id)).toBe(false);
     expect(await findSchedule(db.database, id)).toMatchObject({ lastRunId: runId });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Client } from 'pg';
-import { holdTransaction } from '../../../../test/support/held-transaction';
+import { holdTransaction, withLockTimeout } from '../../../../test/support/held-transaction';
 import { createMigratedDatabase, type MigratedDatabase } from '../../../../test/support/migrated-database';
 import { engineSetting, lockEngineSettings, otherCoordinatorSessions, storeIntegerSetting } from './stream-partitions.sql';
 
@@ -25,14 +25,14 @@ describe('stream-partitions.sql', () => {
 
   it('makes a second coordinator wait for the settings while the first holds them', async () => {
     const first = holdTransaction(db.database, (tx) => lockEngineSettings(tx));
-    await first.started;
-    const second = () =>
-      db.database.transaction(async (tx) => {
-        await tx.query(`SET LOCAL lock_timeout = '50ms'`);
-        await lockEngineSettings(tx);
-      });
-    await expect(second()).rejects.toMatchObject({ message: expect.stringContaining('lock timeout') });
-    await first.commit();
+    const second = () => withLockTimeout(db.database, 50, (tx) => lockEngineSettings(tx));
+    try {
+      await first.started;
+      await expect(second()).rejects.toMatchObject({ message: expect.stringContaining('lock timeout') });
+      await first.commit();
+    } finally {
+      await first.release();
+    }
     await second();
   });
 

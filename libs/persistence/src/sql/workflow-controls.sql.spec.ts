@@ -2,7 +2,7 @@ import { RUNS_READY_CHANNEL } from '@app/outbox';
 import type { RegisteredWorkflow } from '@nest-durable/common';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Client } from 'pg';
-import { holdTransaction } from '../../../../test/support/held-transaction';
+import { holdTransaction, withLockTimeout } from '../../../../test/support/held-transaction';
 import { createMigratedDatabase, type MigratedDatabase } from '../../../../test/support/migrated-database';
 import { eventually } from '../../../../test/support/poll';
 import { insertRun } from '../../../../test/support/seed-rows';
@@ -96,14 +96,14 @@ describe('workflow-controls.sql', () => {
 
   it("waits for the claims in flight (the version's shared lock) before a change goes on", async () => {
     const claim = holdTransaction(db.database, (tx) => tx.query(`SELECT pg_advisory_xact_lock_shared(flow_version_lock('coded', '1'))`));
-    await claim.started;
-    const change = () =>
-      db.database.transaction(async (tx) => {
-        await tx.query(`SET LOCAL lock_timeout = '50ms'`);
-        await lockFlowVersion(tx, 'coded', '1');
-      });
-    await expect(change()).rejects.toMatchObject({ message: expect.stringContaining('lock timeout') });
-    await claim.commit();
+    const change = () => withLockTimeout(db.database, 50, (tx) => lockFlowVersion(tx, 'coded', '1'));
+    try {
+      await claim.started;
+      await expect(change()).rejects.toMatchObject({ message: expect.stringContaining('lock timeout') });
+      await claim.commit();
+    } finally {
+      await claim.release();
+    }
     await change();
   });
 
