@@ -27,7 +27,7 @@ export interface SeedRun {
  * Inserts a run as it would be in that state (through the database's own session: with no `wf.dispatch`, the
  * triggers write no outbox rows). Its id is a UUIDv7 of `createdAt` (now), as the coordinator makes them.
  */
-export async function insertRun(db: TestDatabase, run: SeedRun = {}): Promise<string> {
+export async function insertRun(db: Pick<TestDatabase, 'sql'>, run: SeedRun = {}): Promise<string> {
   const workflow = run.workflow ?? 'echo';
   const version = run.version ?? '1';
   const shard = run.shard ?? null;

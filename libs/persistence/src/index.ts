@@ -1,5 +1,4 @@
 export * from './database';
-export { GenericPlanPool } from './generic-plan.pool';
 export * from './connection-loss';
 export * from './entities/run.entity';
 export * from './entities/task.entity';

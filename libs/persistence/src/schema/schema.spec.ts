@@ -3,8 +3,9 @@ import { execFile } from 'node:child_process';
 import { readdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import type { QueryRunner } from 'typeorm';
-import { createMigratedDatabase, type MigratedDatabase } from '../../../../test/support/migrated-database';
+import { DataSource } from 'typeorm';
+import { createTestDatabase, type TestDatabase } from '../../../../test/support/database';
+import { type RecordedMigration, recordMigrations } from '../../../../test/support/recorded-migrations';
 import { MIGRATIONS } from '../persistence.module';
 
 /** With UPDATE_SCHEMA=1 these tests rewrite the files from the migrated database instead of comparing. */
@@ -61,23 +62,26 @@ function collapsed(text: string): string {
     .join('\n');
 }
 
-/** The migration whose `up` (re)defines the function last: the SQL of every migration's `up`, in order, searched. */
-async function lastDefinedBy(name: string): Promise<string> {
-  let last = '(none)';
-  for (const Migration of MIGRATIONS) {
-    const migration = new Migration();
-    const sent: string[] = [];
-    await migration.up({ query: async (text: string) => void sent.push(text) } as unknown as QueryRunner);
-    if (sent.some((text) => new RegExp(`CREATE (OR REPLACE )?FUNCTION ${name}\\(`).test(text))) last = migration.name;
-  }
-  return last;
+/** The migration whose `up` (re)defines the function last. */
+function lastDefinedBy(migrations: RecordedMigration[], name: string): string {
+  const defines = new RegExp(`CREATE (OR REPLACE )?FUNCTION ${name}\\(`);
+  return migrations.findLast(({ statements }) => statements.some((text) => defines.test(text)))?.name ?? '(none)';
 }
 
 describe('the schema as migrated', () => {
-  let db: MigratedDatabase;
+  let db: TestDatabase;
 
+  // A fresh database migrated here (not a copy of a template made earlier): what this test compares is what
+  // the migrations do now.
   beforeAll(async () => {
-    db = await createMigratedDatabase('schema');
+    db = await createTestDatabase('schema');
+    const dataSource = new DataSource({ type: 'postgres', url: db.url, migrations: MIGRATIONS });
+    await dataSource.initialize();
+    try {
+      await dataSource.runMigrations({ transaction: 'each' });
+    } finally {
+      await dataSource.destroy();
+    }
   });
 
   afterAll(async () => {
@@ -104,9 +108,10 @@ describe('the schema as migrated', () => {
     );
     // One file per name: an overload would need a name of its own here.
     expect(new Set(functions.map((f) => f.name)).size).toBe(functions.length);
+    const migrations = await recordMigrations();
     const files = new Map(readdirSync(FUNCTIONS).map((file) => [file.replace(/\.sql$/, ''), join(FUNCTIONS, file)]));
     for (const { name, definition } of functions) {
-      const expected = functionFile(name, await lastDefinedBy(name), definition);
+      const expected = functionFile(name, lastDefinedBy(migrations, name), definition);
       const path = join(FUNCTIONS, `${name}.sql`);
       if (UPDATE) writeFileSync(path, expected);
       expect(`${path}\n${collapsed(readFileSync(path, 'utf8'))}`).toBe(`${path}\n${collapsed(expected)}`);

@@ -1,28 +1,27 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { holdTransaction, withLockTimeout } from '../../../../test/support/held-transaction';
-import { createMigratedDatabase, type MigratedDatabase } from '../../../../test/support/migrated-database';
+import { createSqlTestDatabase, holdTransaction, type SqlTestDatabase } from '../../../../test/support/sql-database';
 import { insertRun } from '../../../../test/support/seed-rows';
 import { uuidv7 } from '../ids';
 import { deleteDeadLetter, listDeadLetters, lockDeadLetter, lockRedrivenRun, recordStreamDeadLetter, republishRun } from './dead-letters.sql';
 
 describe('dead-letters.sql', () => {
-  let db: MigratedDatabase;
+  let db: SqlTestDatabase;
   const letter = { queue: 'echo:1', wakeup: '3-1700000000000-0', deliveries: 6 };
 
   beforeAll(async () => {
-    db = await createMigratedDatabase('dead_letters_sql');
+    db = await createSqlTestDatabase('dead_letters_sql');
   });
 
   afterAll(async () => {
-    await db?.drop();
+    await db?.close();
   });
 
   it('records a Streams wake-up delivered too often once, however often it is reported', async () => {
     const runId = await insertRun(db);
-    const id = await recordStreamDeadLetter(db.database, letter);
-    expect(await recordStreamDeadLetter(db.database, { ...letter, runId, deliveries: 7 })).toBe(id);
-    expect(await recordStreamDeadLetter(db.database, { ...letter, deliveries: 8 })).toBe(id);
-    const [row] = await listDeadLetters(db.database, 10);
+    const id = await recordStreamDeadLetter(db.db, letter);
+    expect(await recordStreamDeadLetter(db.db, { ...letter, runId, deliveries: 7 })).toBe(id);
+    expect(await recordStreamDeadLetter(db.db, { ...letter, deliveries: 8 })).toBe(id);
+    const [row] = await listDeadLetters(db.db, 10);
     expect(row).toMatchObject({
       id,
       origin: 'stream',
@@ -36,35 +35,34 @@ describe('dead-letters.sql', () => {
   });
 
   it('lists newest first by id as a number, a page after a cursor', async () => {
-    const ids = [(await listDeadLetters(db.database, 1))[0].id];
-    for (let i = 0; i < 10; i++) ids.push(await recordStreamDeadLetter(db.database, { ...letter, wakeup: `w${i}` }));
+    const ids = [(await listDeadLetters(db.db, 1))[0].id];
+    for (let i = 0; i < 10; i++) ids.push(await recordStreamDeadLetter(db.db, { ...letter, wakeup: `w${i}` }));
     const newestFirst = ids.sort((a, b) => Number(b) - Number(a));
     expect(Number(newestFirst[0])).toBeGreaterThanOrEqual(10); // ids of 1 and 2 digits: as text, '9' > '10'
-    expect((await listDeadLetters(db.database, 100)).map((row) => row.id)).toEqual(newestFirst);
-    expect((await listDeadLetters(db.database, 2, newestFirst[1])).map((row) => row.id)).toEqual(newestFirst.slice(2, 4));
+    expect((await listDeadLetters(db.db, 100)).map((row) => row.id)).toEqual(newestFirst);
+    expect((await listDeadLetters(db.db, 2, newestFirst[1])).map((row) => row.id)).toEqual(newestFirst.slice(2, 4));
   });
 
-  it('locks a dead letter until the transaction ends, and deletes it once', async () => {
-    const [{ id }] = await listDeadLetters(db.database, 1);
-    const holder = holdTransaction(db.database, (tx) => lockDeadLetter(tx, id));
+  it('locks a dead letter until the transaction ends: a delete meanwhile waits, and finds it gone', async () => {
+    const [{ id }] = await listDeadLetters(db.db, 1);
+    // A redrive: it locks the dead letter, and deletes it in the same transaction.
+    const redrive = await holdTransaction(db.db, async (tx) => (await lockDeadLetter(tx, id)) && (await deleteDeadLetter(tx, id)));
+    const deleting = deleteDeadLetter(db.db, id);
     try {
-      expect(await holder.started).toMatchObject({ id });
-      await expect(withLockTimeout(db.database, 50, (tx) => deleteDeadLetter(tx, id))).rejects.toMatchObject({
-        message: expect.stringContaining('lock timeout'),
-      });
-      expect(await holder.commit((tx) => deleteDeadLetter(tx, id))).toBe(true);
+      expect(redrive.result).toBe(true);
+      await db.someoneWaitsForALock();
     } finally {
-      await holder.release();
+      await redrive.commit();
     }
-    expect(await deleteDeadLetter(db.database, id)).toBe(false);
-    expect(await lockDeadLetter(db.database, id)).toBeUndefined();
+    expect(await deleting).toBe(false);
+    expect(await lockDeadLetter(db.db, id)).toBeUndefined();
   });
 
   it('locks the redriven run and gives its status and failure reason; a new wake-up goes to its queue', async () => {
     const runId = await insertRun(db, { status: 'failed', error: { reason: 'stalled', message: 'it stalled' }, shard: 'eu' });
-    expect(await lockRedrivenRun(db.database, runId)).toEqual({ status: 'failed', reason: 'stalled' });
-    expect(await lockRedrivenRun(db.database, uuidv7())).toBeUndefined();
-    await republishRun(db.database, runId);
+    expect(await lockRedrivenRun(db.db, runId)).toEqual({ status: 'failed', reason: 'stalled' });
+    expect(await lockRedrivenRun(db.db, uuidv7())).toBeUndefined();
+    await republishRun(db.db, runId);
     expect(await db.sql(`SELECT run_id, queue, status FROM outbox`)).toEqual([{ run_id: runId, queue: 'echo:1:eu', status: 'pending' }]);
   });
 });

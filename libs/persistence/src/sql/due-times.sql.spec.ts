@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { createMigratedDatabase, type MigratedDatabase } from '../../../../test/support/migrated-database';
+import { createSqlTestDatabase, type SqlTestDatabase } from '../../../../test/support/sql-database';
 import { insertRun } from '../../../../test/support/seed-rows';
 import { SCHEDULE_QUEUE, upcomingDueTimes } from './due-times.sql';
 
 const HOUR = 3_600_000;
 
 describe('due-times.sql', () => {
-  let db: MigratedDatabase;
+  let db: SqlTestDatabase;
   const inMs = (ms: number) => new Date(Date.now() + ms);
   const insertSchedule = (id: string, nextRunAt: Date | null) =>
     db.sql(
@@ -15,11 +15,11 @@ describe('due-times.sql', () => {
     );
 
   beforeAll(async () => {
-    db = await createMigratedDatabase('due_times_sql');
+    db = await createSqlTestDatabase('due_times_sql');
   });
 
   afterAll(async () => {
-    await db?.drop();
+    await db?.close();
   });
 
   it('gives the runs due within the horizon and the schedules firing by then, overdue ones too, soonest first', async () => {
@@ -34,7 +34,7 @@ describe('due-times.sql', () => {
     await insertSchedule('01900000-0000-7000-8000-000000000002', null); // paused
     await insertSchedule('01900000-0000-7000-8000-000000000003', inMs(2 * HOUR));
 
-    const due = await upcomingDueTimes(db.database, HOUR, 10);
+    const due = await upcomingDueTimes(db.db, HOUR, 10);
     expect(due.map(({ runId, queue }) => ({ runId, queue }))).toEqual([
       { runId: overdue, queue: SCHEDULE_QUEUE },
       { runId: sooner, queue: 'echo:1:eu' },
@@ -43,6 +43,6 @@ describe('due-times.sql', () => {
     expect(due[2].at).toBeGreaterThan(Date.now() + 50_000);
     expect(due[2].at).toBeLessThanOrEqual(Date.now() + 60_000);
     // At most `limit`, the soonest.
-    expect((await upcomingDueTimes(db.database, HOUR, 2)).map((run) => run.runId)).toEqual([overdue, sooner]);
+    expect((await upcomingDueTimes(db.db, HOUR, 2)).map((run) => run.runId)).toEqual([overdue, sooner]);
   });
 });

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
-import { createMigratedDatabase, type MigratedDatabase } from '../../../../test/support/migrated-database';
+import { createSqlTestDatabase, type SqlTestDatabase } from '../../../../test/support/sql-database';
 import { insertRun } from '../../../../test/support/seed-rows';
 import { queuesNeedingWakeups, republishWakeups } from './republish.sql';
 
@@ -7,11 +7,11 @@ const AFTER_MS = 5_000;
 const IDLE_MS = 30_000;
 
 describe('republish.sql', () => {
-  let db: MigratedDatabase;
+  let db: SqlTestDatabase;
   const ago = (ms: number) => new Date(Date.now() - ms);
 
   beforeAll(async () => {
-    db = await createMigratedDatabase('republish_sql');
+    db = await createSqlTestDatabase('republish_sql');
   });
 
   beforeEach(async () => {
@@ -19,7 +19,7 @@ describe('republish.sql', () => {
   });
 
   afterAll(async () => {
-    await db?.drop();
+    await db?.close();
   });
 
   it('finds the queues with runs due too long or held by an idle claim, counting the wake-ups still coming', async () => {
@@ -34,7 +34,7 @@ describe('republish.sql', () => {
          ($1, 'echo:1', 'pending', now(), 0), ($1, 'echo:1', 'pending', now() + interval '1 hour', 0), ($1, 'echo:1', 'retry', now() + interval '1 hour', 2)`,
       [due],
     );
-    expect(await queuesNeedingWakeups(db.database, AFTER_MS, IDLE_MS)).toEqual([
+    expect(await queuesNeedingWakeups(db.db, AFTER_MS, IDLE_MS)).toEqual([
       { queue: 'echo:1', needed: 2, coming: 2 },
       { queue: 'stalled:1', needed: 1, coming: 0 },
     ]);
@@ -49,7 +49,7 @@ describe('republish.sql', () => {
       `INSERT INTO workflow_controls (workflow, version, paused, api_concurrency, api_rate_per_second) VALUES
          ('paused', '1', true, NULL, NULL), ('limited', '1', false, 3, NULL), ('rated', '1', false, NULL, 10)`,
     );
-    expect(await queuesNeedingWakeups(db.database, AFTER_MS, IDLE_MS)).toEqual([
+    expect(await queuesNeedingWakeups(db.db, AFTER_MS, IDLE_MS)).toEqual([
       { queue: 'limited:1', needed: 2, coming: 0 },
       { queue: 'paused:1', needed: 0, coming: 0 },
       { queue: 'rated:1', needed: 1, coming: 0 },
@@ -62,7 +62,7 @@ describe('republish.sql', () => {
     await insertRun(db, { dueAt: ago(10_000) });
     const mail = await insertRun(db, { workflow: 'mail', dueAt: ago(10_000) });
     const written = await republishWakeups(
-      db.database,
+      db.db,
       [
         { queue: 'echo:1', count: 2 },
         { queue: 'mail:1', count: 5 },

@@ -1,7 +1,6 @@
 import type { RegisteredWorkflow } from '@nest-durable/common';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
-import { holdTransaction, withLockTimeout } from '../../../../test/support/held-transaction';
-import { createMigratedDatabase, type MigratedDatabase } from '../../../../test/support/migrated-database';
+import { createSqlTestDatabase, holdTransaction, type SqlTestDatabase } from '../../../../test/support/sql-database';
 import { insertRun } from '../../../../test/support/seed-rows';
 import { deleteExpiredDeadLetters, deleteFinishedRuns, deleteSentOutboxRows, recordDeclaredWindows, tuneRetentionBatch } from './retention.sql';
 
@@ -9,13 +8,13 @@ const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
 
 describe('retention.sql', () => {
-  let db: MigratedDatabase;
+  let db: SqlTestDatabase;
   const ago = (ms: number) => new Date(Date.now() - ms);
   const runs = async () => (await db.sql<{ id: string }>(`SELECT id FROM runs ORDER BY id`)).map((row) => row.id);
   const windows = { defaultMs: HOUR, byWorkflow: { brief: MINUTE, kept: 0 } };
 
   beforeAll(async () => {
-    db = await createMigratedDatabase('retention_sql');
+    db = await createSqlTestDatabase('retention_sql');
   });
 
   beforeEach(async () => {
@@ -24,7 +23,7 @@ describe('retention.sql', () => {
   });
 
   afterAll(async () => {
-    await db?.drop();
+    await db?.close();
   });
 
   it('records the windows versions declare in code, writing only what changed', async () => {
@@ -33,7 +32,7 @@ describe('retention.sql', () => {
       { name: 'a', version: '1', shards: [], retentionMs: MINUTE },
       { name: 'b', version: '1', shards: [] },
     ];
-    await recordDeclaredWindows(db.database, declared);
+    await recordDeclaredWindows(db.db, declared);
     const rows = () =>
       db.sql<{ workflow: string; retention_ms: string | null; xmin: string }>(`SELECT workflow, retention_ms, xmin::text FROM workflows ORDER BY workflow`);
     const recorded = await rows();
@@ -41,9 +40,9 @@ describe('retention.sql', () => {
       ['a', '60000'],
       ['b', null],
     ]);
-    await recordDeclaredWindows(db.database, declared);
+    await recordDeclaredWindows(db.db, declared);
     expect(await rows()).toEqual(recorded);
-    await recordDeclaredWindows(db.database, [{ name: 'a', version: '1', shards: [] }]);
+    await recordDeclaredWindows(db.db, [{ name: 'a', version: '1', shards: [] }]);
     expect((await rows())[0].retention_ms).toBeNull();
   });
 
@@ -58,18 +57,18 @@ describe('retention.sql', () => {
     const unfinished = await insertRun(db, { status: 'queued', createdAt: ago(1_000 * HOUR) });
 
     // A window configured for a workflow wins over the one its version declares.
-    expect(await deleteFinishedRuns(db.database, { defaultMs: 0, byWorkflow: { declared: 0 } }, 10)).toBe(0);
-    expect(await deleteFinishedRuns(db.database, windows, 3)).toBe(3); // at most a batch
-    expect(await deleteFinishedRuns(db.database, windows, 10)).toBe(1);
+    expect(await deleteFinishedRuns(db.db, { defaultMs: 0, byWorkflow: { declared: 0 } }, 10)).toBe(0);
+    expect(await deleteFinishedRuns(db.db, windows, 3)).toBe(3); // at most a batch
+    expect(await deleteFinishedRuns(db.db, windows, 10)).toBe(1);
     expect(await runs()).toEqual([recent, kept, unfinished].sort());
   });
 
   it('deletes the oldest first', async () => {
     const finished = [3, 4, 2].map((hours) => insertRun(db, { status: 'completed', finishedAt: ago(hours * HOUR) }));
     const [threeHours, fourHours, twoHours] = await Promise.all(finished);
-    expect(await deleteFinishedRuns(db.database, windows, 1)).toBe(1);
+    expect(await deleteFinishedRuns(db.db, windows, 1)).toBe(1);
     expect(await runs()).toEqual([threeHours, twoHours].sort());
-    expect(await deleteFinishedRuns(db.database, windows, 1)).toBe(1);
+    expect(await deleteFinishedRuns(db.db, windows, 1)).toBe(1);
     expect(await runs()).toEqual([twoHours]);
     expect(fourHours).toBeDefined();
   });
@@ -79,20 +78,19 @@ describe('retention.sql', () => {
     const child = await insertRun(db, { status: 'completed', finishedAt: ago(2 * HOUR), parentId: parent });
     const finishedParent = await insertRun(db, { status: 'completed', finishedAt: ago(2 * HOUR) });
     const runningChild = await insertRun(db, { status: 'running', parentId: finishedParent });
-    expect(await deleteFinishedRuns(db.database, windows, 10)).toBe(0);
+    expect(await deleteFinishedRuns(db.db, windows, 10)).toBe(0);
     expect(await runs()).toEqual([parent, child, finishedParent, runningChild].sort());
   });
 
   it('skips a run another transaction holds, without waiting for it', async () => {
     const held = await insertRun(db, { status: 'completed', finishedAt: ago(3 * HOUR) });
     const free = await insertRun(db, { status: 'completed', finishedAt: ago(2 * HOUR) });
-    const holder = holdTransaction(db.database, (tx) => tx.query(`SELECT id FROM runs WHERE id = $1 FOR UPDATE`, [held]));
+    const holder = await holdTransaction(db.db, (tx) => tx.query(`SELECT id FROM runs WHERE id = $1 FOR UPDATE`, [held]));
     try {
-      await holder.started;
-      expect(await withLockTimeout(db.database, 1_000, (tx) => deleteFinishedRuns(tx, windows, 10))).toBe(1);
-      await holder.commit();
+      // Had it waited for the held run, its sessions' lock_timeout would fail it.
+      expect(await deleteFinishedRuns(db.db, windows, 10)).toBe(1);
     } finally {
-      await holder.release();
+      await holder.commit();
     }
     expect(await runs()).toEqual([held]);
     expect(free).not.toBe(held);
@@ -106,8 +104,8 @@ describe('retention.sql', () => {
          ($1, 'echo:1', 'sent', now() - interval '1 minute'), ($1, 'echo:1', 'pending', NULL), ($1, 'echo:1', 'in_flight', NULL)`,
       [runId],
     );
-    expect(await deleteSentOutboxRows(db.database, HOUR, 1)).toBe(1);
-    expect(await deleteSentOutboxRows(db.database, HOUR, 10)).toBe(1);
+    expect(await deleteSentOutboxRows(db.db, HOUR, 1)).toBe(1);
+    expect(await deleteSentOutboxRows(db.db, HOUR, 10)).toBe(1);
     expect(await db.sql(`SELECT status FROM outbox ORDER BY id`)).toEqual([{ status: 'sent' }, { status: 'pending' }, { status: 'in_flight' }]);
   });
 
@@ -121,17 +119,17 @@ describe('retention.sql', () => {
          ('outbox', '4', 'declared:2', 'publish_failed', 'x', now() - interval '2 minutes'),
          ('outbox', '5', 'kept:1', 'publish_failed', 'x', now() - interval '1000 hours')`,
     );
-    expect(await deleteExpiredDeadLetters(db.database, windows, 10)).toBe(3);
+    expect(await deleteExpiredDeadLetters(db.db, windows, 10)).toBe(3);
     expect(await db.sql(`SELECT ref FROM dead_letters ORDER BY ref`)).toEqual([{ ref: '2' }, { ref: '5' }]);
   });
 
   it("tunes a batch's transaction only", async () => {
     const settings = `SELECT current_setting('jit') AS jit, current_setting('synchronous_commit') AS commit`;
-    const inside = await db.database.transaction(async (tx) => {
+    const inside = await db.db.transaction(async (tx) => {
       await tuneRetentionBatch(tx);
       return tx.query(settings);
     });
     expect(inside).toEqual([{ jit: 'off', commit: 'off' }]);
-    expect(await db.database.query(settings)).not.toEqual(inside);
+    expect(await db.db.query(settings)).not.toEqual(inside);
   });
 });

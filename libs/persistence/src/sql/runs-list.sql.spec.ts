@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { createMigratedDatabase, type MigratedDatabase } from '../../../../test/support/migrated-database';
+import { createSqlTestDatabase, type SqlTestDatabase } from '../../../../test/support/sql-database';
 import { insertRun } from '../../../../test/support/seed-rows';
 import { uuidv7 } from '../ids';
 import { listRuns, pausedQueues, runById, runExists, runsByIdempotencyKeys, tasksOfRun, transitionsAfter } from './runs-list.sql';
@@ -7,13 +7,13 @@ import { listRuns, pausedQueues, runById, runExists, runsByIdempotencyKeys, task
 const MINUTE = 60_000;
 
 describe('runs-list.sql', () => {
-  let db: MigratedDatabase;
+  let db: SqlTestDatabase;
   const now = Date.now();
   const ids: string[] = [];
-  const listed = async (filter: Parameters<typeof listRuns>[1]) => (await listRuns(db.database, filter)).map((run) => ids.indexOf(run.id));
+  const listed = async (filter: Parameters<typeof listRuns>[1]) => (await listRuns(db.db, filter)).map((run) => ids.indexOf(run.id));
 
   beforeAll(async () => {
-    db = await createMigratedDatabase('runs_list_sql');
+    db = await createSqlTestDatabase('runs_list_sql');
     const at = (minutesAgo: number) => new Date(now - minutesAgo * MINUTE);
     ids.push(await insertRun(db, { createdAt: at(50), status: 'completed', tags: { team: 'a' }, idempotencyKey: 'order-1' }));
     ids.push(await insertRun(db, { createdAt: at(40), workflow: 'mail', status: 'failed', tags: { team: 'a', env: 'prod' } }));
@@ -23,11 +23,11 @@ describe('runs-list.sql', () => {
   });
 
   afterAll(async () => {
-    await db?.drop();
+    await db?.close();
   });
 
   it('reads a run whole, under its entity names', async () => {
-    const run = await runById(db.database, ids[3]);
+    const run = await runById(db.db, ids[3]);
     expect(run).toMatchObject({
       id: ids[3],
       workflow: 'echo',
@@ -45,10 +45,10 @@ describe('runs-list.sql', () => {
       finishedAt: null,
     });
     expect(run?.createdAt).toEqual(new Date(now - 20 * MINUTE));
-    expect((await runById(db.database, ids[4]))?.dueAt).toBe(Number.POSITIVE_INFINITY);
-    expect(await runById(db.database, uuidv7())).toBeUndefined();
-    expect(await runExists(db.database, ids[0])).toBe(true);
-    expect(await runExists(db.database, uuidv7())).toBe(false);
+    expect((await runById(db.db, ids[4]))?.dueAt).toBe(Number.POSITIVE_INFINITY);
+    expect(await runById(db.db, uuidv7())).toBeUndefined();
+    expect(await runExists(db.db, ids[0])).toBe(true);
+    expect(await runExists(db.db, uuidv7())).toBe(false);
   });
 
   it("reads a run's steps in the order they were made", async () => {
@@ -57,13 +57,13 @@ describe('runs-list.sql', () => {
          ($1, 'b#1', 'task', 2, 'b', 'completed', 1, '"second"'), ($1, 'a#1', 'task', 1, 'a', 'failed', 3, NULL), ($1, 'nap#1', 'sleep', 3, 'nap', 'waiting', 0, NULL)`,
       [ids[3]],
     );
-    const tasks = await tasksOfRun(db.database, ids[3]);
+    const tasks = await tasksOfRun(db.db, ids[3]);
     expect(tasks.map((task) => [task.key, task.kind, task.status, task.attempts, task.output])).toEqual([
       ['a#1', 'task', 'failed', 3, null],
       ['b#1', 'task', 'completed', 1, 'second'],
       ['nap#1', 'sleep', 'waiting', 0, null],
     ]);
-    expect(await tasksOfRun(db.database, ids[0])).toEqual([]);
+    expect(await tasksOfRun(db.db, ids[0])).toEqual([]);
   });
 
   it('lists newest first, by every filter given', async () => {
@@ -85,7 +85,7 @@ describe('runs-list.sql', () => {
   });
 
   it('finds the runs of idempotency keys, each with its workflow', async () => {
-    const found = await runsByIdempotencyKeys(db.database, [
+    const found = await runsByIdempotencyKeys(db.db, [
       { workflow: 'echo', idempotencyKey: 'order-1' },
       { workflow: 'mail', idempotencyKey: 'order-1' },
       { workflow: 'mail', idempotencyKey: 'order-2' },
@@ -95,7 +95,7 @@ describe('runs-list.sql', () => {
 
   it('tells which of some queues are paused, by version or by shard', async () => {
     await db.sql(`INSERT INTO workflow_controls (workflow, version, paused, paused_shards) VALUES ('echo', '2', false, '{eu}'), ('mail', '1', true, '{}')`);
-    const paused = await pausedQueues(db.database, ['echo:1', 'echo:2', 'echo:2:eu', 'echo:2:us', 'mail:1', 'mail:1:eu']);
+    const paused = await pausedQueues(db.db, ['echo:1', 'echo:2', 'echo:2:eu', 'echo:2:us', 'mail:1', 'mail:1:eu']);
     expect(paused.sort()).toEqual(['echo:2:eu', 'mail:1', 'mail:1:eu']);
   });
 
@@ -107,12 +107,12 @@ describe('runs-list.sql', () => {
         revision,
       ]);
     }
-    const all = await transitionsAfter(db.database, runId, '0', 100);
+    const all = await transitionsAfter(db.db, runId, '0', 100);
     expect(all.map((row) => row.revision)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
     expect(all[0]).toMatchObject({ from: 'queued', to: 'running', workerId: 'w' });
     expect(all[0].at).toBeInstanceOf(Date);
-    const page = await transitionsAfter(db.database, runId, all[8].id, 2);
+    const page = await transitionsAfter(db.db, runId, all[8].id, 2);
     expect(page.map((row) => row.revision)).toEqual([10, 11]);
-    expect(await transitionsAfter(db.database, ids[0], '0', 10)).toEqual([]);
+    expect(await transitionsAfter(db.db, ids[0], '0', 10)).toEqual([]);
   });
 });

@@ -1,39 +1,43 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Client } from 'pg';
-import { holdTransaction, withLockTimeout } from '../../../../test/support/held-transaction';
-import { createMigratedDatabase, type MigratedDatabase } from '../../../../test/support/migrated-database';
+import { createSqlTestDatabase, holdTransaction, type SqlTestDatabase } from '../../../../test/support/sql-database';
 import { engineSetting, lockEngineSettings, otherCoordinatorSessions, storeIntegerSetting } from './stream-partitions.sql';
 
 describe('stream-partitions.sql', () => {
-  let db: MigratedDatabase;
+  let db: SqlTestDatabase;
 
   beforeAll(async () => {
-    db = await createMigratedDatabase('stream_partitions_sql');
+    db = await createSqlTestDatabase('stream_partitions_sql');
   });
 
   afterAll(async () => {
-    await db?.drop();
+    await db?.close();
   });
 
   it('stores a setting and changes it', async () => {
-    expect(await engineSetting(db.database, 'stream_partitions')).toBeUndefined();
-    await storeIntegerSetting(db.database, 'stream_partitions', 16);
-    expect(await engineSetting(db.database, 'stream_partitions')).toBe(16);
-    await storeIntegerSetting(db.database, 'stream_partitions', 4);
-    expect(await engineSetting(db.database, 'stream_partitions')).toBe(4);
+    expect(await engineSetting(db.db, 'stream_partitions')).toBeUndefined();
+    await storeIntegerSetting(db.db, 'stream_partitions', 16);
+    expect(await engineSetting(db.db, 'stream_partitions')).toBe(16);
+    await storeIntegerSetting(db.db, 'stream_partitions', 4);
+    expect(await engineSetting(db.db, 'stream_partitions')).toBe(4);
   });
 
   it('makes a second coordinator wait for the settings while the first holds them', async () => {
-    const first = holdTransaction(db.database, (tx) => lockEngineSettings(tx));
-    const second = () => withLockTimeout(db.database, 50, (tx) => lockEngineSettings(tx));
+    const first = await holdTransaction(db.db, async (tx) => {
+      await lockEngineSettings(tx);
+      await storeIntegerSetting(tx, 'stream_partitions', 8);
+    });
+    const second = db.db.transaction(async (tx) => {
+      await lockEngineSettings(tx);
+      return engineSetting(tx, 'stream_partitions');
+    });
     try {
-      await first.started;
-      await expect(second()).rejects.toMatchObject({ message: expect.stringContaining('lock timeout') });
-      await first.commit();
+      await db.someoneWaitsForALock();
     } finally {
-      await first.release();
+      await first.commit();
     }
-    await second();
+    // It read the setting once the first had stored it.
+    expect(await second).toBe(8);
   });
 
   it("counts the other coordinators' sessions of this database, not its own", async () => {
@@ -42,7 +46,7 @@ describe('stream-partitions.sql', () => {
     );
     await Promise.all(sessions.map((session) => session.connect()));
     try {
-      expect(await otherCoordinatorSessions(db.database, 'wf-coordinator %', 'wf-coordinator self')).toBe(1);
+      expect(await otherCoordinatorSessions(db.db, 'wf-coordinator %', 'wf-coordinator self')).toBe(1);
     } finally {
       await Promise.all(sessions.map((session) => session.end()));
     }
