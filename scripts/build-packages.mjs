@@ -16,7 +16,13 @@ const PACKAGES = process.argv.length > 2 ? ALL.filter((name) => process.argv.inc
 
 for (const name of PACKAGES) rmSync(join(root, 'packages', name, 'dist'), { recursive: true, force: true });
 for (const name of PACKAGES) {
-  execFileSync(process.execPath, [tsc, '-p', join(root, 'packages', name, 'tsconfig.build.json')], { cwd: root, stdio: 'inherit' });
+  try {
+    execFileSync(process.execPath, [tsc, '-p', join(root, 'packages', name, 'tsconfig.build.json')], { cwd: root, stdio: 'inherit' });
+  } catch (error) {
+    // tsc printed its errors above; say which package they are of, in one line.
+    console.error(`building packages/${name} failed: ${error.status === null ? `tsc ended by ${error.signal}` : `tsc exited with ${error.status}`}`);
+    process.exit(1);
+  }
 }
 
 if (PACKAGES.includes('worker')) shipSharedLibs(join(root, 'packages/worker/dist'));
