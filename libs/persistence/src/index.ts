@@ -4,3 +4,4 @@ export * from './entities/run.entity';
 export * from './entities/task.entity';
 export * from './ids';
 export * from './persistence.module';
+export * from './sql';

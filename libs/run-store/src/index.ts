@@ -6,4 +6,4 @@ export * from './heartbeats/heartbeat.repository';
 export * from './reports/report.repository';
 export * from './run-store.module';
 export * from './steps/step.repository';
-export { DISPATCHING, type NewRun, RUN_COLUMNS } from './runs/run-sql';
+export { DISPATCHING, RUN_COLUMNS } from './runs/run-sql';

@@ -1,78 +1,19 @@
 import { JsonValue, RunStatus } from '@nest-durable/common';
-import { Database, prepared, type RunEntity, type SqlExecutor } from '@app/persistence';
-import { Injectable } from '@nestjs/common';
 import {
-  appendHistory,
-  DISPATCHING,
-  INSERT_RUNS,
-  INSERT_RUNS_HANDED,
-  insertRunsParams,
-  json,
+  Database,
+  type HandOffTarget,
   type NewRun,
-  NOTIFY_INSERTED_QUEUES,
-  notifyFinished,
-  notifyReady,
-  RUN_COLUMNS,
-  stalledError,
-  stepsToRerun,
-  wakeParents,
-} from '../runs/run-sql';
+  type SqlExecutor,
+  type StartedRun,
+  startHandedPublishedRuns,
+  startHandedRuns,
+  startPublishedRuns,
+  startRuns,
+} from '@app/persistence';
+import { Injectable } from '@nestjs/common';
+import { appendHistory, json, notifyFinished, notifyReady, stalledError, stepsToRerun, wakeParents } from '../runs/run-sql';
 
-/**
- * The start statement, the runs it inserted, and whether a pause holds each (a primary-key probe of
- * workflow_controls). With its generic plan: PostgreSQL re-planned it on every execution otherwise (about
- * 0.3 ms, against 0.5 ms to run it), since its inputs are arrays whose sizes a custom plan sees.
- *
- * `publish`: it writes its runs' outbox rows itself rather than leaving them to the enqueue trigger, those
- * due now taken (`in_flight`, one attempt under way, as the enqueuer's batch statement marks them), and
- * returns their ids (`outboxId`) for the caller to publish once it committed. `wf.start_outbox`, set for the
- * transaction (set_config is evaluated for each of those rows, before any trigger fires: AFTER triggers fire
- * at the statement's end), makes the enqueue trigger skip those runs and outbox_notify wake no enqueuer (see
- * the start-publishes migration). Only for a statement that is its transaction: its rows are published after
- * its commit.
- */
-function startRuns(name: string, insert: string, publish: boolean) {
-  const outbox = publish
-    ? `, outboxed AS (
-         INSERT INTO outbox (run_id, queue, next_attempt_at, status, attempt_count)
-         SELECT id, queue, greatest(due_at, now()), CASE WHEN due_at <= now() THEN 'in_flight' ELSE 'pending' END, (due_at <= now())::integer
-           FROM inserted
-          WHERE status IN ('queued', 'waiting') AND due_at <> 'infinity' AND ${DISPATCHING}
-            AND set_config('wf.start_outbox', 'on', true) = 'on'
-         -- Named apart from the runs' columns, which the final SELECT lists unqualified.
-         RETURNING id AS outbox_id, run_id AS outbox_run_id, status AS outbox_status
-       )`
-    : '';
-  // A join, not a subquery per run: a batch start inserts up to BATCH_MAX runs.
-  const outboxId = publish ? `, outbox_id::text AS "outboxId"` : '';
-  const outboxJoin = publish ? ` LEFT JOIN outboxed ON outbox_run_id = inserted.id AND outbox_status = 'in_flight'` : '';
-  return prepared(
-    name,
-    `WITH ${insert}${outbox}, notified AS (SELECT ${NOTIFY_INSERTED_QUEUES} AS n)
-       SELECT ${RUN_COLUMNS},
-              EXISTS (SELECT 1 FROM workflow_controls c
-                       WHERE c.workflow = inserted.workflow AND c.version = inserted.version
-                         AND (c.paused OR inserted.shard = ANY (c.paused_shards))) AS paused${outboxId}
-         FROM inserted CROSS JOIN notified${outboxJoin}`,
-    { genericPlan: true },
-  );
-}
-const START_RUNS = startRuns('wf_start_runs', INSERT_RUNS, false);
-const START_HANDED_RUNS = startRuns('wf_start_handed_runs', INSERT_RUNS_HANDED, false);
-const START_PUBLISHED_RUNS = startRuns('wf_start_published_runs', INSERT_RUNS, true);
-const START_HANDED_PUBLISHED_RUNS = startRuns('wf_start_handed_published_runs', INSERT_RUNS_HANDED, true);
-
-/** A run the start statement inserted: whether a pause holds it, and, when it publishes, its outbox row taken to publish. */
-export type StartedRun = RunEntity & { paused: boolean; outboxId?: string | null };
-
-/** A claim waiting for runs, that a start may hand its run to (RunControlRepository.start). */
-export interface HandOffTarget {
-  workerId: string;
-  /** Every queue the claim waits for: a ready run or an idle claim in any of them comes first. */
-  queues: readonly string[];
-  /** A running run whose heartbeat is older than this is one the claim would take over first. */
-  claimMinIdleTimeMs: number;
-}
+export type { HandOffTarget, NewRun, StartedRun } from '@app/persistence';
 
 /** Outcome of a client command on an existing run: its status before, and whether it applied. */
 export interface ControlOutcome {
@@ -94,26 +35,21 @@ export class RunControlRepository {
    * Inserts queued runs and their first transitions in one statement (one transaction), and wakes
    * idle claimers with one NOTIFY per queue that got a run due now (delivered at commit). Returns
    * the runs inserted, by id: a run whose idempotency key already exists for its workflow is left out.
-   * `paused`: a pause of its version or shard holds it (a primary-key probe of workflow_controls).
+   * `paused`: a pause of its version or shard holds it.
    *
    * `handedTo`: a claim waiting, on this coordinator, for the runs' queue (its worker, all the queues it
-   * waits for, the claims' idle time). Each run due now that flow_hand_off admits (its version has no
-   * active control, and the claim's queues no ready run and no idle claim, which the claim would take first)
-   * is inserted running for that worker instead, claimed in the same commit as its start: it skips the
-   * queue, and nobody else is woken for it. Safe under concurrency as a claim is: flow_hand_off takes the
-   * version's admission lock shared, so a limit set meanwhile counts the run, and reads after it in a fresh
-   * snapshot; whatever it does not admit goes in queued, for the claim's own statement to order.
+   * waits for, the claims' idle time). Each run due now that flow_hand_off admits is inserted running for
+   * that worker instead, claimed in the same commit as its start: it skips the queue, and nobody else is
+   * woken for it.
    *
    * `publish` (a coordinator with a publisher, the statement its own transaction): the runs' outbox rows are
-   * written by this statement, those due now taken for the caller to publish (`outboxId`; see startRuns).
+   * written by this statement, those due now taken for the caller to publish (`outboxId`).
    */
   async start(runs: NewRun[], on: SqlExecutor = this.db, handedTo?: HandOffTarget, publish = false): Promise<Map<string, StartedRun>> {
     if (publish && on !== this.db) throw new Error('a start publishes its wake-ups only when its statement is its own transaction');
-    const statements = publish ? [START_PUBLISHED_RUNS, START_HANDED_PUBLISHED_RUNS] : [START_RUNS, START_HANDED_RUNS];
-    const rows = await on.query<StartedRun>(
-      handedTo === undefined ? statements[0] : statements[1],
-      handedTo === undefined ? insertRunsParams(runs) : [...insertRunsParams(runs), handedTo.workerId, handedTo.queues, handedTo.claimMinIdleTimeMs],
-    );
+    let rows: StartedRun[];
+    if (handedTo === undefined) rows = publish ? await startPublishedRuns(on, runs) : await startRuns(on, runs);
+    else rows = publish ? await startHandedPublishedRuns(on, runs, handedTo) : await startHandedRuns(on, runs, handedTo);
     return new Map(rows.map((row) => [row.id, row]));
   }
 

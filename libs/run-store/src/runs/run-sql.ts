@@ -1,5 +1,4 @@
 import { RUN_FINISHED_CHANNEL, RUNS_READY_CHANNEL } from '@app/outbox';
-import { queueName } from '@nest-durable/common';
 
 /**
  * SQL fragments shared by the statements that change a run's state, so each rule is written once.
@@ -101,91 +100,6 @@ export function stalledError(message: string): string {
 /** Condition on the steps (table alias `alias`) a failed attempt leaves behind that must run again on the next attempt. */
 export function stepsToRerun(alias: string): string {
   return `(${alias}.status = 'failed' OR ${alias}.kind = 'retry')`;
-}
-
-/** A run to insert (see insertRuns). */
-export interface NewRun {
-  id: string;
-  workflow: string;
-  version: string;
-  /** Routing shard (null: none); the run's queue is built from it. */
-  shard: string | null;
-  input: unknown;
-  priority: number;
-  idempotencyKey: string | null;
-  runAt: Date | null;
-  parentId: string | null;
-  /** Runs with the same key share the version's `concurrencyPerKey` slots (null: none). */
-  concurrencyKey?: string | null;
-  /** Metadata to find the run by (a child gets its parent's unless it names its own). */
-  tags: Record<string, string>;
-}
-
-/**
- * Inserts queued runs given as parallel arrays ($1 ids, $2 workflows, $3 versions, $4 queues,
- * $5 inputs, $6 priorities, $7 idempotency keys, $8 runAt, $9 parent ids, $10 shards, $11 concurrency keys, $12 tags; see insertRunsParams)
- * as the CTE `inserted`, with their first history rows. A run whose idempotency key already exists
- * for its workflow is not inserted; a concurrent insert of the same key waits for the other to
- * commit, so exactly one run exists.
- *
- * With `handOff`, each run that flow_hand_off admits for the claim of worker $13, waiting for queues $14
- * (idle claims: older than $15 ms), goes in as that claim would leave it: running at revision 1 for the
- * worker, with the two transitions a start and a claim append (queued at revision 0, then running). The
- * others go in queued, as without it. See RunControlRepository.start.
- */
-function insertRuns(handOff: boolean): string {
-  const admitted = (value: string, otherwise: string) => `CASE WHEN h.admitted THEN ${value} ELSE ${otherwise} END`;
-  const claim = handOff
-    ? {
-        columns: ', revision, claimed_by, heartbeat_at, started_at',
-        values: `, ${admitted('1', '0')}, ${admitted('$13', 'NULL')}, ${admitted('now()', 'NULL')}, ${admitted('now()', 'NULL')}`,
-        status: admitted(`'running'`, `'queued'`),
-        // Due now by the database's clock too, and admitted by flow control and the claim's queues.
-        admission: `
-                CROSS JOIN LATERAL (SELECT coalesce(n.run_at, now()) <= now() AND flow_hand_off(n.workflow, n.version, $14::text[], $15) AS admitted) h`,
-        history: `INSERT INTO run_transitions (run_id, from_status, to_status, revision, worker_id)
-          SELECT id, NULL, 'queued', 0, NULL FROM inserted
-          UNION ALL
-          SELECT id, 'queued', 'running', revision, claimed_by FROM inserted WHERE status = 'running'`,
-      }
-    : { columns: '', values: '', status: `'queued'`, admission: '', history: appendHistory('inserted', 'NULL', `'queued'`) };
-  return `inserted AS (
-         INSERT INTO runs (id, workflow, version, queue, shard, status, input, priority, idempotency_key, due_at, parent_id, concurrency_key, tags${claim.columns})
-         SELECT id, workflow, version, queue, shard, ${claim.status}, input, priority, idempotency_key, coalesce(run_at, now()), parent_id, concurrency_key, tags${claim.values}
-           FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::jsonb[], $6::integer[], $7::text[],
-                       $8::timestamptz[], $9::uuid[], $10::text[], $11::text[], $12::jsonb[])
-                AS n(id, workflow, version, queue, input, priority, idempotency_key, run_at, parent_id, shard, concurrency_key, tags)${claim.admission}
-         ON CONFLICT (workflow, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-         RETURNING *
-       ), inserted_history AS (
-         ${claim.history}
-       )`;
-}
-
-export const INSERT_RUNS = insertRuns(false);
-
-/** INSERT_RUNS handing what it may to a waiting claim ($13 its worker, $14 its queues, $15 the idle time in ms). */
-export const INSERT_RUNS_HANDED = insertRuns(true);
-
-/** One NOTIFY per queue that got a queued run due now (not one per run; a run handed to a claim is not waiting). */
-export const NOTIFY_INSERTED_QUEUES = `(SELECT count(*) FROM (
-         SELECT pg_notify('${RUNS_READY_CHANNEL}', queue) FROM (SELECT DISTINCT queue FROM inserted WHERE status = 'queued' AND due_at <= now()) q) n)`;
-
-export function insertRunsParams(runs: NewRun[]): unknown[] {
-  return [
-    runs.map((run) => run.id),
-    runs.map((run) => run.workflow),
-    runs.map((run) => run.version),
-    runs.map((run) => queueName(run.workflow, run.version, run.shard ?? undefined)),
-    runs.map((run) => json(run.input)),
-    runs.map((run) => run.priority),
-    runs.map((run) => run.idempotencyKey),
-    runs.map((run) => run.runAt),
-    runs.map((run) => run.parentId),
-    runs.map((run) => run.shard),
-    runs.map((run) => run.concurrencyKey ?? null),
-    runs.map((run) => JSON.stringify(run.tags)),
-  ];
 }
 
 /**

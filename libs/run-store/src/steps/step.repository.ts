@@ -8,10 +8,10 @@ import {
   StoredTask,
   SuspendRequest,
 } from '@nest-durable/common';
-import { Database, type SqlExecutor } from '@app/persistence';
+import { Database, insertChildRun, type SqlExecutor } from '@app/persistence';
 import { Injectable } from '@nestjs/common';
 import { conflictFor, findStep } from '../runs/conflicts';
-import { appendHistory, INSERT_RUNS, insertRunsParams, json, notifyReady, NOTIFY_INSERTED_QUEUES, STEP_COLUMNS } from '../runs/run-sql';
+import { appendHistory, json, notifyReady, STEP_COLUMNS } from '../runs/run-sql';
 
 /**
  * Steps where a run suspends (sleeps, event waits, retry waits) and child starts. Each runs in one
@@ -88,23 +88,18 @@ export class StepRepository {
       const existing = await this.findStepOfKind(tx, runId, request.key, 'child');
       if (existing) return { suspended: false, task: existing };
 
-      await tx.query(
-        `WITH ${INSERT_RUNS} SELECT ${NOTIFY_INSERTED_QUEUES}`,
-        insertRunsParams([
-          {
-            id: childId,
-            workflow: request.workflow,
-            version: request.version,
-            shard: request.shard === undefined ? parent.shard : request.shard,
-            input: request.input,
-            priority: 0,
-            idempotencyKey: null,
-            runAt: null,
-            parentId: runId,
-            tags: request.tags ?? parent.tags,
-          },
-        ]),
-      );
+      await insertChildRun(tx, {
+        id: childId,
+        workflow: request.workflow,
+        version: request.version,
+        shard: request.shard === undefined ? parent.shard : request.shard,
+        input: request.input,
+        priority: 0,
+        idempotencyKey: null,
+        runAt: null,
+        parentId: runId,
+        tags: request.tags ?? parent.tags,
+      });
       const [task] = await tx.query<StoredTask>(
         `INSERT INTO tasks (run_id, key, kind, seq, name, status, attempts, output, child_id, wake_at)
          VALUES ($1, $2, 'child', $3, $4, $5, 1, $6, $7, now() + $8 * interval '1 millisecond')
