@@ -1,5 +1,8 @@
 // The SQL home: whole statements, each in a constant above the one function that runs it, grouped by table or
 // concern, with why it is safe under concurrency. Callers keep the orchestration (transactions, fallbacks,
 // errors).
+export { findExistingRunIds, findLandedSuspension, findSteps } from './fencing.sql';
+export { refreshClaims } from './heartbeats.sql';
 export { type HandOffTarget, startHandedPublishedRuns, startHandedRuns } from './runs-hand-off.sql';
 export { insertChildRun, type NewRun, type StartedRun, startPublishedRuns, startRuns } from './runs-start.sql';
+export { consumeEvent, insertChildStep, insertResolvedStep, lockRunningRun, suspendRun, upsertWaitingStep } from './steps.sql';

@@ -1,7 +1,7 @@
 import { DatabaseUnavailableError, DurableError, ErrorDetails, JsonValue, StoredTask, TaskResultRequest } from '@nest-durable/common';
-import { Database, prepared, type RunEntity, type SqlExecutor } from '@app/persistence';
+import { Database, findSteps, prepared, type RunEntity, type SqlExecutor } from '@app/persistence';
 import { Injectable } from '@nestjs/common';
-import { conflictFor, conflictsFor, findSteps, unwrap } from '../runs/conflicts';
+import { conflictFor, conflictsFor, unwrap } from '../runs/conflicts';
 import { appendHistory, json, notifyReady, stepsToRerun } from '../runs/run-sql';
 import { FINISH_RUNS, RECORD_TASKS, RECORD_TASKS_AND_FINISH } from './report.statements';
 
