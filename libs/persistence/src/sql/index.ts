@@ -3,6 +3,7 @@
 // errors).
 export { findExistingRunIds, findLandedSuspension, findSteps } from './fencing.sql';
 export { refreshClaims } from './heartbeats.sql';
+export { cancelRunTree, deliverEvent, failStalledTakenWith, lockRunStatus, retryFailedRun, storeEvent, wakeSleepingRun } from './run-commands.sql';
 export { type HandOffTarget, startHandedPublishedRuns, startHandedRuns } from './runs-hand-off.sql';
 export { insertChildRun, type NewRun, type StartedRun, startPublishedRuns, startRuns } from './runs-start.sql';
 export { consumeEvent, insertChildStep, insertResolvedStep, lockRunningRun, suspendRun, upsertWaitingStep } from './steps.sql';

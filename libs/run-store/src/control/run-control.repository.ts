@@ -1,17 +1,23 @@
 import { JsonValue, RunStatus } from '@nest-durable/common';
 import {
+  cancelRunTree,
   Database,
+  deliverEvent,
+  failStalledTakenWith,
   type HandOffTarget,
+  lockRunStatus,
   type NewRun,
+  retryFailedRun,
   type SqlExecutor,
   type StartedRun,
   startHandedPublishedRuns,
   startHandedRuns,
   startPublishedRuns,
   startRuns,
+  storeEvent,
+  wakeSleepingRun,
 } from '@app/persistence';
 import { Injectable } from '@nestjs/common';
-import { appendHistory, json, notifyFinished, notifyReady, stalledError, stepsToRerun, wakeParents } from '../runs/run-sql';
 
 export type { HandOffTarget, NewRun, StartedRun } from '@app/persistence';
 
@@ -22,10 +28,17 @@ export interface ControlOutcome {
   applied: boolean;
 }
 
+/** The statuses a run can still leave by itself: a command acts only on these. */
+const UNFINISHED: RunStatus[] = ['queued', 'running', 'waiting'];
+
+/** A bound on a cancel's passes over a run's tree (each sees what committed before it). */
+const CANCEL_PASSES = 100;
+
 /**
  * State changes clients ask for (start, cancel, events, wake-ups, retries). Each locks the run row
  * before deciding, so it acts on the run's latest state, and bumps the revision where it takes a run
- * away from its worker (cancel), which fences that worker off.
+ * away from its worker (cancel), which fences that worker off. The statements, and why each is safe
+ * under concurrency, are in the SQL home (runs-start.sql.ts, runs-hand-off.sql.ts, run-commands.sql.ts).
  */
 @Injectable()
 export class RunControlRepository {
@@ -65,37 +78,13 @@ export class RunControlRepository {
    */
   async cancel(id: string, on?: SqlExecutor): Promise<ControlOutcome> {
     const work = async (tx: SqlExecutor): Promise<ControlOutcome> => {
-      const [target] = await tx.query<{ status: RunStatus }>(`SELECT status FROM runs WHERE id = $1 FOR UPDATE`, [id]);
-      if (!target) return { applied: false };
-      if (!['queued', 'running', 'waiting'].includes(target.status)) return { previous: target.status, applied: false };
-      for (let pass = 0; pass < 100; pass++) {
-        const [{ cancelled }] = await tx.query<{ cancelled: number }>(
-          `WITH RECURSIVE tree AS (
-             SELECT id FROM runs WHERE id = $1
-             UNION
-             SELECT r.id FROM runs r JOIN tree t ON r.parent_id = t.id
-           ), locked AS (
-             SELECT r.id, r.status FROM runs r JOIN tree USING (id)
-              WHERE r.status IN ('queued', 'running', 'waiting')
-              FOR UPDATE OF r
-           ), cancelled AS (
-             UPDATE runs r
-                SET status = 'cancelled', revision = r.revision + 1, heartbeat_at = NULL,
-                    finished_at = now(), updated_at = now()
-               FROM locked l
-              WHERE r.id = l.id
-             RETURNING r.id, r.revision, r.parent_id, r.status, r.output, r.error, l.status AS from_status
-           ), history AS (
-             ${appendHistory('cancelled', 'from_status', `'cancelled'`)}
-           ), top AS (
-             SELECT * FROM cancelled WHERE id = $1
-           ), ${wakeParents('top')}
-           SELECT count(*)::int AS cancelled, ${notifyFinished('cancelled')}, ${notifyReady('woken_parents')} FROM cancelled`,
-          [id],
-        );
-        if (cancelled === 0) break;
+      const previous = await lockRunStatus(tx, id);
+      if (!previous) return { applied: false };
+      if (!UNFINISHED.includes(previous)) return { previous, applied: false };
+      for (let pass = 0; pass < CANCEL_PASSES; pass++) {
+        if ((await cancelRunTree(tx, id)) === 0) break;
       }
-      return { previous: target.status, applied: true };
+      return { previous, applied: true };
     };
     return on ? work(on) : this.db.transaction(work);
   }
@@ -106,24 +95,12 @@ export class RunControlRepository {
    */
   async sendEvent(id: string, name: string, data: JsonValue): Promise<ControlOutcome & { delivered: boolean }> {
     return this.db.transaction(async (tx) => {
-      const [run] = await tx.query<{ status: RunStatus }>(`SELECT status FROM runs WHERE id = $1 FOR UPDATE`, [id]);
-      if (!run) return { applied: false, delivered: false };
-      if (!['queued', 'running', 'waiting'].includes(run.status)) return { previous: run.status, applied: false, delivered: false };
-      const [delivered] = await tx.query<{ key: string }>(
-        `WITH step AS (
-           UPDATE tasks SET status = 'completed', output = jsonb_build_object('timedOut', false, 'data', $3::jsonb)
-            WHERE run_id = $1 AND kind = 'event' AND status = 'waiting' AND name = $2
-           RETURNING key
-         ), woken AS (
-           UPDATE runs SET due_at = now(), updated_at = now()
-            WHERE id = $1 AND status = 'waiting' AND EXISTS (SELECT 1 FROM step)
-           RETURNING queue
-         )
-         SELECT key, ${notifyReady('woken')} FROM step`,
-        [id, name, json(data) ?? 'null'],
-      );
-      await tx.query(`INSERT INTO run_events (run_id, name, data, consumed_by) VALUES ($1, $2, $3, $4)`, [id, name, json(data), delivered?.key ?? null]);
-      return { previous: run.status, applied: true, delivered: delivered !== undefined };
+      const previous = await lockRunStatus(tx, id);
+      if (!previous) return { applied: false, delivered: false };
+      if (!UNFINISHED.includes(previous)) return { previous, applied: false, delivered: false };
+      const delivered = await deliverEvent(tx, id, name, data);
+      await storeEvent(tx, id, name, data, delivered ?? null);
+      return { previous, applied: true, delivered: delivered !== undefined };
     });
   }
 
@@ -131,19 +108,9 @@ export class RunControlRepository {
   async wake(id: string): Promise<ControlOutcome> {
     return this.db.transaction(async (tx) => {
       // Locked first, in its own statement: a suspension committed while we waited is then visible.
-      const [run] = await tx.query<{ status: RunStatus }>(`SELECT status FROM runs WHERE id = $1 FOR UPDATE`, [id]);
-      if (!run) return { applied: false };
-      const woken = await tx.query(
-        `WITH woken AS (
-           UPDATE runs r SET due_at = now(), updated_at = now()
-            WHERE r.id = $1 AND r.status = 'waiting'
-              AND EXISTS (SELECT 1 FROM tasks s WHERE s.run_id = r.id AND s.kind = 'sleep' AND s.status = 'waiting')
-           RETURNING r.queue
-         )
-         SELECT ${notifyReady('woken')} FROM woken`,
-        [id],
-      );
-      return { previous: run.status, applied: woken.length > 0 };
+      const previous = await lockRunStatus(tx, id);
+      if (!previous) return { applied: false };
+      return { previous, applied: await wakeSleepingRun(tx, id) };
     });
   }
 
@@ -152,33 +119,13 @@ export class RunControlRepository {
    * kept, so it resumes from its checkpoints; failed steps run again.
    */
   async retry(id: string, on: SqlExecutor = this.db): Promise<ControlOutcome> {
-    const [row] = await on.query<{ previous: RunStatus; applied: boolean }>(
-      `WITH target AS (
-         SELECT id, status FROM runs WHERE id = $1 FOR UPDATE
-       ), retried AS (
-         UPDATE runs r
-            SET status = 'queued', attempt = r.attempt + 1, revision = r.revision + 1, due_at = now(), stalls = 0,
-                finished_at = NULL, updated_at = now()
-           FROM target t
-          WHERE r.id = t.id AND t.status = 'failed'
-         RETURNING r.id, r.revision, r.queue
-       ), history AS (
-         ${appendHistory('retried', `'failed'`, `'queued'`)}
-       ), cleared AS (
-         DELETE FROM tasks s USING retried r WHERE s.run_id = r.id AND ${stepsToRerun('s')}
-       )
-       SELECT t.status AS previous, EXISTS (SELECT 1 FROM retried) AS applied, ${notifyReady('retried')} FROM target t`,
-      [id],
-    );
-    return row ?? { applied: false };
+    return (await retryFailedRun(on, id)) ?? { applied: false };
   }
 
   /**
-   * Fails as `stalled` the run last taken with this wake-up (see runs.claimed_via: the running run
-   * with that wake-up whose claim was refreshed last) if that claim went idle (its worker is gone):
-   * used when dispatch gives up on the wake-up because it was delivered too often. A run a live worker
-   * holds is left alone. Returns that run, and whether it was failed. Found among the queue's running
-   * runs (runs_idle_claims_idx).
+   * Fails as `stalled` the run last taken with this wake-up (see runs.claimed_via) if that claim went idle (its
+   * worker is gone): used when dispatch gives up on the wake-up because it was delivered too often. A run a live
+   * worker holds is left alone. Returns that run, and whether it was failed.
    */
   async failStalledTakenWith(
     queue: string,
@@ -187,23 +134,7 @@ export class RunControlRepository {
     message: string,
     on: SqlExecutor = this.db,
   ): Promise<{ runId: string; failed: boolean } | undefined> {
-    const [row] = await on.query<{ id: string | null; failed: boolean }>(
-      `WITH last_taken AS (
-         SELECT id FROM runs WHERE queue = $1 AND claimed_via = $2 AND status = 'running'
-          ORDER BY heartbeat_at DESC LIMIT 1
-       ), failed AS (
-         UPDATE runs
-            SET status = 'failed', error = ${stalledError('$4::text')}, revision = revision + 1,
-                heartbeat_at = NULL, finished_at = now(), updated_at = now()
-          WHERE id = (SELECT id FROM last_taken) AND status = 'running' AND heartbeat_at < now() - $3 * interval '1 millisecond'
-         RETURNING id, revision, claimed_by, parent_id, status, output, error
-       ), history AS (
-         ${appendHistory('failed', `'running'`, `'failed'`, 'claimed_by')}
-       ), ${wakeParents('failed')}
-       SELECT (SELECT id FROM last_taken) AS id, EXISTS (SELECT 1 FROM failed) AS failed,
-              ${notifyFinished('failed')}, ${notifyReady('woken_parents')}`,
-      [queue, wakeup, claimMinIdleTimeMs, message],
-    );
+    const row = await failStalledTakenWith(on, { queue, wakeup, claimMinIdleTimeMs, message });
     return row.id ? { runId: row.id, failed: row.failed } : undefined;
   }
 }
