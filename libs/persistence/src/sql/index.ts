@@ -1,6 +1,8 @@
 // The SQL home: whole statements, each in a constant above the one function that runs it, grouped by table or
 // concern, with why it is safe under concurrency. Callers keep the orchestration (transactions, fallbacks,
 // errors).
+export { claimRunsFull } from './claims-full.sql';
+export { type ClaimParams, type ClaimRow, claimRunsCommon } from './claims.sql';
 export { findExistingRunIds, findLandedSuspension, findSteps } from './fencing.sql';
 export { refreshClaims } from './heartbeats.sql';
 export { cancelRunTree, deliverEvent, failStalledTakenWith, lockRunStatus, retryFailedRun, storeEvent, wakeSleepingRun } from './run-commands.sql';

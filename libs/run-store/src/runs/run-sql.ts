@@ -89,14 +89,6 @@ export function wakeParents(ended: string, except?: string): string {
        )`;
 }
 
-/**
- * The error of a run the engine failed because the workers that took it kept stopping without
- * finishing (reason `stalled`); `message` is a SQL text expression.
- */
-export function stalledError(message: string): string {
-  return `jsonb_build_object('name', 'RunStalledError', 'reason', 'stalled', 'message', ${message})`;
-}
-
 /** Condition on the steps (table alias `alias`) a failed attempt leaves behind that must run again on the next attempt. */
 export function stepsToRerun(alias: string): string {
   return `(${alias}.status = 'failed' OR ${alias}.kind = 'retry')`;
