@@ -1,5 +1,7 @@
 import type { StepKind, StoredTask } from '@nest-durable/common';
 import type { SqlExecutor } from '../database';
+import { jsonParam } from './json-param';
+import type { RunOutcome } from './reports.sql';
 
 /*
  * What a fenced write that matched nothing finds out afterwards: whether its run exists at all (a stale revision,
@@ -27,6 +29,35 @@ export async function findSteps(db: SqlExecutor, wanted: { runId: string; key: s
   const rows = await db.query<StoredTask & { n: string }>(FIND_STEPS, [wanted.map((item) => item.runId), wanted.map((item) => item.key)]);
   const byPosition = new Map(rows.map(({ n, ...step }) => [Number(n), step as StoredTask]));
   return wanted.map((_, index) => byPosition.get(index + 1));
+}
+
+/**
+ * Outcomes that landed already: a worker sends one again when the answer to the first was lost (its connection
+ * died at COMMIT, which PostgreSQL may still have made durable). The first moved the run to `expectedRevision + 1`
+ * with this very status and output (or error), which nothing else can do (every write at that revision is fenced
+ * to its one holder), so the resend can be answered as the first was instead of with a 409 that would make the
+ * worker give the run up. A different outcome does not match.
+ */
+const FIND_LANDED_OUTCOMES = `SELECT i.n, r.revision, r.workflow
+  FROM unnest($1::uuid[], $2::integer[], $3::text[], $4::jsonb[], $5::jsonb[]) WITH ORDINALITY AS i(run_id, revision, status, output, error, n)
+  JOIN runs r ON r.id = i.run_id AND r.revision = i.revision + 1 AND r.status = i.status
+ WHERE CASE WHEN i.status = 'completed' THEN r.output IS NOT DISTINCT FROM i.output ELSE r.error IS NOT DISTINCT FROM i.error END`;
+
+/** For each outcome, the revision and workflow it left its run at if it landed before (see above), else undefined. */
+export async function findLandedOutcomes(
+  db: SqlExecutor,
+  items: { runId: string; expectedRevision: number; outcome: RunOutcome }[],
+): Promise<({ revision: number; workflow: string } | undefined)[]> {
+  if (items.length === 0) return [];
+  const rows = await db.query<{ n: string; revision: number; workflow: string }>(FIND_LANDED_OUTCOMES, [
+    items.map((item) => item.runId),
+    items.map((item) => item.expectedRevision),
+    items.map((item) => item.outcome.status),
+    items.map((item) => (item.outcome.status === 'completed' ? jsonParam(item.outcome.output) : null)),
+    items.map((item) => (item.outcome.status === 'failed' ? jsonParam(item.outcome.error) : null)),
+  ]);
+  const byPosition = new Map(rows.map(({ n, revision, workflow }) => [Number(n), { revision, workflow }]));
+  return items.map((_, index) => byPosition.get(index + 1));
 }
 
 /**
