@@ -4,6 +4,7 @@
 export * from './claims/claim.repository';
 export * from './control/run-control.repository';
 export * from './heartbeats/heartbeat.repository';
+export { type FinishedRun, ReportAnswerError, type RunFinished } from './reports/report-answers';
 export * from './reports/report.repository';
 export * from './run-store.module';
 export * from './steps/step.repository';
