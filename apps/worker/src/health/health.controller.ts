@@ -1,4 +1,4 @@
-import { WorkerHealth } from '@nest-durable/worker';
+import { CoordinatorHealth, WorkerRuntimeHealth } from '@nest-durable/worker';
 import { RedisHealth } from '@app/streams';
 import { Controller, Get, Optional } from '@nestjs/common';
 import { HealthCheck, HealthCheckService, type HealthIndicatorFunction } from '@nestjs/terminus';
@@ -11,20 +11,21 @@ import { HealthCheck, HealthCheckService, type HealthIndicatorFunction } from '@
 export class HealthController {
   constructor(
     private readonly health: HealthCheckService,
-    private readonly worker: WorkerHealth,
+    private readonly runtime: WorkerRuntimeHealth,
+    private readonly coordinator: CoordinatorHealth,
     @Optional() private readonly redis?: RedisHealth,
   ) {}
 
   @Get('live')
   @HealthCheck()
   live() {
-    return this.health.check([() => this.worker.consumer()]);
+    return this.health.check([() => this.runtime.isHealthy()]);
   }
 
   @Get('ready')
   @HealthCheck()
   ready() {
-    const checks: HealthIndicatorFunction[] = [() => this.worker.consumer(), () => this.worker.coordinator()];
+    const checks: HealthIndicatorFunction[] = [() => this.runtime.isHealthy(), () => this.coordinator.isHealthy()];
     if (this.redis) checks.push(() => this.redis!.isHealthy());
     return this.health.check(checks);
   }
