@@ -1,6 +1,6 @@
 // Builds the published packages into their own dist, in dependency order: @nest-durable/common, then the client
 // and the workflow SDK (which import it as an installed package would), then the worker. The worker ships the
-// shared libs it imports (libs/streams, libs/locking): they compile beside it (dist/libs/<lib>/src), and their
+// libs it imports (libs/streams, libs/locking, libs/metrics): they compile beside it (dist/libs/<lib>/src), and their
 // `@app/<lib>` aliases become relative paths here, as `nest build` does for the apps.
 // `node scripts/build-packages.mjs common client` builds only those (in that order).
 import { execFileSync } from 'node:child_process';

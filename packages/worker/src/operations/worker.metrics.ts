@@ -1,16 +1,28 @@
 import { MetricsService } from '@app/metrics';
-import { FailoverSubscriber, type Subscriber, SUBSCRIBER, WorkerRuntime } from '@nest-durable/worker';
-import { Controller, Get, Header, Inject, Res } from '@nestjs/common';
-import type { FastifyReply } from 'fastify';
+import { Injectable, type OnModuleInit } from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
+import { FailoverSubscriber } from '../subscribers/failover.subscriber';
+import { SUBSCRIBER, type Subscriber } from '../subscribers/subscriber.interface';
+import { WorkerRuntime } from '../worker-runtime.service';
+import { workerProvided } from './provided-in-app';
 
-/** The worker's Prometheus series, read from the runtime's and the subscriber's counters at scrape. */
-@Controller('metrics')
-export class MetricsController {
+/** The worker's Prometheus series (`wf_worker_*`), read from the runtime's and the subscriber's counters at scrape. */
+@Injectable()
+export class WorkerMetrics implements OnModuleInit {
   constructor(
     private readonly metrics: MetricsService,
-    runtime: WorkerRuntime,
-    @Inject(SUBSCRIBER) subscriber: Subscriber,
-  ) {
+    private readonly moduleRef: ModuleRef,
+  ) {}
+
+  /** The registry's text and its content type, for the metrics endpoint. */
+  text(): Promise<{ contentType: string; body: string }> {
+    return this.metrics.text();
+  }
+
+  onModuleInit(): void {
+    const { metrics } = this;
+    const runtime = workerProvided(this.moduleRef, WorkerRuntime);
+    const subscriber = workerProvided<Subscriber>(this.moduleRef, SUBSCRIBER);
     const failover = subscriber instanceof FailoverSubscriber ? subscriber : undefined;
     const primary = (failover?.primary ?? subscriber) as Subscriber & { stale?: number };
     metrics.gauge('worker_runs_active', 'Runs this worker holds: executing, or reporting their outcome', () => runtime.activeRuns);
@@ -23,12 +35,5 @@ export class MetricsController {
       () => primary.stale ?? 0,
     );
     metrics.gauge('worker_subscriber_on_backup', '1 while the worker takes work from its HTTP backup', () => (failover?.usingBackup ? 1 : 0));
-  }
-
-  @Get()
-  @Header('cache-control', 'no-store')
-  async scrape(@Res() reply: FastifyReply): Promise<void> {
-    const { contentType, body } = await this.metrics.text();
-    reply.type(contentType).send(body);
   }
 }
