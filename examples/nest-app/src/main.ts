@@ -3,12 +3,16 @@ import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { WorkerModule } from './worker.module';
 
-/** Starts the worker; SIGTERM lets running runs finish (or hands them back) before it exits. */
+/**
+ * Starts the worker, serving its health and metrics on PORT (default 3001); SIGTERM lets running runs finish
+ * (or hands them back) before it exits.
+ */
 async function main(): Promise<void> {
-  const app = await NestFactory.createApplicationContext(WorkerModule);
+  const app = await NestFactory.create(WorkerModule);
   app.enableShutdownHooks();
-  await app.init();
-  new Logger('Example').log('worker ready');
+  const port = Number(process.env.PORT ?? 3001);
+  await app.listen(port);
+  new Logger('Example').log(`worker ready; health and metrics on port ${port}`);
 }
 
 void main();
