@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import type { RunView } from '@nest-durable/client';
 import { type FailoverSubscriber, SUBSCRIBER, WorkerRuntime } from '@nest-durable/worker';
-import { RedisStreamsSubscriber } from '@nest-durable/worker/redis';
+import type { StreamsConsumer, StreamWakeup, TransportSubscriber } from '@nest-durable/worker/redis';
 import { WorkflowClient } from '@nest-durable/client';
 import { partitionCountKey, queueStreams, sortedSetKey } from '@app/streams';
 import { Redis } from 'ioredis';
@@ -144,7 +144,7 @@ describe('dispatch promises', () => {
       const port = await freePort();
       const url = `http://127.0.0.1:${port}`;
       const worker = await workerFor('redis-streams', url, prefix, { STREAM_PARTITIONS: '1' });
-      const primary = worker.app.get<FailoverSubscriber>(SUBSCRIBER).primary as RedisStreamsSubscriber;
+      const primary = worker.app.get<FailoverSubscriber>(SUBSCRIBER).primary as TransportSubscriber<StreamWakeup>;
       await coordinatorFor('redis-streams', prefix, { port, streamPartitions: 4 });
       expect(await redis.get(partitionCountKey(prefix))).toBe('4');
       const runs = await startBatch(
@@ -152,7 +152,7 @@ describe('dispatch promises', () => {
         Array.from({ length: 100 }, () => ({ workflow: 'echo', version: '1', input: 1 })),
       );
       await eventually('every run completed', async () => (await countWhere(`status = 'completed'`)) === runs.length, 15_000);
-      expect(primary.readStreams).toEqual(expect.arrayContaining(queueStreams(prefix, ['echo:1'], 4)));
+      expect((primary.consumer as StreamsConsumer).readStreams).toEqual(expect.arrayContaining(queueStreams(prefix, ['echo:1'], 4)));
       // Through its partition streams, not its HTTP backup.
       expect(worker.app.get<FailoverSubscriber>(SUBSCRIBER).failovers).toBe(0);
     }, 30_000);

@@ -1,11 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import type { INestApplication } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
 import { readFileSync } from 'node:fs';
 import { type AddressInfo, connect, createServer, type Socket } from 'node:net';
 import request from 'supertest';
+import { createWorkerApp } from '../apps/worker/src/bootstrap';
 import { loadWorkerConfig } from '../apps/worker/src/config/worker.config';
-import { WorkerAppModule } from '../apps/worker/src/worker-app.module';
 import { type RunningCoordinator, startCoordinator } from './support/apps';
 import { capturedLogger } from './support/captured-logs';
 import { createTestDatabase, type TestDatabase } from './support/database';
@@ -220,7 +218,7 @@ describe('operability', () => {
   it('worker health reflects its consume loop and the coordinator, and it serves metrics', async () => {
     const coordinator = await startCoordinator(db.url);
     const config = loadWorkerConfig({ COORDINATOR_URL: coordinator.url, CLAIM_WAIT_MS: '500', WORKER_PORT: '0' });
-    const worker: INestApplication = await NestFactory.create(WorkerAppModule.register(config), { logger: capturedLogger });
+    const worker = await createWorkerApp(config, capturedLogger);
     await worker.listen(0, '127.0.0.1');
     const workerUrl = `http://127.0.0.1:${(worker.getHttpServer().address() as AddressInfo).port}`;
     try {

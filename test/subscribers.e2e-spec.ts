@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import type { ClaimedRun, RunView } from '@nest-durable/client';
 import { CoordinatorApi, FailoverSubscriber, type NextDelayParams, SUBSCRIBER, type Subscriber, WorkflowRegistry } from '@nest-durable/worker';
-import { RedisStreamsSubscriber, RedisConnection } from '@nest-durable/worker/redis';
+import { RedisConnection, type TransportSubscriber } from '@nest-durable/worker/redis';
 import { WorkflowClient } from '@nest-durable/client';
 import { streamKey, MAX_GIVE_BACKS, StreamEntries } from '@app/streams';
 import { Injectable } from '@nestjs/common';
@@ -203,7 +203,7 @@ describe('subscribers', () => {
     });
     // The worker acknowledges it once the coordinator has recorded it.
     await eventually('the entry acknowledged', async () => ((await redis.xpending(stream, 'workers')) as [number])[0] === 0);
-    expect((subscriber.primary as RedisStreamsSubscriber).deadLettered).toBe(1);
+    expect((subscriber.primary as TransportSubscriber).deadLettered).toBe(1);
     // Its run was waiting for its time, not held by a dead worker: left as it was.
     expect((await client.get(later.id)).status).toBe('queued');
   }, 60_000);

@@ -1,5 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { CoordinatorUnavailableError, EngineHttpError, WorkflowClient } from '@nest-durable/client';
+import {
+  type AnsweredError,
+  CoordinatorUnavailableError,
+  DeadLetterNotFoundError,
+  DurableError,
+  InvalidRequestError,
+  JsonHttpClient,
+  RunAlreadyTerminalError,
+  RunNotFailedError,
+  RunNotFoundError,
+  RunNotSleepingError,
+  WorkflowClient,
+} from '@nest-durable/client';
 import { approvalWorkflow, echoWorkflow, flakyWorkflow, orderProcessingWorkflow, sleepyWorkflow } from '../apps/worker/src/workflows';
 import { type RunningCoordinator, type RunningWorker, startCoordinator, startWorker } from './support/apps';
 import { createTestDatabase, type TestDatabase } from './support/database';
@@ -7,14 +19,17 @@ import { startDeadLetteringCoordinator } from './support/dead-letters';
 import { eventually } from './support/poll';
 import { freePort } from './support/processes';
 
-/** Rejects with the EngineHttpError `promise` fails with (and fails the test if it resolves or fails otherwise). */
-async function httpError(promise: Promise<unknown>): Promise<EngineHttpError> {
+/**
+ * The error answer `promise` rejects with, which must be an `errorClass` (the test fails if it resolves or fails
+ * otherwise).
+ */
+async function httpError(promise: Promise<unknown>, errorClass: abstract new (...args: never[]) => DurableError): Promise<AnsweredError> {
   const error = await promise.then(
     () => undefined,
     (caught: unknown) => caught,
   );
-  expect(error).toBeInstanceOf(EngineHttpError);
-  return error as EngineHttpError;
+  expect(error).toBeInstanceOf(errorClass);
+  return error as AnsweredError;
 }
 
 /** Every method of the typed client against a real coordinator and worker. */
@@ -78,7 +93,7 @@ describe('WorkflowClient', () => {
   it('cancels a run, and refuses to cancel it twice with run_terminal', async () => {
     const run = await client.start(sleepyWorkflow, { ms: 3_600_000 }, { runAt: new Date(Date.now() + 3_600_000) });
     expect((await client.cancel(run.id)).status).toBe('cancelled');
-    const error = await httpError(client.cancel(run.id));
+    const error = await httpError(client.cancel(run.id), RunAlreadyTerminalError);
     expect(error).toMatchObject({ statusCode: 409, reason: 'run_terminal' });
     expect(error.message).toContain(run.id);
   });
@@ -88,7 +103,9 @@ describe('WorkflowClient', () => {
     expect((await client.waitForResult(run.id, { timeoutMs: 10_000 })).status).toBe('failed');
     expect((await client.retry(run.id)).attempt).toBe(2);
     expect(await client.waitForResult(run.id, { timeoutMs: 10_000 })).toMatchObject({ status: 'failed', attempt: 2 });
-    await expect(httpError(client.retry((await client.start(echoWorkflow, 1, { runAt: new Date(Date.now() + 3_600_000) })).id))).resolves.toMatchObject({
+    await expect(
+      httpError(client.retry((await client.start(echoWorkflow, 1, { runAt: new Date(Date.now() + 3_600_000) })).id), RunNotFailedError),
+    ).resolves.toMatchObject({
       statusCode: 409,
       reason: 'run_not_failed',
     });
@@ -99,7 +116,7 @@ describe('WorkflowClient', () => {
     await eventually('the run asleep', async () => (await client.get(run.id)).status === 'waiting');
     await client.wake(run.id);
     expect(await client.waitForResult(run.id, { timeoutMs: 10_000 })).toMatchObject({ status: 'completed', output: { sleptMs: 3_600_000 } });
-    expect(await httpError(client.wake(run.id))).toMatchObject({ statusCode: 409, reason: 'run_not_sleeping' });
+    expect(await httpError(client.wake(run.id), RunNotSleepingError)).toMatchObject({ statusCode: 409, reason: 'run_not_sleeping' });
   });
 
   it('sends an event a run waits for, and one it does not wait for yet', async () => {
@@ -121,10 +138,15 @@ describe('WorkflowClient', () => {
     await client.cancel(run.id);
   });
 
-  it('rejects with EngineHttpError for API errors and CoordinatorUnavailableError when nothing answers', async () => {
-    expect(await httpError(client.get('0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b'))).toMatchObject({ statusCode: 404, reason: 'run_not_found' });
-    expect(await httpError(client.get('not-a-uuid'))).toMatchObject({ statusCode: 400, reason: 'invalid_run_id' });
-    expect(await httpError(client.list({ limit: 0 }))).toMatchObject({ statusCode: 400, reason: 'invalid_limit' });
+  it("rejects with the error class an answer's reason names, with its status, and CoordinatorUnavailableError when nothing answers", async () => {
+    const missing = await httpError(client.get('0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b'), RunNotFoundError);
+    expect(missing).toMatchObject({ name: 'RunNotFoundError', statusCode: 404, reason: 'run_not_found', nonRetryable: false });
+    expect(missing.message).toBe('run 0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b does not exist');
+    expect(await httpError(client.get('not-a-uuid'), InvalidRequestError)).toMatchObject({ statusCode: 400, reason: 'invalid_run_id' });
+    expect(await httpError(client.list({ limit: 0 }), InvalidRequestError)).toMatchObject({ statusCode: 400, reason: 'invalid_limit' });
+    // A reason no class carries (the HTTP layer's own) is a DurableError of that reason.
+    const unrouted = await httpError(new JsonHttpClient(coordinator.url).request('GET', '/v1/no-such-route'), DurableError);
+    expect([unrouted.constructor, unrouted.statusCode, unrouted.reason]).toEqual([DurableError, 404, 'route_not_found']);
     const nowhere = new WorkflowClient({ url: `http://127.0.0.1:${await freePort()}` });
     await expect(nowhere.get('0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b')).rejects.toBeInstanceOf(CoordinatorUnavailableError);
   });
@@ -165,7 +187,10 @@ describe('WorkflowClient', () => {
       const remaining = (await deadClient.listDeadLetters()).deadLetters.map((letter) => letter.id);
       expect(remaining).not.toContain(letterOf.get(deleted.id)!.id);
       expect(remaining).not.toContain(letterOf.get(redriven.id)!.id);
-      expect(await httpError(deadClient.deleteDeadLetter(letterOf.get(deleted.id)!.id))).toMatchObject({ statusCode: 404, reason: 'dead_letter_not_found' });
+      expect(await httpError(deadClient.deleteDeadLetter(letterOf.get(deleted.id)!.id), DeadLetterNotFoundError)).toMatchObject({
+        statusCode: 404,
+        reason: 'dead_letter_not_found',
+      });
     });
   });
 });

@@ -12,8 +12,13 @@ export default defineConfig({
   // Preact's automatic JSX runtime, compiled by Vite's own transformer (no Babel plugin needed).
   oxc: { jsx: { runtime: 'automatic', importSource: 'preact' } },
   resolve: {
-    // The contract's run statuses, a plain module (its other values bring TypeBox, which the browser does not need).
-    alias: { '@nest-durable/common/run-status': fileURLToPath(new URL('../../packages/common/src/contract/run-status.ts', import.meta.url)) },
+    // The contract's run statuses and routes and the errors' root, plain modules (the package's other values bring
+    // TypeBox, which the browser does not need: the endpoint entries with their schemas would add about 75 kB gzipped).
+    alias: {
+      '@nest-durable/common/run-status': fileURLToPath(new URL('../../packages/common/src/contract/run-status.ts', import.meta.url)),
+      '@nest-durable/common/routes': fileURLToPath(new URL('../../packages/common/src/contract/routes.ts', import.meta.url)),
+      '@nest-durable/common/durable-error': fileURLToPath(new URL('../../packages/common/src/errors/durable.error.ts', import.meta.url)),
+    },
   },
   build: {
     outDir: fileURLToPath(new URL('../../dist/dashboard', import.meta.url)),

@@ -32,7 +32,7 @@ export interface RunningWorker {
 /** Boots the real worker app (hosting the example workflows) in this process. */
 export async function startWorker(coordinatorUrl: string, overrides: Partial<WorkerConfig> = {}): Promise<RunningWorker> {
   const config = { ...loadWorkerConfig({ COORDINATOR_URL: coordinatorUrl }), claimWaitMs: 5_000, ...overrides };
-  const app = await NestFactory.createApplicationContext(WorkerAppModule.register(config), { logger: capturedLogger });
+  const app = await NestFactory.createApplicationContext(WorkerAppModule.forRoot(config), { logger: capturedLogger });
   return { app, close: () => app.close() };
 }
 

@@ -1,4 +1,5 @@
-import { Database, type SqlExecutor } from '@app/persistence';
+import { Database, type NewRun, type SqlExecutor, startHandedRuns, startRuns, uuidv7 } from '@app/persistence';
+import { queueName } from '@nest-durable/common';
 import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import { GenericPlanPool } from '../../libs/persistence/src/generic-plan.pool';
@@ -92,4 +93,41 @@ export async function listenTo(url: string, channel: string): Promise<Listener> 
   });
   await client.query(`LISTEN ${channel}`);
   return { payloads, close: () => client.end() };
+}
+
+/** A run to start (see startRuns) of `workflow` version 1, with `overrides`. */
+export function newRun(workflow: string, overrides: Partial<NewRun> = {}): NewRun {
+  return {
+    id: uuidv7(),
+    workflow,
+    version: '1',
+    shard: null,
+    input: { workflow },
+    priority: 0,
+    idempotencyKey: null,
+    runAt: null,
+    parentId: null,
+    tags: {},
+    ...overrides,
+  };
+}
+
+/**
+ * Starts `run` running for `workerId` at revision 1 (claimed in the start's commit, as a hand-off leaves it). Its
+ * queue must hold no ready run nor a claim gone idle, and its version no active control.
+ */
+export async function startClaimed(db: SqlExecutor, run: NewRun, workerId = 'worker-a'): Promise<void> {
+  const queue = queueName(run.workflow, run.version, run.shard ?? undefined);
+  const [started] = await startHandedRuns(db, [run], { workerId, queues: [queue], claimMinIdleTimeMs: 60_000 });
+  if (started?.status !== 'running') throw new Error(`run ${run.id} was not handed to ${workerId}: ${JSON.stringify(started)}`);
+}
+
+/**
+ * The queues woken so far (`ready` listens on wf_runs_ready), once a run of `sentinel` started after what is
+ * being checked was announced: notifications arrive in commit order, so none of the earlier ones is still coming.
+ */
+export async function queuesWokenBefore(db: SqlExecutor, ready: Listener, sentinel: string): Promise<string[]> {
+  await startRuns(db, [newRun(sentinel)]);
+  await eventually(`the wake-up of ${sentinel}:1`, async () => ready.payloads.includes(`${sentinel}:1`));
+  return ready.payloads.slice(0, ready.payloads.indexOf(`${sentinel}:1`));
 }

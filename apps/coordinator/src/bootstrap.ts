@@ -1,30 +1,13 @@
-import { createAppLogger } from '@app/config';
+import { createAppLogger, httpAdapter } from '@app/config';
 import type { LoggerService, LogLevel } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { openApiDocument } from '@nest-durable/common';
 import { type OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import type { CoordinatorConfig } from './config/coordinator.config';
 import { CoordinatorModule } from './coordinator.module';
 import { answerFrameworkError } from './http/engine-exception.filter';
 import { useJsonBodies } from './http/json-body';
-
-/**
- * Fastify, set to route as Express did: paths case-insensitively and with or without a trailing slash, path
- * parameters of any length (Fastify's default of 100 characters would make a long workflow name a 404),
- * keep-alive requests during shutdown served (with `Connection: close`, see HttpDrain) rather than refused with
- * 503, and a path that is not UTF-8 refused with the error body. Idle keep-alive connections last Node's 5 s, not
- * Fastify's 72 s: clients keep an idle connection as long as the server says it does, and one that never
- * carried a request holds a shutting-down server open until the client drops it.
- */
-function httpAdapter(): FastifyAdapter {
-  return new FastifyAdapter({
-    routerOptions: { caseSensitive: false, ignoreTrailingSlash: true, maxParamLength: Number.MAX_SAFE_INTEGER },
-    return503OnClosing: false,
-    keepAliveTimeout: 5_000,
-    frameworkErrors: answerFrameworkError,
-  });
-}
 
 /**
  * How many connections the kernel may hold for the coordinator before it accepts them (Node's default is 511;
@@ -45,8 +28,10 @@ export async function createCoordinatorApp(
   config: CoordinatorConfig,
   logger: LoggerService | LogLevel[] = createAppLogger(config.logFormat, config.logLevel),
 ): Promise<NestFastifyApplication> {
-  // abortOnError: false: the caller sees why it could not start (main.ts prints it and exits).
-  const app = await NestFactory.create<NestFastifyApplication>(CoordinatorModule.register(config), httpAdapter(), {
+  // Keep-alive requests during shutdown are answered with `Connection: close` (HttpDrain); a path that is not UTF-8
+  // is refused with the API's error body. abortOnError: false: the caller sees why it could not start (main.ts
+  // prints it and exits).
+  const app = await NestFactory.create<NestFastifyApplication>(CoordinatorModule.forRoot(config), httpAdapter(answerFrameworkError), {
     bodyParser: false,
     logger,
     abortOnError: false,

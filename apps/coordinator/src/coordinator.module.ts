@@ -1,14 +1,26 @@
+import { redisConnectionOptions } from '@app/config';
 import { LeaderElectionModule } from '@app/locking';
-import { NotificationsModule, OUTBOX_CHANNEL, RUN_CHANGES_CHANNEL, RUN_FINISHED_CHANNEL, RUNS_DUE_CHANNEL, RUNS_READY_CHANNEL } from '@app/outbox';
+import {
+  NotificationsModule,
+  OUTBOX_CHANNEL,
+  OutboxModule,
+  RUN_CHANGES_CHANNEL,
+  RUN_FINISHED_CHANNEL,
+  RUNS_DUE_CHANNEL,
+  RUNS_READY_CHANNEL,
+} from '@app/outbox';
 import { PersistenceModule } from '@app/persistence';
+import { PublisherModule } from '@app/streams';
 import { DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD } from '@nestjs/core';
 import { ScheduleModule } from '@nestjs/schedule';
 import { BearerTokenGuard } from './auth/bearer-token.guard';
-import { COORDINATOR_CONFIG, type CoordinatorConfig } from './config/coordinator.config';
+import { CoordinatorConfigModule } from './config/coordinator-config.module';
+import type { CoordinatorConfig } from './config/coordinator.config';
 import { DashboardModule } from './dashboard/dashboard.module';
 import { DeadLettersModule } from './dead-letters/dead-letters.module';
-import { CoordinatorDispatchModule } from './dispatch/dispatch.module';
+import { CoordinatorDispatchModule, outboxOptions } from './dispatch/dispatch.module';
+import { StreamPartitions } from './dispatch/stream-partitions';
 import { HealthModule } from './health/health.module';
 import { FeedModule } from './feed/feed.module';
 import { EngineExceptionFilter } from './http/engine-exception.filter';
@@ -23,45 +35,43 @@ import { WorkerApiModule } from './worker-api/worker-api.module';
 import { WorkflowsModule } from './workflows/workflows.module';
 import { WorkersModule } from './workers/workers.module';
 
+/**
+ * The whole coordinator, from its validated config (loadCoordinatorConfig): the one module that takes the config as
+ * a value, since the config decides what the app is made of (with DISPATCH=none: no publisher, no outbox, no Redis).
+ * Every other module is configured through `forRoot` from it, or injects it as COORDINATOR_CONFIG.
+ */
 @Module({})
 export class CoordinatorModule {
-  /** The whole coordinator, configured by an already validated config (see loadCoordinatorConfig). */
-  static register(config: CoordinatorConfig): DynamicModule {
-    const configModule: DynamicModule = {
-      module: class CoordinatorConfigModule {},
-      global: true,
-      providers: [{ provide: COORDINATOR_CONFIG, useValue: config }],
-      exports: [COORDINATOR_CONFIG],
-    };
+  static forRoot(config: CoordinatorConfig): DynamicModule {
     return {
       module: CoordinatorModule,
       imports: [
-        configModule,
+        CoordinatorConfigModule.forRoot(config),
         CoordinatorMetricsModule,
-        PersistenceModule.forRootAsync({
-          inject: [COORDINATOR_CONFIG],
-          useFactory: (c: CoordinatorConfig) => ({
-            url: c.databaseUrl,
-            poolSize: c.databasePoolSize,
-            claimPoolSize: c.databaseClaimPoolSize,
-            dispatch: c.dispatch,
-            applicationName: c.applicationName,
-          }),
+        PersistenceModule.forRoot({
+          url: config.databaseUrl,
+          poolSize: config.databasePoolSize,
+          claimPoolSize: config.databaseClaimPoolSize,
+          dispatch: config.dispatch,
+          applicationName: config.applicationName,
         }),
-        NotificationsModule.forRootAsync({
-          inject: [COORDINATOR_CONFIG],
-          useFactory: (c: CoordinatorConfig) => ({
-            url: c.databaseUrl,
-            applicationName: c.applicationName,
-            channels: [RUNS_READY_CHANNEL, RUN_FINISHED_CHANNEL, RUNS_DUE_CHANNEL, RUN_CHANGES_CHANNEL, ...(c.dispatch === 'none' ? [] : [OUTBOX_CHANNEL])],
-            probeIntervalMs: c.listenerProbeIntervalMs,
-          }),
+        NotificationsModule.forRoot({
+          url: config.databaseUrl,
+          applicationName: config.applicationName,
+          channels: [RUNS_READY_CHANNEL, RUN_FINISHED_CHANNEL, RUNS_DUE_CHANNEL, RUN_CHANGES_CHANNEL, ...(config.dispatch === 'none' ? [] : [OUTBOX_CHANNEL])],
+          probeIntervalMs: config.listenerProbeIntervalMs,
         }),
         ScheduleModule.forRoot(),
         // Singleton daemons (retention; with a publisher, republish and outbox-due) run on one coordinator at a time.
         LeaderElectionModule.forRoot({ checkIntervalMs: config.leaderCheckIntervalMs }),
         TimersModule,
-        CoordinatorDispatchModule.register(config),
+        ...(config.dispatch === 'none'
+          ? []
+          : [
+              PublisherModule.forRoot({ mode: config.dispatch, redis: redisConnectionOptions(config), partitions: { useClass: StreamPartitions } }),
+              OutboxModule.forRoot(outboxOptions(config)),
+              CoordinatorDispatchModule,
+            ]),
         RunsModule,
         SchedulesModule,
         WorkerApiModule,

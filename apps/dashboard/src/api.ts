@@ -1,20 +1,6 @@
-import type {
-  DashboardConfig,
-  DeadLetterPage,
-  EventAccepted,
-  RedriveResult,
-  RunPage,
-  RunTransitions,
-  RunView,
-  SchedulePage,
-  Stats,
-  ScheduleView,
-  TriggeredSchedule,
-  WorkerList,
-  WorkflowLimits,
-  WorkflowList,
-  WorkflowView,
-} from '@nest-durable/common';
+import type { API, EndpointCall, EndpointResult, JsonValue } from '@nest-durable/common';
+import { ROUTES, type RouteCall, routeRequest } from '@nest-durable/common/routes';
+import { DurableError } from '@nest-durable/common/durable-error';
 
 /** The client token for this browser tab (sessionStorage: gone when the tab closes). */
 const TOKEN_KEY = 'wf.clientToken';
@@ -26,13 +12,13 @@ export const token = {
 };
 
 /** An error answer of the API: its status, its machine-readable reason and its one line for a human. */
-export class ApiError extends Error {
+export class ApiError extends DurableError {
   constructor(
     readonly status: number,
-    readonly reason: string,
+    reason: string,
     message: string,
   ) {
-    super(message);
+    super(reason, message);
   }
 }
 
@@ -51,13 +37,20 @@ export function authHeaders(): Record<string, string> {
   return value ? { authorization: `Bearer ${value}` } : {};
 }
 
-async function request<T>(method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, body?: unknown, auth = authHeaders()): Promise<T> {
+/** The contract's endpoints, for their types only (their schemas stay out of the bundle: the routes come from ROUTES). */
+type Api = typeof API;
+type EndpointName = keyof Api & keyof typeof ROUTES;
+
+/** Calls the contract's endpoint `name` with what its schemas type: a renamed field or path parameter fails the build. */
+async function call<N extends EndpointName>(name: N, input: EndpointCall<Api[N]>, auth = authHeaders()): Promise<EndpointResult<Api[N]>> {
+  // Typed by the call's signature; routeRequest only fills the route in.
+  const { method, path, body } = routeRequest(ROUTES[name], input as RouteCall);
   const response = await fetch(path, {
     method,
     headers: { ...auth, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
-  if (response.status === 204) return undefined as T;
+  if (response.status === 204) return undefined as EndpointResult<Api[N]>;
   const text = await response.text();
   const parsed = text ? (JSON.parse(text) as unknown) : undefined;
   if (!response.ok) {
@@ -65,54 +58,50 @@ async function request<T>(method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: strin
     if (response.status === 401) tokenRefused();
     throw new ApiError(response.status, error.reason ?? 'http_error', error.message ?? `${method} ${path} answered ${response.status}`);
   }
-  return parsed as T;
+  return parsed as EndpointResult<Api[N]>;
 }
 
-/** A query string of the set values only. */
-function query(values: Record<string, string | number | undefined>): string {
-  const params = new URLSearchParams();
-  for (const [name, value] of Object.entries(values)) if (value !== undefined && value !== '') params.set(name, String(value));
-  const text = params.toString();
-  return text ? `?${text}` : '';
+type ListRunsQuery = NonNullable<EndpointCall<Api['listRuns']>['query']>;
+
+/**
+ * The runs page's filters: fields of the list's query, with the text the address gives them (a value the coordinator
+ * cannot read, such as an unknown status, is sent as it is: its refusal is what the page shows).
+ */
+export type RunFilter = Partial<
+  Pick<Record<keyof ListRunsQuery, string>, 'workflow' | 'version' | 'status' | 'createdAfter' | 'createdBefore' | 'idempotencyKey'>
+>;
+
+/** The fields of a filter that are set (an empty one filters nothing). */
+export function setFields<T extends object>(filter: T): Partial<T> {
+  return Object.fromEntries(Object.entries(filter).filter(([, value]) => value !== undefined && value !== '')) as Partial<T>;
 }
 
-const workflow = (name: string, version: string) => `/v1/workflows/${encodeURIComponent(name)}/${encodeURIComponent(version)}`;
-const run = (id: string) => `/v1/runs/${encodeURIComponent(id)}`;
-
-export interface RunFilter {
-  workflow?: string;
-  version?: string;
-  status?: string;
-  createdAfter?: string;
-  createdBefore?: string;
-  idempotencyKey?: string;
-}
-
-/** The API calls the pages make, one per endpoint of the contract (packages/common/src/contract/endpoints.ts). */
+/** The API calls the pages make, each an endpoint of the contract (packages/common/src/contract/endpoints.ts). */
 export const api = {
-  config: () => request<DashboardConfig>('GET', '/ui/config.json'),
+  config: () => call('dashboardConfig', {}),
   /** The smallest authenticated read, with a token not kept yet: it answers only if the coordinator accepts it. */
-  checkToken: (candidate: string) => request<RunPage>('GET', `/v1/runs${query({ limit: 1 })}`, undefined, { authorization: `Bearer ${candidate}` }),
-  stats: (window: '1h' | '24h') => request<Stats>('GET', `/v1/stats${query({ window })}`),
-  listRuns: (filter: RunFilter, cursor?: string, limit = 25) => request<RunPage>('GET', `/v1/runs${query({ ...filter, cursor, limit })}`),
-  getRun: (id: string) => request<RunView>('GET', run(id)),
-  transitions: (id: string) => request<RunTransitions>('GET', `${run(id)}/transitions`),
-  cancel: (id: string) => request<RunView>('POST', `${run(id)}/cancel`),
-  retry: (id: string) => request<RunView>('POST', `${run(id)}/retry`),
-  wake: (id: string) => request<RunView>('POST', `${run(id)}/wake`),
-  sendEvent: (id: string, name: string, data: unknown) => request<EventAccepted>('POST', `${run(id)}/events/${encodeURIComponent(name)}`, { data }),
-  workers: () => request<WorkerList>('GET', '/v1/workers'),
-  schedules: (cursor?: string) => request<SchedulePage>('GET', `/v1/schedules${query({ cursor, limit: 50 })}`),
-  pauseSchedule: (id: string) => request<ScheduleView>('POST', `/v1/schedules/${encodeURIComponent(id)}/pause`),
-  resumeSchedule: (id: string) => request<ScheduleView>('POST', `/v1/schedules/${encodeURIComponent(id)}/resume`),
-  triggerSchedule: (id: string) => request<TriggeredSchedule>('POST', `/v1/schedules/${encodeURIComponent(id)}/trigger`),
-  deleteSchedule: (id: string) => request<void>('DELETE', `/v1/schedules/${encodeURIComponent(id)}`),
-  workflows: () => request<WorkflowList>('GET', '/v1/workflows'),
-  pause: (name: string, version: string) => request<WorkflowView>('POST', `${workflow(name, version)}/pause`),
-  resume: (name: string, version: string) => request<WorkflowView>('POST', `${workflow(name, version)}/resume`),
-  setLimits: (name: string, version: string, limits: WorkflowLimits) => request<WorkflowView>('PUT', `${workflow(name, version)}/limits`, limits),
-  clearLimits: (name: string, version: string) => request<WorkflowView>('DELETE', `${workflow(name, version)}/limits`),
-  deadLetters: (cursor?: string) => request<DeadLetterPage>('GET', `/v1/dead-letters${query({ cursor, limit: 50 })}`),
-  redrive: (id: string) => request<RedriveResult>('POST', `/v1/dead-letters/${encodeURIComponent(id)}/redrive`),
-  deleteDeadLetter: (id: string) => request<void>('DELETE', `/v1/dead-letters/${encodeURIComponent(id)}`),
+  checkToken: (candidate: string) => call('listRuns', { query: { limit: 1 } }, { authorization: `Bearer ${candidate}` }),
+  stats: (window: NonNullable<EndpointCall<Api['stats']>['query']>['window']) => call('stats', { query: { window } }),
+  listRuns: (filter: RunFilter, cursor?: string, limit = 25) => call('listRuns', { query: { ...(setFields(filter) as ListRunsQuery), cursor, limit } }),
+  getRun: (id: string) => call('getRun', { params: { id } }),
+  transitions: (id: string) => call('runTransitions', { params: { id } }),
+  cancel: (id: string) => call('cancelRun', { params: { id } }),
+  retry: (id: string) => call('retryRun', { params: { id } }),
+  wake: (id: string) => call('wakeRun', { params: { id } }),
+  sendEvent: (id: string, name: string, data: JsonValue) => call('sendEvent', { params: { id, name }, body: { data } }),
+  workers: () => call('listWorkers', {}),
+  schedules: (cursor?: string) => call('listSchedules', { query: { cursor, limit: 50 } }),
+  pauseSchedule: (id: string) => call('pauseSchedule', { params: { id } }),
+  resumeSchedule: (id: string) => call('resumeSchedule', { params: { id } }),
+  triggerSchedule: (id: string) => call('triggerSchedule', { params: { id } }),
+  deleteSchedule: (id: string) => call('deleteSchedule', { params: { id } }),
+  workflows: () => call('listWorkflows', {}),
+  pause: (name: string, version: string) => call('pauseWorkflow', { params: { name, version } }),
+  resume: (name: string, version: string) => call('resumeWorkflow', { params: { name, version } }),
+  setLimits: (name: string, version: string, limits: EndpointCall<Api['setWorkflowLimits']>['body']) =>
+    call('setWorkflowLimits', { params: { name, version }, body: limits }),
+  clearLimits: (name: string, version: string) => call('clearWorkflowLimits', { params: { name, version } }),
+  deadLetters: (cursor?: string) => call('listDeadLetters', { query: { cursor, limit: 50 } }),
+  redrive: (id: string) => call('redriveDeadLetter', { params: { id } }),
+  deleteDeadLetter: (id: string) => call('deleteDeadLetter', { params: { id } }),
 };

@@ -1,7 +1,11 @@
-import type { RunChange } from '@nest-durable/common';
+import type { API, EndpointCall, RunChange } from '@nest-durable/common';
+import { ROUTES, routeRequest } from '@nest-durable/common/routes';
 import { EventSourceParserStream } from 'eventsource-parser/stream';
 import { useEffect, useRef } from 'preact/hooks';
-import { authHeaders, tokenRefused } from './api';
+import { authHeaders, setFields, tokenRefused } from './api';
+
+/** Whose changes the feed carries: one run's, one workflow's, or (neither set) every run's. */
+type FeedFilter = NonNullable<EndpointCall<(typeof API)['feed']>['query']>;
 
 /** Without the feed (an older coordinator, or a proxy that cuts streams), pages refresh this often instead. */
 const POLL_MS = 5_000;
@@ -16,16 +20,16 @@ const TRY_LATER = [408, 429];
  * calls say it (the app asks for the token again); another refusal (4xx) would only be refused again, so it stops.
  * Returns a function that stops it.
  */
-export function followRuns(filter: { runId?: string; workflow?: string }, onChange: (change: RunChange | null) => void): () => void {
+export function followRuns(filter: FeedFilter, onChange: (change: RunChange | null) => void): () => void {
   const controller = new AbortController();
   let stopped = false;
   let poll: ReturnType<typeof setInterval> | undefined;
-  const params = new URLSearchParams(Object.entries(filter).filter((entry): entry is [string, string] => !!entry[1]));
+  const { path } = routeRequest(ROUTES.feed, { query: setFields(filter) });
 
   const connect = async (delayMs: number): Promise<void> => {
     if (stopped) return;
     try {
-      const response = await fetch(`/v1/feed?${params}`, { headers: { ...authHeaders(), accept: 'text/event-stream' }, signal: controller.signal });
+      const response = await fetch(path, { headers: { ...authHeaders(), accept: 'text/event-stream' }, signal: controller.signal });
       if (response.status === 404) {
         poll = setInterval(() => onChange(null), POLL_MS);
         return;
@@ -58,7 +62,7 @@ export function followRuns(filter: { runId?: string; workflow?: string }, onChan
 }
 
 /** Calls `refresh` whenever a run matching the filter changes (at most every 300 ms), for as long as the component lives. */
-export function useLiveRuns(filter: { runId?: string; workflow?: string }, refresh: () => void, enabled = true): void {
+export function useLiveRuns(filter: FeedFilter, refresh: () => void, enabled = true): void {
   const latest = useRef(refresh);
   latest.current = refresh;
   useEffect(() => {

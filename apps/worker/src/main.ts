@@ -1,12 +1,11 @@
-import { createAppLogger, listenOrExit, loadConfigOrExit } from '@app/config';
+import { listenOrExit, loadConfigOrExit } from '@app/config';
 import { Logger } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
+import { createWorkerApp } from './bootstrap';
 import { loadWorkerConfig } from './config/worker.config';
-import { WorkerAppModule } from './worker-app.module';
 
 async function main(): Promise<void> {
   const config = loadConfigOrExit('worker', () => loadWorkerConfig(process.env));
-  const app = await NestFactory.create(WorkerAppModule.register(config), { logger: createAppLogger(config.logFormat, config.logLevel) });
+  const app = await createWorkerApp(config);
   app.enableShutdownHooks();
   await listenOrExit('worker', `${config.host}:${config.port}`, app, () => app.listen(config.port, config.host));
   new Logger('Worker').log(

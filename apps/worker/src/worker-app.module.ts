@@ -1,21 +1,14 @@
-import { redisSubscriber, RedisModule } from '@nest-durable/worker/redis';
-import { WorkflowDefinition } from '@nest-durable/workflow';
+import { redisSubscriber } from '@nest-durable/worker/redis';
 import { WorkflowWorkerModule, type WorkflowWorkerModuleOptions } from '@nest-durable/worker';
 import { redisConnectionOptions } from '@app/config';
-import { MetricsModule } from '@app/metrics';
+import { RedisModule } from '@app/streams';
+import { WorkerOperationsModule } from '@nest-durable/worker/operations';
 import { DynamicModule, Module } from '@nestjs/common';
-import { TerminusModule } from '@nestjs/terminus';
-import { HealthController } from './health/health.controller';
-import { MetricsController } from './metrics/metrics.controller';
 import type { WorkerConfig } from './config/worker.config';
 import { EXAMPLE_WORKFLOWS } from './workflows';
 
 /** Worker module options from the validated config: the built-in subscriber it names, and Redis when needed. */
-export function workerModuleOptions(
-  config: WorkerConfig,
-  // biome-ignore lint/suspicious/noExplicitAny: workflows of any input and output types are registered side by side
-  workflows: WorkflowDefinition<any, any>[],
-): WorkflowWorkerModuleOptions {
+export function workerModuleOptions(config: WorkerConfig, workflows: WorkflowWorkerModuleOptions['workflows']): WorkflowWorkerModuleOptions {
   const worker: WorkflowWorkerModuleOptions = {
     workflows,
     coordinatorUrl: config.coordinatorUrls,
@@ -41,17 +34,16 @@ export function workerModuleOptions(
   };
 }
 
+/**
+ * The worker app hosting the example workflows, from its validated config (loadWorkerConfig), which decides its shape
+ * (the subscriber, and Redis with a Redis one); it serves its health and metrics (WorkerOperationsModule) on WORKER_PORT.
+ */
 @Module({})
 export class WorkerAppModule {
-  /**
-   * The worker app hosting the example workflows, configured by an already validated config; it
-   * serves its health and metrics on WORKER_PORT.
-   */
-  static register(config: WorkerConfig): DynamicModule {
+  static forRoot(config: WorkerConfig): DynamicModule {
     return {
       module: WorkerAppModule,
-      imports: [WorkflowWorkerModule.forRoot(workerModuleOptions(config, EXAMPLE_WORKFLOWS)), TerminusModule, MetricsModule],
-      controllers: [HealthController, MetricsController],
+      imports: [WorkflowWorkerModule.forRoot(workerModuleOptions(config, EXAMPLE_WORKFLOWS)), WorkerOperationsModule.forRoot()],
     };
   }
 }

@@ -1,9 +1,13 @@
 import { WorkflowWorkerModule } from '@nest-durable/worker';
+import { WorkerOperationsModule } from '@nest-durable/worker/operations';
 import { Module } from '@nestjs/common';
 import { ConfigModule, ConfigService } from '@nestjs/config';
 import { welcomeWorkflow } from './welcome.workflow';
 
-/** The worker: hosts the app's workflows, configured from the environment through ConfigService. */
+/**
+ * The worker: hosts the app's workflows, configured from the environment through ConfigService, and serves its
+ * health (GET /health/live, /health/ready) and metrics (GET /metrics) in one line.
+ */
 @Module({
   imports: [
     ConfigModule.forRoot(),
@@ -17,6 +21,7 @@ import { welcomeWorkflow } from './welcome.workflow';
         concurrency: Number(config.get<string>('WORKER_CONCURRENCY', '4')),
       }),
     }),
+    WorkerOperationsModule.forRoot(),
   ],
 })
 export class WorkerModule {}

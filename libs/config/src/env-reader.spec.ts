@@ -1,4 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
+import { DurableError } from '@nest-durable/common';
 import { ConfigError, EnvReader, redact } from './env-reader';
 
 describe('EnvReader', () => {
@@ -15,6 +16,12 @@ describe('EnvReader', () => {
     expect(() => env.integer('BIG', 1, 0, 10)).toThrow('BIG must be an integer from 0 to 10');
     expect(() => env.url('DB', ['postgres', 'postgresql'])).toThrow('DB must be a postgres or postgresql URL');
     expect(() => env.string('NEEDED')).toThrow('NEEDED is required');
+  });
+
+  it('throws a DurableError of reason config_invalid', () => {
+    const error = new ConfigError('NEEDED is required');
+    expect(error).toBeInstanceOf(DurableError);
+    expect([error.name, error.reason, error.message]).toEqual(['ConfigError', 'config_invalid', 'NEEDED is required']);
   });
 
   it('takes an IP address or a host name to listen on, and names anything else', () => {

@@ -1,7 +1,11 @@
+import { DurableError } from '@nest-durable/common';
 import { isIP } from 'node:net';
+
 /** Thrown when the environment is missing or malformed: its message is the one line to print. */
-export class ConfigError extends Error {
-  override name = 'ConfigError';
+export class ConfigError extends DurableError {
+  constructor(message: string) {
+    super('config_invalid', message);
+  }
 }
 
 type Env = Record<string, string | undefined>;

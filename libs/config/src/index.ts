@@ -1,3 +1,4 @@
 export * from './env-reader';
 export * from './app-logger';
 export * from './listen';
+export * from './http-adapter';

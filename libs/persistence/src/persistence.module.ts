@@ -1,5 +1,5 @@
-import { DynamicModule, type FactoryProvider, Logger, Module, type ModuleMetadata } from '@nestjs/common';
-import { TypeOrmModule } from '@nestjs/typeorm';
+import { ConfigurableModuleBuilder, Logger, Module } from '@nestjs/common';
+import { TypeOrmModule, type TypeOrmModuleOptions } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { LOCK_SESSIONS } from '@app/locking';
 import { AdvisoryLockSessions } from './locks/advisory-lock.sessions';
@@ -64,12 +64,6 @@ export interface PersistenceOptions {
   applicationName: string;
 }
 
-export interface PersistenceAsyncOptions extends Pick<ModuleMetadata, 'imports'> {
-  // biome-ignore lint/suspicious/noExplicitAny: the factory takes whatever `inject` names, as Nest's own FactoryProvider does
-  useFactory: (...args: any[]) => PersistenceOptions | Promise<PersistenceOptions>;
-  inject?: FactoryProvider['inject'];
-}
-
 /** How long a request waits for a free connection before it fails (503). */
 const CONNECTION_TIMEOUT_MS = 10_000;
 /** Between two attempts to reach a database that is not up yet, at start. */
@@ -87,71 +81,77 @@ function sessionOptions(dispatch: string): string {
   return `-c wf.dispatch=${dispatch}`;
 }
 
-/** The coordinator's PostgreSQL: TypeORM entities, migrations applied at start, and plain SQL access. */
-@Module({})
-export class PersistenceModule {
-  static forRootAsync(options: PersistenceAsyncOptions): DynamicModule {
-    return {
-      module: PersistenceModule,
-      global: true,
-      imports: [
-        ...(options.imports ?? []),
-        TypeOrmModule.forRootAsync({
-          imports: options.imports,
-          inject: options.inject,
-          useFactory: async (...args: unknown[]) => {
-            const { url, poolSize, dispatch, applicationName } = await options.useFactory(...args);
-            return {
-              type: 'postgres' as const,
-              url,
-              applicationName,
-              entities: ENTITIES,
-              migrations: MIGRATIONS,
-              migrationsRun: false,
-              synchronize: false,
-              extra: { max: poolSize, connectionTimeoutMillis: CONNECTION_TIMEOUT_MS, options: sessionOptions(dispatch), Client: PooledClient },
-              poolErrorHandler: idleConnectionLost,
-              // A database not up yet (started beside the coordinator, or replaying its WAL) is waited for, however
-              // long; anything else (a wrong password, no such database) fails the start at once.
-              retryAttempts: Number.POSITIVE_INFINITY,
-              retryDelay: CONNECT_RETRY_DELAY_MS,
-              toRetry: isConnectionLoss,
-              verboseRetryLog: true,
-            };
-          },
-        }),
-        TypeOrmModule.forFeature(ENTITIES),
-      ],
-      providers: [
-        { provide: SCHEMA_MIGRATED, useFactory: migrateSchema, inject: [DataSource] },
-        {
-          provide: GenericPlanPool,
-          inject: options.inject,
-          useFactory: async (...args: unknown[]) => {
-            const { url, claimPoolSize, dispatch, applicationName } = await options.useFactory(...args);
-            return new GenericPlanPool(
-              {
-                connectionString: url,
-                application_name: applicationName,
-                max: claimPoolSize,
-                connectionTimeoutMillis: CONNECTION_TIMEOUT_MS,
-                options: sessionOptions(dispatch),
-              },
-              idleConnectionLost,
-            );
-          },
-        },
-        Database,
-        {
-          provide: LOCK_SESSIONS,
-          inject: options.inject,
-          useFactory: async (...args: unknown[]) => {
-            const { url, applicationName } = await options.useFactory(...args);
-            return new AdvisoryLockSessions(url, applicationName);
-          },
-        },
-      ],
-      exports: [TypeOrmModule, Database, LOCK_SESSIONS],
-    };
-  }
+/** The options of TypeORM's DataSource, the main pool. */
+function typeOrmOptions({ url, poolSize, dispatch, applicationName }: PersistenceOptions): TypeOrmModuleOptions {
+  return {
+    type: 'postgres',
+    url,
+    applicationName,
+    entities: ENTITIES,
+    migrations: MIGRATIONS,
+    migrationsRun: false,
+    synchronize: false,
+    extra: { max: poolSize, connectionTimeoutMillis: CONNECTION_TIMEOUT_MS, options: sessionOptions(dispatch), Client: PooledClient },
+    poolErrorHandler: idleConnectionLost,
+    // A database not up yet (started beside the coordinator, or replaying its WAL) is waited for, however
+    // long; anything else (a wrong password, no such database) fails the start at once.
+    retryAttempts: Number.POSITIVE_INFINITY,
+    retryDelay: CONNECT_RETRY_DELAY_MS,
+    toRetry: isConnectionLoss,
+    verboseRetryLog: true,
+  };
 }
+
+/** The second pool, beside the main one (see GenericPlanPool). */
+function genericPlanPool({ url, claimPoolSize, dispatch, applicationName }: PersistenceOptions): GenericPlanPool {
+  return new GenericPlanPool(
+    {
+      connectionString: url,
+      application_name: applicationName,
+      max: claimPoolSize,
+      connectionTimeoutMillis: CONNECTION_TIMEOUT_MS,
+      options: sessionOptions(dispatch),
+    },
+    idleConnectionLost,
+  );
+}
+
+/** Injection token of the PersistenceOptions given to `forRoot` or made by `forRootAsync`'s factory. */
+export const PERSISTENCE_OPTIONS = Symbol('PERSISTENCE_OPTIONS');
+
+const { ConfigurableModuleClass } = new ConfigurableModuleBuilder<PersistenceOptions>({
+  moduleName: 'Persistence',
+  optionsInjectionToken: PERSISTENCE_OPTIONS,
+})
+  .setClassMethodName('forRoot')
+  .setExtras({}, (definition) => ({
+    ...definition,
+    // Global: the run store, the outbox and leader election in other modules use the one database.
+    global: true,
+    imports: [
+      ...(definition.imports ?? []),
+      TypeOrmModule.forRootAsync({ inject: [PERSISTENCE_OPTIONS], useFactory: typeOrmOptions }),
+      TypeOrmModule.forFeature(ENTITIES),
+    ],
+    providers: [
+      ...(definition.providers ?? []),
+      { provide: SCHEMA_MIGRATED, useFactory: migrateSchema, inject: [DataSource] },
+      { provide: GenericPlanPool, useFactory: genericPlanPool, inject: [PERSISTENCE_OPTIONS] },
+      Database,
+      {
+        provide: LOCK_SESSIONS,
+        useFactory: ({ url, applicationName }: PersistenceOptions) => new AdvisoryLockSessions(url, applicationName),
+        inject: [PERSISTENCE_OPTIONS],
+      },
+    ],
+    // The options too: TypeORM's own module (global, imported above) builds its DataSource from them.
+    exports: [TypeOrmModule, Database, LOCK_SESSIONS, PERSISTENCE_OPTIONS],
+  }))
+  .build();
+
+/**
+ * The coordinator's PostgreSQL: TypeORM entities, migrations applied at start, and plain SQL access.
+ * `forRoot(options)`, or `forRootAsync({ imports, inject, useFactory })` to build the options from configuration.
+ */
+@Module({})
+export class PersistenceModule extends ConfigurableModuleClass {}

@@ -1,30 +1,47 @@
 import type { Readable } from 'node:stream';
 import { Agent, type Dispatcher } from 'undici';
-import { type Endpoint, type EndpointCall, type EndpointResult, EngineError, ErrorBody, endpointRequest, type HttpMethod } from '@nest-durable/common';
+import {
+  DurableError,
+  type Endpoint,
+  type EndpointCall,
+  type EndpointResult,
+  ErrorBody,
+  endpointRequest,
+  type HttpMethod,
+  RevisionConflictError,
+  rebuildError,
+} from '@nest-durable/common';
 
-/** An error response from the coordinator, rebuilt from its `{statusCode, reason, message}` body. */
-export class EngineHttpError extends EngineError {
-  constructor(
-    readonly statusCode: number,
-    reason: string,
-    message: string,
-  ) {
-    super(reason, message);
+/**
+ * An error answer of the coordinator: the DurableError subclass its `reason` names (`run_not_found`: a
+ * RunNotFoundError; a reason this client does not know: a DurableError), with the answer's HTTP `statusCode`.
+ */
+export type AnsweredError<E extends DurableError = DurableError> = E & { readonly statusCode: number };
+
+/** The error an answer of `statusCode` with `reason` and `message` reports (see AnsweredError). */
+export function answeredError(statusCode: number, reason: string, message: string): AnsweredError {
+  return Object.assign(rebuildError(reason, message), { statusCode });
+}
+
+/** Whether `error` is an error answer of the coordinator, rather than an error of this process. */
+export function isAnsweredError(error: unknown): error is AnsweredError {
+  return error instanceof DurableError && typeof (error as { statusCode?: unknown }).statusCode === 'number';
+}
+
+/** The coordinator could not be reached, or answered with something that is not our API. Worth retrying. */
+export class CoordinatorUnavailableError extends DurableError {
+  constructor(message: string, cause?: unknown) {
+    super('coordinator_unavailable', message, { cause });
   }
 }
 
-/** The coordinator could not be reached, or answered with something that is not our API. */
-export class CoordinatorUnavailableError extends Error {
-  override name = 'CoordinatorUnavailableError';
-}
-
 export function isRevisionConflict(error: unknown): boolean {
-  return error instanceof EngineHttpError && error.reason === 'revision_conflict';
+  return isAnsweredError(error) && error instanceof RevisionConflictError;
 }
 
 /** A failure worth retrying: the coordinator was unreachable or failed on its side. */
 export function isTransient(error: unknown): boolean {
-  return error instanceof CoordinatorUnavailableError || (error instanceof EngineHttpError && error.statusCode >= 500);
+  return error instanceof CoordinatorUnavailableError || (isAnsweredError(error) && error.statusCode >= 500);
 }
 
 /** Whether `value` is an http or https URL (what a coordinator's base URL must be). */
@@ -125,7 +142,7 @@ export class JsonHttpClient {
     }
     if (response.statusCode >= 300) {
       const error = parsed as Partial<ErrorBody> | undefined;
-      throw new EngineHttpError(response.statusCode, error?.reason ?? `http_${response.statusCode}`, error?.message ?? (text || `HTTP ${response.statusCode}`));
+      throw answeredError(response.statusCode, error?.reason ?? `http_${response.statusCode}`, error?.message ?? (text || `HTTP ${response.statusCode}`));
     }
     return parsed as T;
   }
@@ -141,6 +158,6 @@ const DEADLINE_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT
 function transportError(method: string, path: string, error: unknown, signal: AbortSignal | undefined, timeoutMs: number | undefined): unknown {
   if (signal?.aborted) return error;
   const code = (error as { code?: string }).code;
-  if (code !== undefined && DEADLINE_CODES.has(code)) return new CoordinatorUnavailableError(`${method} ${path}: no answer in ${timeoutMs} ms`);
-  return new CoordinatorUnavailableError(`${method} ${path}: ${code ?? (error as Error).message}`);
+  if (code !== undefined && DEADLINE_CODES.has(code)) return new CoordinatorUnavailableError(`${method} ${path}: no answer in ${timeoutMs} ms`, error);
+  return new CoordinatorUnavailableError(`${method} ${path}: ${code ?? (error as Error).message}`, error);
 }

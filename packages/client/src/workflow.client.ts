@@ -140,8 +140,9 @@ type OutputOf<W> = W extends TypedWorkflow<never, infer O> ? O : never;
 
 /**
  * The typed client for users' own services and the `wf` CLI: one method per route of the client API
- * (runs, schedules, dead letters, workers). An error answer rejects with `EngineHttpError` (`statusCode`, `reason`,
- * `message`); an unreachable coordinator with `CoordinatorUnavailableError`.
+ * (runs, schedules, dead letters, workers). An error answer rejects with the DurableError subclass its reason names
+ * (`RunNotFoundError`, …), with the answer's `statusCode` (see AnsweredError); an unreachable coordinator with
+ * `CoordinatorUnavailableError`.
  */
 export class WorkflowClient {
   private readonly http: JsonHttpClient;

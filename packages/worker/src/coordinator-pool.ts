@@ -1,4 +1,4 @@
-import { CoordinatorUnavailableError, EngineHttpError, JsonHttpClient, type RequestOptions } from '@nest-durable/client';
+import { CoordinatorUnavailableError, isAnsweredError, JsonHttpClient, type RequestOptions } from '@nest-durable/client';
 import { type Endpoint, type EndpointCall, type EndpointResult, endpointRequest, type HttpMethod } from '@nest-durable/common';
 import { Logger } from '@nestjs/common';
 
@@ -117,5 +117,5 @@ export class CoordinatorPool {
 
 /** The request may not have reached a working coordinator: worth sending to another one. */
 function failedInTransit(error: unknown): boolean {
-  return error instanceof CoordinatorUnavailableError || (error instanceof EngineHttpError && error.statusCode === 503);
+  return error instanceof CoordinatorUnavailableError || (isAnsweredError(error) && error.statusCode === 503);
 }

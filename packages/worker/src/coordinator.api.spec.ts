@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
 import { API, type ClaimedRun, type WorkerReport } from '@nest-durable/common';
-import { CoordinatorUnavailableError, EngineHttpError } from '@nest-durable/client';
+import { answeredError, CoordinatorUnavailableError } from '@nest-durable/client';
 import { defineWorkflow } from '@nest-durable/workflow';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -266,13 +266,13 @@ describe('CoordinatorApi: a write while no coordinator can serve it', () => {
   }, 20_000);
 
   it('lands once a coordinator can serve it again (503: its database was down)', async () => {
-    const { api, state } = failing((attempt) => (attempt <= 7 ? new EngineHttpError(503, 'database_unavailable', 'the database is unavailable') : undefined));
+    const { api, state } = failing((attempt) => (attempt <= 7 ? answeredError(503, 'database_unavailable', 'the database is unavailable') : undefined));
     await api.complete(run.id, { expectedRevision: 3, output: 1 });
     expect(state.attempts).toBe(8);
   }, 20_000);
 
   it.each([
-    ['a write answered 500 (a fault of the coordinator that sending again may not mend)', () => new EngineHttpError(500, 'internal_error', 'boom'), 'complete'],
+    ['a write answered 500 (a fault of the coordinator that sending again may not mend)', () => answeredError(500, 'internal_error', 'boom'), 'complete'],
     ['a dead letter (it stays pending, for a later recovery to hand over)', unreachable, 'dead letter'],
   ])(
     'gives up after six tries: %s',

@@ -1,5 +1,5 @@
 import { API, type EndpointCall, type EndpointResult, parseReportsRequest, REPORTS_MAX, type WorkerReport } from '@nest-durable/common';
-import { CoordinatorUnavailableError, EngineHttpError, isTransient } from '@nest-durable/client';
+import { answeredError, CoordinatorUnavailableError, isAnsweredError, isTransient, OfferNotFoundError } from '@nest-durable/client';
 import type {
   ClaimedRun,
   CompleteRunRequest,
@@ -95,7 +95,7 @@ export class CoordinatorApi implements OnApplicationShutdown {
         coordinator(API.withdrawOffer, { params: { offerId } }, { timeoutMs: REQUEST_TIMEOUT_MS }).then(
           () => true,
           (error: unknown) => {
-            if (error instanceof EngineHttpError && error.reason === 'offer_not_found') return false;
+            if (isAnsweredError(error) && error instanceof OfferNotFoundError) return false;
             throw error;
           },
         ),
@@ -218,12 +218,12 @@ export class CoordinatorApi implements OnApplicationShutdown {
       batch.forEach((entry, i) => {
         const outcome = outcomes[i];
         if (outcome.ok) entry.resolve(outcome.result);
-        else this.refuse(entry, new EngineHttpError(outcome.statusCode, outcome.reason, outcome.message));
+        else this.refuse(entry, answeredError(outcome.statusCode, outcome.reason, outcome.message));
       });
     } catch (error) {
       // Refused as a whole (too large for the coordinator's body limit, say): one report at a time, so
       // the refusal reaches only the run whose report caused it.
-      if (batch.length > 1 && error instanceof EngineHttpError && error.statusCode < 500) {
+      if (batch.length > 1 && isAnsweredError(error) && error.statusCode < 500) {
         const refused = new Map<string, unknown>();
         for (const entry of batch) {
           const earlier = refused.get(entry.report.runId);
@@ -243,7 +243,7 @@ export class CoordinatorApi implements OnApplicationShutdown {
   /**
    * A run's reports depend on the ones before them (its outcome on its last task results): once one is
    * refused or cannot be sent, the run's reports still waiting are refused with it, unsent. (In one
-   * batch the coordinator does the same: see WorkerWritesService.)
+   * batch the coordinator does the same: see ReportsService.)
    */
   private refuse(entry: PendingReport, error: unknown): void {
     entry.refusal = error;
@@ -306,7 +306,7 @@ export class CoordinatorApi implements OnApplicationShutdown {
 
 /** No coordinator could serve the request: none answered, or the one that did had no database (or no upstream). */
 function isUnavailable(error: unknown): boolean {
-  return error instanceof CoordinatorUnavailableError || (error instanceof EngineHttpError && [502, 503, 504].includes(error.statusCode));
+  return error instanceof CoordinatorUnavailableError || (isAnsweredError(error) && [502, 503, 504].includes(error.statusCode));
 }
 
 /** The configured coordinator URL, or several (they share one database, see CoordinatorPool). */

@@ -1,6 +1,6 @@
 import type { ClaimedRun, StoredTask, TaskResultRequest } from '@nest-durable/common';
 import { beforeEach, describe, expect, it } from '@jest/globals';
-import { CoordinatorUnavailableError, EngineHttpError } from '@nest-durable/client';
+import { answeredError, CoordinatorUnavailableError } from '@nest-durable/client';
 import { InvalidRequestError } from '@nest-durable/common';
 import { defineWorkflow, WorkflowError } from '@nest-durable/workflow';
 import type { CoordinatorApi } from './coordinator.api';
@@ -25,17 +25,18 @@ class FakeCoordinator {
   onComplete: (() => void) | undefined;
 
   async recordTask(_runId: string, task: TaskResultRequest): Promise<StoredTask> {
-    if (task.key === this.conflictOnTask) throw new EngineHttpError(409, 'revision_conflict', 'stale');
+    if (task.key === this.conflictOnTask) throw answeredError(409, 'revision_conflict', 'stale');
     this.recorded.push(task);
     return { key: task.key, kind: 'task', seq: task.seq, status: task.status, attempts: task.attempts, output: task.output, error: task.error };
   }
   async complete(_runId: string, request: { output: unknown }): Promise<void> {
     this.onComplete?.();
     if (this.unreachable) throw new CoordinatorUnavailableError('POST /complete: ECONNREFUSED');
-    if (this.refuseCompletions-- > 0) throw new EngineHttpError(400, 'json_too_deep', 'output nests arrays and objects too deep');
+    if (this.refuseCompletions-- > 0) throw answeredError(400, 'json_too_deep', 'output nests arrays and objects too deep');
     this.completed.push(request.output);
   }
   async fail(_runId: string, request: { error: unknown; retryDelayMs?: number }): Promise<void> {
+    // Refused by the worker's own check, before anything is sent (CoordinatorApi.enqueue).
     if (this.refuseFailures-- > 0) throw new InvalidRequestError('error_too_large', 'error is 2000000 bytes; the limit is 1048576');
     this.failed.push(request.error);
     this.retryDelays.push(request.retryDelayMs);
@@ -203,7 +204,7 @@ describe('RunExecutor', () => {
     await executor.execute({ ...claimed(), workflow: 'returning' }, lease);
     expect(coordinator.completed).toEqual([]);
     expect(coordinator.failed).toEqual([
-      expect.objectContaining({ name: 'EngineHttpError', message: 'output nests arrays and objects too deep', nonRetryable: true }),
+      expect.objectContaining({ name: 'InvalidRequestError', message: 'output nests arrays and objects too deep', nonRetryable: true }),
     ]);
     expect(coordinator.retryDelays).toEqual([undefined]);
     expect(lease.isLost).toBe(false);

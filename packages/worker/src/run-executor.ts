@@ -1,8 +1,8 @@
 import {
   type ClaimedRun,
   decode,
-  EngineError,
   type ErrorDetails,
+  InvalidRequestError,
   type JsonValue,
   MAX_DELAY_MS,
   parseIdentifier,
@@ -10,7 +10,7 @@ import {
   TASK_DURATION_MS_MAX,
   Tags,
 } from '@nest-durable/common';
-import { isRevisionConflict, isTransient } from '@nest-durable/client';
+import { isAnsweredError, isRevisionConflict, isTransient } from '@nest-durable/client';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import {
   ChildRunFailedError,
@@ -407,9 +407,12 @@ export function inJsonbOrder(value: JsonValue): JsonValue {
   return Object.fromEntries(keys.map((key) => [key, inJsonbOrder(value[key])]));
 }
 
-/** The coordinator refused the request itself (400, 413): sent again, it would be refused again. */
+/**
+ * The coordinator refused the request itself (400, 413), or this worker's own check by the contract did before
+ * sending it (an InvalidRequestError, see CoordinatorApi.enqueue): sent again, it would be refused again.
+ */
 function isRefusedAsInvalid(error: unknown): boolean {
-  return error instanceof EngineError && (error.statusCode === 400 || error.statusCode === 413);
+  return isAnsweredError(error) ? error.statusCode === 400 || error.statusCode === 413 : error instanceof InvalidRequestError;
 }
 
 /** Normalises a handler's value to JSON (undefined becomes null, Dates become strings). */

@@ -1,4 +1,4 @@
-import { EngineHttpError } from '@nest-durable/client';
+import { answeredError } from '@nest-durable/client';
 import { type WorkerRegistration } from '@nest-durable/common';
 import { defineWorkflow } from '@nest-durable/workflow';
 import { describe, expect, it, jest } from '@jest/globals';
@@ -34,7 +34,7 @@ function flakyPrimary(): Subscriber & { up: boolean } {
 describe('WorkerRegistrar', () => {
   it('logs a refused registration (a configuration error) at error level with its reason every time, a failing coordinator once', async () => {
     const options = resolveWorkerOptions({ workflows: [workflow], coordinatorUrl: 'http://unused' });
-    let refusal: Error = new EngineHttpError(400, 'invalid_cron', 'w 1 schedule bad: cron "x" is not a cron expression');
+    let refusal: Error = answeredError(400, 'invalid_cron', 'w 1 schedule bad: cron "x" is not a cron expression');
     const api = { register: async () => Promise.reject(refusal) } as unknown as CoordinatorApi;
     const registry = new WorkflowRegistry(options);
     const registrar = new WorkerRegistrar(api, registry, { activeRuns: 0 } as WorkerRuntime, new RegistrationGate(registry), flakyPrimary(), options);

@@ -1,4 +1,4 @@
-import { EngineHttpError } from '@nest-durable/client';
+import { isAnsweredError } from '@nest-durable/client';
 import { type JsonValue, type RegisteredWorkflow, type WorkerRegistration } from '@nest-durable/common';
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { CoordinatorApi } from './coordinator.api';
@@ -94,7 +94,7 @@ export class WorkerRegistrar implements OnApplicationBootstrap, BeforeApplicatio
       this.failing = undefined;
     } catch (error) {
       if (this.stopping.signal.aborted) return;
-      if (error instanceof EngineHttpError && error.statusCode >= 400 && error.statusCode < 500) {
+      if (isAnsweredError(error) && error.statusCode >= 400 && error.statusCode < 500) {
         this.logger.error(
           `the coordinator refused this worker's registration (${error.statusCode} ${error.reason}: ${error.message}); ` +
             'its declared limits, retention and schedules are not recorded until that is fixed',

@@ -7,6 +7,8 @@ export {
   type CheckedSchedule,
   checkDeclaredSchedules,
   DEFAULT_TIMEZONE,
+  DurableError,
+  type DurableErrorOptions,
   isNonRetryable,
   NonDeterminismError,
   RunLostError,

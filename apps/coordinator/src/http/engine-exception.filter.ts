@@ -1,9 +1,10 @@
-import { EngineError, ErrorBody, RevisionConflictError } from '@nest-durable/common';
+import { ErrorBody, RevisionConflictError } from '@nest-durable/common';
 import { asDatabaseError } from '@app/persistence';
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { STATUS_CODES } from 'node:http';
 import { CoordinatorMetrics } from '../metrics/coordinator.metrics';
+import { refusalOf } from './error-statuses';
 
 /** Stable reasons for errors raised by the HTTP layer itself rather than by our code. */
 const HTTP_REASONS: Record<number, string> = {
@@ -15,8 +16,9 @@ const HTTP_REASONS: Record<number, string> = {
 };
 
 /**
- * Maps every error to `{statusCode, error, reason, message}`: domain errors by their class,
- * framework errors by status, anything else to a 500 that is logged (and never a client's fault).
+ * Maps every error to `{statusCode, error, reason, message}`: our errors with the status of their reason
+ * (error-statuses.ts), framework errors by status, anything else (a reason without a status included) to a
+ * 500 that is logged (and never a client's fault).
  */
 @Catch()
 export class EngineExceptionFilter implements ExceptionFilter {
@@ -35,9 +37,8 @@ export class EngineExceptionFilter implements ExceptionFilter {
     // A read through the ORM reports a lost connection as its own error: 503 like every other.
     const exception = asDatabaseError(thrown);
     if (exception instanceof RevisionConflictError) this.metrics.revisionConflicts.inc();
-    if (exception instanceof EngineError) {
-      return errorBody(exception.statusCode, exception.reason, exception.message);
-    }
+    const refusal = refusalOf(exception);
+    if (refusal) return errorBody(refusal.statusCode, refusal.reason, refusal.message);
     if (exception instanceof HttpException) {
       const status = exception.getStatus();
       // The fastify adapter wraps Fastify's own errors (e.g. a body over the limit) as HttpExceptions.

@@ -1,4 +1,4 @@
-import type { ClaimedRun, JsonValue, RunView, TaskView } from '@nest-durable/common';
+import type { JsonValue, RunView, TaskView } from '@nest-durable/common';
 import type { RunEntity, TaskEntity } from '@app/persistence';
 
 /** `paused`: the run's version or shard is paused (it is shown so only while it waits). */
@@ -54,18 +54,4 @@ function toTaskView(task: TaskEntity): TaskView {
 /** 'infinity' (a run waiting for an event or a child) comes back from node-postgres as the number Infinity. */
 function isoOrNull(date: Date | number): string | null {
   return date instanceof Date ? date.toISOString() : null;
-}
-
-/** A run handed to a claim at its start, as a claim returns it (a new run has no steps yet). */
-export function toClaimedRun(run: RunEntity): ClaimedRun {
-  return {
-    id: run.id,
-    workflow: run.workflow,
-    version: run.version,
-    queue: run.queue,
-    revision: run.revision,
-    attempt: run.attempt,
-    input: run.input as JsonValue,
-    tasks: [],
-  };
 }

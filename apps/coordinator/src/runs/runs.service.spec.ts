@@ -5,13 +5,14 @@ import { RUNS_READY_CHANNEL } from '@app/outbox';
 import type { RunEntity } from '@app/persistence';
 import type { CoordinatorConfig } from '../config/coordinator.config';
 import { ResultWaits } from '../hand-off/result-waits.service';
+import { RunLifecycle } from '../hand-off/run-lifecycle.service';
 import { WaitingClaims } from '../hand-off/waiting-claims.service';
 import type { CoordinatorMetrics } from '../metrics/coordinator.metrics';
 import type { RunsRepository } from './runs.repository';
 import { RunsService } from './runs.service';
 
 /**
- * RunsService over stand-ins: the start statement returns the runs as inserted, due now or at `runAt`;
+ * RunsService, with the RunLifecycle it tells, over stand-ins: the start statement returns the runs as inserted, due now or at `runAt`;
  * handed to a claim (running at revision 1) when it is given one, unless `refuseHandOff` (as when a
  * control is active); `failStart` makes it fail. With `publisher`, the coordinator has an outbox enqueuer,
  * and the statement takes the outbox row of each run it leaves queued and due now (its id: `o-<run id>`).
@@ -63,16 +64,22 @@ function service({ refuseHandOff = false, failStart = false, publisher = false }
     },
   };
   const waiting = new WaitingClaims();
-  const runs = new RunsService(
-    repository as unknown as RunsRepository,
-    control as unknown as RunControlRepository,
+  const resultWaits = new ResultWaits();
+  const lifecycle = new RunLifecycle(
+    waiting,
+    resultWaits,
     listener as unknown as NotificationListener,
     metrics as unknown as CoordinatorMetrics,
-    waiting,
-    new ResultWaits(),
     reports as unknown as ReportRepository,
     { claimMinIdleTimeMs: 90_000 } as CoordinatorConfig,
     publisher ? ({ publishTaken: async (rows: OutboxRow[]) => void published.push(rows) } as unknown as OutboxEnqueuer) : undefined,
+  );
+  const runs = new RunsService(
+    repository as unknown as RunsRepository,
+    control as unknown as RunControlRepository,
+    lifecycle,
+    listener as unknown as NotificationListener,
+    resultWaits,
   );
   return { runs, woken, waiting, handedTo, released, publishing, published };
 }

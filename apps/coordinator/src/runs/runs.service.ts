@@ -1,5 +1,4 @@
 import {
-  type ClaimedRun,
   EventAccepted,
   InvalidRequestError,
   isTerminalStatus,
@@ -14,19 +13,15 @@ import {
   RunView,
   StartRunRequest,
   type RunTransitionsQuery,
-  queueName,
 } from '@nest-durable/common';
-import { ControlOutcome, type NewRun, ReportRepository, RunControlRepository, type StartedRun } from '@app/run-store';
-import { NotificationListener, OutboxEnqueuer, RUN_FINISHED_CHANNEL, RUNS_READY_CHANNEL } from '@app/outbox';
+import { ControlOutcome, type NewRun, RunControlRepository, type StartedRun } from '@app/run-store';
+import { NotificationListener, RUN_FINISHED_CHANNEL } from '@app/outbox';
 import { RunEntity, uuidv7 } from '@app/persistence';
-import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
-import { setImmediate as nextTurn } from 'node:timers/promises';
-import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config/coordinator.config';
+import { Injectable } from '@nestjs/common';
 import { ResultWaits } from '../hand-off/result-waits.service';
-import { type WaitingClaim, WaitingClaims } from '../hand-off/waiting-claims.service';
-import { CoordinatorMetrics } from '../metrics/coordinator.metrics';
+import { type HandOff, RunLifecycle } from '../hand-off/run-lifecycle.service';
 import { RunsRepository } from './runs.repository';
-import { toClaimedRun, toRunView } from './run-view';
+import { toRunView } from './run-view';
 
 function newRun(request: StartRunRequest): NewRun {
   return {
@@ -44,33 +39,28 @@ function newRun(request: StartRunRequest): NewRun {
   };
 }
 
+/**
+ * The client API's use cases of runs: starting them, reading them, waiting for their results, and the
+ * commands (cancel, events, wake, retry). What this coordinator does when a run starts or ends is RunLifecycle's.
+ */
 @Injectable()
 export class RunsService {
-  private readonly logger = new Logger(RunsService.name);
-
   constructor(
     private readonly repository: RunsRepository,
     private readonly control: RunControlRepository,
+    private readonly lifecycle: RunLifecycle,
     private readonly listener: NotificationListener,
-    private readonly metrics: CoordinatorMetrics,
-    private readonly waitingClaims: WaitingClaims,
     private readonly resultWaits: ResultWaits,
-    private readonly reports: ReportRepository,
-    @Inject(COORDINATOR_CONFIG) private readonly config: CoordinatorConfig,
-    /** With a publisher (DISPATCH other than none): starts publish their runs' wake-ups themselves. */
-    @Optional() private readonly outbox?: OutboxEnqueuer,
   ) {}
 
   /**
-   * Starts a run; with a known idempotency key returns the existing run (`created: false`). A run due
-   * now whose queue has a claim waiting on this coordinator goes straight to that claim when it may
-   * (RunControlRepository.start with `handedTo`): it is started running, in one commit.
+   * Starts a run; with a known idempotency key returns the existing run (`created: false`). A run due now
+   * whose queue has a claim waiting on this coordinator goes straight to that claim when it may
+   * (RunLifecycle.handOffFor, RunControlRepository.start with `handedTo`): it is started running, in one commit.
    */
   async start(request: StartRunRequest): Promise<{ run: RunView; created: boolean }> {
     const run = newRun(request);
-    const dueNow = run.runAt === null || run.runAt.getTime() <= Date.now();
-    const claim = dueNow ? this.waitingClaims.take(queueName(run.workflow, run.version, run.shard ?? undefined)) : undefined;
-    const [started] = await this.insert([run], claim);
+    const [started] = await this.insert([run], this.lifecycle.handOffFor(run));
     return started;
   }
 
@@ -79,80 +69,36 @@ export class RunsService {
    * back as the existing run. Results are in request order.
    */
   startMany(requests: StartRunRequest[]): Promise<{ run: RunView; created: boolean }[]> {
-    return this.insert(requests.map(newRun));
+    return this.insert(requests.map(newRun), undefined);
   }
 
-  /** Inserts the runs (handing one to `claim`, which it settles whatever happens) and views them. */
-  private async insert(runs: NewRun[], claim?: WaitingClaim): Promise<{ run: RunView; created: boolean }[]> {
+  /** Inserts the runs (handing one to the claim of `handOff`, which RunLifecycle settles whatever happens) and views them. */
+  private async insert(runs: NewRun[], handOff: HandOff | undefined): Promise<{ run: RunView; created: boolean }[]> {
     let inserted: Map<string, StartedRun>;
-    let handed: ClaimedRun | undefined;
     try {
-      inserted = await this.control.start(
-        runs,
-        undefined,
-        claim && { workerId: claim.workerId, queues: claim.queues, claimMinIdleTimeMs: this.config.claimMinIdleTimeMs },
-        this.outbox !== undefined,
-      );
-      const run = claim ? [...inserted.values()].find((row) => row.status === 'running') : undefined;
-      if (run) {
-        handed = toClaimedRun(run);
-        this.metrics.handedOff();
-      }
+      inserted = await this.control.start(runs, undefined, handOff, this.lifecycle.startsPublish);
     } catch (error) {
-      // The statement may have committed before its answer was lost: a run handed to the claim, which
-      // is told nothing, would wait for the idle timeout. Give it back (fenced: a no-op otherwise).
-      if (claim) void this.reports.release(runs[0].id, 1).catch(() => undefined);
+      this.lifecycle.startFailed(runs[0], handOff);
       throw error;
-    } finally {
-      claim?.settle(handed);
     }
-    this.publish(inserted.values());
-    // The worker handed the run is on its critical path, the client's answer is not: let the claim answer first.
-    if (handed) await nextTurn();
-    for (const run of inserted.values()) this.metrics.runsStarted.inc({ workflow: run.workflow });
-    this.wakeLocally(inserted.values());
+    // A claim handed the run answers first; the client's answer waits for that turn (see RunLifecycle.started).
+    const claimAnswers = this.lifecycle.started(inserted, handOff);
+    if (claimAnswers) await claimAnswers;
     const duplicates = runs.filter((run) => !inserted.has(run.id));
-    const existing =
-      duplicates.length > 0
-        ? await this.repository.findByIdempotencyKeys(duplicates.map((run) => ({ workflow: run.workflow, idempotencyKey: run.idempotencyKey! })))
-        : new Map();
-    const pausedExisting = await this.repository.pausedQueues([...existing.values()]);
+    // Runs whose idempotency key was taken already come back as they are: read only when there are some.
+    const existing = duplicates.length > 0 ? await this.existing(duplicates) : undefined;
     return runs.map((run) => {
       const created = inserted.get(run.id);
       if (created) return { run: toRunView(created, undefined, created.paused), created: true };
-      const found = existing.get(`${run.workflow}\u0000${run.idempotencyKey}`)!;
-      return { run: toRunView(found, undefined, pausedExisting.has(found.queue)), created: false };
+      const found = existing!.runs.get(`${run.workflow}\u0000${run.idempotencyKey}`)!;
+      return { run: toRunView(found, undefined, existing!.paused.has(found.queue)), created: false };
     });
   }
 
-  /**
-   * Publishes the wake-ups of the runs due now that the start statement wrote taken (RunControlRepository.start
-   * with `publish`), as soon as it committed: no enqueuer's batch statement in between. Not awaited: the
-   * client's answer does not wait for Redis, and a publish that fails is retried from the outbox (the rows
-   * it could not settle stay in_flight, for maintenance to return to retry).
-   */
-  private publish(started: Iterable<StartedRun>): void {
-    if (!this.outbox) return;
-    const rows = [...started].flatMap((run) => (run.outboxId ? [{ id: run.outboxId, runId: run.id, queue: run.queue, attemptCount: 1 }] : []));
-    if (rows.length === 0) return;
-    this.outbox
-      .publishTaken(rows)
-      .catch((error: Error) => this.logger.warn(`publishing started runs' wake-ups failed (the outbox retries them): ${error.message}`));
-  }
-
-  /**
-   * Wakes, as soon as the start committed, this coordinator's long-poll claims of the queues that got a run
-   * due now, instead of when the start's NOTIFY comes back through the LISTEN session. That NOTIFY still
-   * wakes every coordinator's, this one's again: a claim that finds nothing waits again. (Its outbox has
-   * nothing to wake: a start publishes its wake-ups itself.)
-   */
-  private wakeLocally(started: Iterable<RunEntity>): void {
-    const now = Date.now();
-    const due = new Map<string, number>();
-    for (const run of started) {
-      if (run.status === 'queued' && run.dueAt instanceof Date && run.dueAt.getTime() <= now) due.set(run.queue, (due.get(run.queue) ?? 0) + 1);
-    }
-    for (const [queue, runs] of due) this.listener.wake(RUNS_READY_CHANNEL, queue, runs);
+  /** The runs started before with these runs' idempotency keys (keyed as RunsRepository.findByIdempotencyKeys keys them), and which of their queues are paused. */
+  private async existing(duplicates: NewRun[]): Promise<{ runs: Map<string, RunEntity>; paused: Set<string> }> {
+    const runs = await this.repository.findByIdempotencyKeys(duplicates.map((run) => ({ workflow: run.workflow, idempotencyKey: run.idempotencyKey! })));
+    return { runs, paused: await this.repository.pausedQueues([...runs.values()]) };
   }
 
   async get(id: string): Promise<RunView> {
@@ -228,7 +174,7 @@ export class RunsService {
   /** Cancels the run and its unfinished child runs. */
   async cancel(id: string): Promise<RunView> {
     this.check(id, await this.control.cancel(id), (status) => new RunAlreadyTerminalError(id, status));
-    this.metrics.runsCancelled.inc();
+    this.lifecycle.cancelled();
     return this.get(id);
   }
 

@@ -1,5 +1,6 @@
 import { RunStoreModule } from '@app/run-store';
 import { Module } from '@nestjs/common';
+import { HandOffModule } from '../hand-off/hand-off.module';
 import { TimersModule } from '../timers/timers.module';
 import { DeclaredSchedules } from './declared-schedules.service';
 import { ScheduleFiring } from './schedule-firing.service';
@@ -8,7 +9,7 @@ import { SchedulesService } from './schedules.service';
 
 /** Schedules (see SchedulesService); fired at their times by the due timers. */
 @Module({
-  imports: [RunStoreModule, TimersModule],
+  imports: [RunStoreModule, TimersModule, HandOffModule],
   controllers: [SchedulesController],
   providers: [SchedulesService, ScheduleFiring, DeclaredSchedules],
   exports: [DeclaredSchedules],

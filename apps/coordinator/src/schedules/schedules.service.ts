@@ -34,6 +34,7 @@ import {
 } from '@app/persistence';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config/coordinator.config';
+import { RunLifecycle } from '../hand-off/run-lifecycle.service';
 import { CoordinatorMetrics } from '../metrics/coordinator.metrics';
 import { toRunView } from '../runs/run-view';
 import { type FiringPlan, planFiring } from './schedule-times';
@@ -54,6 +55,7 @@ export class SchedulesService {
     private readonly db: Database,
     private readonly control: RunControlRepository,
     private readonly metrics: CoordinatorMetrics,
+    private readonly lifecycle: RunLifecycle,
     @Inject(COORDINATOR_CONFIG) private readonly config: CoordinatorConfig,
   ) {}
 
@@ -128,7 +130,7 @@ export class SchedulesService {
       const started = await this.startRun(tx, schedule, `schedule:${id}:trigger:${uuidv7()}`);
       return { row: await advanceSchedule(tx, id, schedule.nextRunAt, null, started.id), run: started.run };
     });
-    this.metrics.runsStarted.inc({ workflow: row.workflow });
+    this.lifecycle.startedInTransaction(row.workflow, 1);
     return { schedule: toScheduleView(row), run: toRunView(run!) };
   }
 
@@ -155,7 +157,7 @@ export class SchedulesService {
             }
             // As POST /v1/runs/:id/cancel does it, in this transaction: the run and its unfinished children.
             await this.control.cancel(previous, tx);
-            this.metrics.runsCancelled.inc();
+            this.lifecycle.cancelled();
           }
         }
         const run = await this.startRun(tx, schedule, fireKey(id, at));
@@ -176,7 +178,7 @@ export class SchedulesService {
 
   /** The metrics and logs of a firing that committed. */
   private recordFiring(schedule: ScheduleRow & { now: number }, plan: FiringPlan, started: number, overlapped: number): void {
-    if (started > 0) this.metrics.runsStarted.inc({ workflow: schedule.workflow }, started);
+    if (started > 0) this.lifecycle.startedInTransaction(schedule.workflow, started);
     for (const at of plan.fireTimes) this.metrics.scheduleFireLateness.observe(Math.max(0, schedule.now - at) / 1000);
     if (overlapped > 0) this.metrics.scheduleOverlapsSkipped.inc(overlapped);
     const firstActedOn = plan.fireTimes[0] ?? plan.nextRunAt;

@@ -1,8 +1,9 @@
-import { NotificationListener, RUNS_DUE_CHANNEL, RUNS_READY_CHANNEL } from '@app/outbox';
+import { NotificationListener, RUNS_DUE_CHANNEL } from '@app/outbox';
 import { Database, databaseNow, type DueRun, SCHEDULE_QUEUE, upcomingDueTimes } from '@app/persistence';
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { performance } from 'node:perf_hooks';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config/coordinator.config';
+import { RunLifecycle } from '../hand-off/run-lifecycle.service';
 import { DueSchedule } from './due-schedule';
 
 /** This process's clock, epoch ms with a fraction. */
@@ -23,9 +24,9 @@ interface ClockFit {
  * timeout) rather than on the next poll. Holds the upcoming due times within TIMER_HORIZON_MS
  * (at most TIMER_MAX_ENTRIES), loaded from `runs` and kept current by the wf_runs_due NOTIFY; it
  * reloads every half horizon, after the LISTEN session reconnects (notifications were lost) and when
- * capacity cut the schedule short. At a due time it wakes, in this process, as many claim long-polls
- * of that queue as runs came due (not all of them: no herd), and tells its due handlers (the outbox
- * wake-up, which one coordinator leads). Every coordinator holds its own schedule for its own
+ * capacity cut the schedule short. At a due time it tells RunLifecycle how many runs of each queue
+ * came due (which wakes as many of this process's claim long-polls of that queue: no herd), and tells
+ * its due handlers (the outbox wake-up, which one coordinator leads). Every coordinator holds its own schedule for its own
  * claimers; the polls stay as the safety net. Schedules' fire times are held the same way (queue
  * SCHEDULE_QUEUE), overdue ones too, and handed to the schedule handlers when they come.
  */
@@ -47,6 +48,7 @@ export class DueTimers implements OnApplicationBootstrap, BeforeApplicationShutd
   constructor(
     private readonly db: Database,
     private readonly listener: NotificationListener,
+    private readonly lifecycle: RunLifecycle,
     @Inject(COORDINATOR_CONFIG) private readonly config: CoordinatorConfig,
   ) {
     this.schedule = new DueSchedule(config.timerMaxEntries);
@@ -161,7 +163,7 @@ export class DueTimers implements OnApplicationBootstrap, BeforeApplicationShutd
         if (run.queue === SCHEDULE_QUEUE) schedules.push(run.runId);
         else perQueue.set(run.queue, (perQueue.get(run.queue) ?? 0) + 1);
       }
-      for (const [queue, runs] of perQueue) this.listener.wake(RUNS_READY_CHANNEL, queue, runs);
+      this.lifecycle.becameReady(perQueue);
       const runs = due.length - schedules.length;
       if (runs > 0) for (const handler of this.handlers) handler(runs);
       if (schedules.length > 0) for (const handler of this.scheduleHandlers) handler(schedules);

@@ -3,24 +3,27 @@ import type { NotificationListener } from '@app/outbox';
 import type { Database, DueRun } from '@app/persistence';
 import { performance } from 'node:perf_hooks';
 import type { CoordinatorConfig } from '../config/coordinator.config';
+import type { RunLifecycle } from '../hand-off/run-lifecycle.service';
 import { eventually } from '../../../../test/support/poll';
 import { DueTimers, parseDuePayload } from './due-timers.service';
 
 const localNow = () => performance.timeOrigin + performance.now();
 
-/** DueTimers with a database whose clock runs `skewMs` ahead of ours, and a listener that records wakes. */
+/** DueTimers with a database whose clock runs `skewMs` ahead of ours, and a RunLifecycle that records the runs that became ready. */
 function timersWithSkew(skewMs: number, upcoming: (databaseNow: number) => DueRun[]) {
-  const wakes: { channel: string; payload: string; max: number; at: number }[] = [];
+  const wakes: { queue: string; runs: number; at: number }[] = [];
   // The database answers its clock (databaseNow) and the upcoming due times (upcomingDueTimes).
   const db = {
     query: async (statement: string) => (statement.includes('clock_timestamp()') ? [{ now: localNow() + skewMs }] : upcoming(localNow() + skewMs)),
   } as unknown as Database;
-  const listener = {
-    subscribe: () => () => undefined,
-    wake: (channel: string, payload: string, max: number) => wakes.push({ channel, payload, max, at: localNow() + skewMs }),
-  } as unknown as NotificationListener;
+  const listener = { subscribe: () => () => undefined } as unknown as NotificationListener;
+  const lifecycle = {
+    becameReady: (perQueue: Map<string, number>) => {
+      for (const [queue, runs] of perQueue) wakes.push({ queue, runs, at: localNow() + skewMs });
+    },
+  } as unknown as RunLifecycle;
   const config = { timerHorizonMs: 60_000, timerMaxEntries: 100 } as CoordinatorConfig;
-  return { timers: new DueTimers(db, listener, config), wakes };
+  return { timers: new DueTimers(db, listener, lifecycle, config), wakes };
 }
 
 describe('DueTimers', () => {
@@ -36,7 +39,7 @@ describe('DueTimers', () => {
     timers.onApplicationBootstrap();
     try {
       const [wake] = await eventually('the wake-up', async () => (wakes.length > 0 ? wakes : undefined), 3_000);
-      expect(wake).toMatchObject({ channel: 'wf_runs_ready', payload: 'q:1', max: 2 });
+      expect(wake).toMatchObject({ queue: 'q:1', runs: 2 });
       // Not before the due time (a claim would find nothing), and not a skew late.
       expect(wake.at).toBeGreaterThanOrEqual(dueAt);
       expect(wake.at - dueAt).toBeLessThan(1_000);

@@ -1,8 +1,9 @@
 import { ClaimedRun, ClaimRequest, TakeRunsRequest, TakeRunsResponse, queueName, queuesOf } from '@nest-durable/common';
 import { ClaimRepository, type ClaimParams, ReportRepository } from '@app/run-store';
 import { NotificationListener, RUNS_READY_CHANNEL } from '@app/outbox';
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config/coordinator.config';
+import { RunLifecycle } from '../hand-off/run-lifecycle.service';
 import { handedBy, WaitingClaims } from '../hand-off/waiting-claims.service';
 import { CoordinatorMetrics } from '../metrics/coordinator.metrics';
 
@@ -15,10 +16,12 @@ interface EmptyCheck {
   until: number;
 }
 
-/** How workers come to own runs: claims (the HTTP subscriber) and takes (a transport's wake-ups), one statement for both. */
+/**
+ * How workers come to own runs, claims (the HTTP subscriber) and takes (a transport's wake-ups), one statement
+ * for both; and how they give them back.
+ */
 @Injectable()
 export class ClaimsService {
-  private readonly logger = new Logger(ClaimsService.name);
   /** By worker and queue set, what its claim that was just handed a run had found (see claim()). */
   private readonly handOffs = new Map<string, EmptyCheck>();
 
@@ -29,6 +32,7 @@ export class ClaimsService {
     @Inject(COORDINATOR_CONFIG) private readonly config: CoordinatorConfig,
     private readonly metrics: CoordinatorMetrics,
     private readonly waiting: WaitingClaims,
+    private readonly lifecycle: RunLifecycle,
   ) {}
 
   /**
@@ -136,11 +140,13 @@ export class ClaimsService {
       claimMinIdleTimeMs: this.config.claimMinIdleTimeMs,
       maxStalls: this.config.maxStalls,
     });
-    for (const run of stalled) {
-      this.metrics.runsFailed.inc({ workflow: run.workflow });
-      this.logger.warn('run failed: it stalled more than MAX_STALLS times', { runId: run.id, workflow: run.workflow, maxStalls: this.config.maxStalls });
-    }
+    if (stalled.length > 0) this.lifecycle.failedForStalls(stalled);
     return { runs: this.metrics.taken(runs, startedAt), requeue };
+  }
+
+  /** Gives the run back (worker shutting down) so another worker takes it at once. */
+  release(runId: string, expectedRevision: number): Promise<{ revision: number }> {
+    return this.reports.release(runId, expectedRevision);
   }
 
   /** Gives runs back for others at once (their worker went away while they were being taken for it). */

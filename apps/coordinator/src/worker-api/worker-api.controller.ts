@@ -16,8 +16,10 @@ import type { ServerResponse } from 'node:http';
 import { DeadLettersService } from '../dead-letters/dead-letters.service';
 import { Input, Route } from '../http/route.decorators';
 import { ClaimsService } from './claims.service';
+import { HeartbeatsService } from './heartbeats.service';
 import { OffersService } from './offers.service';
-import { WorkerWritesService } from './worker-writes.service';
+import { ReportsService } from './reports.service';
+import { StepsService } from './steps.service';
 
 /**
  * The worker protocol. Every write after the claim carries `expectedRevision`; a stale one gets
@@ -28,7 +30,9 @@ export class WorkerApiController {
   constructor(
     private readonly claims: ClaimsService,
     private readonly offers: OffersService,
-    private readonly writes: WorkerWritesService,
+    private readonly heartbeats: HeartbeatsService,
+    private readonly workerReports: ReportsService,
+    private readonly steps: StepsService,
     private readonly deadLetters: DeadLettersService,
   ) {}
 
@@ -67,47 +71,47 @@ export class WorkerApiController {
 
   @Route(API.heartbeat)
   async heartbeat(@Input() { body }: EndpointInput<typeof API.heartbeat>): Promise<HeartbeatResponse> {
-    return { lost: await this.writes.heartbeat(body.runs) };
+    return { lost: await this.heartbeats.heartbeat(body.runs) };
   }
 
   @Route(API.recordTask)
   async recordTask(@Input() { params, body }: EndpointInput<typeof API.recordTask>): Promise<TaskResultResponse> {
-    return { task: await this.writes.recordTask(params.id, body) };
+    return { task: await this.workerReports.recordTask(params.id, body) };
   }
 
   /** Task results, completions and failures of several runs in one request and one transaction. */
   @Route(API.report)
   async reports(@Input() { body }: EndpointInput<typeof API.report>): Promise<ReportsResponse> {
-    return { outcomes: await this.writes.apply(body.reports) };
+    return { outcomes: await this.workerReports.apply(body.reports) };
   }
 
   @Route(API.completeRun)
   complete(@Input() { params, body }: EndpointInput<typeof API.completeRun>): Promise<RevisionResponse> {
-    return this.writes.complete(params.id, body);
+    return this.workerReports.complete(params.id, body);
   }
 
   /** Fails the run, or with `retryDelayMs` schedules its next attempt (workflow-level retry). */
   @Route(API.failRun)
   fail(@Input() { params, body }: EndpointInput<typeof API.failRun>): Promise<RevisionResponse> {
-    return this.writes.fail(params.id, body);
+    return this.workerReports.fail(params.id, body);
   }
 
   /** Suspends the run at a sleep, event or retry-wait step (or resolves the step at once). */
   @Route(API.suspendRun)
   suspend(@Input() { params, body }: EndpointInput<typeof API.suspendRun>): Promise<StepResponse> {
-    return this.writes.suspend(params.id, body);
+    return this.steps.suspend(params.id, body);
   }
 
   /** Starts a child run (in the parent's shard unless it names one); with `wait` the parent suspends until the child is terminal. */
   @Route(API.startChild)
   startChild(@Input() { params, body }: EndpointInput<typeof API.startChild>): Promise<StepResponse> {
-    return this.writes.startChild(params.id, body);
+    return this.steps.startChild(params.id, body);
   }
 
   /** Gives the run back (worker shutting down) so another worker takes it at once. */
   @Route(API.releaseRun)
   release(@Input() { params, body }: EndpointInput<typeof API.releaseRun>): Promise<RevisionResponse> {
-    return this.writes.release(params.id, body.expectedRevision);
+    return this.claims.release(params.id, body.expectedRevision);
   }
 }
 

@@ -3,13 +3,15 @@ import { Module } from '@nestjs/common';
 import { DeadLettersModule } from '../dead-letters/dead-letters.module';
 import { HandOffModule } from '../hand-off/hand-off.module';
 import { ClaimsService } from './claims.service';
+import { HeartbeatsService } from './heartbeats.service';
 import { OffersService } from './offers.service';
+import { ReportsService } from './reports.service';
+import { StepsService } from './steps.service';
 import { WorkerApiController } from './worker-api.controller';
-import { WorkerWritesService } from './worker-writes.service';
 
 @Module({
   imports: [RunStoreModule, DeadLettersModule, HandOffModule],
   controllers: [WorkerApiController],
-  providers: [ClaimsService, OffersService, WorkerWritesService],
+  providers: [ClaimsService, OffersService, HeartbeatsService, ReportsService, StepsService],
 })
 export class WorkerApiModule {}

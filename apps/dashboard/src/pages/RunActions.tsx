@@ -1,4 +1,4 @@
-import type { RunView } from '@nest-durable/common';
+import type { JsonValue, RunView } from '@nest-durable/common';
 import { isTerminalStatus } from '@nest-durable/common/run-status';
 import { useState } from 'preact/hooks';
 import { api } from '../api';
@@ -6,7 +6,7 @@ import { Confirm } from '../components/Confirm';
 import { Problem } from '../components/Problem';
 import type { ActionOutcome } from '../use-action';
 
-type Action = { kind: 'cancel' } | { kind: 'retry' } | { kind: 'wake' } | { kind: 'event'; name: string; data: unknown };
+type Action = { kind: 'cancel' } | { kind: 'retry' } | { kind: 'wake' } | { kind: 'event'; name: string; data: JsonValue };
 
 const TITLES: Record<Action['kind'], string> = {
   cancel: 'Cancel this run and its unfinished children?',

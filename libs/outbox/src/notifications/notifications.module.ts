@@ -1,28 +1,24 @@
-import { DynamicModule, type FactoryProvider, Module, type ModuleMetadata } from '@nestjs/common';
+import { ConfigurableModuleBuilder, Module } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';
 import { NOTIFICATION_LISTENER_OPTIONS, type NotificationListenerOptions } from './notification.constants';
 import { NotificationListenerHealth } from './notification-listener.health';
 import { NotificationListener } from './notification-listener.service';
 
-export interface NotificationsAsyncOptions extends Pick<ModuleMetadata, 'imports'> {
-  // biome-ignore lint/suspicious/noExplicitAny: the factory takes whatever `inject` names, as Nest's own FactoryProvider does
-  useFactory: (...args: any[]) => NotificationListenerOptions | Promise<NotificationListenerOptions>;
-  inject?: FactoryProvider['inject'];
-}
+const { ConfigurableModuleClass } = new ConfigurableModuleBuilder<NotificationListenerOptions>({
+  moduleName: 'Notifications',
+  optionsInjectionToken: NOTIFICATION_LISTENER_OPTIONS,
+})
+  .setClassMethodName('forRoot')
+  .setExtras({}, (definition) => ({
+    ...definition,
+    // Global: the services of every module listen through the one LISTEN session.
+    global: true,
+    imports: [...(definition.imports ?? []), TerminusModule],
+    providers: [...(definition.providers ?? []), NotificationListener, NotificationListenerHealth],
+    exports: [NotificationListener, NotificationListenerHealth],
+  }))
+  .build();
 
+/** The LISTEN session and its health: `forRoot({ url, applicationName, channels, probeIntervalMs })` or `forRootAsync(...)`. */
 @Module({})
-export class NotificationsModule {
-  static forRootAsync(options: NotificationsAsyncOptions): DynamicModule {
-    return {
-      module: NotificationsModule,
-      global: true,
-      imports: [...(options.imports ?? []), TerminusModule],
-      providers: [
-        { provide: NOTIFICATION_LISTENER_OPTIONS, useFactory: options.useFactory, inject: options.inject },
-        NotificationListener,
-        NotificationListenerHealth,
-      ],
-      exports: [NotificationListener, NotificationListenerHealth],
-    };
-  }
-}
+export class NotificationsModule extends ConfigurableModuleClass {}

@@ -1,10 +1,10 @@
-/** Settings shared by the Redis subscribers. */
+/** Settings of a worker's Redis subscriber: its consumer's, and the limit past which it dead-letters a wake-up. */
 export interface RedisSubscriberOptions {
   /** How long one blocking read waits (BZPOPMIN / XREADGROUP BLOCK). */
   blockMs: number;
   /** Streams: a pending entry idle this long (its worker died) is claimed by another worker. */
   reclaimIdleMs: number;
-  /** Streams: an entry delivered more often than this is handed to the coordinator as a dead letter. */
+  /** Streams: a wake-up reclaimed after more deliveries than this is handed to the coordinator as a dead letter. */
   maxDeliveries: number;
   /** Streams: partitions per queue when the coordinator has not published its count. */
   streamPartitions: number;

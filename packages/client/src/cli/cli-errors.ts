@@ -1,8 +1,11 @@
-import { CoordinatorUnavailableError, EngineHttpError } from '../json-http.client';
+import { DurableError } from '@nest-durable/common';
+import { CoordinatorUnavailableError, isAnsweredError } from '../json-http.client';
 
 /** A mistake on the command line found after parsing (e.g. a bad WF_URL): nothing was sent. */
-export class UsageError extends Error {
-  override name = 'UsageError';
+export class UsageError extends DurableError {
+  constructor(message: string) {
+    super('usage_invalid', message);
+  }
 }
 
 /**
@@ -10,7 +13,7 @@ export class UsageError extends Error {
  * message, or why the coordinator at `url` could not be asked.
  */
 export function describeFailure(error: unknown, url: string | undefined): string {
-  if (error instanceof EngineHttpError) return `${error.reason}: ${error.message}`;
+  if (isAnsweredError(error)) return `${error.reason}: ${error.message}`;
   if (error instanceof CoordinatorUnavailableError) return `unreachable: no coordinator answered at ${url ?? 'its URL'} (${error.message})`;
   if (error instanceof UsageError) return error.message;
   // Not a failure we expect: still one line, naming what was thrown.

@@ -1,5 +1,5 @@
 import { type FeedEvent, isTerminalStatus, type RunView } from '@nest-durable/common';
-import { EngineHttpError } from '../json-http.client';
+import { isAnsweredError } from '../json-http.client';
 import type { WorkflowClient } from '../workflow.client';
 import { formatRunLine, formatStepLine } from './format';
 import type { CommandContext } from './invocation';
@@ -36,7 +36,7 @@ async function openFeed(client: WorkflowClient, runId: string, signal: AbortSign
     await feed.next();
     return feed;
   } catch (error) {
-    if (error instanceof EngineHttpError && error.statusCode === 404) return undefined;
+    if (isAnsweredError(error) && error.statusCode === 404) return undefined;
     throw error;
   }
 }

@@ -1,5 +1,6 @@
 import { FEED_DESCRIPTION, FeedQuery, RunTransitions, RunTransitionsQuery, Stats, StatsQuery } from './dashboard.contracts';
 import { DeadLetterPage, DeadLetterPath, ListDeadLettersQuery, RedriveResult } from './dead-letter.contracts';
+import { ROUTES } from './routes';
 import { endpoint, json, RUN_NOT_FOUND, type Endpoint } from './endpoint';
 import {
   EventAccepted,
@@ -25,8 +26,7 @@ const SCHEDULE_NOT_FOUND = 'schedule_not_found';
 export const CLIENT_ENDPOINTS = {
   // ---- runs (clients) ----
   startRun: endpoint({
-    method: 'post',
-    path: '/v1/runs',
+    ...ROUTES.startRun,
     audience: 'client',
     tag: 'runs',
     summary: 'Start a run',
@@ -35,8 +35,7 @@ export const CLIENT_ENDPOINTS = {
     responses: { 201: json('The new run', RunView), 200: json('The existing run: its idempotency key was used for this workflow already', RunView) },
   }),
   startRuns: endpoint({
-    method: 'post',
-    path: '/v1/runs/batch',
+    ...ROUTES.startRuns,
     audience: 'client',
     tag: 'runs',
     summary: 'Start up to 1,000 runs in one transaction (an existing idempotency key gives the existing run)',
@@ -45,8 +44,7 @@ export const CLIENT_ENDPOINTS = {
     responses: { 201: json('The runs, in request order', StartedRuns) },
   }),
   listRuns: endpoint({
-    method: 'get',
-    path: '/v1/runs',
+    ...ROUTES.listRuns,
     audience: 'client',
     tag: 'runs',
     summary: 'List runs, newest first',
@@ -55,8 +53,7 @@ export const CLIENT_ENDPOINTS = {
     responses: { 200: json('A page of runs', RunPage) },
   }),
   getRun: endpoint({
-    method: 'get',
-    path: '/v1/runs/{id}',
+    ...ROUTES.getRun,
     audience: 'client',
     tag: 'runs',
     summary: 'A run with its steps',
@@ -66,8 +63,7 @@ export const CLIENT_ENDPOINTS = {
     errors: { 404: RUN_NOT_FOUND },
   }),
   runResult: endpoint({
-    method: 'get',
-    path: '/v1/runs/{id}/result',
+    ...ROUTES.runResult,
     audience: 'client',
     tag: 'runs',
     summary: 'Wait up to waitMs for the run to be terminal (woken by its final transition), then return it as it is',
@@ -78,8 +74,7 @@ export const CLIENT_ENDPOINTS = {
     errors: { 404: RUN_NOT_FOUND },
   }),
   cancelRun: endpoint({
-    method: 'post',
-    path: '/v1/runs/{id}/cancel',
+    ...ROUTES.cancelRun,
     audience: 'client',
     tag: 'runs',
     summary: 'Cancel the run and its unfinished child runs',
@@ -89,8 +84,7 @@ export const CLIENT_ENDPOINTS = {
     errors: { 404: RUN_NOT_FOUND, 409: 'run_terminal: the run already finished' },
   }),
   sendEvent: endpoint({
-    method: 'post',
-    path: '/v1/runs/{id}/events/{name}',
+    ...ROUTES.sendEvent,
     audience: 'client',
     tag: 'runs',
     summary: 'Deliver an event to a run waiting for it, or keep it for its next wait of that name',
@@ -102,8 +96,7 @@ export const CLIENT_ENDPOINTS = {
     errors: { 404: RUN_NOT_FOUND, 409: 'run_terminal: the run already finished' },
   }),
   wakeRun: endpoint({
-    method: 'post',
-    path: '/v1/runs/{id}/wake',
+    ...ROUTES.wakeRun,
     audience: 'client',
     tag: 'runs',
     summary: 'End a durable sleep now',
@@ -113,8 +106,7 @@ export const CLIENT_ENDPOINTS = {
     errors: { 404: RUN_NOT_FOUND, 409: 'run_not_sleeping: the run is not in a durable sleep' },
   }),
   retryRun: endpoint({
-    method: 'post',
-    path: '/v1/runs/{id}/retry',
+    ...ROUTES.retryRun,
     audience: 'client',
     tag: 'runs',
     summary: 'Run a failed run again as its next attempt, resuming from its completed steps',
@@ -125,8 +117,7 @@ export const CLIENT_ENDPOINTS = {
   }),
 
   runTransitions: endpoint({
-    method: 'get',
-    path: '/v1/runs/{id}/transitions',
+    ...ROUTES.runTransitions,
     audience: 'client',
     tag: 'runs',
     summary: 'The run’s state transitions, oldest first, a page at a time',
@@ -139,8 +130,7 @@ export const CLIENT_ENDPOINTS = {
 
   // ---- operators' views (clients) ----
   stats: endpoint({
-    method: 'get',
-    path: '/v1/stats',
+    ...ROUTES.stats,
     audience: 'client',
     tag: 'operations',
     summary: 'Run counts and throughput over a window, queue depths, the outbox, dead letters and workers online',
@@ -149,8 +139,7 @@ export const CLIENT_ENDPOINTS = {
     responses: { 200: json('The numbers, as of `generatedAt`', Stats) },
   }),
   feed: endpoint({
-    method: 'get',
-    path: '/v1/feed',
+    ...ROUTES.feed,
     audience: 'client',
     tag: 'operations',
     summary: 'A live feed of run changes (server-sent events), optionally of one run or one workflow',
@@ -161,8 +150,7 @@ export const CLIENT_ENDPOINTS = {
 
   // ---- schedules (clients) ----
   createSchedule: endpoint({
-    method: 'post',
-    path: '/v1/schedules',
+    ...ROUTES.createSchedule,
     audience: 'client',
     tag: 'schedules',
     summary: 'Create a schedule: runs of a workflow version at the times of a cron expression (in a time zone) or every intervalMs',
@@ -171,8 +159,7 @@ export const CLIENT_ENDPOINTS = {
     responses: { 201: json('The schedule', ScheduleView) },
   }),
   listSchedules: endpoint({
-    method: 'get',
-    path: '/v1/schedules',
+    ...ROUTES.listSchedules,
     audience: 'client',
     tag: 'schedules',
     summary: 'List schedules, newest first',
@@ -181,8 +168,7 @@ export const CLIENT_ENDPOINTS = {
     responses: { 200: json('A page of schedules', SchedulePage) },
   }),
   getSchedule: endpoint({
-    method: 'get',
-    path: '/v1/schedules/{id}',
+    ...ROUTES.getSchedule,
     audience: 'client',
     tag: 'schedules',
     summary: 'A schedule',
@@ -192,8 +178,7 @@ export const CLIENT_ENDPOINTS = {
     errors: { 404: SCHEDULE_NOT_FOUND },
   }),
   deleteSchedule: endpoint({
-    method: 'delete',
-    path: '/v1/schedules/{id}',
+    ...ROUTES.deleteSchedule,
     audience: 'client',
     tag: 'schedules',
     summary: 'Delete a schedule (the runs it started stay)',
@@ -203,8 +188,7 @@ export const CLIENT_ENDPOINTS = {
     errors: { 404: SCHEDULE_NOT_FOUND, 409: 'schedule_in_code: the schedule is declared in code that online workers host; remove it there, or pause it' },
   }),
   pauseSchedule: endpoint({
-    method: 'post',
-    path: '/v1/schedules/{id}/pause',
+    ...ROUTES.pauseSchedule,
     audience: 'client',
     tag: 'schedules',
     summary: 'Stop firing until resumed (a pause of a schedule declared in code survives its workers registering again)',
@@ -214,8 +198,7 @@ export const CLIENT_ENDPOINTS = {
     errors: { 404: SCHEDULE_NOT_FOUND },
   }),
   resumeSchedule: endpoint({
-    method: 'post',
-    path: '/v1/schedules/{id}/resume',
+    ...ROUTES.resumeSchedule,
     audience: 'client',
     tag: 'schedules',
     summary: 'Fire again from the next fire time after now (times that passed while paused are not caught up)',
@@ -225,8 +208,7 @@ export const CLIENT_ENDPOINTS = {
     errors: { 404: SCHEDULE_NOT_FOUND },
   }),
   triggerSchedule: endpoint({
-    method: 'post',
-    path: '/v1/schedules/{id}/trigger',
+    ...ROUTES.triggerSchedule,
     audience: 'client',
     tag: 'schedules',
     summary: 'Start a run of the schedule now, paused or not and whatever its overlap policy; its fire times stay as they are',
@@ -238,8 +220,7 @@ export const CLIENT_ENDPOINTS = {
 
   // ---- dead letters (clients) ----
   listDeadLetters: endpoint({
-    method: 'get',
-    path: '/v1/dead-letters',
+    ...ROUTES.listDeadLetters,
     audience: 'client',
     tag: 'dead letters',
     summary: 'What dispatch gave up on, newest first',
@@ -248,8 +229,7 @@ export const CLIENT_ENDPOINTS = {
     responses: { 200: json('A page of dead letters', DeadLetterPage) },
   }),
   redriveDeadLetter: endpoint({
-    method: 'post',
-    path: '/v1/dead-letters/{id}/redrive',
+    ...ROUTES.redriveDeadLetter,
     audience: 'client',
     tag: 'dead letters',
     summary: 'Put its run back in motion (a new attempt, or a new wake-up) and remove it',
@@ -259,8 +239,7 @@ export const CLIENT_ENDPOINTS = {
     errors: { 404: 'dead_letter_not_found' },
   }),
   deleteDeadLetter: endpoint({
-    method: 'delete',
-    path: '/v1/dead-letters/{id}',
+    ...ROUTES.deleteDeadLetter,
     audience: 'client',
     tag: 'dead letters',
     summary: 'Remove it',
@@ -272,8 +251,7 @@ export const CLIENT_ENDPOINTS = {
 
   // ---- workers (clients) ----
   listWorkers: endpoint({
-    method: 'get',
-    path: '/v1/workers',
+    ...ROUTES.listWorkers,
     audience: 'client',
     tag: 'workers',
     summary: 'The worker registry: every worker seen in the last hour, whether it is online, and what it hosts',
@@ -283,8 +261,7 @@ export const CLIENT_ENDPOINTS = {
 
   // ---- workflow versions: pause, resume, limits (clients) ----
   listWorkflows: endpoint({
-    method: 'get',
-    path: '/v1/workflows',
+    ...ROUTES.listWorkflows,
     audience: 'client',
     tag: 'workflows',
     summary: 'The workflow versions known (registered by workers, or with controls set), with their pauses and limits',
@@ -292,8 +269,7 @@ export const CLIENT_ENDPOINTS = {
     responses: { 200: json('The workflow versions, by name and version', WorkflowList) },
   }),
   pauseWorkflow: endpoint({
-    method: 'post',
-    path: '/v1/workflows/{name}/{version}/pause',
+    ...ROUTES.pauseWorkflow,
     audience: 'client',
     tag: 'workflows',
     summary: 'Pause the version (or with `shard` one shard of it): its queued runs are not taken in any mode; running ones finish; starts are still accepted',
@@ -304,8 +280,7 @@ export const CLIENT_ENDPOINTS = {
     responses: { 200: json('The version', WorkflowView) },
   }),
   resumeWorkflow: endpoint({
-    method: 'post',
-    path: '/v1/workflows/{name}/{version}/resume',
+    ...ROUTES.resumeWorkflow,
     audience: 'client',
     tag: 'workflows',
     summary: 'Resume the version (all its shards), or with `shard` that shard; its waiting runs are woken',
@@ -316,8 +291,7 @@ export const CLIENT_ENDPOINTS = {
     responses: { 200: json('The version', WorkflowView) },
   }),
   setWorkflowLimits: endpoint({
-    method: 'put',
-    path: '/v1/workflows/{name}/{version}/limits',
+    ...ROUTES.setWorkflowLimits,
     audience: 'client',
     tag: 'workflows',
     summary:
@@ -328,8 +302,7 @@ export const CLIENT_ENDPOINTS = {
     responses: { 200: json('The version', WorkflowView) },
   }),
   clearWorkflowLimits: endpoint({
-    method: 'delete',
-    path: '/v1/workflows/{name}/{version}/limits',
+    ...ROUTES.clearWorkflowLimits,
     audience: 'client',
     tag: 'workflows',
     summary: "Clear the limits set through the API: the code's apply again",

@@ -1,5 +1,6 @@
 import type { Static, StaticEncode, TSchema } from '@sinclair/typebox';
 import type { Endpoint } from './endpoints';
+import { type HttpMethod, type RouteCall, routeRequest } from './routes';
 
 type Encoded<S> = S extends TSchema ? StaticEncode<S> : never;
 
@@ -14,16 +15,7 @@ export type EndpointCall<E extends Endpoint> = (E['params'] extends TSchema ? { 
 /** What a success of `E` answers (its schema's type; `undefined` for an empty answer). */
 export type EndpointResult<E extends Endpoint> = E['responses'][E['status']] extends { schema: infer S extends TSchema } ? Static<S> : undefined;
 
-export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'DELETE';
-
 /** The method, path (parameters filled in, query appended) and body of a call of `endpoint`. */
 export function endpointRequest<E extends Endpoint>(endpoint: E, call: EndpointCall<E>): { method: HttpMethod; path: string; body: unknown } {
-  const { params, query, body } = call as { params?: Record<string, unknown>; query?: Record<string, unknown>; body?: unknown };
-  const path = endpoint.path.replace(/\{(\w+)\}/g, (_, name: string) => encodeURIComponent(String(params?.[name])));
-  const search = new URLSearchParams();
-  for (const [key, value] of Object.entries(query ?? {})) {
-    // A repeatable parameter (`tag`) is sent once per value.
-    for (const item of Array.isArray(value) ? value : value === undefined ? [] : [value]) search.append(key, String(item));
-  }
-  return { method: endpoint.method.toUpperCase() as HttpMethod, path: search.size > 0 ? `${path}?${search}` : path, body };
+  return routeRequest(endpoint, call as RouteCall);
 }

@@ -1,10 +1,8 @@
 import { type StaticDecode, type TSchema } from '@sinclair/typebox';
+import type { ApiRoute } from './routes';
 
 /** A route of the coordinator's HTTP API (see API): how the coordinator serves it and the API description tells it. */
-export interface Endpoint {
-  method: 'get' | 'post' | 'put' | 'delete';
-  /** OpenAPI style: `/v1/runs/{id}`. */
-  path: string;
+export interface Endpoint extends ApiRoute {
   /** Whose bearer token it takes: CLIENT_TOKEN, WORKER_TOKEN, or none. */
   audience: 'client' | 'worker' | 'public';
   tag: string;

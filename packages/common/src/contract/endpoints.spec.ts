@@ -2,6 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { CLIENT_ENDPOINTS } from './client.endpoints';
 import { API } from './endpoints';
 import { PUBLIC_ENDPOINTS } from './public.endpoints';
+import { ROUTES } from './routes';
 import { WORKER_ENDPOINTS } from './worker.endpoints';
 
 describe('API', () => {
@@ -15,6 +16,11 @@ describe('API', () => {
 
   it.each(Object.entries(groups))('groups by token: each %s entry takes that audience', (audience, group) => {
     expect(new Set(Object.values(group).map((entry) => entry.audience))).toEqual(new Set([audience]));
+  });
+
+  it("takes each entry's method and path from ROUTES under the same name, and ROUTES holds no other route", () => {
+    const routes = Object.fromEntries(Object.entries(API).map(([name, { method, path }]) => [name, { method, path }]));
+    expect(routes).toEqual(ROUTES);
   });
 
   it('names each route (method and path) once', () => {

@@ -1,6 +1,6 @@
 import { Kind, type TObject, type TSchema } from '@sinclair/typebox';
 import { API, type Endpoint } from './endpoints';
-import { ErrorBody } from '../errors/engine.errors';
+import { ErrorBody } from './error-body';
 
 /** An OpenAPI 3.1 document (its schemas are JSON Schema 2020-12, which the contract's schemas are). */
 export interface OpenApiDocument {

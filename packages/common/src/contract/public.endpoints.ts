@@ -1,4 +1,5 @@
 import { DashboardConfig } from './dashboard-config.contracts';
+import { ROUTES } from './routes';
 import { endpoint, json, type Endpoint } from './endpoint';
 import { Type } from '@sinclair/typebox';
 
@@ -19,8 +20,7 @@ const HealthReport = Type.Object(
 /** The routes that take no token: health, metrics, the dashboard's settings. */
 export const PUBLIC_ENDPOINTS = {
   live: endpoint({
-    method: 'get',
-    path: '/health/live',
+    ...ROUTES.live,
     audience: 'public',
     tag: 'operations',
     summary: 'Liveness: the process serves HTTP',
@@ -28,8 +28,7 @@ export const PUBLIC_ENDPOINTS = {
     responses: { 200: json('Up', HealthReport) },
   }),
   ready: endpoint({
-    method: 'get',
-    path: '/health/ready',
+    ...ROUTES.ready,
     audience: 'public',
     tag: 'operations',
     summary: 'Readiness: PostgreSQL, the LISTEN session, and with a publisher Redis and the outbox',
@@ -37,8 +36,7 @@ export const PUBLIC_ENDPOINTS = {
     responses: { 200: json('Up, or `degraded` when the outbox falls behind or dead letters pile up', HealthReport), 503: json('Down', HealthReport) },
   }),
   metrics: endpoint({
-    method: 'get',
-    path: '/metrics',
+    ...ROUTES.metrics,
     audience: 'public',
     tag: 'operations',
     summary: 'Prometheus metrics',
@@ -46,8 +44,7 @@ export const PUBLIC_ENDPOINTS = {
     responses: { 200: { description: 'Prometheus text format', schema: Type.String(), contentType: 'text/plain' } },
   }),
   dashboardConfig: endpoint({
-    method: 'get',
-    path: '/ui/config.json',
+    ...ROUTES.dashboardConfig,
     audience: 'public',
     tag: 'operations',
     summary: "The web dashboard's settings (its pages are served under /ui without a token; the API calls they make take one)",

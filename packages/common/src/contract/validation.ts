@@ -36,7 +36,7 @@ export function decode<T extends TSchema>(schema: T, value: unknown, what: strin
 }
 
 /**
- * A query as Express reads it (every value text, or a list of texts when repeated), decoded: integer fields
+ * A query as the HTTP server parses it (every value text, or a list of texts when repeated), decoded: integer fields
  * are read from decimal text first.
  */
 export function decodeQuery<T extends TSchema>(schema: T, query: Record<string, unknown>): StaticDecode<T> {

@@ -1,3 +1,4 @@
+import { ROUTES } from './routes';
 import { endpoint, json, revisioned, type Endpoint } from './endpoint';
 import { WorkerIdPath, WorkerRegistration } from './worker-registry.contracts';
 import {
@@ -28,8 +29,7 @@ import {
 /** The worker protocol: the routes a worker calls with WORKER_TOKEN. */
 export const WORKER_ENDPOINTS = {
   registerWorker: endpoint({
-    method: 'put',
-    path: '/v1/worker/workers/{workerId}',
+    ...ROUTES.registerWorker,
     audience: 'worker',
     tag: 'worker protocol',
     summary: 'Say what this worker is and hosts; sent at start and then every intervalMs',
@@ -39,8 +39,7 @@ export const WORKER_ENDPOINTS = {
     responses: { 204: { description: 'Registered' } },
   }),
   claimRuns: endpoint({
-    method: 'post',
-    path: '/v1/worker/claims',
+    ...ROUTES.claimRuns,
     audience: 'worker',
     tag: 'worker protocol',
     summary: 'Claim ready runs of the given workflow versions, long-polling up to waitMs when none is ready',
@@ -49,8 +48,7 @@ export const WORKER_ENDPOINTS = {
     responses: { 200: json('The runs claimed (none when waitMs passed)', ClaimResponse) },
   }),
   offerRuns: endpoint({
-    method: 'post',
-    path: '/v1/worker/offers',
+    ...ROUTES.offerRuns,
     audience: 'worker',
     tag: 'worker protocol',
     summary:
@@ -61,8 +59,7 @@ export const WORKER_ENDPOINTS = {
     errors: { 409: 'offer_exists: an offer with this id waits here already' },
   }),
   withdrawOffer: endpoint({
-    method: 'delete',
-    path: '/v1/worker/offers/{offerId}',
+    ...ROUTES.withdrawOffer,
     audience: 'worker',
     tag: 'worker protocol',
     summary: 'Withdraw an offer: its own request then answers at once, with the run a start handed it before, if any',
@@ -72,8 +69,7 @@ export const WORKER_ENDPOINTS = {
     errors: { 404: 'offer_not_found: no such offer waits here (it answered already, or was made to another coordinator)' },
   }),
   takeRuns: endpoint({
-    method: 'post',
-    path: '/v1/worker/takes',
+    ...ROUTES.takeRuns,
     audience: 'worker',
     tag: 'worker protocol',
     summary: 'Take runs for wake-ups a transport (Redis) delivered: up to one per wake-up of each queue, chosen as a claim chooses them',
@@ -82,8 +78,7 @@ export const WORKER_ENDPOINTS = {
     responses: { 200: json('The runs taken, and the wake-ups to give back', TakeRunsResponse) },
   }),
   heartbeat: endpoint({
-    method: 'post',
-    path: '/v1/worker/heartbeats',
+    ...ROUTES.heartbeat,
     audience: 'worker',
     tag: 'worker protocol',
     summary: 'Refresh the claims of runs this worker holds',
@@ -92,8 +87,7 @@ export const WORKER_ENDPOINTS = {
     responses: { 200: json('The runs no longer held', HeartbeatResponse) },
   }),
   recordTask: endpoint({
-    method: 'post',
-    path: '/v1/worker/runs/{id}/tasks',
+    ...ROUTES.recordTask,
     audience: 'worker',
     tag: 'worker protocol',
     summary: 'Record a task result (the first one written for a key wins)',
@@ -104,8 +98,7 @@ export const WORKER_ENDPOINTS = {
     errors: revisioned,
   }),
   report: endpoint({
-    method: 'post',
-    path: '/v1/worker/reports',
+    ...ROUTES.report,
     audience: 'worker',
     tag: 'worker protocol',
     summary: 'Task results, completions and failures of several runs in one request and one transaction, each checked on its own',
@@ -114,8 +107,7 @@ export const WORKER_ENDPOINTS = {
     responses: { 200: json('One outcome per report, in order', ReportsResponse) },
   }),
   completeRun: endpoint({
-    method: 'post',
-    path: '/v1/worker/runs/{id}/complete',
+    ...ROUTES.completeRun,
     audience: 'worker',
     tag: 'worker protocol',
     summary: 'Complete the run',
@@ -126,8 +118,7 @@ export const WORKER_ENDPOINTS = {
     errors: revisioned,
   }),
   failRun: endpoint({
-    method: 'post',
-    path: '/v1/worker/runs/{id}/fail',
+    ...ROUTES.failRun,
     audience: 'worker',
     tag: 'worker protocol',
     summary: 'Fail the run, or with retryDelayMs schedule its next attempt',
@@ -138,8 +129,7 @@ export const WORKER_ENDPOINTS = {
     errors: revisioned,
   }),
   suspendRun: endpoint({
-    method: 'post',
-    path: '/v1/worker/runs/{id}/suspend',
+    ...ROUTES.suspendRun,
     audience: 'worker',
     tag: 'worker protocol',
     summary: 'Suspend the run at a sleep, event or retry-wait step (or resolve the step at once)',
@@ -150,8 +140,7 @@ export const WORKER_ENDPOINTS = {
     errors: { ...revisioned, 409: `${revisioned[409]}; step_conflict: the key was recorded as another kind of step` },
   }),
   startChild: endpoint({
-    method: 'post',
-    path: '/v1/worker/runs/{id}/children',
+    ...ROUTES.startChild,
     audience: 'worker',
     tag: 'worker protocol',
     summary: "Start a child run (in the parent's shard unless `shard` names one, null: none); with `wait` the parent suspends until it is terminal",
@@ -162,8 +151,7 @@ export const WORKER_ENDPOINTS = {
     errors: { ...revisioned, 409: `${revisioned[409]}; step_conflict: the key was recorded as another kind of step` },
   }),
   releaseRun: endpoint({
-    method: 'post',
-    path: '/v1/worker/runs/{id}/release',
+    ...ROUTES.releaseRun,
     audience: 'worker',
     tag: 'worker protocol',
     summary: 'Give the run back (worker shutting down), so another worker takes it at once',
@@ -174,8 +162,7 @@ export const WORKER_ENDPOINTS = {
     errors: revisioned,
   }),
   reportDeadLetter: endpoint({
-    method: 'post',
-    path: '/v1/worker/dead-letters',
+    ...ROUTES.reportDeadLetter,
     audience: 'worker',
     tag: 'worker protocol',
     summary: 'Hand over a Streams wake-up delivered too often: recorded, and its run failed (`stalled`) if its claim went idle',

@@ -1,2 +1,4 @@
+export * from './durable.error';
 export * from './engine.errors';
+export * from './error-registry';
 export * from './workflow.errors';

@@ -1,4 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
+import { DurableError } from './durable.error';
 import {
   ChildRunFailedError,
   ChildRunTimeoutError,
@@ -25,7 +26,15 @@ describe('WorkflowError', () => {
     expect(error).toBeInstanceOf(WorkflowError);
   });
 
-  it('is the base of every error of the engine', () => {
+  it('is a DurableError of reason workflow_error, or of the reason it is given', () => {
+    expect(new WorkflowError('card declined')).toBeInstanceOf(DurableError);
+    expect([new WorkflowError('card declined').reason, new WorkflowError('card declined', { reason: 'card_declined' }).reason]).toEqual([
+      'workflow_error',
+      'card_declined',
+    ]);
+  });
+
+  it('is the base of every error of the engine, each of its own reason', () => {
     const errors = [
       new RunLostError('r', 'why'),
       new RunSuspendedError('r', 'sleep:a#1'),
@@ -44,6 +53,15 @@ describe('WorkflowError', () => {
       'NonDeterminismError',
       'ChildRunFailedError',
       'ChildRunTimeoutError',
+    ]);
+    expect(errors.map((error) => error.reason)).toEqual([
+      'run_lost',
+      'run_suspended',
+      'task_failed',
+      'task_timeout',
+      'non_determinism',
+      'child_run_failed',
+      'child_run_timeout',
     ]);
   });
 

@@ -1,4 +1,5 @@
 import type { ErrorDetails } from '../contract';
+import { DurableError } from './durable.error';
 
 export interface WorkflowErrorOptions {
   /**
@@ -8,23 +9,21 @@ export interface WorkflowErrorOptions {
    */
   nonRetryable?: boolean;
   cause?: unknown;
+  /** What went wrong, stable and machine-readable (default `workflow_error`). */
+  reason?: string;
 }
 
 /**
- * The base of the engine's errors, and of your own: like Temporal's ApplicationFailure, it says
- * whether trying again may help. A subclass is named after itself.
+ * The base of the errors a workflow throws and catches, the engine's and your own: like Temporal's
+ * ApplicationFailure, it says whether trying again may help. A subclass is named after itself.
  *
  * ```ts
  * throw new WorkflowError(`card ${card} declined`, { nonRetryable: true });
  * ```
  */
-export class WorkflowError extends Error {
-  readonly nonRetryable: boolean;
-
-  constructor(message: string, options: WorkflowErrorOptions = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.name = new.target.name;
-    this.nonRetryable = options.nonRetryable ?? false;
+export class WorkflowError extends DurableError {
+  constructor(message: string, { reason = 'workflow_error', ...options }: WorkflowErrorOptions = {}) {
+    super(reason, message, options);
   }
 }
 
@@ -41,7 +40,7 @@ export class RunLostError extends WorkflowError {
   override name = 'RunLostError';
 
   constructor(runId: string, why: string) {
-    super(`run ${runId} was lost by this worker: ${why}`);
+    super(`run ${runId} was lost by this worker: ${why}`, { reason: 'run_lost' });
   }
 }
 
@@ -54,7 +53,7 @@ export class RunSuspendedError extends WorkflowError {
   override name = 'RunSuspendedError';
 
   constructor(runId: string, step: string) {
-    super(`run ${runId} suspended at ${step}`);
+    super(`run ${runId} suspended at ${step}`, { reason: 'run_suspended' });
   }
 }
 
@@ -71,7 +70,7 @@ export class TaskFailedError extends WorkflowError {
     readonly details: ErrorDetails,
     options: { nonRetryable?: boolean } = {},
   ) {
-    super(`task ${taskKey} failed: ${details.message}`, options);
+    super(`task ${taskKey} failed: ${details.message}`, { ...options, reason: 'task_failed' });
   }
 }
 
@@ -79,7 +78,7 @@ export class TaskTimeoutError extends WorkflowError {
   override name = 'TaskTimeoutError';
 
   constructor(taskKey: string, timeoutMs: number) {
-    super(`task ${taskKey} timed out after ${timeoutMs} ms`);
+    super(`task ${taskKey} timed out after ${timeoutMs} ms`, { reason: 'task_timeout' });
   }
 }
 
@@ -89,7 +88,7 @@ export class NonDeterminismError extends WorkflowError {
 
   constructor(message: string) {
     // The same code meets the same history on every attempt.
-    super(message, { nonRetryable: true });
+    super(message, { nonRetryable: true, reason: 'non_determinism' });
   }
 }
 
@@ -101,7 +100,7 @@ export class ChildRunFailedError extends WorkflowError {
     readonly status: string,
     readonly details: ErrorDetails | null,
   ) {
-    super(`child run ${childId} ${status}${details ? `: ${details.message}` : ''}`);
+    super(`child run ${childId} ${status}${details ? `: ${details.message}` : ''}`, { reason: 'child_run_failed' });
   }
 }
 
@@ -109,7 +108,7 @@ export class ChildRunTimeoutError extends WorkflowError {
   override name = 'ChildRunTimeoutError';
 
   constructor(step: string) {
-    super(`child run of step ${step} did not finish in time`);
+    super(`child run of step ${step} did not finish in time`, { reason: 'child_run_timeout' });
   }
 }
 

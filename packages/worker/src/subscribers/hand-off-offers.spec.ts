@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { getEventListeners } from 'node:events';
 import { type ClaimedRun } from '@nest-durable/common';
-import { EngineHttpError } from '@nest-durable/client';
+import { answeredError } from '@nest-durable/client';
 import type { CoordinatorApi } from '../coordinator.api';
 import type { WorkflowRegistry } from '../workflow.registry';
 import { HandOffOffers } from './hand-off-offers';
@@ -169,7 +169,7 @@ describe('hand-off offers around a transport read', () => {
     const { subject, made } = offers();
     const { read, reads } = reader();
     const call = subject.around(4, running, read);
-    made[0].answer.fail(new EngineHttpError(404, 'not_found', 'Route POST:/v1/worker/offers not found'));
+    made[0].answer.fail(answeredError(404, 'not_found', 'Route POST:/v1/worker/offers not found'));
     reads[0].result.settle([]);
     await call;
     void subject.around(4, running, read); // takes in the refused offer's answer

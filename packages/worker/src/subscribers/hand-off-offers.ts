@@ -1,5 +1,5 @@
 import { type ClaimedRun } from '@nest-durable/common';
-import { EngineHttpError, isTransient } from '@nest-durable/client';
+import { isAnsweredError, isTransient } from '@nest-durable/client';
 import { Logger } from '@nestjs/common';
 import type { CoordinatorApi } from '../coordinator.api';
 import type { WorkflowRegistry } from '../workflow.registry';
@@ -154,7 +154,7 @@ export class HandOffOffers {
         settle();
       },
       (error: unknown) => {
-        if (error instanceof EngineHttpError && !isTransient(error)) {
+        if (isAnsweredError(error) && !isTransient(error)) {
           this.pausedUntil = Date.now() + REFUSED_PAUSE_MS;
           this.logger.warn(
             `the coordinator refused this worker's hand-off offer (${error.message}); reading the transport alone for ${REFUSED_PAUSE_MS / 60_000} min`,

@@ -34,17 +34,3 @@ export interface Subscriber {
 export function delivery(runId: string, revision: number): string {
   return `${runId}@${revision}`;
 }
-
-/** Whether `work` settled before `signal` aborted. It goes on either way: it is only no longer waited for. */
-export function settledBefore(work: Promise<unknown>, signal: AbortSignal): Promise<boolean> {
-  if (signal.aborted) return Promise.resolve(false);
-  return new Promise((resolve) => {
-    const stop = () => resolve(false);
-    const done = () => {
-      signal.removeEventListener('abort', stop);
-      resolve(true);
-    };
-    signal.addEventListener('abort', stop, { once: true });
-    work.then(done, done);
-  });
-}

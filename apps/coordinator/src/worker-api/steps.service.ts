@@ -1,0 +1,20 @@
+import { StartChildRequest, StepResponse, SuspendRequest } from '@nest-durable/common';
+import { StepRepository } from '@app/run-store';
+import { uuidv7 } from '@app/persistence';
+import { Injectable } from '@nestjs/common';
+
+/** A worker's steps that change its run's course: suspensions (sleep, event, retry wait) and child runs. */
+@Injectable()
+export class StepsService {
+  constructor(private readonly steps: StepRepository) {}
+
+  /** Suspends the run at a sleep, event or retry-wait step (or resolves the step at once). */
+  suspend(runId: string, request: SuspendRequest): Promise<StepResponse> {
+    return this.steps.suspend(runId, request);
+  }
+
+  /** Starts a child run (in the parent's shard unless it names one); with `wait` the parent suspends until the child is terminal. */
+  startChild(runId: string, request: StartChildRequest): Promise<StepResponse> {
+    return this.steps.startChild(runId, request, uuidv7());
+  }
+}
