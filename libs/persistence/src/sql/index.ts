@@ -38,3 +38,4 @@ export * from './notifications.sql';
 export * from './outbox.sql';
 export * from './republish.sql';
 export * from './stream-partitions.sql';
+export * from './channels';

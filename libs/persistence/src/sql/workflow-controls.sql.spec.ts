@@ -1,4 +1,4 @@
-import { RUNS_READY_CHANNEL } from '@app/outbox';
+import { RUNS_READY_CHANNEL } from './channels';
 import type { RegisteredWorkflow } from '@nest-durable/common';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Client } from 'pg';
