@@ -10,7 +10,7 @@
 // Reports the claim requests' latency (p50/p99/max) and how fast retention deleted meanwhile.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
-import { DELETE_FINISHED_RUNS } from '../apps/coordinator/src/retention/retention.repository';
+import { DELETE_FINISHED_RUNS } from '../libs/persistence/src/sql/retention.sql';
 import { BenchDatabase, freePort, log, percentile, Proc, ROOT, round, until } from './support';
 
 const args = process.argv.slice(2);
@@ -169,7 +169,7 @@ async function main(): Promise<void> {
     const withRetention = await claimLoad(db, coordinator.url);
     const left = await finishedReports(db);
     // The daemon's own statement, with the default window and no overrides (it deletes the batch it plans).
-    await db.client.query(`SET jit = off`); // as the daemon runs it (RetentionRepository.batch)
+    await db.client.query(`SET jit = off`); // as the daemon runs it (tuneRetentionBatch)
     await db.client.query(`PREPARE retention_batch(bigint, text[], bigint[], integer) AS ${DELETE_FINISHED_RUNS}`);
     await explain(
       db,

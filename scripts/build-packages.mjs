@@ -1,6 +1,6 @@
 // Builds the published packages into their own dist, in dependency order: @nest-durable/common, then the client
 // and the workflow SDK (which import it as an installed package would), then the worker. The worker ships the
-// shared libs it imports (libs/streams, libs/locking): they compile beside it (dist/libs/<lib>/src), and their
+// libs it imports (libs/streams, libs/locking, libs/metrics): they compile beside it (dist/libs/<lib>/src), and their
 // `@app/<lib>` aliases become relative paths here, as `nest build` does for the apps.
 // `node scripts/build-packages.mjs common client` builds only those (in that order).
 import { execFileSync } from 'node:child_process';
@@ -16,7 +16,13 @@ const PACKAGES = process.argv.length > 2 ? ALL.filter((name) => process.argv.inc
 
 for (const name of PACKAGES) rmSync(join(root, 'packages', name, 'dist'), { recursive: true, force: true });
 for (const name of PACKAGES) {
-  execFileSync(process.execPath, [tsc, '-p', join(root, 'packages', name, 'tsconfig.build.json')], { cwd: root, stdio: 'inherit' });
+  try {
+    execFileSync(process.execPath, [tsc, '-p', join(root, 'packages', name, 'tsconfig.build.json')], { cwd: root, stdio: 'inherit' });
+  } catch (error) {
+    // tsc printed its errors above; say which package they are of, in one line.
+    console.error(`building packages/${name} failed: ${error.status === null ? `tsc ended by ${error.signal}` : `tsc exited with ${error.status}`}`);
+    process.exit(1);
+  }
 }
 
 if (PACKAGES.includes('worker')) shipSharedLibs(join(root, 'packages/worker/dist'));

@@ -2,15 +2,23 @@
  * Plans of the operators' views (GET /v1/stats, GET /v1/runs, GET /v1/runs/{id}/transitions) on a large history:
  * a database of its own with a million finished runs over 30 days (3 transitions each) and a few thousand
  * unfinished ones, filled with generate_series; prints EXPLAIN (ANALYZE, BUFFERS) of each statement the
- * coordinator sends, taken from its repositories (docs/benchmarks.md, "Operators' views"); drops the database after.
+ * coordinator sends, taken from libs/persistence/src/sql (docs/benchmarks.md, "Operators' views"); drops the database after.
  *
  *   node -r ./scripts/register-ts.js scripts/dashboard-plans.ts [postgres://postgres@127.0.0.1:5432/postgres]
  */
 import { Client } from 'pg';
 import { DataSource } from 'typeorm';
-import { RunsRepository } from '../apps/coordinator/src/runs/runs.repository';
-import { StatsRepository } from '../apps/coordinator/src/stats/stats.repository';
-import { type Database, ENTITIES, MIGRATIONS } from '../libs/persistence/src';
+import {
+  type Database,
+  dispatchBacklog,
+  ENTITIES,
+  listRuns,
+  MIGRATIONS,
+  queueDepths,
+  runsSince,
+  throughputSince,
+  transitionsAfter,
+} from '../libs/persistence/src';
 
 const server = process.argv[2] ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const NAME = 'wf_dashboard_plans';
@@ -80,31 +88,29 @@ async function main(): Promise<void> {
       return [];
     },
   } as unknown as Database;
-  const stats = new StatsRepository(explaining);
   const since = new Date(Math.floor((Date.now() - 86_400_000) / 60_000) * 60_000);
   const hour = new Date(Math.floor((Date.now() - 3_600_000) / 60_000) * 60_000);
   console.log('\n==== GET /v1/stats?window=1h');
-  await stats.runsSince(hour);
-  await stats.throughputSince(hour);
+  await runsSince(explaining, hour);
+  await throughputSince(explaining, hour);
   console.log('\n==== GET /v1/stats?window=24h');
-  await stats.runsSince(since);
-  await stats.throughputSince(since);
+  await runsSince(explaining, since);
+  await throughputSince(explaining, since);
   console.log('\n==== GET /v1/stats (either window)');
-  await stats.queues();
-  await stats.backlog();
+  await queueDepths(explaining);
+  await dispatchBacklog(explaining);
 
   console.log('\n==== GET /v1/runs/{id}/transitions');
   const [{ id }] = (await client.query<{ id: string }>(`SELECT id FROM runs WHERE status = 'completed' ORDER BY id LIMIT 1 OFFSET 500000`)).rows;
-  await new RunsRepository({ existsBy: async () => true } as never, explaining).findTransitions(id, '0', 1_001);
+  await transitionsAfter(explaining, id, '0', 1_001);
 
-  // GET /v1/runs is a TypeORM find (RunsRepository.list); these are the statements it sends, by filter.
-  console.log('\n==== GET /v1/runs (newest first, limit 50, as RunsRepository.list sends it)');
-  const list = (where: string) => explaining.query(`SELECT id, workflow, status FROM runs WHERE ${where} ORDER BY id DESC LIMIT 51`, []);
-  await list('true');
-  await list(`workflow = 'echo'`);
-  await list(`status = 'failed'`);
-  await list(`workflow = 'echo' AND status = 'failed'`);
-  await list(`status = 'running'`);
+  // GET /v1/runs, by filter (planned for its values, as the coordinator sends it: the filters not given fold away).
+  console.log('\n==== GET /v1/runs (newest first, limit 50, as RunsService.list asks for it)');
+  await listRuns(explaining, { limit: 51 });
+  await listRuns(explaining, { limit: 51, workflow: 'echo' });
+  await listRuns(explaining, { limit: 51, status: 'failed' });
+  await listRuns(explaining, { limit: 51, workflow: 'echo', status: 'failed' });
+  await listRuns(explaining, { limit: 51, status: 'running' });
   await client.end();
 
   const dropper = new Client({ connectionString: server });

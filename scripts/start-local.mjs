@@ -9,6 +9,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { forget, recordApps, takeOver } from './local-apps.mjs';
+import { EMBEDDED_DATABASE, EMBEDDED_PASSWORD, EMBEDDED_PORT, EMBEDDED_USER, embeddedUrl } from './local-database.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const dataDir = join(root, '.data');
@@ -16,7 +17,6 @@ const pgDir = join(dataDir, 'postgres');
 const pgLog = join(dataDir, 'postgres.log');
 const appsFile = join(dataDir, 'apps.json');
 const port = Number(process.env.PORT ?? 3000);
-const embeddedPort = Number(process.env.EMBEDDED_PG_PORT ?? 5433);
 const children = [];
 let stopEmbedded = async () => {};
 let stopping = false;
@@ -76,10 +76,10 @@ async function startEmbeddedPostgres() {
   if (!existsSync(join(pgDir, 'PG_VERSION'))) {
     log(`initialising an embedded PostgreSQL in ${pgDir}`);
     const passwordFile = join(dataDir, 'pg-password');
-    writeFileSync(passwordFile, 'postgres\n', { mode: 0o644 });
+    writeFileSync(passwordFile, `${EMBEDDED_PASSWORD}\n`, { mode: 0o644 });
     const init = await runPg(
       binaries.initdb,
-      ['-D', pgDir, '--username=postgres', `--pwfile=${passwordFile}`, '--auth=scram-sha-256', '--encoding=UTF8', '--locale=C'],
+      ['-D', pgDir, `--username=${EMBEDDED_USER}`, `--pwfile=${passwordFile}`, '--auth=scram-sha-256', '--encoding=UTF8', '--locale=C'],
       owner,
     );
     rmSync(passwordFile, { force: true });
@@ -94,7 +94,7 @@ async function startEmbeddedPostgres() {
   }
   const started = await runPg(
     binaries.pg_ctl,
-    ['start', '-D', pgDir, '-w', '-t', '60', '-l', pgLog, '-o', `-p ${embeddedPort} -c listen_addresses=127.0.0.1 -c unix_socket_directories=`],
+    ['start', '-D', pgDir, '-w', '-t', '60', '-l', pgLog, '-o', `-p ${EMBEDDED_PORT} -c listen_addresses=127.0.0.1 -c unix_socket_directories=`],
     owner,
   );
   if (started.code !== 0) throw new Error(`PostgreSQL did not start (see ${pgLog}):\n${started.output}`);
@@ -103,14 +103,13 @@ async function startEmbeddedPostgres() {
     log('embedded PostgreSQL stopped');
   };
 
-  const url = `postgres://postgres:postgres@127.0.0.1:${embeddedPort}`;
-  const client = new pg.Client({ connectionString: `${url}/postgres` });
+  const client = new pg.Client({ connectionString: embeddedUrl('postgres') });
   await client.connect();
-  const { rowCount } = await client.query(`SELECT 1 FROM pg_database WHERE datname = 'workflows'`);
-  if (rowCount === 0) await client.query('CREATE DATABASE workflows');
+  const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [EMBEDDED_DATABASE]);
+  if (rowCount === 0) await client.query(`CREATE DATABASE ${EMBEDDED_DATABASE}`);
   await client.end();
-  log(`embedded PostgreSQL on port ${embeddedPort} (log: ${pgLog})`);
-  return `${url}/workflows`;
+  log(`embedded PostgreSQL on port ${EMBEDDED_PORT} (log: ${pgLog}); connect with: psql ${embeddedUrl()}`);
+  return embeddedUrl();
 }
 
 function startApp(name, entry, env) {

@@ -29,7 +29,7 @@ describe('the claim pool', () => {
     request(coordinator!.url)
       .post('/v1/worker/claims')
       .send({ workerId: 'w-claim-pool', workflows: [{ name: 'echo', version: '1' }], limit: 10, waitMs: 0 });
-  /** The sessions whose last statement was a claim, in either form (pg_stat_activity shows its text, not its name; claim.statement.ts). */
+  /** The sessions whose last statement was a claim, in either form (pg_stat_activity shows its text, not its name; libs/persistence/src/sql/claims.sql.ts). */
   const CLAIM_SESSIONS = `FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()
                             AND (query LIKE 'WITH wanted AS MATERIALIZED%' OR query LIKE 'WITH admission AS MATERIALIZED%')`;
   const claimSessions = async () => (await db.sql<{ n: number }>(`SELECT count(*)::int AS n ${CLAIM_SESSIONS}`))[0].n;

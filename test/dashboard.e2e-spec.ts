@@ -142,6 +142,18 @@ describe('dashboard', () => {
   /** Marks the document: a marker still there later proves the page changed without a reload. */
   const markDocument = () => page.evaluate(() => Object.assign(globalThis, { dashboardTestMarker: true }));
   const stillSameDocument = () => page.evaluate(() => (globalThis as { dashboardTestMarker?: boolean }).dashboardTestMarker === true);
+  /** The value of one of the run page's facts (Status, Tags, Ran for, …). */
+  const fact = (term: string) =>
+    page
+      .locator('.facts div')
+      .filter({ has: page.locator('dt', { hasText: new RegExp(`^${term}$`) }) })
+      .locator('dd');
+  /** A duration as the dashboard writes one under a minute ("850 ms", "12.3 s"), in milliseconds. */
+  const shownMs = (text: string) => {
+    const [, amount, unit] = /^(\d+(?:\.\d)?) (ms|s)\b/.exec(text) ?? [];
+    if (!amount) throw new Error(`not a duration under a minute: ${text}`);
+    return Number(amount) * (unit === 's' ? 1_000 : 1);
+  };
   /** Follows the link of the top navigation, with a click as a user would. */
   const navigateTo = (pageName: string) => page.getByRole('navigation', { name: 'Dashboard pages' }).getByRole('link', { name: pageName, exact: true }).click();
   const confirmDialog = (label: string) => page.getByRole('dialog').getByRole('button', { name: label, exact: true }).click();
@@ -252,6 +264,36 @@ describe('dashboard', () => {
     await eventually('the page to show the retried run completed', async () => (await shownStatus(page)) === 'completed', LIVE_MS);
     expect(await stillSameDocument()).toBe(true);
     expect(await api('GET', `/v1/runs/${run.id}`)).toMatchObject({ status: 'completed', attempt: 2, output: 'called' });
+  });
+
+  it("shows a run's tags, in the runs table and on its page", async () => {
+    const run = await api('POST', '/v1/runs', { workflow: 'dashboard-tagged', version: '1', input: null, tags: { tenant: 'acme', channel: 'web' } });
+    await page.goto(`${coordinator.url}/ui/runs?workflow=dashboard-tagged`);
+    const row = page.locator(`tr[data-run-id="${run.id}"]`);
+    await row.getByRole('listitem').first().waitFor();
+    expect(await row.getByRole('list', { name: 'Tags' }).getByRole('listitem').allTextContents()).toEqual(['channel=web', 'tenant=acme']);
+    await row.getByRole('link').click();
+    await fact('Tags').getByRole('listitem').first().waitFor();
+    expect(await fact('Tags').getByRole('listitem').allTextContents()).toEqual(['channel=web', 'tenant=acme']);
+    await api('POST', `/v1/runs/${run.id}/cancel`);
+  });
+
+  it('says how long a retried run ran: its time running over both attempts, and apart from it its first start to its end', async () => {
+    const run = await start('dashboard-fragile');
+    await eventually('the first attempt to fail', async () => (await runStatus(run.id)) === 'failed', LIVE_MS);
+    // The time between the attempts, which "Ran for" used to count in.
+    const idleMs = 3_000;
+    await new Promise((resolve) => setTimeout(resolve, idleMs));
+    fragile.failing = false;
+    await api('POST', `/v1/runs/${run.id}/retry`);
+    await eventually('the second attempt to complete', async () => (await runStatus(run.id)) === 'completed', LIVE_MS);
+    await page.goto(`${coordinator.url}/ui/runs/${run.id}`);
+    // Known once the run's transitions are read.
+    await fact('Ran for').filter({ hasText: 'running' }).waitFor();
+    const ranFor = await fact('Ran for').textContent();
+    expect(ranFor).toMatch(/^\d+(\.\d)? m?s running, 2 attempts$/);
+    expect(shownMs(ranFor!)).toBeLessThan(idleMs);
+    expect(shownMs((await fact('First start to end').textContent())!)).toBeGreaterThanOrEqual(idleMs);
   });
 
   it('cancels a run from the page, after a confirmation', async () => {

@@ -1,8 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import type { ClaimedRun } from '@nest-durable/client';
 import { partitionCountKey, sortedSetKey, streamKey } from '@app/streams';
-import { LISTEN_PROBE, OutboxEnqueuer, OutboxRepository, type OutboxRow } from '@app/outbox';
-import { uuidv7 } from '@app/persistence';
+import { OutboxEnqueuer, OutboxRepository, type OutboxRow } from '@app/outbox';
+import { LISTEN_PROBE, uuidv7 } from '@app/persistence';
 import { Redis } from 'ioredis';
 import request from 'supertest';
 import { type RunningCoordinator, startCoordinator } from './support/apps';

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { type RunningCoordinator, startCoordinator } from './support/apps';
 import { createTestDatabase, type TestDatabase } from './support/database';
 import { loadedOf, modulesLoadedBy } from './support/module-loading';
-import { AppProcess, runCommand } from './support/processes';
+import { AppProcess, freePort, runCommand } from './support/processes';
 
 const ROOT = join(__dirname, '..');
 /** What the example names in its manifest; @nest-durable/common comes with them, as it would from the registry. */
@@ -28,6 +28,7 @@ describe('an app outside the monorepo, on the packed packages', () => {
   let db: TestDatabase;
   let coordinator: RunningCoordinator;
   let worker: AppProcess;
+  let workerUrl: string;
   let packed: Packed;
 
   const signUp = async (email: string) =>
@@ -58,7 +59,14 @@ describe('an app outside the monorepo, on the packed packages', () => {
 
     db = await createTestDatabase('example_app');
     coordinator = await startCoordinator(db.url);
-    worker = new AppProcess('example worker', 'dist/main.js', { COORDINATOR_URL: coordinator.url, WORKER_ID: 'example-worker' }, { cwd: app });
+    const port = await freePort();
+    workerUrl = `http://127.0.0.1:${port}`;
+    worker = new AppProcess(
+      'example worker',
+      'dist/main.js',
+      { COORDINATOR_URL: coordinator.url, WORKER_ID: 'example-worker', PORT: String(port) },
+      { cwd: app },
+    );
     await worker.waitForOutput('worker ready');
   }, 240_000);
 
@@ -111,6 +119,19 @@ describe('an app outside the monorepo, on the packed packages', () => {
       accountId: null,
     });
     expect(done.tasks).toEqual([expect.objectContaining({ name: 'create-account', status: 'failed', attempts: 1 })]);
+  });
+
+  it('serves the health and metrics its one import line mounts (WorkerOperationsModule, on Express)', async () => {
+    const ready = await fetch(`${workerUrl}/health/ready`);
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toMatchObject({ status: 'ok', details: { consumer: { status: 'up' }, coordinator: { status: 'up' } } });
+    const metrics = await fetch(`${workerUrl}/metrics`);
+    expect(metrics.status).toBe(200);
+    expect(metrics.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+    const text = await metrics.text();
+    expect(text).toMatch(/^wf_worker_runs_active \d+$/m);
+    expect(text).toMatch(/^wf_worker_runs_taken_total \d+$/m);
+    expect(text).toContain('wf_process_cpu_seconds_total');
   });
 
   it('loads no Nest, no ioredis and no worker runtime with the installed client', () => {

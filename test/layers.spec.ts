@@ -15,11 +15,11 @@ const MAY_IMPORT: Record<string, string[]> = {
   'packages/common': [],
   'packages/client': ['packages/common'],
   'packages/workflow': ['packages/common'],
-  'packages/worker': ['packages/common', 'packages/client', 'packages/workflow', 'libs/streams', 'libs/locking'],
+  'packages/worker': ['packages/common', 'packages/client', 'packages/workflow', 'libs/streams', 'libs/locking', 'libs/metrics'],
   // Shared libs: both sides use them; the worker package ships them.
   'libs/streams': ['packages/common'],
   'libs/locking': ['packages/common'],
-  // The apps' support: configuration and metrics.
+  // The apps' support: configuration, and metrics (which the worker package ships too, for its /metrics).
   'libs/config': ['packages/common'],
   'libs/metrics': [],
   // Server libs: the coordinator's.

@@ -1,8 +1,10 @@
-import { afterEach, describe, expect, it } from '@jest/globals';
+import { afterAll, afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
+import { TARGETS } from '../scripts/build.mjs';
+import { type BuildTarget, buildTargets } from '../scripts/incremental-build.mjs';
 import { forget, recordApps, runs, takeOver } from '../scripts/local-apps.mjs';
 import { exitOf } from './support/processes';
 
@@ -99,5 +101,88 @@ describe('local apps (npm start)', () => {
     });
     forget(file);
     expect(existsSync(file)).toBe(false);
+  });
+});
+
+/** The build `npm start` runs first (scripts/build.mjs): only the targets whose inputs changed, real commands run. */
+describe('the build before a start (only what changed)', () => {
+  const root = mkdtempSync(join(tmpdir(), 'incremental-build-'));
+  const stampDir = join(root, 'dist', '.build-stamps');
+  const journal = join(root, 'journal');
+  /** A target whose command notes each run of it in the journal and writes its output (or, `failing`, fails first). */
+  const target = (name: string, inputs: string[], { failing = false } = {}): BuildTarget => ({
+    name,
+    inputs,
+    outputs: [`out/${name}.js`],
+    command: [
+      process.execPath,
+      '-e',
+      `const fs = require('node:fs'); fs.appendFileSync('journal', '${name}\\n'); if (${failing}) process.exit(1); fs.mkdirSync('out', { recursive: true }); fs.writeFileSync('out/${name}.js', '')`,
+    ],
+  });
+  const write = (path: string, text: string) => {
+    mkdirSync(join(root, path, '..'), { recursive: true });
+    writeFileSync(join(root, path), text);
+  };
+  const build = (targets: BuildTarget[]) => buildTargets({ root, stampDir, targets });
+  const ran = () => (existsSync(journal) ? readFileSync(journal, 'utf8').split('\n').filter(Boolean) : []);
+  const app = target('app', ['package.json', 'src']);
+  const other = target('other', ['package.json', 'other']);
+
+  beforeEach(() => {
+    rmSync(root, { recursive: true, force: true });
+    write('package.json', '{"dependencies":{}}');
+    write('src/main.ts', 'export const a = 1;');
+    write('other/main.ts', 'export const b = 1;');
+  });
+
+  afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+  it('builds each target the first time, then none while nothing changed, a touch (new mtimes) included', () => {
+    expect(build([app, other])).toEqual(['app', 'other']);
+    expect(build([app, other])).toEqual([]);
+    const later = new Date(Date.now() + 60_000);
+    utimesSync(join(root, 'src/main.ts'), later, later);
+    expect(build([app, other])).toEqual([]);
+    expect(ran()).toEqual(['app', 'other']);
+  });
+
+  it('builds again only the targets whose sources changed: an edit, a new file, a removed file', () => {
+    build([app, other]);
+    write('src/main.ts', 'export const a = 2;');
+    expect(build([app, other])).toEqual(['app']);
+    write('other/extra.ts', 'export const c = 1;');
+    expect(build([app, other])).toEqual(['other']);
+    rmSync(join(root, 'other/extra.ts'));
+    expect(build([app, other])).toEqual(['other']);
+  });
+
+  it('builds again every target after a change to an input they share (the dependencies, a tsconfig)', () => {
+    build([app, other]);
+    write('package.json', '{"dependencies":{"left-pad":"1.3.0"}}');
+    expect(build([app, other])).toEqual(['app', 'other']);
+  });
+
+  it('ignores the tests beside the code and the build outputs, which no build reads', () => {
+    build([app]);
+    write('src/main.spec.ts', 'it("works", () => {});');
+    write('src/dist/main.js', 'exports.a = 1;');
+    expect(build([app])).toEqual([]);
+  });
+
+  it('builds again a target whose output is gone, or whose last build failed (its inputs back as before)', () => {
+    build([app]);
+    rmSync(join(root, 'out/app.js'));
+    expect(build([app])).toEqual(['app']);
+    write('src/main.ts', 'export const a = 2;');
+    expect(() => build([target('app', ['package.json', 'src'], { failing: true })])).toThrow();
+    write('src/main.ts', 'export const a = 1;');
+    expect(build([app])).toEqual(['app']);
+  });
+
+  it("names inputs that are there: the real targets' sources, configuration and lockfile", () => {
+    const repo = join(__dirname, '..');
+    const missing = TARGETS.flatMap((each) => each.inputs.filter((input) => !existsSync(join(repo, input))).map((input) => `${each.name}: ${input}`));
+    expect(missing).toEqual([]);
   });
 });

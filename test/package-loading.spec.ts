@@ -5,6 +5,7 @@ import { loadedOf, modulesLoadedBy } from './support/module-loading';
 const IOREDIS = { requests: /^ioredis(\/|$)/, files: /\/node_modules\/ioredis\// };
 const NEST = { requests: /^@nestjs\//, files: /\/node_modules\/@nestjs\// };
 const WORKER = { requests: /^@nest-durable\/worker(\/|$)/, files: /\/packages\/worker\// };
+const PROM_CLIENT = { requests: /^prom-client(\/|$)/, files: /\/node_modules\/prom-client\// };
 
 /**
  * What loading each package's entry brings into a fresh process: a service that only starts runs must
@@ -27,10 +28,17 @@ describe('loading the packages', () => {
     expect(loadedOf(loaded, WORKER)).toEqual([]);
   });
 
-  it('@nest-durable/worker loads Nest but not ioredis, which only its ./redis entry loads', () => {
+  it('@nest-durable/worker loads Nest but not ioredis, which only its ./redis entry loads, nor prom-client', () => {
     const worker = modulesLoadedBy('@nest-durable/worker', { sources: true });
     expect(loadedOf(worker, NEST)).toContain('@nestjs/common');
     expect(loadedOf(worker, IOREDIS)).toEqual([]);
+    expect(loadedOf(worker, PROM_CLIENT)).toEqual([]);
     expect(loadedOf(modulesLoadedBy('@nest-durable/worker/redis', { sources: true }), IOREDIS)).toContain('ioredis');
+  });
+
+  it("@nest-durable/worker/operations loads prom-client, and no ioredis (it finds Redis's indicator without the client)", () => {
+    const operations = modulesLoadedBy('@nest-durable/worker/operations', { sources: true });
+    expect(loadedOf(operations, PROM_CLIENT)).toContain('prom-client');
+    expect(loadedOf(operations, IOREDIS)).toEqual([]);
   });
 });

@@ -12,17 +12,18 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
-function withDatabase(url: string, database: string): string {
+export function withDatabase(url: string, database: string): string {
   const parsed = new URL(url);
   parsed.pathname = `/${database}`;
   return parsed.toString();
 }
 
-export async function createTestDatabase(suite: string): Promise<TestDatabase> {
+/** A database of its own for `suite`: empty, or a copy of the database `template` (which no session may be connected to). */
+export async function createTestDatabase(suite: string, options: { template?: string } = {}): Promise<TestDatabase> {
   const name = `wf_test_${suite.replace(/[^a-z0-9]/gi, '_').toLowerCase()}_${randomBytes(4).toString('hex')}`;
   const admin = new Client({ connectionString: TEST_SERVER_URL });
   await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.query(options.template ? `CREATE DATABASE ${name} TEMPLATE ${options.template}` : `CREATE DATABASE ${name}`);
   await admin.end();
   const url = withDatabase(TEST_SERVER_URL, name);
   const client = new Client({ connectionString: url });

@@ -2,11 +2,8 @@ import { redisSubscriber } from '@nest-durable/worker/redis';
 import { WorkflowWorkerModule, type WorkflowWorkerModuleOptions } from '@nest-durable/worker';
 import { redisConnectionOptions } from '@app/config';
 import { RedisModule } from '@app/streams';
-import { MetricsModule } from '@app/metrics';
+import { WorkerOperationsModule } from '@nest-durable/worker/operations';
 import { DynamicModule, Module } from '@nestjs/common';
-import { TerminusModule } from '@nestjs/terminus';
-import { HealthController } from './health/health.controller';
-import { MetricsController } from './metrics/metrics.controller';
 import type { WorkerConfig } from './config/worker.config';
 import { EXAMPLE_WORKFLOWS, ExampleWorkflowsModule } from './workflows';
 
@@ -38,16 +35,16 @@ export function workerModuleOptions(config: WorkerConfig, workflows: WorkflowWor
 }
 
 /**
- * The worker app hosting the example workflows (definitions, and the classes of ExampleWorkflowsModule), from its validated config (loadWorkerConfig), which decides its shape
- * (the subscriber, and Redis with a Redis one); it serves its health and metrics on WORKER_PORT.
+ * The worker app hosting the example workflows (definitions, and the classes of ExampleWorkflowsModule), from its
+ * validated config (loadWorkerConfig), which decides its shape (the subscriber, and Redis with a Redis one); it
+ * serves its health and metrics (WorkerOperationsModule) on WORKER_PORT.
  */
 @Module({})
 export class WorkerAppModule {
   static forRoot(config: WorkerConfig): DynamicModule {
     return {
       module: WorkerAppModule,
-      imports: [WorkflowWorkerModule.forRoot(workerModuleOptions(config, EXAMPLE_WORKFLOWS)), ExampleWorkflowsModule, TerminusModule, MetricsModule],
-      controllers: [HealthController, MetricsController],
+      imports: [WorkflowWorkerModule.forRoot(workerModuleOptions(config, EXAMPLE_WORKFLOWS)), ExampleWorkflowsModule, WorkerOperationsModule.forRoot()],
     };
   }
 }

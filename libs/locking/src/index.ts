@@ -4,3 +4,4 @@ export * from './leader/leader-election.module';
 export * from './leader/leader-election.service';
 export * from './lease/run-lease';
 export * from './leader/lock-sessions';
+export * from './lease/lease-timing';

@@ -1,7 +1,7 @@
 import { Global, Module } from '@nestjs/common';
 import { MetricsService } from './metrics.service';
 
-/** The app's metrics registry; each app serves it at /metrics with its own controller. */
+/** The coordinator's metrics registry, served at /metrics by its own controller (the worker's: WorkerOperationsModule). */
 @Global()
 @Module({ providers: [MetricsService], exports: [MetricsService] })
 export class MetricsModule {}

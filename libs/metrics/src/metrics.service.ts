@@ -1,17 +1,22 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+
+/** Injection token of a prom-client registry the series join instead of one of the service's own. */
+export const METRICS_REGISTRY = Symbol('METRICS_REGISTRY');
 
 /**
  * One Prometheus registry per app (not prom-client's global one, so several apps can live in one
  * process, as they do in tests), with the process metrics, and helpers that name every series
- * `wf_<name>`.
+ * `wf_<name>`. Given a registry (METRICS_REGISTRY: an app's own, which the worker package's operations
+ * module can join), the series go there and the process metrics are left to its owner.
  */
 @Injectable()
 export class MetricsService {
-  readonly registry = new Registry();
+  readonly registry: Registry;
 
-  constructor() {
-    collectDefaultMetrics({ register: this.registry, prefix: 'wf_' });
+  constructor(@Optional() @Inject(METRICS_REGISTRY) registry?: Registry) {
+    this.registry = registry ?? new Registry();
+    if (!registry) collectDefaultMetrics({ register: this.registry, prefix: 'wf_' });
   }
 
   counter<L extends string = never>(name: string, help: string, labelNames: L[] = []): Counter<L> {

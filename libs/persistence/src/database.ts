@@ -31,7 +31,7 @@ export interface SqlExecutor {
 }
 
 /** node-postgres' form of a statement: named ones are prepared once per connection. */
-function queryConfig(statement: string | PreparedStatement, values: unknown[]) {
+export function queryConfig(statement: string | PreparedStatement, values: unknown[]) {
   return typeof statement === 'string' ? { text: statement, values } : { name: statement.name, text: statement.text, values };
 }
 

@@ -4,3 +4,5 @@ export * from './entities/run.entity';
 export * from './entities/task.entity';
 export * from './ids';
 export * from './persistence.module';
+export * from './sql';
+export { sessionExecutor } from './session-executor';

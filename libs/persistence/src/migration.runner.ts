@@ -1,8 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-
-/** Any constant shared by every process that migrates this schema. */
-const MIGRATION_LOCK_KEY = 7_311_947_201;
+import type { SqlExecutor } from './database';
+import { lockMigrations, unlockMigrations } from './sql/migration-lock.sql';
 
 /** Resolved once the schema is current: Database depends on it, so no statement runs against an old schema. */
 export const SCHEMA_MIGRATED = Symbol('SCHEMA_MIGRATED');
@@ -15,12 +14,14 @@ export async function migrateSchema(dataSource: DataSource): Promise<true> {
   const logger = new Logger('MigrationRunner');
   const lockHolder = dataSource.createQueryRunner();
   await lockHolder.connect();
+  // The query runner's session, as an executor of the lock's statements (plain text: none is prepared).
+  const session: SqlExecutor = { query: (statement, values) => lockHolder.query(typeof statement === 'string' ? statement : statement.text, values) };
   try {
-    await lockHolder.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+    await lockMigrations(session);
     const applied = await dataSource.runMigrations({ transaction: 'each' });
     for (const migration of applied) logger.log(`applied migration ${migration.name}`);
   } finally {
-    await lockHolder.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => undefined);
+    await unlockMigrations(session).catch(() => undefined);
     await lockHolder.release();
   }
   return true;

@@ -1,6 +1,7 @@
 import { isHttpUrl } from '@nest-durable/client';
 import { REGISTRATION_INTERVAL_MAX_MS } from '@nest-durable/common';
 import type { WorkflowDefinition } from '@nest-durable/workflow';
+import { LEASE_DEFAULTS } from '@app/locking';
 import { hostname } from 'node:os';
 
 /** Injection token of the worker's options with every default filled in (ResolvedWorkerOptions). */
@@ -40,16 +41,21 @@ export interface WorkflowWorkerOptions {
 
 export type ResolvedWorkerOptions = Required<WorkflowWorkerOptions>;
 
+/** The defaults of the worker's settings (the worker app's environment reads the same). */
+export const WORKER_DEFAULTS = {
+  concurrency: 10,
+  heartbeatIntervalMs: LEASE_DEFAULTS.heartbeatIntervalMs,
+  claimWaitMs: 20_000,
+  registrationIntervalMs: 5_000,
+  shutdownGraceMs: 10_000,
+  inProcessRetryMaxMs: 5_000,
+} as const;
+
 /** Fills in the defaults and refuses what cannot work, once, when the worker starts. */
 export function resolveWorkerOptions(options: WorkflowWorkerOptions): ResolvedWorkerOptions {
   const resolved: ResolvedWorkerOptions = {
     workerId: `${hostname()}-${process.pid}`,
-    concurrency: 10,
-    heartbeatIntervalMs: 30_000,
-    claimWaitMs: 20_000,
-    registrationIntervalMs: 5_000,
-    shutdownGraceMs: 10_000,
-    inProcessRetryMaxMs: 5_000,
+    ...WORKER_DEFAULTS,
     shards: [] as string[],
     headers: {},
     workflows: [] as WorkflowWorkerOptions['workflows'],

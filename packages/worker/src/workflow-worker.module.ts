@@ -10,14 +10,15 @@ import {
 import { DiscoveryModule } from '@nestjs/core';
 import { TerminusModule } from '@nestjs/terminus';
 import { CoordinatorApi } from './coordinator.api';
+import { CoordinatorHealth } from './coordinator.health';
 import { RegistrationGate } from './registration-gate';
 import { RunExecutor } from './run-executor';
 import { FailoverSubscriber } from './subscribers/failover.subscriber';
 import { HttpSubscriber } from './subscribers/http.subscriber';
 import { SUBSCRIBER, type Subscriber } from './subscribers/subscriber.interface';
-import { WorkerHealth } from './worker.health';
 import { resolveWorkerOptions, WORKER_OPTIONS, type ResolvedWorkerOptions, type WorkflowWorkerOptions } from './worker.options';
 import { WorkerRegistrar } from './worker-registration';
+import { WorkerRuntimeHealth } from './worker-runtime.health';
 import { WorkerRuntime } from './worker-runtime.service';
 import { WorkflowExplorer } from './workflow.explorer';
 import { WorkflowRegistry } from './workflow.registry';
@@ -73,7 +74,8 @@ function workerProviders(subscriber: SubscriberProvider | undefined): Provider[]
     RegistrationGate,
     WorkerRuntime,
     WorkerRegistrar,
-    WorkerHealth,
+    WorkerRuntimeHealth,
+    CoordinatorHealth,
   ];
 }
 
@@ -92,7 +94,7 @@ const { ConfigurableModuleClass, OPTIONS_TYPE, ASYNC_OPTIONS_TYPE } = new Config
     // DiscoveryModule: WorkflowExplorer finds the app's @Workflow classes through it.
     imports: [...(definition.imports ?? []), ...(extras.imports ?? []), TerminusModule, DiscoveryModule],
     providers: [...(definition.providers ?? []), ...workerProviders(extras.subscriber)],
-    exports: [WorkerRuntime, CoordinatorApi, WorkflowRegistry, WORKER_OPTIONS, SUBSCRIBER, WorkerHealth],
+    exports: [WorkerRuntime, CoordinatorApi, WorkflowRegistry, WORKER_OPTIONS, SUBSCRIBER, WorkerRuntimeHealth, CoordinatorHealth],
   }))
   .build();
 

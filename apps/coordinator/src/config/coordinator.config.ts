@@ -1,4 +1,5 @@
 import { ConfigError, EnvReader, type LogLevelName, readLogging, readRedis } from '@app/config';
+import { LEASE_DEFAULTS } from '@app/locking';
 import { DISPATCH_MODES, type DispatchMode } from '@app/streams';
 import { RETENTION_MAX_MS } from '@nest-durable/common';
 import { randomBytes } from 'node:crypto';
@@ -111,9 +112,9 @@ export function loadCoordinatorConfig(env: Record<string, string | undefined>): 
     databaseUrl: read.url('DATABASE_URL', ['postgres', 'postgresql']),
     databasePoolSize,
     databaseClaimPoolSize: read.integer('DATABASE_CLAIM_POOL_SIZE', Math.max(2, Math.ceil(databasePoolSize / 2)), 1, 1000),
-    claimMinIdleTimeMs: read.integer('CLAIM_MIN_IDLE_TIME_MS', 90_000, 100, 86_400_000),
+    claimMinIdleTimeMs: read.integer('CLAIM_MIN_IDLE_TIME_MS', LEASE_DEFAULTS.claimMinIdleTimeMs, 100, 86_400_000),
     maxStalls: read.integer('MAX_STALLS', 3, 0, 1_000),
-    heartbeatIntervalMs: read.integer('HEARTBEAT_INTERVAL_MS', 30_000, 50, 86_400_000),
+    heartbeatIntervalMs: read.integer('HEARTBEAT_INTERVAL_MS', LEASE_DEFAULTS.heartbeatIntervalMs, 50, 86_400_000),
     claimPollIntervalMs: read.integer('CLAIM_POLL_INTERVAL_MS', 1_000, 10, 60_000),
     timerHorizonMs: read.integer('TIMER_HORIZON_MS', 60_000, 1_000, 86_400_000),
     timerMaxEntries: read.integer('TIMER_MAX_ENTRIES', 20_000, 10, 10_000_000),

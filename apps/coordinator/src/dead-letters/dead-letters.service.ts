@@ -6,13 +6,20 @@ import {
   type ListDeadLettersQuery,
   type RedriveResult,
   queueName,
-  type RunStatus,
   type StreamDeadLetterReport,
   type StreamDeadLetterResponse,
 } from '@nest-durable/common';
 import { RunControlRepository } from '@app/run-store';
-import { DeadLetterRepository, type DeadLetterRow } from './dead-letter.repository';
-import { Database } from '@app/persistence';
+import {
+  Database,
+  deleteDeadLetter,
+  type DeadLetterRow,
+  listDeadLetters,
+  lockDeadLetter,
+  lockRedrivenRun,
+  recordStreamDeadLetter,
+  republishRun,
+} from '@app/persistence';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config/coordinator.config';
 
@@ -23,13 +30,12 @@ export class DeadLettersService {
 
   constructor(
     private readonly db: Database,
-    private readonly deadLetters: DeadLetterRepository,
     private readonly control: RunControlRepository,
     @Inject(COORDINATOR_CONFIG) private readonly config: CoordinatorConfig,
   ) {}
 
   async list(query: ListDeadLettersQuery): Promise<DeadLetterPage> {
-    const rows = await this.deadLetters.list(query.limit + 1, query.cursor);
+    const rows = await listDeadLetters(this.db, query.limit + 1, query.cursor);
     const page = rows.slice(0, query.limit);
     return { deadLetters: page.map(toView), nextCursor: rows.length > query.limit ? page[page.length - 1].id : null };
   }
@@ -41,32 +47,29 @@ export class DeadLettersService {
    */
   async redrive(id: string): Promise<RedriveResult> {
     return this.db.transaction(async (tx) => {
-      const letter = await this.deadLetters.lock(tx, id);
+      const letter = await lockDeadLetter(tx, id);
       if (!letter) throw new DeadLetterNotFoundError(id);
       let result: RedriveResult = { action: 'none', runStatus: 'unknown' };
       if (letter.runId) {
-        const [run] = await tx.query<{ status: RunStatus; reason: string | null }>(
-          `SELECT status, error->>'reason' AS reason FROM runs WHERE id = $1 FOR UPDATE`,
-          [letter.runId],
-        );
+        const run = await lockRedrivenRun(tx, letter.runId);
         if (run?.status === 'failed' && run.reason === 'stalled') {
           await this.control.retry(letter.runId, tx);
           result = { action: 'retried', runStatus: 'queued' };
         } else if (run && !isTerminalStatus(run.status) && this.config.dispatch !== 'none') {
-          await this.deadLetters.republish(tx, letter.runId);
+          await republishRun(tx, letter.runId);
           result = { action: 'republished', runStatus: run.status };
         } else if (run) {
           result = { action: 'none', runStatus: run.status };
         }
       }
-      await this.deadLetters.delete(id, tx);
+      await deleteDeadLetter(tx, id);
       this.logger.log('dead letter redriven', { deadLetterId: id, runId: letter.runId, action: result.action });
       return result;
     });
   }
 
   async delete(id: string): Promise<void> {
-    if (!(await this.deadLetters.delete(id))) throw new DeadLetterNotFoundError(id);
+    if (!(await deleteDeadLetter(this.db, id))) throw new DeadLetterNotFoundError(id);
   }
 
   /**
@@ -86,7 +89,7 @@ export class DeadLettersService {
         tx,
       );
       // The run it last took if any (a redrive acts on it), else the run it was published for.
-      const deadLetterId = await this.deadLetters.recordStream(tx, { ...report, queue, runId: taken?.runId ?? report.runId });
+      const deadLetterId = await recordStreamDeadLetter(tx, { ...report, queue, runId: taken?.runId ?? report.runId });
       return { deadLetterId, runFailed: taken?.failed ?? false };
     });
     this.logger.warn('a Streams wake-up was delivered too often; dead-lettered', { queue, wakeup: report.wakeup, ...outcome });

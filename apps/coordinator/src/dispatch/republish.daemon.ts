@@ -1,5 +1,5 @@
 import { LeaderElection, SingletonDaemon } from '@app/locking';
-import { Database } from '@app/persistence';
+import { Database, queuesNeedingWakeups, republishWakeups } from '@app/persistence';
 import { type Publisher, PUBLISHER } from '@app/streams';
 import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
@@ -8,28 +8,6 @@ import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config/coordinato
 const BATCH = 1_000;
 /** Its interval in @nestjs/schedule's registry (from the injected config, so not a decorator's). */
 const INTERVAL = 'republish';
-
-/**
- * What a queue's flow control (docs/architecture.md, "Flow control") lets it use, for the query below
- * (`q.queue`): paused, none; under a concurrency limit, the free slots; under a rate or per-key limit
- * only, one (the wake-ups a freed slot or the next token issues do the rest). More would only be
- * dropped by the takes, and republished again next round.
- */
-const FLOW_CAP = `SELECT bool_or(c.paused OR nullif(split_part(q.queue, ':', 3), '') = ANY (c.paused_shards)) AS paused,
-         min(CASE WHEN c.concurrency IS NOT NULL
-                  THEN greatest(c.concurrency - (SELECT count(*) FROM runs r
-                                                  WHERE r.workflow = c.workflow AND r.version = c.version AND r.status = 'running' AND r.holds_slot), 0)
-                  ELSE 1 END) AS cap
-    FROM workflow_controls c
-   WHERE c.workflow = split_part(q.queue, ':', 1) AND c.version = split_part(q.queue, ':', 2) AND c.active`;
-
-interface QueueNeed {
-  queue: string;
-  /** Runs that need a wake-up: due and not taken, or held by a claim that went idle. */
-  needed: number;
-  /** Wake-ups for the queue still in the outbox (to publish now, or being retried). */
-  coming: number;
-}
 
 /**
  * Redis contents are disposable; the database is the truth. Periodically tops up the wake-ups of
@@ -78,7 +56,7 @@ export class RepublishDaemon implements SingletonDaemon, OnModuleInit {
 
   /** Writes outbox rows for the wake-ups missing; returns how many. */
   async republish(): Promise<number> {
-    const needs = await this.queuesNeedingWakeups();
+    const needs = await queuesNeedingWakeups(this.db, this.config.republishAfterMs, this.config.claimMinIdleTimeMs);
     if (needs.length === 0) return 0;
     const undelivered = await this.publisher.undelivered(needs.map((need) => need.queue));
     let budget = BATCH;
@@ -89,53 +67,8 @@ export class RepublishDaemon implements SingletonDaemon, OnModuleInit {
       return [{ queue, count }];
     });
     if (missing.length === 0) return 0;
-    const rows = await this.db.query<{ queue: string }>(
-      `INSERT INTO outbox (run_id, queue)
-       SELECT c.id, m.queue FROM unnest($1::text[], $2::integer[]) AS m(queue, n)
-        CROSS JOIN LATERAL (
-              (SELECT id FROM runs
-                WHERE status = 'running' AND queue = m.queue AND heartbeat_at < now() - $3 * interval '1 millisecond'
-                ORDER BY heartbeat_at LIMIT m.n)
-              UNION ALL
-              (SELECT id FROM runs
-                WHERE status IN ('queued', 'waiting') AND queue = m.queue AND due_at <= now()
-                ORDER BY due_at LIMIT m.n)
-              LIMIT m.n) c
-       RETURNING queue`,
-      [missing.map((m) => m.queue), missing.map((m) => m.count), this.config.claimMinIdleTimeMs],
-    );
+    const rows = await republishWakeups(this.db, missing, this.config.claimMinIdleTimeMs);
     if (rows.length > 0) this.logger.log(`republished ${rows.length} wake-up(s) for ${missing.length} queue(s)`);
     return rows.length;
-  }
-
-  /**
-   * Queues with a run due and untaken for REPUBLISH_AFTER_MS or held by an idle claim, with how many
-   * runs need a wake-up and how many wake-ups the outbox still holds for them. Outbox rows waiting
-   * for a far-off time (an event wait's timeout, say) are not counted: they are not for now.
-   */
-  private queuesNeedingWakeups(): Promise<QueueNeed[]> {
-    return this.db.query<QueueNeed>(
-      `WITH due AS (
-         -- runs_due_idx (its predicate needs the explicit due_at <> 'infinity'): only due runs are read.
-         SELECT queue, count(*)::int AS runs, min(due_at) AS oldest FROM runs
-          WHERE status IN ('queued', 'waiting') AND due_at <> 'infinity' AND due_at <= now()
-          GROUP BY queue
-       ), stale AS (
-         SELECT queue, count(*)::int AS runs FROM runs
-          WHERE status = 'running' AND heartbeat_at < now() - $2 * interval '1 millisecond'
-          GROUP BY queue
-       ), coming AS (
-         SELECT queue, count(*)::int AS rows FROM outbox
-          WHERE status IN ('pending', 'retry', 'in_flight') AND (next_attempt_at <= now() OR attempt_count > 0)
-          GROUP BY queue
-       )
-       SELECT q.queue, CASE WHEN f.paused THEN 0 ELSE least(coalesce(d.runs, 0) + coalesce(s.runs, 0), f.cap) END::int AS needed,
-              coalesce(c.rows, 0) AS coming
-         FROM (SELECT queue FROM due WHERE oldest <= now() - $1 * interval '1 millisecond' UNION SELECT queue FROM stale) q
-         LEFT JOIN due d USING (queue) LEFT JOIN stale s USING (queue) LEFT JOIN coming c USING (queue)
-         LEFT JOIN LATERAL (${FLOW_CAP}) f ON true
-        ORDER BY q.queue`,
-      [this.config.republishAfterMs, this.config.claimMinIdleTimeMs],
-    );
   }
 }

@@ -1,5 +1,5 @@
 import { ConfigError } from '@app/config';
-import { Database } from '@app/persistence';
+import { Database, engineSetting, lockEngineSettings, otherCoordinatorSessions, storeIntegerSetting } from '@app/persistence';
 import type { StreamPartitionCount } from '@app/streams';
 import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { COORDINATOR_APPLICATION_NAME, COORDINATOR_CONFIG, type CoordinatorConfig } from '../config/coordinator.config';
@@ -34,28 +34,20 @@ export class StreamPartitions implements StreamPartitionCount, OnModuleInit {
 
   private agree(wanted: number): Promise<number> {
     return this.db.transaction(async (tx) => {
-      await tx.query(`SELECT pg_advisory_xact_lock(hashtext('wf-engine-settings'))`);
-      const [stored] = await tx.query<{ value: number }>(`SELECT value FROM engine_settings WHERE name = $1`, [SETTING]);
-      if (stored && Number(stored.value) === wanted) return wanted;
-      if (stored) {
-        const [{ others }] = await tx.query<{ others: number }>(
-          `SELECT count(*)::int AS others FROM pg_stat_activity
-            WHERE datname = current_database() AND application_name LIKE $1 AND application_name <> $2`,
-          [`${COORDINATOR_APPLICATION_NAME} %`, this.config.applicationName],
-        );
+      await lockEngineSettings(tx);
+      const stored = await engineSetting(tx, SETTING);
+      if (stored !== undefined && Number(stored) === wanted) return wanted;
+      if (stored !== undefined) {
+        const others = await otherCoordinatorSessions(tx, `${COORDINATOR_APPLICATION_NAME} %`, this.config.applicationName);
         if (others > 0) {
           throw new ConfigError(
-            `STREAM_PARTITIONS is ${wanted}, but this deployment's streams have ${stored.value} partitions and other coordinators are running: ` +
-              `set STREAM_PARTITIONS=${stored.value} (to change the count, stop every coordinator and start one with the new value)`,
+            `STREAM_PARTITIONS is ${wanted}, but this deployment's streams have ${stored} partitions and other coordinators are running: ` +
+              `set STREAM_PARTITIONS=${stored} (to change the count, stop every coordinator and start one with the new value)`,
           );
         }
-        new Logger(StreamPartitions.name).warn(`changing the stream partition count from ${stored.value} to ${wanted}`);
+        new Logger(StreamPartitions.name).warn(`changing the stream partition count from ${stored} to ${wanted}`);
       }
-      await tx.query(
-        `INSERT INTO engine_settings (name, value) VALUES ($1, to_jsonb($2::integer))
-         ON CONFLICT (name) DO UPDATE SET value = excluded.value, updated_at = now()`,
-        [SETTING, wanted],
-      );
+      await storeIntegerSetting(tx, SETTING, wanted);
       return wanted;
     });
   }

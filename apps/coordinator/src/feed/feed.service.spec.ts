@@ -1,9 +1,9 @@
 import type { MetricsService } from '@app/metrics';
 import type { NotificationListener } from '@app/outbox';
+import type { Database } from '@app/persistence';
 import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
 import type { ServerResponse } from 'node:http';
 import type { CoordinatorConfig } from '../config/coordinator.config';
-import type { FeedWatchersRepository } from './feed-watchers.repository';
 import { FeedService } from './feed.service';
 
 const RESYNC = 'event: resync\ndata: {}\n\n';
@@ -31,15 +31,16 @@ describe('FeedService watch refresh', () => {
   beforeEach(() => {
     jest.useFakeTimers();
     refreshFails = false;
-    const watchers = {
-      watch: async () => {
-        if (refreshFails) throw new Error('connection terminated');
+    // The watch (an upsert of feed_watchers, watchFeed) fails while refreshFails; the unwatch succeeds.
+    const db = {
+      query: async (statement: string) => {
+        if (refreshFails && statement.startsWith('INSERT INTO feed_watchers')) throw new Error('connection terminated');
+        return [];
       },
-      unwatch: async () => undefined,
-    } as unknown as FeedWatchersRepository;
+    } as unknown as Database;
     const listener = { subscribe: () => () => undefined } as unknown as NotificationListener;
     const config = { applicationName: 'coordinator-a', feedKeepAliveMs: 3_600_000 } as CoordinatorConfig;
-    feeds = new FeedService(listener, watchers, config, { gauge: () => undefined } as unknown as MetricsService);
+    feeds = new FeedService(listener, db, config, { gauge: () => undefined } as unknown as MetricsService);
     const logger = (feeds as unknown as { logger: { warn: () => void; log: () => void } }).logger;
     jest.spyOn(logger, 'warn').mockImplementation(() => undefined);
     jest.spyOn(logger, 'log').mockImplementation(() => undefined);

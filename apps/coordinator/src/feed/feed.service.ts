@@ -1,10 +1,10 @@
 import type { FeedQuery, RunChange } from '@nest-durable/common';
 import { MetricsService } from '@app/metrics';
 import { NotificationListener, RUN_CHANGES_CHANNEL } from '@app/outbox';
+import { Database, unwatchFeed, watchFeed } from '@app/persistence';
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import type { ServerResponse } from 'node:http';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config/coordinator.config';
-import { FeedWatchersRepository } from './feed-watchers.repository';
 import { parseRunChanges } from './run-changes';
 
 /**
@@ -51,7 +51,7 @@ export class FeedService implements OnModuleInit, BeforeApplicationShutdown, OnM
 
   constructor(
     private readonly listener: NotificationListener,
-    private readonly watchers: FeedWatchersRepository,
+    private readonly db: Database,
     @Inject(COORDINATOR_CONFIG) private readonly config: CoordinatorConfig,
     metrics: MetricsService,
   ) {
@@ -73,7 +73,7 @@ export class FeedService implements OnModuleInit, BeforeApplicationShutdown, OnM
     this.closed = true;
     this.onModuleDestroy();
     for (const follower of [...this.followers]) this.end(follower);
-    await this.watchers.unwatch(this.config.applicationName).catch(() => undefined);
+    await unwatchFeed(this.db, this.config.applicationName).catch(() => undefined);
   }
 
   onModuleDestroy(): void {
@@ -146,7 +146,7 @@ export class FeedService implements OnModuleInit, BeforeApplicationShutdown, OnM
    */
   private async recordWatch(): Promise<boolean> {
     const startedAt = Date.now();
-    await this.watchers.watch(this.config.applicationName, WATCH_TTL_MS);
+    await watchFeed(this.db, this.config.applicationName, WATCH_TTL_MS);
     const lapsed = this.lastWatchedAt !== undefined && Date.now() - this.lastWatchedAt >= WATCH_TTL_MS;
     this.lastWatchedAt = startedAt;
     return lapsed;

@@ -3,7 +3,8 @@ import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config/coordinator.config';
 import { RetentionMetrics } from './retention.metrics';
-import { RetentionRepository, type RetentionWindows } from './retention.repository';
+import type { RetentionWindows } from '@app/persistence';
+import { RetentionRepository } from './retention.repository';
 
 const INTERVAL = 'retention';
 /** The least pause between two batches of one sweep. */

@@ -4,5 +4,5 @@ import { RetentionMetrics } from './retention.metrics';
 import { RetentionRepository } from './retention.repository';
 
 /** Deleting what has been kept long enough, on the coordinator that leads `retention`. */
-@Module({ providers: [RetentionDaemon, RetentionMetrics, RetentionRepository], exports: [RetentionRepository] })
+@Module({ providers: [RetentionDaemon, RetentionMetrics, RetentionRepository] })
 export class RetentionModule {}

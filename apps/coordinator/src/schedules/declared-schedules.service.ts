@@ -1,8 +1,7 @@
 import type { DeclaredSchedule, RegisteredWorkflow } from '@nest-durable/common';
-import { type SqlExecutor, uuidv7 } from '@app/persistence';
+import { databaseNow, deleteUndeclaredSchedules, type SqlExecutor, upsertDeclaredSchedule, uuidv7 } from '@app/persistence';
 import { checkDeclaredSchedules } from '@nest-durable/common';
 import { Injectable } from '@nestjs/common';
-import { SchedulesRepository } from './schedules.repository';
 import { scheduleFields } from './schedules.service';
 
 /** A declaration this coordinator reconciled is read again from the database after this long at the latest. */
@@ -18,8 +17,6 @@ const RECHECK_MS = 60_000;
 @Injectable()
 export class DeclaredSchedules {
   private readonly reconciled = new Map<string, { declaration: string; at: number }>();
-
-  constructor(private readonly repository: SchedulesRepository) {}
 
   /**
    * Brings the declared schedules of these workflow versions in line with the registration, in its
@@ -46,10 +43,10 @@ export class DeclaredSchedules {
   }
 
   private async apply(tx: SqlExecutor, workflow: string, version: string, declared: DeclaredSchedule[]): Promise<void> {
-    const dbNow = declared.length > 0 ? await this.repository.now(tx) : 0;
+    const dbNow = declared.length > 0 ? await databaseNow(tx) : 0;
     for (const { schedule, times } of checkDeclaredSchedules(workflow, version, declared, dbNow)) {
       const nextFire = new Date(times.next(dbNow));
-      await this.repository.upsertDeclared(
+      await upsertDeclaredSchedule(
         tx,
         {
           ...scheduleFields(schedule),
@@ -63,7 +60,7 @@ export class DeclaredSchedules {
         nextFire,
       );
     }
-    await this.repository.deleteUndeclared(
+    await deleteUndeclaredSchedules(
       tx,
       workflow,
       version,

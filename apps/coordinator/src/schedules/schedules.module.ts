@@ -5,14 +5,13 @@ import { TimersModule } from '../timers/timers.module';
 import { DeclaredSchedules } from './declared-schedules.service';
 import { ScheduleFiring } from './schedule-firing.service';
 import { SchedulesController } from './schedules.controller';
-import { SchedulesRepository } from './schedules.repository';
 import { SchedulesService } from './schedules.service';
 
 /** Schedules (see SchedulesService); fired at their times by the due timers. */
 @Module({
   imports: [RunStoreModule, TimersModule, HandOffModule],
   controllers: [SchedulesController],
-  providers: [SchedulesRepository, SchedulesService, ScheduleFiring, DeclaredSchedules],
+  providers: [SchedulesService, ScheduleFiring, DeclaredSchedules],
   exports: [DeclaredSchedules],
 })
 export class SchedulesModule {}

@@ -11,14 +11,33 @@ import {
   ScheduleTimes,
 } from '@nest-durable/common';
 import { type NewRun, RunControlRepository } from '@app/run-store';
-import { Database, type RunEntity, type SqlExecutor, uuidv7 } from '@app/persistence';
+import {
+  advanceSchedule,
+  Database,
+  databaseNow,
+  deleteSchedule,
+  findSchedule,
+  hostedOnline,
+  insertSchedule,
+  isScheduleDue,
+  listSchedules,
+  lockDueSchedule,
+  lockSchedule,
+  type NewSchedule,
+  previousRunStatus,
+  type RunEntity,
+  runStartedWithKey,
+  type ScheduleRow,
+  setSchedulePaused,
+  type SqlExecutor,
+  uuidv7,
+} from '@app/persistence';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config/coordinator.config';
 import { RunLifecycle } from '../hand-off/run-lifecycle.service';
 import { CoordinatorMetrics } from '../metrics/coordinator.metrics';
 import { toRunView } from '../runs/run-view';
 import { type FiringPlan, planFiring } from './schedule-times';
-import { type NewSchedule, type ScheduleRow, SchedulesRepository } from './schedules.repository';
 
 /** What a firing found: it fired, the schedule was not due (fired elsewhere, paused, deleted), or another coordinator holds it now. */
 export type FiringOutcome = 'fired' | 'not_due' | 'busy';
@@ -34,7 +53,6 @@ export class SchedulesService {
 
   constructor(
     private readonly db: Database,
-    private readonly repository: SchedulesRepository,
     private readonly control: RunControlRepository,
     private readonly metrics: CoordinatorMetrics,
     private readonly lifecycle: RunLifecycle,
@@ -43,9 +61,9 @@ export class SchedulesService {
 
   /** Checks the timing (400 with its reason, nothing stored), then stores the schedule with its first fire time after now. */
   async create(request: CreateScheduleRequest): Promise<ScheduleView> {
-    const now = await this.repository.now();
+    const now = await databaseNow(this.db);
     const times = ScheduleTimes.parse(request, now);
-    const row = await this.repository.insert({
+    const row = await insertSchedule(this.db, {
       ...scheduleFields(request),
       id: uuidv7(),
       workflow: request.workflow,
@@ -59,13 +77,13 @@ export class SchedulesService {
   }
 
   async get(id: string): Promise<ScheduleView> {
-    const row = await this.repository.find(id);
+    const row = await findSchedule(this.db, id);
     if (!row) throw new ScheduleNotFoundError(id);
     return toScheduleView(row);
   }
 
   async list(query: ListSchedulesQuery): Promise<SchedulePage> {
-    const rows = await this.repository.list(query.limit + 1, query.workflow, query.cursor);
+    const rows = await listSchedules(this.db, query.limit + 1, query.workflow, query.cursor);
     const page = rows.slice(0, query.limit);
     return { schedules: page.map(toScheduleView), nextCursor: rows.length > query.limit ? page[page.length - 1].id : null };
   }
@@ -78,17 +96,17 @@ export class SchedulesService {
   async delete(id: string): Promise<void> {
     await this.db.transaction(async (tx) => {
       const row = await this.locked(tx, id);
-      if (row.name !== null && (await this.repository.hostedOnline(tx, row.workflow, row.version))) {
+      if (row.name !== null && (await hostedOnline(tx, row.workflow, row.version))) {
         throw new ScheduleDeclaredInCodeError(id, `${row.workflow} ${row.version} ${row.name}`);
       }
-      await this.repository.delete(tx, id);
+      await deleteSchedule(tx, id);
     });
   }
 
   async pause(id: string): Promise<ScheduleView> {
     return this.db.transaction(async (tx) => {
       const row = await this.locked(tx, id);
-      return toScheduleView(row.paused ? row : await this.repository.setPaused(tx, id, null));
+      return toScheduleView(row.paused ? row : await setSchedulePaused(tx, id, null));
     });
   }
 
@@ -97,8 +115,8 @@ export class SchedulesService {
     return this.db.transaction(async (tx) => {
       const row = await this.locked(tx, id);
       if (!row.paused) return toScheduleView(row);
-      const now = await this.repository.now(tx);
-      return toScheduleView(await this.repository.setPaused(tx, id, new Date(timesOf(row).next(now))));
+      const now = await databaseNow(tx);
+      return toScheduleView(await setSchedulePaused(tx, id, new Date(timesOf(row).next(now))));
     });
   }
 
@@ -110,7 +128,7 @@ export class SchedulesService {
     const { row, run } = await this.db.transaction(async (tx) => {
       const schedule = await this.locked(tx, id);
       const started = await this.startRun(tx, schedule, `schedule:${id}:trigger:${uuidv7()}`);
-      return { row: await this.repository.advance(tx, id, schedule.nextRunAt, null, started.id), run: started.run };
+      return { row: await advanceSchedule(tx, id, schedule.nextRunAt, null, started.id), run: started.run };
     });
     this.lifecycle.startedInTransaction(row.workflow, 1);
     return { schedule: toScheduleView(row), run: toRunView(run!) };
@@ -123,7 +141,7 @@ export class SchedulesService {
    */
   async fire(id: string): Promise<FiringOutcome> {
     const fired = await this.db.transaction(async (tx) => {
-      const schedule = await this.repository.lockDue(tx, id);
+      const schedule = await lockDueSchedule(tx, id);
       if (!schedule) return undefined;
       const plan = planFiring(timesOf(schedule), schedule.nextRunAt!.getTime(), schedule.now, schedule.catchUp, this.config.scheduleMisfireGraceMs);
       let previous = schedule.lastRunId;
@@ -131,7 +149,7 @@ export class SchedulesService {
       let overlapped = 0;
       for (const at of plan.fireTimes) {
         if (previous && schedule.overlap !== 'allow') {
-          const status = await this.repository.runStatus(tx, previous);
+          const status = await previousRunStatus(tx, previous);
           if (status && !isTerminalStatus(status as RunStatus)) {
             if (schedule.overlap === 'skip') {
               overlapped++;
@@ -147,7 +165,7 @@ export class SchedulesService {
         previous = run.id;
       }
       const lastFiredAt = plan.fireTimes.length > 0 ? new Date(plan.fireTimes[plan.fireTimes.length - 1]) : null;
-      await this.repository.advance(tx, id, new Date(plan.nextRunAt), lastFiredAt, previous);
+      await advanceSchedule(tx, id, new Date(plan.nextRunAt), lastFiredAt, previous);
       return { schedule, started, overlapped, plan };
     });
     if (fired) {
@@ -155,7 +173,7 @@ export class SchedulesService {
       return 'fired';
     }
     // Not locked: either not due (fired already, paused, deleted) or another coordinator's firing holds it.
-    return (await this.repository.isDue(id)) ? 'busy' : 'not_due';
+    return (await isScheduleDue(this.db, id)) ? 'busy' : 'not_due';
   }
 
   /** The metrics and logs of a firing that committed. */
@@ -191,11 +209,11 @@ export class SchedulesService {
       parentId: null,
     };
     const inserted = (await this.control.start([run], tx)).get(run.id);
-    return inserted ? { id: inserted.id, run: inserted } : { id: (await this.repository.runByKey(tx, schedule.workflow, idempotencyKey))! };
+    return inserted ? { id: inserted.id, run: inserted } : { id: (await runStartedWithKey(tx, schedule.workflow, idempotencyKey))! };
   }
 
   private async locked(tx: SqlExecutor, id: string): Promise<ScheduleRow> {
-    const row = await this.repository.lock(tx, id);
+    const row = await lockSchedule(tx, id);
     if (!row) throw new ScheduleNotFoundError(id);
     return row;
   }

@@ -1,7 +1,7 @@
 import { type QueueDepth, queueName, type Stats, STATS_WINDOW_MS, type StatsWindow, type WorkerView } from '@nest-durable/common';
+import { Database, dispatchBacklog, type MinuteCount, type QueueRow, queueDepths, runsSince, throughputSince } from '@app/persistence';
 import { Injectable } from '@nestjs/common';
 import { WorkersService } from '../workers/workers.service';
-import { type MinuteCount, type QueueRow, StatsRepository } from './stats.repository';
 
 const MINUTE_MS = 60_000;
 
@@ -9,7 +9,7 @@ const MINUTE_MS = 60_000;
 @Injectable()
 export class StatsService {
   constructor(
-    private readonly repository: StatsRepository,
+    private readonly db: Database,
     private readonly workers: WorkersService,
   ) {}
 
@@ -18,10 +18,10 @@ export class StatsService {
     // Whole minutes: the first bucket of the throughput is as full as the others.
     const since = new Date(Math.floor((now - STATS_WINDOW_MS[window]) / MINUTE_MS) * MINUTE_MS);
     const [runs, throughput, queues, backlog, workers] = await Promise.all([
-      this.repository.runsSince(since),
-      this.repository.throughputSince(since),
-      this.repository.queues(),
-      this.repository.backlog(),
+      runsSince(this.db, since),
+      throughputSince(this.db, since),
+      queueDepths(this.db),
+      dispatchBacklog(this.db),
       this.workers.list(),
     ]);
     const online = workers.items.filter((worker) => worker.online);

@@ -1,15 +1,4 @@
-/**
- * The queue of a schedule's entry (its `runId` is the schedule's id): a schedule fires rather than wakes
- * a queue. No run's queue can be this (an identifier starts with a letter or digit).
- */
-export const SCHEDULE_QUEUE = '~schedule';
-
-/** A run (or a schedule) that comes due at `at`: epoch milliseconds (with a fraction) by the database clock. */
-export interface DueRun {
-  runId: string;
-  queue: string;
-  at: number;
-}
+import type { DueRun } from '@app/persistence';
 
 /**
  * The upcoming due times a coordinator holds, soonest first: one entry per run, at most `capacity`

@@ -1,10 +1,10 @@
 import { NotificationListener, RUNS_DUE_CHANNEL } from '@app/outbox';
+import { Database, databaseNow, type DueRun, SCHEDULE_QUEUE, upcomingDueTimes } from '@app/persistence';
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { performance } from 'node:perf_hooks';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config/coordinator.config';
 import { RunLifecycle } from '../hand-off/run-lifecycle.service';
-import { type DueRun, DueSchedule, SCHEDULE_QUEUE } from './due-schedule';
-import { DueTimesRepository } from './due-times.repository';
+import { DueSchedule } from './due-schedule';
 
 /** This process's clock, epoch ms with a fraction. */
 const localNow = () => performance.timeOrigin + performance.now();
@@ -46,7 +46,7 @@ export class DueTimers implements OnApplicationBootstrap, BeforeApplicationShutd
   private stopped = false;
 
   constructor(
-    private readonly repository: DueTimesRepository,
+    private readonly db: Database,
     private readonly listener: NotificationListener,
     private readonly lifecycle: RunLifecycle,
     @Inject(COORDINATOR_CONFIG) private readonly config: CoordinatorConfig,
@@ -120,7 +120,7 @@ export class DueTimers implements OnApplicationBootstrap, BeforeApplicationShutd
     this.schedule.beginReload();
     let loaded: DueRun[] | undefined;
     try {
-      loaded = await this.repository.upcoming(this.config.timerHorizonMs, limit);
+      loaded = await upcomingDueTimes(this.db, this.config.timerHorizonMs, limit);
     } finally {
       this.schedule.endReload(loaded, loaded && loaded.length >= limit ? loaded[loaded.length - 1].at : undefined);
     }
@@ -132,10 +132,10 @@ export class DueTimers implements OnApplicationBootstrap, BeforeApplicationShutd
     let best: { roundTripMs: number; offsetMs: number } | undefined;
     for (let i = 0; i < CLOCK_SAMPLES; i++) {
       const sentAt = localNow();
-      const databaseNow = await this.repository.clock();
+      const databaseAt = await databaseNow(this.db);
       const receivedAt = localNow();
       const roundTripMs = receivedAt - sentAt;
-      if (!best || roundTripMs < best.roundTripMs) best = { roundTripMs, offsetMs: databaseNow - (sentAt + receivedAt) / 2 };
+      if (!best || roundTripMs < best.roundTripMs) best = { roundTripMs, offsetMs: databaseAt - (sentAt + receivedAt) / 2 };
     }
     return { offsetMs: best!.offsetMs, marginMs: best!.roundTripMs / 2 + 0.25 };
   }

@@ -1,11 +1,10 @@
 import { describe, expect, it } from '@jest/globals';
 import type { NotificationListener } from '@app/outbox';
+import type { Database, DueRun } from '@app/persistence';
 import { performance } from 'node:perf_hooks';
 import type { CoordinatorConfig } from '../config/coordinator.config';
 import type { RunLifecycle } from '../hand-off/run-lifecycle.service';
 import { eventually } from '../../../../test/support/poll';
-import type { DueRun } from './due-schedule';
-import type { DueTimesRepository } from './due-times.repository';
 import { DueTimers, parseDuePayload } from './due-timers.service';
 
 const localNow = () => performance.timeOrigin + performance.now();
@@ -13,10 +12,10 @@ const localNow = () => performance.timeOrigin + performance.now();
 /** DueTimers with a database whose clock runs `skewMs` ahead of ours, and a RunLifecycle that records the runs that became ready. */
 function timersWithSkew(skewMs: number, upcoming: (databaseNow: number) => DueRun[]) {
   const wakes: { queue: string; runs: number; at: number }[] = [];
-  const repository = {
-    clock: async () => localNow() + skewMs,
-    upcoming: async () => upcoming(localNow() + skewMs),
-  } as unknown as DueTimesRepository;
+  // The database answers its clock (databaseNow) and the upcoming due times (upcomingDueTimes).
+  const db = {
+    query: async (statement: string) => (statement.includes('clock_timestamp()') ? [{ now: localNow() + skewMs }] : upcoming(localNow() + skewMs)),
+  } as unknown as Database;
   const listener = { subscribe: () => () => undefined } as unknown as NotificationListener;
   const lifecycle = {
     becameReady: (perQueue: Map<string, number>) => {
@@ -24,7 +23,7 @@ function timersWithSkew(skewMs: number, upcoming: (databaseNow: number) => DueRu
     },
   } as unknown as RunLifecycle;
   const config = { timerHorizonMs: 60_000, timerMaxEntries: 100 } as CoordinatorConfig;
-  return { timers: new DueTimers(repository, listener, lifecycle, config), wakes };
+  return { timers: new DueTimers(db, listener, lifecycle, config), wakes };
 }
 
 describe('DueTimers', () => {

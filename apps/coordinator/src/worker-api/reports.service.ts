@@ -1,14 +1,7 @@
-import {
-  CompleteRunRequest,
-  DatabaseUnavailableError,
-  FailRunRequest,
-  ReportOutcome,
-  StoredTask,
-  TaskResultRequest,
-  WorkerReport,
-} from '@nest-durable/common';
+import { CompleteRunRequest, DatabaseUnavailableError, FailRunRequest, ReportOutcome, StoredTask, TaskResultRequest, WorkerReport } from '@nest-durable/common';
 import { ReportAnswerError, ReportRepository, type RunFinished, type RunOutcome } from '@app/run-store';
 import { Database, type SqlExecutor } from '@app/persistence';
+import { heartbeatRefreshAfterMs } from '@app/locking';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config/coordinator.config';
@@ -37,7 +30,7 @@ export class ReportsService {
     private readonly lifecycle: RunLifecycle,
     @Inject(COORDINATOR_CONFIG) config: CoordinatorConfig,
   ) {
-    this.refreshAfterMs = config.claimMinIdleTimeMs / 10;
+    this.refreshAfterMs = heartbeatRefreshAfterMs(config.claimMinIdleTimeMs);
   }
 
   recordTask(runId: string, task: TaskResultRequest): Promise<StoredTask> {

@@ -1,15 +1,12 @@
 import { Module } from '@nestjs/common';
-import { WorkflowsModule } from '../workflows/workflows.module';
-import { RetentionModule } from '../retention/retention.module';
 import { SchedulesModule } from '../schedules/schedules.module';
 import { WorkersController } from './workers.controller';
-import { WorkersRepository } from './workers.repository';
 import { WorkersService } from './workers.service';
 
 @Module({
-  imports: [WorkflowsModule, RetentionModule, SchedulesModule],
+  imports: [SchedulesModule],
   controllers: [WorkersController],
-  providers: [WorkersRepository, WorkersService],
+  providers: [WorkersService],
   exports: [WorkersService],
 })
 export class WorkersModule {}

@@ -1,10 +1,8 @@
 import type { WorkerList, WorkerRegistration } from '@nest-durable/common';
-import { Database } from '@app/persistence';
+import { countRunningSlots, Database, listWorkers, recordDeclaredWindows, upsertWorker, upsertWorkflowVersions, wakeWorkflowQueues } from '@app/persistence';
 import { Injectable } from '@nestjs/common';
-import { WorkflowControlsRepository } from '../workflows/workflow-controls.repository';
-import { RetentionRepository } from '../retention/retention.repository';
+import { reconcileCodeLimits } from '../workflows/workflow-limits';
 import { DeclaredSchedules } from '../schedules/declared-schedules.service';
-import { WorkersRepository } from './workers.repository';
 
 /**
  * The worker registry: who is alive and what each worker hosts. Workers register at start and then
@@ -16,9 +14,6 @@ import { WorkersRepository } from './workers.repository';
 export class WorkersService {
   constructor(
     private readonly db: Database,
-    private readonly workers: WorkersRepository,
-    private readonly controls: WorkflowControlsRepository,
-    private readonly retention: RetentionRepository,
     private readonly schedules: DeclaredSchedules,
   ) {}
 
@@ -30,21 +25,21 @@ export class WorkersService {
       const declared = registration.workflows.flatMap(({ name: workflow, version, schedules }) =>
         (schedules ?? []).map((schedule) => ({ workflow, version, name: schedule.name })),
       );
-      await this.workers.upsertWorker(tx, workerId, { ...registration, workflows: hosted }, declared);
-      await this.workers.upsertWorkflows(tx, registration.workflows);
+      await upsertWorker(tx, workerId, { ...registration, workflows: hosted }, declared);
+      await upsertWorkflowVersions(tx, registration.workflows);
       // Limits declared in code: recorded when they changed (the running runs then count, waiting ones are woken).
-      for (const { workflow, version } of await this.controls.reconcileCode(tx, registration.workflows)) {
-        await this.controls.countRunning(tx, workflow, version);
-        await this.controls.wake(tx, workflow, version);
+      for (const { workflow, version } of await reconcileCodeLimits(tx, registration.workflows)) {
+        await countRunningSlots(tx, workflow, version);
+        await wakeWorkflowQueues(tx, workflow, version);
       }
-      await this.retention.recordDeclaredWindows(tx, registration.workflows);
+      await recordDeclaredWindows(tx, registration.workflows);
       return this.schedules.reconcile(tx, registration.workflows);
     });
     remember();
   }
 
   async list(): Promise<WorkerList> {
-    const rows = await this.workers.list();
+    const rows = await listWorkers(this.db);
     return { items: rows.map((row) => ({ ...row, startedAt: row.startedAt.toISOString(), lastSeenAt: row.lastSeenAt.toISOString() })) };
   }
 }

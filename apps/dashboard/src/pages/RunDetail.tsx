@@ -6,9 +6,11 @@ import { Json } from '../components/Json';
 import { Notice } from '../components/Notice';
 import { Problem } from '../components/Problem';
 import { Status } from '../components/Status';
+import { Tags } from '../components/Tags';
 import { Time } from '../components/Time';
 import { useLiveRuns } from '../feed';
-import { between } from '../format';
+import { between, duration } from '../format';
+import { runningMs } from '../running-time';
 import { useAction } from '../use-action';
 import { useLoad } from '../use-load';
 import { RunActions } from './RunActions';
@@ -48,7 +50,7 @@ export function RunDetail({ id }: { id: string }) {
           {data.error.reason && <span class="muted"> (reason {data.error.reason})</span>}
         </div>
       )}
-      <Facts run={data} worker={worker} />
+      <Facts run={data} worker={worker} ranFor={transitions.data && runningTimeText(data, transitions.data.items, !transitions.data.truncated)} />
       <Json label="Input" value={data.input} open />
       <Json label="Output" value={data.output} />
       {data.error && <Json label="Error" value={data.error} />}
@@ -62,7 +64,18 @@ export function RunDetail({ id }: { id: string }) {
   );
 }
 
-function Facts({ run, worker }: { run: RunView; worker: string | null | undefined }) {
+/**
+ * "Ran for": the time the run spent running, over all its attempts (see runningMs), and how many there were; from its
+ * first start to its end is a row of its own, the waits between attempts and its sleeps included.
+ */
+function runningTimeText(run: RunView, transitions: RunTransition[], complete: boolean): string | undefined {
+  if (!run.startedAt) return undefined;
+  const attempts = run.attempt > 1 ? `, ${run.attempt} attempts` : '';
+  const soFar = isTerminalStatus(run.status) ? '' : ' so far';
+  return `${complete ? '' : 'at least '}${duration(runningMs(transitions, { complete }))} running${attempts}${soFar}`;
+}
+
+function Facts({ run, worker, ranFor }: { run: RunView; worker: string | null | undefined; ranFor: string | undefined }) {
   const rows: [string, preact.ComponentChildren][] = [
     ['Workflow', `${run.workflow}@${run.version}`],
     ['Status', <Status status={run.status} key="status" />],
@@ -73,6 +86,7 @@ function Facts({ run, worker }: { run: RunView; worker: string | null | undefine
     ['Stalls', run.stalls],
     ['Idempotency key', run.idempotencyKey ?? '—'],
     ['Shard', run.shard ?? '—'],
+    ['Tags', Object.keys(run.tags).length > 0 ? <Tags tags={run.tags} key="tags" /> : '—'],
     [
       'Parent',
       run.parentId ? (
@@ -89,7 +103,8 @@ function Facts({ run, worker }: { run: RunView; worker: string | null | undefine
     ['Due', <Time at={run.runAt} key="d" />],
     ['Updated', <Time at={run.updatedAt} key="u" />],
     ['Queued for', between(run.createdAt, run.startedAt) ?? '—'],
-    ['Ran for', between(run.startedAt, run.finishedAt) ?? '—'],
+    ['Ran for', ranFor ?? '—'],
+    ['First start to end', between(run.startedAt, run.finishedAt) ?? '—'],
   ];
   return (
     <dl class="facts">

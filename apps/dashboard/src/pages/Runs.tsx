@@ -6,6 +6,7 @@ import { ApiError, api, type RunFilter } from '../api';
 import { Problem } from '../components/Problem';
 import { RunLink } from '../components/RunLink';
 import { Status } from '../components/Status';
+import { Tags } from '../components/Tags';
 import { Time } from '../components/Time';
 import { useLiveRuns } from '../feed';
 import { between } from '../format';
@@ -180,8 +181,11 @@ function RunTable({ runs, loading, hosted }: { runs: RunView[]; loading: boolean
             attempt
           </th>
           <th scope="col">created</th>
-          <th scope="col">duration</th>
+          <th scope="col" title="from its first start to its end: the waits between attempts, sleeps and event waits included (its page says how long it ran)">
+            first start to end
+          </th>
           <th scope="col">idempotency key</th>
+          <th scope="col">tags</th>
         </tr>
       </thead>
       <tbody>
@@ -203,11 +207,14 @@ function RunTable({ runs, loading, hosted }: { runs: RunView[]; loading: boolean
             </td>
             <td>{between(run.startedAt, run.finishedAt) ?? '—'}</td>
             <td class="mono">{run.idempotencyKey ?? ''}</td>
+            <td>
+              <Tags tags={run.tags} />
+            </td>
           </tr>
         ))}
         {runs.length === 0 && (
           <tr>
-            <td colSpan={7} class="muted">
+            <td colSpan={8} class="muted">
               {loading ? 'Loading…' : 'No runs match.'}
             </td>
           </tr>

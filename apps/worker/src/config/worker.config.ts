@@ -1,5 +1,7 @@
 import { EnvReader, type LogLevelName, readLogging, readRedis } from '@app/config';
 import { parseIdentifier } from '@nest-durable/common';
+import { WORKER_DEFAULTS } from '@nest-durable/worker';
+import { DEFAULT_REDIS_SUBSCRIBER_OPTIONS } from '@nest-durable/worker/redis';
 import { hostname } from 'node:os';
 
 export const SUBSCRIBERS = ['http', 'redis-zset', 'redis-streams'] as const;
@@ -41,17 +43,17 @@ export function loadWorkerConfig(env: Record<string, string | undefined>): Worke
   return {
     coordinatorUrls: read.urls('COORDINATOR_URL', ['http', 'https'], 'http://127.0.0.1:3000'),
     workerId: read.string('WORKER_ID', `${hostname()}-${process.pid}`),
-    concurrency: read.integer('WORKER_CONCURRENCY', 10, 1, 10_000),
-    heartbeatIntervalMs: read.integer('HEARTBEAT_INTERVAL_MS', 30_000, 50, 86_400_000),
-    claimWaitMs: read.integer('CLAIM_WAIT_MS', 20_000, 0, 60_000),
-    registrationIntervalMs: read.integer('WORKER_REGISTRATION_INTERVAL_MS', 5_000, 100, 3_600_000),
-    shutdownGraceMs: read.integer('SHUTDOWN_GRACE_MS', 10_000, 0, 3_600_000),
+    concurrency: read.integer('WORKER_CONCURRENCY', WORKER_DEFAULTS.concurrency, 1, 10_000),
+    heartbeatIntervalMs: read.integer('HEARTBEAT_INTERVAL_MS', WORKER_DEFAULTS.heartbeatIntervalMs, 50, 86_400_000),
+    claimWaitMs: read.integer('CLAIM_WAIT_MS', WORKER_DEFAULTS.claimWaitMs, 0, 60_000),
+    registrationIntervalMs: read.integer('WORKER_REGISTRATION_INTERVAL_MS', WORKER_DEFAULTS.registrationIntervalMs, 100, 3_600_000),
+    shutdownGraceMs: read.integer('SHUTDOWN_GRACE_MS', WORKER_DEFAULTS.shutdownGraceMs, 0, 3_600_000),
     shards: read.listOf('WORKER_SHARDS', (shard) => parseIdentifier(shard, 'shard')),
     subscriber: read.oneOf('SUBSCRIBER', SUBSCRIBERS, 'http'),
     ...readRedis(read),
-    redisBlockMs: read.integer('REDIS_BLOCK_MS', 5_000, 100, 60_000),
-    reclaimIdleMs: read.integer('STREAM_RECLAIM_IDLE_MS', 90_000, 100, 86_400_000),
-    maxDeliveries: read.integer('MAX_DELIVERIES', 5, 1, 1_000),
+    redisBlockMs: read.integer('REDIS_BLOCK_MS', DEFAULT_REDIS_SUBSCRIBER_OPTIONS.blockMs, 100, 60_000),
+    reclaimIdleMs: read.integer('STREAM_RECLAIM_IDLE_MS', DEFAULT_REDIS_SUBSCRIBER_OPTIONS.reclaimIdleMs, 100, 86_400_000),
+    maxDeliveries: read.integer('MAX_DELIVERIES', DEFAULT_REDIS_SUBSCRIBER_OPTIONS.maxDeliveries, 1, 1_000),
     workerToken: read.optionalString('WORKER_TOKEN'),
     port: read.integer('WORKER_PORT', 3001, 0, 65535),
     host: read.host('WORKER_HOST', '0.0.0.0'),

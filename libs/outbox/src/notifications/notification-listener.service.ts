@@ -1,6 +1,7 @@
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { listen, probeListenSession, sessionExecutor } from '@app/persistence';
 import { Client } from 'pg';
-import { LISTEN_PROBE, NOTIFICATION_LISTENER_OPTIONS, type NotificationListenerOptions } from './notification.constants';
+import { NOTIFICATION_LISTENER_OPTIONS, type NotificationListenerOptions } from './notification.constants';
 
 interface Waiter {
   matches: (payload: string) => boolean;
@@ -185,9 +186,7 @@ export class NotificationListener implements OnModuleInit, BeforeApplicationShut
     this.client = client;
     try {
       await client.connect();
-      for (const channel of this.options.channels) {
-        await client.query(`LISTEN ${client.escapeIdentifier(channel)}`);
-      }
+      for (const channel of this.options.channels) await listen(sessionExecutor(client), channel);
     } catch (error) {
       this.lost(client, error as Error);
       return;
@@ -220,7 +219,7 @@ export class NotificationListener implements OnModuleInit, BeforeApplicationShut
     let timer: NodeJS.Timeout | undefined;
     try {
       await Promise.race([
-        client.query(LISTEN_PROBE),
+        probeListenSession(sessionExecutor(client)),
         new Promise((_, reject) => {
           timer = setTimeout(() => reject(new Error(`probe got no answer in ${PROBE_TIMEOUT_MS} ms`)), PROBE_TIMEOUT_MS);
         }),

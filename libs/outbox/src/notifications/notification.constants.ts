@@ -1,28 +1,5 @@
-/** NOTIFY channels. Payloads are small identifiers only, never documents (NOTIFY caps them at 8000 bytes). */
-
-/** A run became ready to claim; payload: its queue name. */
-export const RUNS_READY_CHANNEL = 'wf_runs_ready';
-
-/**
- * A run got a future due time (see the due-timers migration); payload: `<due, epoch ms> <run id>
- * <queue>`. The coordinators' due timers keep these and act at that moment.
- */
-export const RUNS_DUE_CHANNEL = 'wf_runs_due';
-
-/** A run reached a terminal state; payload: its id. */
-export const RUN_FINISHED_CHANNEL = 'wf_run_finished';
-
-/**
- * Runs changed state (see the dashboard-feed migration): one notification per statement that appended to the
- * run history; payload: a JSON array of `[id, workflow, version, status, revision, epoch ms]`.
- */
-export const RUN_CHANGES_CHANNEL = 'wf_run_changes';
-
-/**
- * The round trip that probes the LISTEN session, named so the session stays recognisable in pg_stat_activity
- * (whose `query` shows its last statement: `LISTEN …` until the first probe, this after).
- */
-export const LISTEN_PROBE = `SELECT 1 /* wf: LISTEN session probe */`;
+// The channels are named where the statements that notify them live (the SQL home).
+export { RUN_CHANGES_CHANNEL, RUN_FINISHED_CHANNEL, RUNS_DUE_CHANNEL, RUNS_READY_CHANNEL } from '@app/persistence';
 
 export const NOTIFICATION_LISTENER_OPTIONS = Symbol('NOTIFICATION_LISTENER_OPTIONS');
 

@@ -1,5 +1,7 @@
 import type { LockSession, LockSessions } from '@app/locking';
 import { Client } from 'pg';
+import { sessionExecutor } from '../session-executor';
+import { probeLockSession, tryAdvisoryLock } from '../sql/leader.sql';
 
 const PROBE_TIMEOUT_MS = 5_000;
 
@@ -18,16 +20,10 @@ export class AdvisoryLockSessions implements LockSessions {
     const client = new Client({ connectionString: this.url, application_name: this.applicationName, keepAlive: true, connectionTimeoutMillis: 5_000 });
     client.on('error', () => undefined); // surfaced by the next probe
     await client.connect();
+    const session = sessionExecutor(client);
     return {
-      probe: async () => {
-        await withTimeout(client.query('SELECT 1'), PROBE_TIMEOUT_MS);
-      },
-      // Safe under concurrency: pg_try_advisory_lock is atomic across sessions and never waits; a session
-      // asking again for a lock it holds gets true (and holds it twice, which ending the session undoes).
-      tryLock: async (name) => {
-        const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock(hashtext($1)) AS locked', [name]);
-        return rows[0].locked;
-      },
+      probe: () => withTimeout(probeLockSession(session), PROBE_TIMEOUT_MS),
+      tryLock: (name) => tryAdvisoryLock(session, name),
       end: () => client.end(),
     };
   }

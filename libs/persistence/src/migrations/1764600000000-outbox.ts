@@ -1,7 +1,7 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 
-/** The outbox's NOTIFY trigger function (exported for later migrations). */
-export const OUTBOX_NOTIFY = `
+/** The outbox's NOTIFY trigger function. */
+const OUTBOX_NOTIFY = `
       CREATE FUNCTION outbox_notify() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN
         PERFORM pg_notify('wf_outbox', '');

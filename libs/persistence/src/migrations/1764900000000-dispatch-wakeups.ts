@@ -1,7 +1,7 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 
-/** The enqueue trigger's function: an outbox row per run that became ready, without a message body (exported for later migrations). */
-export const ENQUEUE_READY = `
+/** The enqueue trigger's function: an outbox row per run that became ready, without a message body. */
+const ENQUEUE_READY = `
       CREATE OR REPLACE FUNCTION runs_enqueue_ready() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN
         IF coalesce(current_setting('wf.dispatch', true), 'none') IN ('', 'none') THEN

@@ -23,7 +23,7 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  * before took: two claimers cannot both take the last slot. The claim statement's own snapshot,
  * older, would miss them. The lock is held until the claim commits.
  */
-export const FLOW_ADMIT = `
+const FLOW_ADMIT = `
       CREATE FUNCTION flow_admit(queues text[], wanted integer[])
       RETURNS TABLE (queue text, family text, fresh integer, takeovers boolean, family_cap integer, counts_slot boolean,
                      per_key integer, full_keys text[], key_names text[], key_running integer[],

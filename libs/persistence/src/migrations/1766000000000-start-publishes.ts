@@ -1,27 +1,55 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
-import { OUTBOX_NOTIFY } from './1764600000000-outbox';
-import { ENQUEUE_READY } from './1764900000000-dispatch-wakeups';
 
-/** outbox_notify as the outbox migration made it, to replace (and to put back on the way down). */
-const OUTBOX_NOTIFY_REPLACED = OUTBOX_NOTIFY.replace('CREATE FUNCTION outbox_notify(', 'CREATE OR REPLACE FUNCTION outbox_notify(');
+/*
+ * The functions as this migration leaves them, and as it found them (put back on the way down), written out
+ * whole, as every migration's SQL is (they were once made by editing the outbox and dispatch-wakeups
+ * migrations' texts). `wf.start_outbox` on: the transaction's start statement wrote its runs' outbox rows itself.
+ */
 
-/** The transaction's start statement wrote its runs' outbox rows itself (see below). */
-const STARTED_WITH_OUTBOX = `current_setting('wf.start_outbox', true) = 'on'`;
-
-const ENQUEUE_READY_SKIPPING = ENQUEUE_READY.replace(`IN ('', 'none') THEN`, `IN ('', 'none') OR ${STARTED_WITH_OUTBOX} THEN`);
-const OUTBOX_NOTIFY_QUIET = OUTBOX_NOTIFY_REPLACED.replace(
-  `BEGIN
-        PERFORM`,
-  `BEGIN
-        IF ${STARTED_WITH_OUTBOX} OR NOT EXISTS (SELECT 1 FROM inserted_rows) THEN
+/** runs_enqueue_ready, skipping runs whose start wrote their outbox rows. */
+const ENQUEUE_READY_SKIPPING = `
+      CREATE OR REPLACE FUNCTION runs_enqueue_ready() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF coalesce(current_setting('wf.dispatch', true), 'none') IN ('', 'none') OR current_setting('wf.start_outbox', true) = 'on' THEN
           RETURN NULL;
         END IF;
-        PERFORM`,
-);
-// The texts these edit are fixed (an applied migration never changes); this catches an edit of them anyway.
-if (ENQUEUE_READY_SKIPPING === ENQUEUE_READY || OUTBOX_NOTIFY_QUIET === OUTBOX_NOTIFY_REPLACED || OUTBOX_NOTIFY_REPLACED === OUTBOX_NOTIFY) {
-  throw new Error('runs_enqueue_ready or outbox_notify no longer has the text this migration edits');
-}
+        INSERT INTO outbox (run_id, queue, next_attempt_at) VALUES (NEW.id, NEW.queue, greatest(NEW.due_at, now()));
+        RETURN NULL;
+      END;
+      $$`;
+
+/** outbox_notify, quiet for such rows and for an insert of none. */
+const OUTBOX_NOTIFY_QUIET = `
+      CREATE OR REPLACE FUNCTION outbox_notify() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF current_setting('wf.start_outbox', true) = 'on' OR NOT EXISTS (SELECT 1 FROM inserted_rows) THEN
+          RETURN NULL;
+        END IF;
+        PERFORM pg_notify('wf_outbox', '');
+        RETURN NULL;
+      END;
+      $$`;
+
+/** runs_enqueue_ready as the dispatch-wakeups migration made it. */
+const ENQUEUE_READY = `
+      CREATE OR REPLACE FUNCTION runs_enqueue_ready() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF coalesce(current_setting('wf.dispatch', true), 'none') IN ('', 'none') THEN
+          RETURN NULL;
+        END IF;
+        INSERT INTO outbox (run_id, queue, next_attempt_at) VALUES (NEW.id, NEW.queue, greatest(NEW.due_at, now()));
+        RETURN NULL;
+      END;
+      $$`;
+
+/** outbox_notify as the outbox migration made it. */
+const OUTBOX_NOTIFY = `
+      CREATE OR REPLACE FUNCTION outbox_notify() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        PERFORM pg_notify('wf_outbox', '');
+        RETURN NULL;
+      END;
+      $$`;
 
 /**
  * A start publishes its own wake-ups (RunControlRepository.start with `publish`): the start statement writes
@@ -53,7 +81,7 @@ export class StartPublishes1766000000000 implements MigrationInterface {
   async down(queryRunner: QueryRunner): Promise<void> {
     await queryRunner.query(ENQUEUE_READY);
     await queryRunner.query(`DROP TRIGGER outbox_notify ON outbox`);
-    await queryRunner.query(OUTBOX_NOTIFY_REPLACED);
+    await queryRunner.query(OUTBOX_NOTIFY);
     await queryRunner.query(`CREATE TRIGGER outbox_notify AFTER INSERT ON outbox FOR EACH STATEMENT EXECUTE FUNCTION outbox_notify()`);
   }
 }

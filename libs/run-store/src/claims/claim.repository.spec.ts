@@ -1,7 +1,10 @@
 import { afterEach, describe, expect, it, jest } from '@jest/globals';
 import type { Database, PreparedStatement } from '@app/persistence';
 import { ClaimRepository, type ClaimParams } from './claim.repository';
-import { CLAIM_FULL, CLAIM_COMMON } from './claim.statement';
+
+/** The claim statement's two forms, by their prepared statements' names (claims.sql.ts, claims-full.sql.ts). */
+const CLAIM_COMMON = { name: 'wf_claim_common' };
+const CLAIM_FULL = { name: 'wf_claim' };
 
 const RUN = { id: '01a23292-e466-76ce-9ad8-c86c6dd448fb', workflow: 'w', version: '1', queue: 'w:1:', revision: 1, attempt: 1, input: null, tasks: [] };
 const row = (kind: string, extra: object = {}) => ({ kind, wakeup: null, readyForSeconds: 0, ...RUN, ...extra });

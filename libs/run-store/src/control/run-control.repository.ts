@@ -1,78 +1,25 @@
 import { JsonValue, RunStatus } from '@nest-durable/common';
-import { Database, prepared, type RunEntity, type SqlExecutor } from '@app/persistence';
-import { Injectable } from '@nestjs/common';
 import {
-  appendHistory,
-  DISPATCHING,
-  INSERT_RUNS,
-  INSERT_RUNS_HANDED,
-  insertRunsParams,
-  json,
+  cancelRunTree,
+  Database,
+  deliverEvent,
+  failStalledTakenWith,
+  type HandOffTarget,
+  lockRunStatus,
   type NewRun,
-  NOTIFY_INSERTED_QUEUES,
-  notifyFinished,
-  notifyReady,
-  RUN_COLUMNS,
-  stalledError,
-  stepsToRerun,
-  wakeParents,
-} from '../runs/run-sql';
+  retryFailedRun,
+  type SqlExecutor,
+  type StartedRun,
+  startHandedPublishedRuns,
+  startHandedRuns,
+  startPublishedRuns,
+  startRuns,
+  storeEvent,
+  wakeSleepingRun,
+} from '@app/persistence';
+import { Injectable } from '@nestjs/common';
 
-/**
- * The start statement, the runs it inserted, and whether a pause holds each (a primary-key probe of
- * workflow_controls). With its generic plan: PostgreSQL re-planned it on every execution otherwise (about
- * 0.3 ms, against 0.5 ms to run it), since its inputs are arrays whose sizes a custom plan sees.
- *
- * `publish`: it writes its runs' outbox rows itself rather than leaving them to the enqueue trigger, those
- * due now taken (`in_flight`, one attempt under way, as the enqueuer's batch statement marks them), and
- * returns their ids (`outboxId`) for the caller to publish once it committed. `wf.start_outbox`, set for the
- * transaction (set_config is evaluated for each of those rows, before any trigger fires: AFTER triggers fire
- * at the statement's end), makes the enqueue trigger skip those runs and outbox_notify wake no enqueuer (see
- * the start-publishes migration). Only for a statement that is its transaction: its rows are published after
- * its commit.
- */
-function startRuns(name: string, insert: string, publish: boolean) {
-  const outbox = publish
-    ? `, outboxed AS (
-         INSERT INTO outbox (run_id, queue, next_attempt_at, status, attempt_count)
-         SELECT id, queue, greatest(due_at, now()), CASE WHEN due_at <= now() THEN 'in_flight' ELSE 'pending' END, (due_at <= now())::integer
-           FROM inserted
-          WHERE status IN ('queued', 'waiting') AND due_at <> 'infinity' AND ${DISPATCHING}
-            AND set_config('wf.start_outbox', 'on', true) = 'on'
-         -- Named apart from the runs' columns, which the final SELECT lists unqualified.
-         RETURNING id AS outbox_id, run_id AS outbox_run_id, status AS outbox_status
-       )`
-    : '';
-  // A join, not a subquery per run: a batch start inserts up to BATCH_MAX runs.
-  const outboxId = publish ? `, outbox_id::text AS "outboxId"` : '';
-  const outboxJoin = publish ? ` LEFT JOIN outboxed ON outbox_run_id = inserted.id AND outbox_status = 'in_flight'` : '';
-  return prepared(
-    name,
-    `WITH ${insert}${outbox}, notified AS (SELECT ${NOTIFY_INSERTED_QUEUES} AS n)
-       SELECT ${RUN_COLUMNS},
-              EXISTS (SELECT 1 FROM workflow_controls c
-                       WHERE c.workflow = inserted.workflow AND c.version = inserted.version
-                         AND (c.paused OR inserted.shard = ANY (c.paused_shards))) AS paused${outboxId}
-         FROM inserted CROSS JOIN notified${outboxJoin}`,
-    { genericPlan: true },
-  );
-}
-const START_RUNS = startRuns('wf_start_runs', INSERT_RUNS, false);
-const START_HANDED_RUNS = startRuns('wf_start_handed_runs', INSERT_RUNS_HANDED, false);
-const START_PUBLISHED_RUNS = startRuns('wf_start_published_runs', INSERT_RUNS, true);
-const START_HANDED_PUBLISHED_RUNS = startRuns('wf_start_handed_published_runs', INSERT_RUNS_HANDED, true);
-
-/** A run the start statement inserted: whether a pause holds it, and, when it publishes, its outbox row taken to publish. */
-export type StartedRun = RunEntity & { paused: boolean; outboxId?: string | null };
-
-/** A claim waiting for runs, that a start may hand its run to (RunControlRepository.start). */
-export interface HandOffTarget {
-  workerId: string;
-  /** Every queue the claim waits for: a ready run or an idle claim in any of them comes first. */
-  queues: readonly string[];
-  /** A running run whose heartbeat is older than this is one the claim would take over first. */
-  claimMinIdleTimeMs: number;
-}
+export type { HandOffTarget, NewRun, StartedRun } from '@app/persistence';
 
 /** Outcome of a client command on an existing run: its status before, and whether it applied. */
 export interface ControlOutcome {
@@ -81,10 +28,17 @@ export interface ControlOutcome {
   applied: boolean;
 }
 
+/** The statuses a run can still leave by itself: a command acts only on these. */
+const UNFINISHED: RunStatus[] = ['queued', 'running', 'waiting'];
+
+/** A bound on a cancel's passes over a run's tree (each sees what committed before it). */
+const CANCEL_PASSES = 100;
+
 /**
  * State changes clients ask for (start, cancel, events, wake-ups, retries). Each locks the run row
  * before deciding, so it acts on the run's latest state, and bumps the revision where it takes a run
- * away from its worker (cancel), which fences that worker off.
+ * away from its worker (cancel), which fences that worker off. The statements, and why each is safe
+ * under concurrency, are in the SQL home (runs-start.sql.ts, runs-hand-off.sql.ts, run-commands.sql.ts).
  */
 @Injectable()
 export class RunControlRepository {
@@ -94,26 +48,21 @@ export class RunControlRepository {
    * Inserts queued runs and their first transitions in one statement (one transaction), and wakes
    * idle claimers with one NOTIFY per queue that got a run due now (delivered at commit). Returns
    * the runs inserted, by id: a run whose idempotency key already exists for its workflow is left out.
-   * `paused`: a pause of its version or shard holds it (a primary-key probe of workflow_controls).
+   * `paused`: a pause of its version or shard holds it.
    *
    * `handedTo`: a claim waiting, on this coordinator, for the runs' queue (its worker, all the queues it
-   * waits for, the claims' idle time). Each run due now that flow_hand_off admits (its version has no
-   * active control, and the claim's queues no ready run and no idle claim, which the claim would take first)
-   * is inserted running for that worker instead, claimed in the same commit as its start: it skips the
-   * queue, and nobody else is woken for it. Safe under concurrency as a claim is: flow_hand_off takes the
-   * version's admission lock shared, so a limit set meanwhile counts the run, and reads after it in a fresh
-   * snapshot; whatever it does not admit goes in queued, for the claim's own statement to order.
+   * waits for, the claims' idle time). Each run due now that flow_hand_off admits is inserted running for
+   * that worker instead, claimed in the same commit as its start: it skips the queue, and nobody else is
+   * woken for it.
    *
    * `publish` (a coordinator with a publisher, the statement its own transaction): the runs' outbox rows are
-   * written by this statement, those due now taken for the caller to publish (`outboxId`; see startRuns).
+   * written by this statement, those due now taken for the caller to publish (`outboxId`).
    */
   async start(runs: NewRun[], on: SqlExecutor = this.db, handedTo?: HandOffTarget, publish = false): Promise<Map<string, StartedRun>> {
     if (publish && on !== this.db) throw new Error('a start publishes its wake-ups only when its statement is its own transaction');
-    const statements = publish ? [START_PUBLISHED_RUNS, START_HANDED_PUBLISHED_RUNS] : [START_RUNS, START_HANDED_RUNS];
-    const rows = await on.query<StartedRun>(
-      handedTo === undefined ? statements[0] : statements[1],
-      handedTo === undefined ? insertRunsParams(runs) : [...insertRunsParams(runs), handedTo.workerId, handedTo.queues, handedTo.claimMinIdleTimeMs],
-    );
+    let rows: StartedRun[];
+    if (handedTo === undefined) rows = publish ? await startPublishedRuns(on, runs) : await startRuns(on, runs);
+    else rows = publish ? await startHandedPublishedRuns(on, runs, handedTo) : await startHandedRuns(on, runs, handedTo);
     return new Map(rows.map((row) => [row.id, row]));
   }
 
@@ -129,37 +78,13 @@ export class RunControlRepository {
    */
   async cancel(id: string, on?: SqlExecutor): Promise<ControlOutcome> {
     const work = async (tx: SqlExecutor): Promise<ControlOutcome> => {
-      const [target] = await tx.query<{ status: RunStatus }>(`SELECT status FROM runs WHERE id = $1 FOR UPDATE`, [id]);
-      if (!target) return { applied: false };
-      if (!['queued', 'running', 'waiting'].includes(target.status)) return { previous: target.status, applied: false };
-      for (let pass = 0; pass < 100; pass++) {
-        const [{ cancelled }] = await tx.query<{ cancelled: number }>(
-          `WITH RECURSIVE tree AS (
-             SELECT id FROM runs WHERE id = $1
-             UNION
-             SELECT r.id FROM runs r JOIN tree t ON r.parent_id = t.id
-           ), locked AS (
-             SELECT r.id, r.status FROM runs r JOIN tree USING (id)
-              WHERE r.status IN ('queued', 'running', 'waiting')
-              FOR UPDATE OF r
-           ), cancelled AS (
-             UPDATE runs r
-                SET status = 'cancelled', revision = r.revision + 1, heartbeat_at = NULL,
-                    finished_at = now(), updated_at = now()
-               FROM locked l
-              WHERE r.id = l.id
-             RETURNING r.id, r.revision, r.parent_id, r.status, r.output, r.error, l.status AS from_status
-           ), history AS (
-             ${appendHistory('cancelled', 'from_status', `'cancelled'`)}
-           ), top AS (
-             SELECT * FROM cancelled WHERE id = $1
-           ), ${wakeParents('top')}
-           SELECT count(*)::int AS cancelled, ${notifyFinished('cancelled')}, ${notifyReady('woken_parents')} FROM cancelled`,
-          [id],
-        );
-        if (cancelled === 0) break;
+      const previous = await lockRunStatus(tx, id);
+      if (!previous) return { applied: false };
+      if (!UNFINISHED.includes(previous)) return { previous, applied: false };
+      for (let pass = 0; pass < CANCEL_PASSES; pass++) {
+        if ((await cancelRunTree(tx, id)) === 0) break;
       }
-      return { previous: target.status, applied: true };
+      return { previous, applied: true };
     };
     return on ? work(on) : this.db.transaction(work);
   }
@@ -170,24 +95,12 @@ export class RunControlRepository {
    */
   async sendEvent(id: string, name: string, data: JsonValue): Promise<ControlOutcome & { delivered: boolean }> {
     return this.db.transaction(async (tx) => {
-      const [run] = await tx.query<{ status: RunStatus }>(`SELECT status FROM runs WHERE id = $1 FOR UPDATE`, [id]);
-      if (!run) return { applied: false, delivered: false };
-      if (!['queued', 'running', 'waiting'].includes(run.status)) return { previous: run.status, applied: false, delivered: false };
-      const [delivered] = await tx.query<{ key: string }>(
-        `WITH step AS (
-           UPDATE tasks SET status = 'completed', output = jsonb_build_object('timedOut', false, 'data', $3::jsonb)
-            WHERE run_id = $1 AND kind = 'event' AND status = 'waiting' AND name = $2
-           RETURNING key
-         ), woken AS (
-           UPDATE runs SET due_at = now(), updated_at = now()
-            WHERE id = $1 AND status = 'waiting' AND EXISTS (SELECT 1 FROM step)
-           RETURNING queue
-         )
-         SELECT key, ${notifyReady('woken')} FROM step`,
-        [id, name, json(data) ?? 'null'],
-      );
-      await tx.query(`INSERT INTO run_events (run_id, name, data, consumed_by) VALUES ($1, $2, $3, $4)`, [id, name, json(data), delivered?.key ?? null]);
-      return { previous: run.status, applied: true, delivered: delivered !== undefined };
+      const previous = await lockRunStatus(tx, id);
+      if (!previous) return { applied: false, delivered: false };
+      if (!UNFINISHED.includes(previous)) return { previous, applied: false, delivered: false };
+      const delivered = await deliverEvent(tx, id, name, data);
+      await storeEvent(tx, id, name, data, delivered ?? null);
+      return { previous, applied: true, delivered: delivered !== undefined };
     });
   }
 
@@ -195,19 +108,9 @@ export class RunControlRepository {
   async wake(id: string): Promise<ControlOutcome> {
     return this.db.transaction(async (tx) => {
       // Locked first, in its own statement: a suspension committed while we waited is then visible.
-      const [run] = await tx.query<{ status: RunStatus }>(`SELECT status FROM runs WHERE id = $1 FOR UPDATE`, [id]);
-      if (!run) return { applied: false };
-      const woken = await tx.query(
-        `WITH woken AS (
-           UPDATE runs r SET due_at = now(), updated_at = now()
-            WHERE r.id = $1 AND r.status = 'waiting'
-              AND EXISTS (SELECT 1 FROM tasks s WHERE s.run_id = r.id AND s.kind = 'sleep' AND s.status = 'waiting')
-           RETURNING r.queue
-         )
-         SELECT ${notifyReady('woken')} FROM woken`,
-        [id],
-      );
-      return { previous: run.status, applied: woken.length > 0 };
+      const previous = await lockRunStatus(tx, id);
+      if (!previous) return { applied: false };
+      return { previous, applied: await wakeSleepingRun(tx, id) };
     });
   }
 
@@ -216,33 +119,13 @@ export class RunControlRepository {
    * kept, so it resumes from its checkpoints; failed steps run again.
    */
   async retry(id: string, on: SqlExecutor = this.db): Promise<ControlOutcome> {
-    const [row] = await on.query<{ previous: RunStatus; applied: boolean }>(
-      `WITH target AS (
-         SELECT id, status FROM runs WHERE id = $1 FOR UPDATE
-       ), retried AS (
-         UPDATE runs r
-            SET status = 'queued', attempt = r.attempt + 1, revision = r.revision + 1, due_at = now(), stalls = 0,
-                finished_at = NULL, updated_at = now()
-           FROM target t
-          WHERE r.id = t.id AND t.status = 'failed'
-         RETURNING r.id, r.revision, r.queue
-       ), history AS (
-         ${appendHistory('retried', `'failed'`, `'queued'`)}
-       ), cleared AS (
-         DELETE FROM tasks s USING retried r WHERE s.run_id = r.id AND ${stepsToRerun('s')}
-       )
-       SELECT t.status AS previous, EXISTS (SELECT 1 FROM retried) AS applied, ${notifyReady('retried')} FROM target t`,
-      [id],
-    );
-    return row ?? { applied: false };
+    return (await retryFailedRun(on, id)) ?? { applied: false };
   }
 
   /**
-   * Fails as `stalled` the run last taken with this wake-up (see runs.claimed_via: the running run
-   * with that wake-up whose claim was refreshed last) if that claim went idle (its worker is gone):
-   * used when dispatch gives up on the wake-up because it was delivered too often. A run a live worker
-   * holds is left alone. Returns that run, and whether it was failed. Found among the queue's running
-   * runs (runs_idle_claims_idx).
+   * Fails as `stalled` the run last taken with this wake-up (see runs.claimed_via) if that claim went idle (its
+   * worker is gone): used when dispatch gives up on the wake-up because it was delivered too often. A run a live
+   * worker holds is left alone. Returns that run, and whether it was failed.
    */
   async failStalledTakenWith(
     queue: string,
@@ -251,23 +134,7 @@ export class RunControlRepository {
     message: string,
     on: SqlExecutor = this.db,
   ): Promise<{ runId: string; failed: boolean } | undefined> {
-    const [row] = await on.query<{ id: string | null; failed: boolean }>(
-      `WITH last_taken AS (
-         SELECT id FROM runs WHERE queue = $1 AND claimed_via = $2 AND status = 'running'
-          ORDER BY heartbeat_at DESC LIMIT 1
-       ), failed AS (
-         UPDATE runs
-            SET status = 'failed', error = ${stalledError('$4::text')}, revision = revision + 1,
-                heartbeat_at = NULL, finished_at = now(), updated_at = now()
-          WHERE id = (SELECT id FROM last_taken) AND status = 'running' AND heartbeat_at < now() - $3 * interval '1 millisecond'
-         RETURNING id, revision, claimed_by, parent_id, status, output, error
-       ), history AS (
-         ${appendHistory('failed', `'running'`, `'failed'`, 'claimed_by')}
-       ), ${wakeParents('failed')}
-       SELECT (SELECT id FROM last_taken) AS id, EXISTS (SELECT 1 FROM failed) AS failed,
-              ${notifyFinished('failed')}, ${notifyReady('woken_parents')}`,
-      [queue, wakeup, claimMinIdleTimeMs, message],
-    );
+    const row = await failStalledTakenWith(on, { queue, wakeup, claimMinIdleTimeMs, message });
     return row.id ? { runId: row.id, failed: row.failed } : undefined;
   }
 }

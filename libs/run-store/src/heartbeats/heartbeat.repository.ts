@@ -1,4 +1,4 @@
-import { Database } from '@app/persistence';
+import { Database, refreshClaims } from '@app/persistence';
 import { Injectable } from '@nestjs/common';
 
 /** Keeps claims alive. */
@@ -7,33 +7,11 @@ export class HeartbeatRepository {
   constructor(private readonly db: Database) {}
 
   /**
-   * Refreshes the claims this worker still holds and returns the ids it no longer holds. The
-   * revision check means a worker whose run was taken over cannot revive its claim.
-   *
-   * A heartbeat never waits for a row lock: a run locked right now is being written (most often
-   * this worker's own report finishing or suspending it, or a claim re-checking an idle run) and is
-   * skipped, neither refreshed nor reported lost; the writer settles it, and the next heartbeat
-   * sees the outcome. Never waiting, a heartbeat cannot take part in a deadlock. "Lost" is judged
-   * on the statement's snapshot, so a run taken over at this very moment is reported one heartbeat
-   * later, never a run still held.
+   * Refreshes the claims this worker still holds and returns the ids it no longer holds. Never waits for
+   * a row lock, and never revives a claim that was taken over (see refreshClaims in the SQL home).
    */
   async refresh(runs: { id: string; expectedRevision: number }[]): Promise<string[]> {
     if (runs.length === 0) return [];
-    const lost = await this.db.query<{ id: string }>(
-      `WITH beat AS (
-         SELECT * FROM unnest($1::uuid[], $2::integer[]) AS h(id, revision)
-       ), held AS MATERIALIZED (
-         SELECT r.id FROM runs r JOIN beat h ON r.id = h.id AND r.revision = h.revision
-          WHERE r.status = 'running'
-          ORDER BY r.id
-          FOR UPDATE OF r SKIP LOCKED
-       ), refreshed AS (
-         UPDATE runs r SET heartbeat_at = now() FROM held WHERE r.id = held.id
-       )
-       SELECT h.id FROM beat h
-        WHERE NOT EXISTS (SELECT 1 FROM runs r WHERE r.id = h.id AND r.revision = h.revision AND r.status = 'running')`,
-      [runs.map((run) => run.id), runs.map((run) => run.expectedRevision)],
-    );
-    return lost.map((row) => row.id);
+    return refreshClaims(this.db, runs);
   }
 }

@@ -1,7 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
 import { DatabaseUnavailableError, type TaskResultRequest } from '@nest-durable/common';
 import type { Database, SqlExecutor } from '@app/persistence';
-import { ReportAnswerError, ReportRepository } from './report.repository';
+import { ReportAnswerError } from './report-answers';
+import { ReportRepository } from './report.repository';
 
 const RUN = '01a23292-e466-76ce-9ad8-c86c6dd448fb';
 const task: TaskResultRequest = { expectedRevision: 3, key: 'a#1', seq: 0, name: 'a', status: 'completed', attempts: 1, output: 1, error: null };

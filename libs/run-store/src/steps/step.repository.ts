@@ -8,10 +8,21 @@ import {
   StoredTask,
   SuspendRequest,
 } from '@nest-durable/common';
-import { Database, type SqlExecutor } from '@app/persistence';
+import {
+  consumeEvent,
+  Database,
+  findLandedSuspension,
+  findSteps,
+  insertChildRun,
+  insertChildStep,
+  insertResolvedStep,
+  lockRunningRun,
+  type SqlExecutor,
+  suspendRun,
+  upsertWaitingStep,
+} from '@app/persistence';
 import { Injectable } from '@nestjs/common';
-import { conflictFor, findStep } from '../runs/conflicts';
-import { appendHistory, INSERT_RUNS, insertRunsParams, json, notifyReady, NOTIFY_INSERTED_QUEUES, STEP_COLUMNS } from '../runs/run-sql';
+import { conflictFor } from '../runs/conflicts';
 
 /**
  * Steps where a run suspends (sleeps, event waits, retry waits) and child starts. Each runs in one
@@ -41,33 +52,24 @@ export class StepRepository {
       let resolvedOutput: JsonValue | undefined;
       if (step.kind === 'sleep' && step.delayMs === 0) resolvedOutput = null;
       if (step.kind === 'event') {
-        const [event] = await tx.query<{ data: JsonValue }>(
-          `UPDATE run_events SET consumed_by = $3
-            WHERE id = (SELECT id FROM run_events WHERE run_id = $1 AND name = $2 AND consumed_by IS NULL ORDER BY id LIMIT 1)
-           RETURNING data`,
-          [runId, step.name, step.key],
-        );
+        const event = await consumeEvent(tx, runId, step.name, step.key);
         if (event) resolvedOutput = { timedOut: false, data: event.data };
       }
       if (resolvedOutput !== undefined) {
-        const [task] = await tx.query<StoredTask>(
-          `INSERT INTO tasks (run_id, key, kind, seq, name, status, attempts, output)
-           VALUES ($1, $2, $3, $4, $5, 'completed', 1, $6)
-           RETURNING ${STEP_COLUMNS}`,
-          [runId, step.key, step.kind, step.seq, step.name, json(resolvedOutput)],
-        );
+        const task = await insertResolvedStep(tx, { runId, key: step.key, kind: step.kind, seq: step.seq, name: step.name, output: resolvedOutput });
         return { suspended: false, task };
       }
 
-      const [task] = await tx.query<StoredTask>(
-        `INSERT INTO tasks (run_id, key, kind, seq, name, status, attempts, output, wake_at)
-         VALUES ($1, $2, $3, $4, $5, 'waiting', $6, $7, now() + $8 * interval '1 millisecond')
-         ON CONFLICT (run_id, key) DO UPDATE
-           SET status = 'waiting', attempts = excluded.attempts, output = excluded.output, wake_at = excluded.wake_at
-         RETURNING ${STEP_COLUMNS}`,
-        [runId, step.key, step.kind, step.seq, step.name, step.attempts, json({ attempts: step.attempts }), step.delayMs],
-      );
-      await this.suspendRun(tx, runId, step.delayMs);
+      const task = await upsertWaitingStep(tx, {
+        runId,
+        key: step.key,
+        kind: step.kind,
+        seq: step.seq,
+        name: step.name,
+        attempts: step.attempts,
+        delayMs: step.delayMs,
+      });
+      await suspendRun(tx, runId, step.delayMs);
       return { suspended: true, task };
     });
   }
@@ -88,58 +90,30 @@ export class StepRepository {
       const existing = await this.findStepOfKind(tx, runId, request.key, 'child');
       if (existing) return { suspended: false, task: existing };
 
-      await tx.query(
-        `WITH ${INSERT_RUNS} SELECT ${NOTIFY_INSERTED_QUEUES}`,
-        insertRunsParams([
-          {
-            id: childId,
-            workflow: request.workflow,
-            version: request.version,
-            shard: request.shard === undefined ? parent.shard : request.shard,
-            input: request.input,
-            priority: 0,
-            idempotencyKey: null,
-            runAt: null,
-            parentId: runId,
-            tags: request.tags ?? parent.tags,
-          },
-        ]),
-      );
-      const [task] = await tx.query<StoredTask>(
-        `INSERT INTO tasks (run_id, key, kind, seq, name, status, attempts, output, child_id, wake_at)
-         VALUES ($1, $2, 'child', $3, $4, $5, 1, $6, $7, now() + $8 * interval '1 millisecond')
-         RETURNING ${STEP_COLUMNS}`,
-        [
-          runId,
-          request.key,
-          request.seq,
-          request.name,
-          request.wait ? 'waiting' : 'completed',
-          request.wait ? null : json({ childId }),
-          childId,
-          request.timeoutMs,
-        ],
-      );
-      if (request.wait) await this.suspendRun(tx, runId, request.timeoutMs);
+      await insertChildRun(tx, {
+        id: childId,
+        workflow: request.workflow,
+        version: request.version,
+        shard: request.shard === undefined ? parent.shard : request.shard,
+        input: request.input,
+        priority: 0,
+        idempotencyKey: null,
+        runAt: null,
+        parentId: runId,
+        tags: request.tags ?? parent.tags,
+      });
+      const task = await insertChildStep(tx, {
+        runId,
+        key: request.key,
+        seq: request.seq,
+        name: request.name,
+        wait: request.wait,
+        childId,
+        timeoutMs: request.timeoutMs,
+      });
+      if (request.wait) await suspendRun(tx, runId, request.timeoutMs);
       return { suspended: request.wait, task };
     });
-  }
-
-  /** running -> waiting, due after `delayMs` (null: until something wakes it). Caller holds the row lock. */
-  private async suspendRun(tx: SqlExecutor, runId: string, delayMs: number | null): Promise<void> {
-    await tx.query(
-      `WITH suspended AS (
-         UPDATE runs
-            SET status = 'waiting', revision = revision + 1, heartbeat_at = NULL, updated_at = now(),
-                due_at = coalesce(now() + $2 * interval '1 millisecond', 'infinity')
-          WHERE id = $1 AND status = 'running'
-         RETURNING id, revision, claimed_by, queue, due_at
-       ), history AS (
-         ${appendHistory('suspended', `'running'`, `'waiting'`, 'claimed_by')}
-       )
-       SELECT CASE WHEN due_at <= now() THEN ${notifyReady('suspended')} END FROM suspended`,
-      [runId, delayMs],
-    );
   }
 
   /**
@@ -148,7 +122,7 @@ export class StepRepository {
    * steps are not deleted (only a new attempt drops failed ones), so the check holds until commit.
    */
   private async findStepOfKind(tx: SqlExecutor, runId: string, key: string, kind: StepKind): Promise<StoredTask | undefined> {
-    const existing = await findStep(tx, runId, key);
+    const [existing] = await findSteps(tx, [{ runId, key }]);
     if (existing && existing.kind !== kind) throw new StepConflictError(runId, key, existing.kind, kind);
     return existing;
   }
@@ -172,12 +146,7 @@ export class StepRepository {
       return { run: await this.lockRunning(tx, runId, expectedRevision) };
     } catch (error) {
       if (!(error instanceof RevisionConflictError)) throw error;
-      const [landed] = await tx.query<StoredTask>(
-        `SELECT ${STEP_COLUMNS} FROM tasks
-          WHERE run_id = $1 AND key = $3 AND kind = $4 AND status = 'waiting'
-            AND EXISTS (SELECT FROM runs r WHERE r.id = $1 AND r.revision = $2 + 1 AND r.status = 'waiting')`,
-        [runId, expectedRevision, key, kind],
-      );
+      const landed = await findLandedSuspension(tx, { runId, expectedRevision, key, kind });
       if (landed) return { landed };
       throw error;
     }
@@ -185,10 +154,7 @@ export class StepRepository {
 
   /** Locks the run if it is running at the expected revision (else 409/404), and returns its shard. */
   private async lockRunning(tx: SqlExecutor, runId: string, expectedRevision: number): Promise<{ shard: string | null; tags: Record<string, string> }> {
-    const [row] = await tx.query<{ shard: string | null; tags: Record<string, string> }>(
-      `SELECT shard, tags FROM runs WHERE id = $1 AND revision = $2 AND status = 'running' FOR UPDATE`,
-      [runId, expectedRevision],
-    );
+    const row = await lockRunningRun(tx, runId, expectedRevision);
     if (!row) throw await conflictFor(tx, runId, expectedRevision);
     return row;
   }

@@ -1,9 +1,11 @@
-import { Injectable } from '@nestjs/common';
-import { HealthIndicatorService } from '@nestjs/terminus';
-import { RedisConnection } from './redis.connection';
+import type { HealthIndicatorService } from '@nestjs/terminus';
+import type { RedisConnection } from './redis.connection';
 
-/** Up when Redis answers a PING within the timeout. */
-@Injectable()
+/**
+ * Up when Redis answers a PING within the timeout. RedisModule provides it (by a factory), so this file loads
+ * neither ioredis nor the connection: the worker package's operations entry looks it up by this class, to check
+ * Redis when the app has it, without loading a Redis client into an app that has none.
+ */
 export class RedisHealth {
   constructor(
     private readonly redis: RedisConnection,

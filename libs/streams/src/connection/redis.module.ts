@@ -1,5 +1,5 @@
 import { ConfigurableModuleBuilder, Module } from '@nestjs/common';
-import { TerminusModule } from '@nestjs/terminus';
+import { HealthIndicatorService, TerminusModule } from '@nestjs/terminus';
 import { RedisHealth } from './redis.health';
 import { REDIS_OPTIONS, RedisConnection, type RedisConnectionOptions } from './redis.connection';
 
@@ -14,7 +14,15 @@ const { ConfigurableModuleClass } = new ConfigurableModuleBuilder<RedisConnectio
     // Global: publishers and subscribers in other modules inject the one RedisConnection.
     global: true,
     imports: [...(definition.imports ?? []), TerminusModule],
-    providers: [...(definition.providers ?? []), RedisConnection, RedisHealth],
+    providers: [
+      ...(definition.providers ?? []),
+      RedisConnection,
+      {
+        provide: RedisHealth,
+        useFactory: (redis: RedisConnection, health: HealthIndicatorService) => new RedisHealth(redis, health),
+        inject: [RedisConnection, HealthIndicatorService],
+      },
+    ],
     exports: [RedisConnection, RedisHealth],
   }))
   .build();

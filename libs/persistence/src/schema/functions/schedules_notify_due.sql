@@ -1,0 +1,13 @@
+-- schedules_notify_due: its current definition, as pg_get_functiondef gives it in a freshly migrated database.
+-- Last defined by the migration Schedules1765200000000 (libs/persistence/src/migrations), whose comments say why.
+-- Change it with a new migration, then `UPDATE_SCHEMA=1 npx jest libs/persistence/src/schema`
+-- (libs/persistence/src/schema/schema.spec.ts checks this file).
+CREATE OR REPLACE FUNCTION public.schedules_notify_due()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+      BEGIN
+        PERFORM pg_notify('wf_runs_due', (extract(epoch FROM NEW.next_run_at) * 1000)::text || ' ' || NEW.id || ' ~schedule');
+        RETURN NULL;
+      END;
+      $function$

@@ -1,0 +1,104 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { queueName } from '@nest-durable/common';
+import { createSqlTestDatabase, holdTransaction, newRun, type SqlTestDatabase } from '../../../../test/support/sql-database';
+import { claimRunsFull } from './claims-full.sql';
+import type { ClaimParams } from './claims.sql';
+import { refreshClaims } from './heartbeats.sql';
+import { insertChildRun, startRuns } from './runs-start.sql';
+import { insertChildStep, suspendRun } from './steps.sql';
+
+/** A claim of `workflow`'s queue (version 1) by worker-a, with `overrides`. */
+const claimOf = (workflow: string, overrides: Partial<ClaimParams> = {}): ClaimParams => ({
+  queues: [{ queue: queueName(workflow, '1'), limit: 10 }],
+  limit: 10,
+  workerId: 'worker-a',
+  claimMinIdleTimeMs: 60_000,
+  maxStalls: 3,
+  ...overrides,
+});
+
+describe('the claim statement, full form (claimRunsFull)', () => {
+  let database: SqlTestDatabase;
+
+  beforeAll(async () => {
+    database = await createSqlTestDatabase('claims_full_sql');
+  });
+
+  afterAll(async () => {
+    await database?.close();
+  });
+
+  /** Makes the claim of `runId` look gone idle: no heartbeat for an hour. */
+  const goIdle = (runId: string) => database.sql(`UPDATE runs SET heartbeat_at = now() - interval '1 hour' WHERE id = $1`, [runId]);
+
+  it('takes over a claim gone idle before a ready run, counting the stall and fencing the old holder off', async () => {
+    const [held, ready] = [newRun('takeover'), newRun('takeover')];
+    await startRuns(database.db, [held]);
+    await claimRunsFull(database.db, claimOf('takeover'));
+    await startRuns(database.db, [ready]);
+    await goIdle(held.id);
+
+    const rows = await claimRunsFull(database.db, claimOf('takeover', { workerId: 'worker-b', queues: [{ queue: 'takeover:1', limit: 1 }] }));
+
+    expect(rows.map((row) => [row.kind, row.id, row.revision, row.readyForSeconds])).toEqual([['run', held.id, 2, null]]);
+    expect(await database.sql(`SELECT status, revision, claimed_by, stalls FROM runs WHERE id = $1`, [held.id])).toEqual([
+      { status: 'running', revision: 2, claimed_by: 'worker-b', stalls: 1 },
+    ]);
+    expect(await database.sql(`SELECT status FROM runs WHERE id = $1`, [ready.id])).toEqual([{ status: 'queued' }]);
+    expect(await refreshClaims(database.db, [{ id: held.id, expectedRevision: 1 }])).toEqual([held.id]);
+  });
+
+  it('fails a run idle past the stall limit as stalled instead, and wakes the parent waiting on it', async () => {
+    const parent = newRun('stall-parent');
+    const child = newRun('stall-child', { parentId: parent.id });
+    await startRuns(database.db, [parent]);
+    await claimRunsFull(database.db, claimOf('stall-parent'));
+    await database.db.transaction(async (tx) => {
+      await insertChildRun(tx, child);
+      await insertChildStep(tx, { runId: parent.id, key: 'child#1', seq: 0, name: 'child', wait: true, childId: child.id, timeoutMs: null });
+      await suspendRun(tx, parent.id, null);
+    });
+    await claimRunsFull(database.db, claimOf('stall-child'));
+    await goIdle(child.id);
+    await database.sql(`UPDATE runs SET stalls = 3 WHERE id = $1`, [child.id]);
+
+    const rows = await claimRunsFull(database.db, claimOf('stall-child', { workerId: 'worker-b' }));
+
+    expect(rows.map((row) => [row.kind, row.id, row.revision])).toEqual([['stalled', child.id, 2]]);
+    const [failed] = await database.sql<{ status: string; error: { name: string; reason: string } }>(`SELECT status, error FROM runs WHERE id = $1`, [
+      child.id,
+    ]);
+    expect(failed).toMatchObject({ status: 'failed', error: { name: 'RunStalledError', reason: 'stalled' } });
+    expect(await database.sql(`SELECT status, output->>'status' AS child FROM tasks WHERE run_id = $1`, [parent.id])).toEqual([
+      { status: 'completed', child: 'failed' },
+    ]);
+    expect(await database.sql(`SELECT status, due_at <= now() AS due FROM runs WHERE id = $1`, [parent.id])).toEqual([{ status: 'waiting', due: true }]);
+  });
+
+  it('takes nothing of a paused version and drops its wake-ups instead of handing them back', async () => {
+    await startRuns(database.db, [newRun('paused')]);
+    await database.sql(`INSERT INTO workflow_controls (workflow, version, paused) VALUES ('paused', '1', true)`);
+
+    const rows = await claimRunsFull(database.db, claimOf('paused', { queues: [{ queue: 'paused:1', limit: 1, wakeups: ['w#1'] }] }));
+
+    expect(rows).toEqual([]);
+    expect(await database.sql(`SELECT status FROM runs WHERE workflow = 'paused'`)).toEqual([{ status: 'queued' }]);
+  });
+
+  it("holds a version to its concurrency limit across two claims at once: the second waits for the first's admission, then finds no slot", async () => {
+    await startRuns(database.db, [newRun('capped'), newRun('capped')]);
+    await database.sql(`INSERT INTO workflow_controls (workflow, version, api_concurrency) VALUES ('capped', '1', 1)`);
+
+    const first = await holdTransaction(database.db, (tx) => claimRunsFull(tx, claimOf('capped')));
+    const second = claimRunsFull(database.db, claimOf('capped', { workerId: 'worker-b' }));
+    await database.someoneWaitsForALock();
+    await first.commit();
+
+    expect(first.result.filter((row) => row.kind === 'run')).toHaveLength(1);
+    expect(await second).toEqual([]);
+    expect(await database.sql(`SELECT status, count(*)::int AS n FROM runs WHERE workflow = 'capped' GROUP BY status ORDER BY status`)).toEqual([
+      { status: 'queued', n: 1 },
+      { status: 'running', n: 1 },
+    ]);
+  });
+});

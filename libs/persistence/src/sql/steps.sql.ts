@@ -1,0 +1,129 @@
+import type { JsonValue, StepKind, StoredTask } from '@nest-durable/common';
+import type { SqlExecutor } from '../database';
+import { jsonParam } from './json-param';
+
+/*
+ * Steps where a run suspends (sleeps, event waits, retry waits) and child starts (StepRepository). Each runs in
+ * one transaction that first locks the run if it is still running at the revision its worker holds
+ * (lockRunningRun): the statements after it act under that row lock, so a concurrent write to the run (an event
+ * sent, a cancel, a takeover) waits for the transaction or came before it, and a worker that lost its claim
+ * changes nothing.
+ */
+
+const LOCK_RUNNING_RUN = `SELECT shard, tags FROM runs WHERE id = $1 AND revision = $2 AND status = 'running' FOR UPDATE`;
+
+/** Locks the run if it is running at the expected revision, and returns its shard and tags; undefined otherwise (fencing.sql.ts tells 409 from 404). */
+export async function lockRunningRun(
+  db: SqlExecutor,
+  runId: string,
+  expectedRevision: number,
+): Promise<{ shard: string | null; tags: Record<string, string> } | undefined> {
+  const [run] = await db.query<{ shard: string | null; tags: Record<string, string> }>(LOCK_RUNNING_RUN, [runId, expectedRevision]);
+  return run;
+}
+
+/**
+ * Consumes the oldest event named $2 sent to run $1 before it waited and not consumed yet, for step $3. Under the
+ * run's row lock, which an event's delivery takes too (run-commands.sql.ts), so an event sent concurrently is
+ * either consumed here or delivered to the waiting step, never lost.
+ */
+const CONSUME_EVENT = `UPDATE run_events SET consumed_by = $3
+ WHERE id = (SELECT id FROM run_events WHERE run_id = $1 AND name = $2 AND consumed_by IS NULL ORDER BY id LIMIT 1)
+RETURNING data`;
+
+/** Consumes a stored event for a wait (see above): its data, or undefined when none was sent. */
+export async function consumeEvent(db: SqlExecutor, runId: string, name: string, key: string): Promise<{ data: JsonValue } | undefined> {
+  const [event] = await db.query<{ data: JsonValue }>(CONSUME_EVENT, [runId, name, key]);
+  return event;
+}
+
+/** A suspension step that resolves at once (a zero sleep, a stored event), recorded completed. The key is new: the caller found none. */
+const INSERT_RESOLVED_STEP = `INSERT INTO tasks (run_id, key, kind, seq, name, status, attempts, output)
+VALUES ($1, $2, $3, $4, $5, 'completed', 1, $6)
+RETURNING key, kind, seq, status, attempts, output, error`;
+
+/** Records a step resolved at once (see above). */
+export async function insertResolvedStep(
+  db: SqlExecutor,
+  step: { runId: string; key: string; kind: StepKind; seq: number; name: string; output: JsonValue },
+): Promise<StoredTask> {
+  const [task] = await db.query<StoredTask>(INSERT_RESOLVED_STEP, [step.runId, step.key, step.kind, step.seq, step.name, jsonParam(step.output)]);
+  return task;
+}
+
+/**
+ * A waiting step (sleep, event wait, retry wait), waking after $8 ms (null: never by itself). A retry wait is the
+ * one step re-armed (ON CONFLICT: the same key), each time its task fails again with a long backoff.
+ */
+const UPSERT_WAITING_STEP = `INSERT INTO tasks (run_id, key, kind, seq, name, status, attempts, output, wake_at)
+VALUES ($1, $2, $3, $4, $5, 'waiting', $6, $7, now() + $8 * interval '1 millisecond')
+ON CONFLICT (run_id, key) DO UPDATE
+  SET status = 'waiting', attempts = excluded.attempts, output = excluded.output, wake_at = excluded.wake_at
+RETURNING key, kind, seq, status, attempts, output, error`;
+
+/** Records (or re-arms) a waiting step (see above). */
+export async function upsertWaitingStep(
+  db: SqlExecutor,
+  step: { runId: string; key: string; kind: StepKind; seq: number; name: string; attempts: number; delayMs: number | null },
+): Promise<StoredTask> {
+  const [task] = await db.query<StoredTask>(UPSERT_WAITING_STEP, [
+    step.runId,
+    step.key,
+    step.kind,
+    step.seq,
+    step.name,
+    step.attempts,
+    jsonParam({ attempts: step.attempts }),
+    step.delayMs,
+  ]);
+  return task;
+}
+
+/**
+ * A child step: waiting for child $7 (until $8 ms from now: its timeout), or completed at once with the child's id
+ * when the parent does not wait. The step row makes a child start idempotent per key: a re-executed parent finds
+ * it and gets the child it already started.
+ */
+const INSERT_CHILD_STEP = `INSERT INTO tasks (run_id, key, kind, seq, name, status, attempts, output, child_id, wake_at)
+VALUES ($1, $2, 'child', $3, $4, $5, 1, $6, $7, now() + $8 * interval '1 millisecond')
+RETURNING key, kind, seq, status, attempts, output, error`;
+
+/** Records a child step (see above). */
+export async function insertChildStep(
+  db: SqlExecutor,
+  step: { runId: string; key: string; seq: number; name: string; wait: boolean; childId: string; timeoutMs: number | null },
+): Promise<StoredTask> {
+  const [task] = await db.query<StoredTask>(INSERT_CHILD_STEP, [
+    step.runId,
+    step.key,
+    step.seq,
+    step.name,
+    step.wait ? 'waiting' : 'completed',
+    step.wait ? null : jsonParam({ childId: step.childId }),
+    step.childId,
+    step.timeoutMs,
+  ]);
+  return task;
+}
+
+/**
+ * running -> waiting at revision + 1 (which fences the worker's claim off), due after $2 ms (null: until
+ * something wakes it), with its transition; announced now only if it is due now. The caller holds the row lock
+ * (lockRunningRun).
+ */
+const SUSPEND_RUN = `WITH suspended AS (
+    UPDATE runs
+       SET status = 'waiting', revision = revision + 1, heartbeat_at = NULL, updated_at = now(),
+           due_at = coalesce(now() + $2 * interval '1 millisecond', 'infinity')
+     WHERE id = $1 AND status = 'running'
+    RETURNING id, revision, claimed_by, queue, due_at
+  ), history AS (
+    INSERT INTO run_transitions (run_id, from_status, to_status, revision, worker_id)
+    SELECT id, 'running', 'waiting', revision, claimed_by FROM suspended
+  )
+  SELECT CASE WHEN due_at <= now() THEN (SELECT count(*) FROM (SELECT pg_notify('wf_runs_ready', queue) FROM suspended) n) END FROM suspended`;
+
+/** Suspends a running run (see above). */
+export async function suspendRun(db: SqlExecutor, runId: string, delayMs: number | null): Promise<void> {
+  await db.query(SUSPEND_RUN, [runId, delayMs]);
+}
