@@ -76,6 +76,15 @@ describe('WorkerOperationsModule', () => {
     expect(await registry.metrics()).toContain('wf_worker_heartbeats_total 0');
   });
 
+  it('takes its registry from a factory (forRootAsync), its paths beside it', async () => {
+    const registry = new Registry();
+    await start([WorkerOperationsModule.forRootAsync({ useFactory: async () => ({ registry }), metrics: 'ops/metrics' })]);
+    expect((await get('/health/ready')).status).toBe(200);
+    expect((await get('/metrics')).status).toBe(404);
+    expect((await get('/ops/metrics')).text).toContain('wf_worker_runs_taken_total 0');
+    expect(await registry.metrics()).toContain('wf_worker_runs_active 0');
+  });
+
   it('mounts nothing it is told not to, and still fills the registry it is given', async () => {
     const registry = new Registry();
     await start([WorkerOperationsModule.forRoot({ health: false, metrics: false, registry })]);
