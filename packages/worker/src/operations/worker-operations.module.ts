@@ -69,6 +69,7 @@ const { ConfigurableModuleClass, OPTIONS_TYPE } = new ConfigurableModuleBuilder<
 export class WorkerOperationsModule extends ConfigurableModuleClass {
   /** As the builder's, with everything optional: `forRoot()` mounts both endpoints at their default paths. */
   static override forRoot(options: typeof OPTIONS_TYPE = {}): DynamicModule {
+    // biome-ignore lint/complexity/noThisInStatic: the builder's forRoot makes `this` the module; called on its own class it would name the builder's
     return super.forRoot(options);
   }
 }
