@@ -27,14 +27,14 @@ for (const name of PACKAGES) {
 
 if (PACKAGES.includes('worker')) shipSharedLibs(join(root, 'packages/worker/dist'));
 
-/** Points the worker's imports of the shared libs (`@app/<lib>`) at their copies in its dist. */
+/** Points the worker's imports of the shared libs (`@app/<lib>` or a lib's entry `@app/<lib>/<entry>`) at their copies in its dist. */
 function shipSharedLibs(workerDist) {
-  const ALIAS = /(["'])@app\/([a-z-]+)\1/g;
+  const ALIAS = /(["'])@app\/([a-z-]+)(?:\/([a-z-]+))?\1/g;
   for (const file of filesUnder(workerDist)) {
     if (!/\.(js|d\.ts)$/.test(file)) continue;
     const text = readFileSync(file, 'utf8');
-    const rewritten = text.replace(ALIAS, (_, quote, lib) => {
-      let path = relative(dirname(file), join(workerDist, 'libs', lib, 'src', 'index'))
+    const rewritten = text.replace(ALIAS, (_, quote, lib, entry = '') => {
+      let path = relative(dirname(file), join(workerDist, 'libs', lib, 'src', entry, 'index'))
         .split(sep)
         .join('/');
       if (!path.startsWith('.')) path = `./${path}`;

@@ -74,6 +74,27 @@ function targetOf(file: string, specifier: string): string | undefined {
   return alias ? ALIASES[alias] : undefined;
 }
 
+/**
+ * A relative path into another part of the house: it works in the repository but not once the part is built or
+ * published apart (a lib's entry is its alias: `@app/<lib>`, or `@app/<lib>/<entry>` for a lighter one).
+ */
+function crossesByPath(file: string, specifier: string): boolean {
+  if (!specifier.startsWith('.')) return false;
+  const target = targetOf(file, specifier);
+  return target !== 'test' && target !== unitOf(file);
+}
+
+/** Every relative import that leaves its part of the house, as `file: specifier`. */
+function relativeCrossings(): string[] {
+  return Object.keys(MAY_IMPORT).flatMap((unit) =>
+    sourcesUnder(join(ROOT, unit)).flatMap((file) =>
+      importsOf(file)
+        .filter((specifier) => crossesByPath(file, specifier))
+        .map((specifier) => `${relative(ROOT, file)}: ${specifier}`),
+    ),
+  );
+}
+
 /** Every import in the house that its layer does not allow, as `file: specifier (unit)`. */
 function upwardImports(): string[] {
   const found: string[] = [];
@@ -102,6 +123,16 @@ describe('the layers of the house', () => {
 
   it('has no import that runs upward or sideways out of its layer', () => {
     expect(upwardImports()).toEqual([]);
+  });
+
+  it('crosses into another part by its alias, never by a relative path', () => {
+    expect(relativeCrossings()).toEqual([]);
+  });
+
+  it('sees a relative path into another part (the check itself can fail)', () => {
+    expect(crossesByPath(join(ROOT, 'packages/worker/src/index.ts'), '../../../libs/streams/src/health')).toBe(true);
+    expect(crossesByPath(join(ROOT, 'packages/worker/src/operations/worker-health.checks.ts'), '../coordinator.health')).toBe(false);
+    expect(crossesByPath(join(ROOT, 'libs/streams/src/health/redis.health.spec.ts'), '../../../../test/support/redis')).toBe(false);
   });
 
   it('sees an import that runs upward (the check itself can fail)', () => {

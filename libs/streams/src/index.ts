@@ -2,7 +2,7 @@
 // Redis connection and its health, the coordinator's publishers, and the workers' consumers (the Consumer
 // contract, and its Streams and sorted-set implementations).
 export * from './connection/redis.connection';
-export * from './connection/redis.health';
+export * from './health';
 export * from './connection/redis.module';
 export * from './consuming/consumer.interface';
 export * from './consuming/consumer.options';

@@ -1,6 +1,6 @@
 import { ConfigurableModuleBuilder, Module } from '@nestjs/common';
 import { HealthIndicatorService, TerminusModule } from '@nestjs/terminus';
-import { RedisHealth } from './redis.health';
+import { RedisHealth } from '../health/redis.health';
 import { REDIS_OPTIONS, RedisConnection, type RedisConnectionOptions } from './redis.connection';
 
 const { ConfigurableModuleClass } = new ConfigurableModuleBuilder<RedisConnectionOptions>({

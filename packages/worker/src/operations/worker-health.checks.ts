@@ -1,8 +1,8 @@
 import { Injectable, type OnModuleInit } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import type { HealthIndicatorFunction } from '@nestjs/terminus';
-// The indicator's own file, not @app/streams: that index loads ioredis, which an app without Redis lacks.
-import { RedisHealth } from '../../../../libs/streams/src/connection/redis.health';
+// Its own entry, not @app/streams: that index loads ioredis, which an app without Redis lacks.
+import { RedisHealth } from '@app/streams/health';
 import { CoordinatorHealth } from '../coordinator.health';
 import { WorkerRuntimeHealth } from '../worker-runtime.health';
 import { providedInApp, workerProvided } from './provided-in-app';

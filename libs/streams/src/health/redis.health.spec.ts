@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { createServer } from 'node:net';
-import { RedisConnection } from './redis.connection';
+import { RedisConnection } from '../connection/redis.connection';
 import { RedisHealth } from './redis.health';
-import { RedisModule } from './redis.module';
+import { RedisModule } from '../connection/redis.module';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 

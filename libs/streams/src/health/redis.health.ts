@@ -1,5 +1,5 @@
 import type { HealthIndicatorService } from '@nestjs/terminus';
-import type { RedisConnection } from './redis.connection';
+import type { RedisConnection } from '../connection/redis.connection';
 
 /**
  * Up when Redis answers a PING within the timeout. RedisModule provides it (by a factory), so this file loads
