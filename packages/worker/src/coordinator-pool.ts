@@ -1,6 +1,7 @@
 import { CoordinatorUnavailableError, isAnsweredError, JsonHttpClient, type RequestOptions } from '@nest-durable/client';
 import { type Endpoint, type EndpointCall, type EndpointResult, endpointRequest, type HttpMethod } from '@nest-durable/common';
 import { Logger } from '@nestjs/common';
+import { WorkerSetupError } from './worker-setup.error';
 
 /** How long a coordinator that failed is avoided at first; each failure in a row doubles it, up to MAX_AVOID_MS. */
 const FIRST_AVOID_MS = 250;
@@ -32,7 +33,7 @@ export class CoordinatorPool {
   private next = 0;
 
   constructor(urls: readonly string[], headers: Record<string, string>) {
-    if (urls.length === 0) throw new Error('at least one coordinator URL is required');
+    if (urls.length === 0) throw new WorkerSetupError('at least one coordinator URL is required');
     this.members = urls.map((url) => ({ url, http: new JsonHttpClient(url, headers), failures: 0, avoidUntil: 0 }));
   }
 

@@ -9,6 +9,7 @@ export * from './worker-registration';
 export * from './worker-runtime.health';
 export * from './worker-runtime.service';
 export * from './worker.options';
+export * from './worker-setup.error';
 export * from './workflow-worker.module';
 export * from './workflow.decorator';
 export * from './workflow.registry';

@@ -110,6 +110,14 @@ const refusing = defineWorkflow<Record<string, never>, string>({
   },
 });
 
+/** Calls a step by a name no step may have: a bug in the code, the same on every attempt. */
+const misnaming = defineWorkflow<Record<string, never>, string>({
+  name: 'misnaming',
+  version: '1',
+  retry: { maxAttempts: 3, delayMs: 1_000 },
+  handler: async (ctx) => ctx.task('charge:card', () => 'charged'),
+});
+
 function claimed(tasks: StoredTask[] = []): ClaimedRun {
   return { id: 'run-1', workflow: 'three-steps', version: '1', queue: 'three-steps:1', revision: 3, attempt: 1, input: { n: 2 }, tasks };
 }
@@ -121,7 +129,7 @@ describe('RunExecutor', () => {
   beforeEach(() => {
     executions.length = 0;
     coordinator = new FakeCoordinator();
-    const options = resolveWorkerOptions({ workflows: [threeSteps, compensating, declining, refusing, returning], coordinatorUrl: 'http://unused' });
+    const options = resolveWorkerOptions({ workflows: [threeSteps, compensating, declining, refusing, returning, misnaming], coordinatorUrl: 'http://unused' });
     executor = new RunExecutor(coordinator as unknown as CoordinatorApi, new WorkflowRegistry(options), options);
   });
 
@@ -278,6 +286,21 @@ describe('RunExecutor', () => {
       );
       expect(executions).toEqual(['charge']);
       expect(replayed.retryDelays).toEqual([undefined]);
+    });
+
+    it('a step called by a name no step may have fails its run for good (InvalidStepError), running nothing', async () => {
+      await executor.execute(run('misnaming', {}), new RunLease('run-1', 3));
+      expect(coordinator.recorded).toEqual([]);
+      expect(coordinator.failed).toEqual([expect.objectContaining({ name: 'InvalidStepError', nonRetryable: true })]);
+      expect(coordinator.retryDelays).toEqual([undefined]);
+    });
+
+    it('a run of a workflow this worker does not host fails as WorkflowNotHostedError, retried by no policy of its own', async () => {
+      await executor.execute(run('elsewhere', {}), new RunLease('run-1', 3));
+      expect(coordinator.failed).toEqual([
+        expect.objectContaining({ name: 'WorkflowNotHostedError', message: 'workflow elsewhere 1 is not registered on this worker' }),
+      ]);
+      expect(coordinator.retryDelays).toEqual([undefined]);
     });
 
     it('a handler that throws a nonRetryable error fails its run for good', async () => {

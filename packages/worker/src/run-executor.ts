@@ -17,6 +17,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import {
   ChildRunFailedError,
   ChildRunTimeoutError,
+  InvalidStepError,
   isNonRetryable,
   RunLostError,
   RunSuspendedError,
@@ -30,6 +31,7 @@ import {
   type TaskOptions,
   type WorkflowContext,
   type RetryPolicy,
+  WorkflowNotHostedError,
 } from '@nest-durable/workflow';
 import { CoordinatorApi } from './coordinator.api';
 import { RunLease } from '@app/locking';
@@ -59,7 +61,7 @@ export class RunExecutor {
     const workflow = this.registry.get(run.workflow, run.version);
     let outcome: HandlerOutcome;
     try {
-      if (!workflow) throw new Error(`workflow ${run.workflow} ${run.version} is not registered on this worker`);
+      if (!workflow) throw new WorkflowNotHostedError(run.workflow, run.version);
       const context = new RunContext(run, lease, this.api, this.options);
       const output = await workflow.handler(context, run.input);
       lease.throwIfEnded();
@@ -288,7 +290,7 @@ class RunContext implements WorkflowContext {
     this.lease.throwIfEnded();
     // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this refuses
     if (typeof name !== 'string' || name.length === 0 || name.length > STEP_NAME_MAX_LENGTH || /[\u0000-\u001f:#]/.test(name)) {
-      throw new Error(`step name must be 1-${STEP_NAME_MAX_LENGTH} characters, without control characters, ':' or '#'`);
+      throw new InvalidStepError(`step name must be 1-${STEP_NAME_MAX_LENGTH} characters, without control characters, ':' or '#'`);
     }
     return this.history.next(kind, name);
   }
@@ -376,7 +378,7 @@ function outcomeOf<T>(task: StoredTask, nonRetryable = false): T {
 }
 
 function checkDelay(ms: number, what: string): number {
-  if (!Number.isInteger(ms) || ms < 0 || ms > MAX_DELAY_MS) throw new Error(`${what} must be an integer from 0 to ${MAX_DELAY_MS} ms`);
+  if (!Number.isInteger(ms) || ms < 0 || ms > MAX_DELAY_MS) throw new InvalidStepError(`${what} must be an integer from 0 to ${MAX_DELAY_MS} ms`);
   return ms;
 }
 

@@ -3,6 +3,7 @@ import { REGISTRATION_INTERVAL_MAX_MS } from '@nest-durable/common';
 import type { WorkflowDefinition } from '@nest-durable/workflow';
 import { LEASE_DEFAULTS } from '@app/locking';
 import { hostname } from 'node:os';
+import { WorkerSetupError } from './worker-setup.error';
 
 /** Injection token of the worker's options with every default filled in (ResolvedWorkerOptions). */
 export const WORKER_OPTIONS = Symbol('WORKER_OPTIONS');
@@ -63,17 +64,17 @@ export function resolveWorkerOptions(options: WorkflowWorkerOptions): ResolvedWo
   } as ResolvedWorkerOptions;
   const urls: unknown = typeof resolved.coordinatorUrl === 'string' ? [resolved.coordinatorUrl] : resolved.coordinatorUrl;
   if (!Array.isArray(urls) || urls.length === 0 || !urls.every(isHttpUrl)) {
-    throw new Error(`coordinatorUrl must be an http(s) URL or a non-empty list of them, got ${JSON.stringify(resolved.coordinatorUrl)}`);
+    throw new WorkerSetupError(`coordinatorUrl must be an http(s) URL or a non-empty list of them, got ${JSON.stringify(resolved.coordinatorUrl)}`);
   }
   if (!Number.isInteger(resolved.concurrency) || resolved.concurrency < 1) {
-    throw new Error(`concurrency must be a positive integer, got ${resolved.concurrency}`);
+    throw new WorkerSetupError(`concurrency must be a positive integer, got ${resolved.concurrency}`);
   }
   if (
     !Number.isInteger(resolved.registrationIntervalMs) ||
     resolved.registrationIntervalMs < 100 ||
     resolved.registrationIntervalMs > REGISTRATION_INTERVAL_MAX_MS
   ) {
-    throw new Error(`registrationIntervalMs must be an integer from 100 to ${REGISTRATION_INTERVAL_MAX_MS}, got ${resolved.registrationIntervalMs}`);
+    throw new WorkerSetupError(`registrationIntervalMs must be an integer from 100 to ${REGISTRATION_INTERVAL_MAX_MS}, got ${resolved.registrationIntervalMs}`);
   }
   return resolved;
 }

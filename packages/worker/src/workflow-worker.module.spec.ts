@@ -84,6 +84,12 @@ describe('WorkflowWorkerModule', () => {
       await expect(compile(WorkflowWorkerModule.forRoot({ workflows: [echo], coordinatorUrl: 'http://127.0.0.1:3000', concurrency: 0 }))).rejects.toThrow(
         'concurrency must be a positive integer, got 0',
       );
+      await expect(compile(WorkflowWorkerModule.forRoot({ workflows: [echo], coordinatorUrl: 'http://127.0.0.1:3000', concurrency: 0 }))).rejects.toMatchObject(
+        {
+          name: 'WorkerSetupError',
+          reason: 'worker_setup_invalid',
+        },
+      );
       await expect(compile(WorkflowWorkerModule.forRoot({ workflows: [echo], coordinatorUrl: 'coordinator:3000' }))).rejects.toThrow(
         'coordinatorUrl must be an http(s) URL or a non-empty list of them, got "coordinator:3000"',
       );

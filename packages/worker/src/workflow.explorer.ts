@@ -3,6 +3,7 @@ import { DiscoveryService } from '@nestjs/core';
 import { defineWorkflow, type WorkflowContext } from '@nest-durable/workflow';
 import { workflowDeclarationOf } from './workflow.decorator';
 import type { HostedWorkflow } from './workflow.registry';
+import { WorkerSetupError } from './worker-setup.error';
 
 /** A provider of the app, as Nest's DiscoveryService lists it. */
 type ProviderWrapper = ReturnType<DiscoveryService['getProviders']>[number];
@@ -43,7 +44,7 @@ export class WorkflowExplorer implements OnModuleInit {
   onModuleInit(): void {
     for (const provider of this.providers) {
       if (!provider.isDependencyTreeStatic() || provider.isTransient) {
-        throw new Error(
+        throw new WorkerSetupError(
           `@Workflow class ${provider.metatype!.name} is request-scoped or transient, or depends on a request-scoped provider: ` +
             'a workflow runs outside any request, on one instance; make it and its dependencies singletons',
         );
@@ -52,7 +53,7 @@ export class WorkflowExplorer implements OnModuleInit {
     for (const provider of this.discovery.getProviders()) {
       const made = (provider.instance as object | undefined)?.constructor;
       if (!isClassProvider(provider) && workflowDeclarationOf(made)) {
-        throw new Error(`@Workflow class ${made!.name} is provided by a factory or as a value: list the class itself among a module's providers`);
+        throw new WorkerSetupError(`@Workflow class ${made!.name} is provided by a factory or as a value: list the class itself among a module's providers`);
       }
     }
   }

@@ -11,6 +11,7 @@ export {
   DurableError,
   type DurableErrorOptions,
   type InputOf,
+  InvalidStepError,
   isNonRetryable,
   NonDeterminismError,
   type OutputOf,
@@ -24,4 +25,5 @@ export {
   type WorkflowClass,
   WorkflowError,
   type WorkflowErrorOptions,
+  WorkflowNotHostedError,
 } from '@nest-durable/common';

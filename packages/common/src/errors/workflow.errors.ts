@@ -92,6 +92,30 @@ export class NonDeterminismError extends WorkflowError {
   }
 }
 
+/**
+ * The workflow code called a step wrongly: a step name that is empty, too long or holds a reserved character, a
+ * delay out of range. Not retried: the same code calls it the same way on every attempt.
+ */
+export class InvalidStepError extends WorkflowError {
+  override name = 'InvalidStepError';
+
+  constructor(message: string) {
+    super(message, { nonRetryable: true, reason: 'step_invalid' });
+  }
+}
+
+/**
+ * A run reached a worker that does not host its workflow version (it was routed by a shard or queue that worker
+ * serves, or the worker was redeployed without it). Retried by the workflow's policy: another worker may host it.
+ */
+export class WorkflowNotHostedError extends WorkflowError {
+  override name = 'WorkflowNotHostedError';
+
+  constructor(workflow: string, version: string) {
+    super(`workflow ${workflow} ${version} is not registered on this worker`, { reason: 'workflow_not_hosted' });
+  }
+}
+
 export class ChildRunFailedError extends WorkflowError {
   override name = 'ChildRunFailedError';
 

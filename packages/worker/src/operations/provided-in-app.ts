@@ -1,6 +1,7 @@
 import type { Type } from '@nestjs/common';
 import type { ModuleRef } from '@nestjs/core';
 import { UnknownElementException } from '@nestjs/core/errors/exceptions/unknown-element.exception';
+import { WorkerSetupError } from '../worker-setup.error';
 
 /**
  * The app's instance of `token`, wherever the app provides it, or undefined when it provides none. The operations
@@ -21,7 +22,7 @@ export function providedInApp<T>(moduleRef: ModuleRef, token: Type<T> | symbol):
 export function workerProvided<T>(moduleRef: ModuleRef, token: Type<T> | symbol): T {
   const instance = providedInApp(moduleRef, token);
   if (instance === undefined) {
-    throw new Error('WorkerOperationsModule: this app has no worker; import WorkflowWorkerModule.forRoot(...) (or forRootAsync) in it too');
+    throw new WorkerSetupError('WorkerOperationsModule: this app has no worker; import WorkflowWorkerModule.forRoot(...) (or forRootAsync) in it too');
   }
   return instance;
 }
