@@ -7,7 +7,7 @@ const ENDPOINT = 'wf:endpoint';
 const METHODS = { get: RequestMethod.GET, post: RequestMethod.POST, put: RequestMethod.PUT, delete: RequestMethod.DELETE } as const;
 
 /**
- * Serves a handler as one endpoint of the contract (`API` in @nest-durable/client): its path, method,
+ * Serves a handler as one endpoint of the contract (`API` in @nest-durable/common): its path, method,
  * success status and audience are the entry's, the very entry the API description is built from.
  */
 export function Route(endpoint: Endpoint): MethodDecorator {

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { queueName } from '@nest-durable/common';
 import { createSqlTestDatabase, holdTransaction, newRun, type SqlTestDatabase } from '../../../../test/support/sql-database';
 import { claimRunsFull } from './claims-full.sql';
-import type { ClaimParams } from './claims.sql';
+import { type ClaimParams, type ClaimRow, claimRunsCommon } from './claims.sql';
 import { refreshClaims } from './heartbeats.sql';
 import { insertChildRun, startRuns } from './runs-start.sql';
 import { insertChildStep, suspendRun } from './steps.sql';
@@ -30,6 +30,37 @@ describe('the claim statement, full form (claimRunsFull)', () => {
 
   /** Makes the claim of `runId` look gone idle: no heartbeat for an hour. */
   const goIdle = (runId: string) => database.sql(`UPDATE runs SET heartbeat_at = now() - interval '1 hour' WHERE id = $1`, [runId]);
+
+  it('takes the same runs, in the same order, as the common form where both apply (no control, no claim gone idle)', async () => {
+    const runs = [
+      newRun('both'),
+      newRun('both', { priority: 5 }),
+      newRun('both', { priority: -1 }),
+      newRun('both'),
+      newRun('both', { runAt: new Date(Date.now() + 3_600_000) }),
+    ];
+    await startRuns(database.db, runs.slice(0, 2));
+    await startRuns(database.db, runs.slice(2));
+    /** What a claim takes, in a transaction rolled back after it (so both forms meet the same rows). */
+    const taken = async (claim: typeof claimRunsFull) => {
+      let rows: ClaimRow[] = [];
+      await database.db
+        .transaction(async (tx) => {
+          rows = await claim(tx, claimOf('both', { queues: [{ queue: 'both:1', limit: 3 }] }));
+          throw new Error('roll back');
+        })
+        .catch(() => undefined);
+      return rows.map((row) => [row.kind, row.id, row.revision, row.attempt]);
+    };
+
+    const common = await taken(claimRunsCommon);
+    expect(common).toEqual([
+      ['run', runs[1].id, 1, 1],
+      ['run', runs[0].id, 1, 1],
+      ['run', runs[3].id, 1, 1],
+    ]);
+    expect(await taken(claimRunsFull)).toEqual(common);
+  });
 
   it('takes over a claim gone idle before a ready run, counting the stall and fencing the old holder off', async () => {
     const [held, ready] = [newRun('takeover'), newRun('takeover')];
