@@ -1,3 +1,4 @@
+import { settleWithin } from '@nest-durable/common';
 import type { LockSession, LockSessions } from '@app/locking';
 import { Client } from 'pg';
 import { sessionExecutor } from '../session-executor';
@@ -22,16 +23,9 @@ export class AdvisoryLockSessions implements LockSessions {
     await client.connect();
     const session = sessionExecutor(client);
     return {
-      probe: () => withTimeout(probeLockSession(session), PROBE_TIMEOUT_MS),
+      probe: () => settleWithin(probeLockSession(session), PROBE_TIMEOUT_MS, () => new Error(`no answer in ${PROBE_TIMEOUT_MS} ms`)),
       tryLock: (name) => tryAdvisoryLock(session, name),
       end: () => client.end(),
     };
   }
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([promise, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer in ${ms} ms`)), ms)))]).finally(() =>
-    clearTimeout(timer),
-  );
 }

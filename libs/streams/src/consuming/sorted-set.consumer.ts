@@ -1,3 +1,4 @@
+import { settleWithin } from '@nest-durable/common';
 import type { RedisClient, RedisConnection } from '../connection/redis.connection';
 import { sortedSetKey } from '../naming/stream-keys';
 import type { Consumer, Reclaimed, Wakeup } from './consumer.interface';
@@ -133,8 +134,8 @@ export class SortedSetConsumer implements Consumer<SortedSetWakeup> {
     const fill = max > 1 ? (this.reader.eval(FILL_ROUND_ROBIN, order.length, ...order, max - 1) as Promise<string[]>) : Promise.resolve([]);
     fill.catch(() => undefined); // handled below, once the pop settled: an early failure must not go unhandled meanwhile
     const filled = pop.then(
-      () => within(fill, BLOCKING_GRACE_MS),
-      () => within(fill, BLOCKING_GRACE_MS),
+      () => settleWithin(fill, BLOCKING_GRACE_MS, fillTimedOut),
+      () => settleWithin(fill, BLOCKING_GRACE_MS, fillTimedOut),
     );
     const [first, more] = await Promise.allSettled([pop, filled]);
     const popped: SortedSetWakeup[] = [];
@@ -162,14 +163,7 @@ export class SortedSetConsumer implements Consumer<SortedSetWakeup> {
 /** The fill behind a blocking pop went unanswered (see SortedSetConsumer.pop). */
 class FillTimeout extends Error {}
 
-/** `promise`, or a FillTimeout after `ms`. */
-function within<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new FillTimeout(`the sorted-set fill got no answer within ${ms} ms of its pop`)), ms);
-  });
-  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
-}
+const fillTimedOut = () => new FillTimeout(`the sorted-set fill got no answer within ${BLOCKING_GRACE_MS} ms of its pop`);
 
 /** Whether `work` settled before `signal` aborted. It goes on either way: it is only no longer waited for. */
 function settledBefore(work: Promise<unknown>, signal: AbortSignal): Promise<boolean> {
