@@ -12,3 +12,4 @@ export * from './worker.options';
 export * from './workflow-worker.module';
 export * from './workflow.decorator';
 export * from './workflow.registry';
+export * from './replay';

@@ -29,6 +29,7 @@ export const TaskView = Closed(
   {
     key: Text,
     kind: OneOf('kind', STEP_KINDS),
+    seq: Type.Integer({ description: "position in the workflow's call order (a task and its retry wait share one)" }),
     name: Text,
     status: OneOf('status', [...TASK_STATUSES, 'waiting']),
     attempts: Type.Integer(),
@@ -77,6 +78,13 @@ export const RunView = Closed(
   { title: 'RunView' },
 );
 export type RunView = Static<typeof RunView>;
+
+/**
+ * A run's recorded history: the run (without `tasks`) and its steps in the order they were made. One JSON line of
+ * `wf runs export` each, what `replayHistories` (@nest-durable/worker) replays against new code.
+ */
+export const RecordedHistory = Closed({ run: RunView, steps: Type.Array(TaskView) }, { title: 'RecordedHistory' });
+export type RecordedHistory = Static<typeof RecordedHistory>;
 
 export const RunPage = Closed(
   { runs: Type.Array(RunView), nextCursor: Type.Union([Text, Type.Null()], { description: 'pass it back as `cursor` for the next page' }) },
