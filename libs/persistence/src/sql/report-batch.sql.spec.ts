@@ -61,6 +61,22 @@ describe("a batch of runs' last task results with their outcomes, in one stateme
     ]);
   });
 
+  it('records a patch marker with the outcome it travels with as a step of kind patch', async () => {
+    const run = newRun('batch-marker');
+    await startClaimed(database.db, run);
+    const marker: TaskResultRequest = { ...result('patch:fee#1', 1, null), name: 'fee', kind: 'patch' };
+
+    const [row] = await recordTaskResultsAndFinishRuns(
+      database.db,
+      [{ runId: run.id, task: marker }],
+      [{ runId: run.id, expectedRevision: 1, outcome: { status: 'completed', output: 'done' } }],
+      60_000,
+    );
+
+    expect(row).toMatchObject({ finishedRevision: 2, recorded: [{ owned: true, task: { key: 'patch:fee#1', kind: 'patch' } }] });
+    expect(await database.sql(`SELECT kind, name FROM tasks WHERE run_id = $1`, [run.id])).toEqual([{ kind: 'patch', name: 'fee' }]);
+  });
+
   it("refuses an outcome with its run's task results when the run is not held at that revision", async () => {
     const run = newRun('batch-stale');
     await startClaimed(database.db, run);

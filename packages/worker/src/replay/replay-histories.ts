@@ -122,6 +122,6 @@ async function* historiesOf(source: HistorySource, workflow: string, version: st
 }
 
 /** A step as the run's view shows it, as a worker's claim hands it back. */
-function storedStep(step: TaskView): StoredTask {
+function storedStep(step: RecordedHistory['steps'][number]): StoredTask {
   return { key: step.key, kind: step.kind, seq: step.seq, status: step.status, attempts: step.attempts, output: step.output, error: step.error };
 }
