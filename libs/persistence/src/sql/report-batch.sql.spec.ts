@@ -64,7 +64,17 @@ describe("a batch of runs' last task results with their outcomes, in one stateme
   it('records a patch marker with the outcome it travels with as a step of kind patch', async () => {
     const run = newRun('batch-marker');
     await startClaimed(database.db, run);
-    const marker: TaskResultRequest = { ...result('patch:fee#1', 1, null), name: 'fee', kind: 'patch' };
+    const marker: TaskResultRequest = {
+      expectedRevision: 1,
+      key: 'patch:fee#1',
+      seq: 0,
+      name: 'fee',
+      kind: 'patch',
+      status: 'completed',
+      attempts: 1,
+      output: null,
+      error: null,
+    };
 
     const [row] = await recordTaskResultsAndFinishRuns(
       database.db,

@@ -72,7 +72,17 @@ describe("a worker's reports under its claim (reports.sql.ts)", () => {
     it('records a patch marker as a step of kind patch, a task result without a kind as a task', async () => {
       const run = newRun('records-marker');
       await startClaimed(database.db, run);
-      const marker: TaskResultRequest = { ...result('patch:fee#1', 1, null), seq: 1, name: 'fee', kind: 'patch' };
+      const marker: TaskResultRequest = {
+        expectedRevision: 1,
+        key: 'patch:fee#1',
+        seq: 1,
+        name: 'fee',
+        kind: 'patch',
+        status: 'completed',
+        attempts: 1,
+        output: null,
+        error: null,
+      };
 
       const rows = await recordTaskResults(
         database.db,

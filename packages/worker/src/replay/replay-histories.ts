@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import { fetchHistories, parseHistories, type RecordedHistory, type RunStatus, type StoredTask, type TaskView, WorkflowClient } from '@nest-durable/client';
+import { fetchHistories, parseHistories, type RecordedHistory, type RunStatus, type StoredTask, WorkflowClient } from '@nest-durable/client';
 import { NonDeterminismError, type StepDivergence, type WorkflowContext, type WorkflowDefinition } from '@nest-durable/workflow';
 import { workflowDeclarationOf } from '../workflow.decorator';
 import { HistoryEndedSignal, ReplayContext } from './replay-context';
