@@ -5,7 +5,7 @@ import { afterAll, beforeEach, describe, expect, it } from '@jest/globals';
 import { historyLine, type RecordedHistory, type RunStatus, type RunView, type TaskView } from '@nest-durable/client';
 import { defineWorkflow, type WorkflowContext } from '@nest-durable/workflow';
 import { Workflow } from '../workflow.decorator';
-import { ReplayDivergenceError, replayHistories } from './replay-histories';
+import { ReplayDivergenceError, ReplayOutcomeError, replayHistories } from './replay-histories';
 
 const ran: string[] = [];
 const AT = '2026-01-01T00:00:00.000Z';

@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { fetchHistories, parseHistories, type RecordedHistory, type RunStatus, type StoredTask, WorkflowClient } from '@nest-durable/client';
-import { NonDeterminismError, type StepDivergence, type WorkflowContext, type WorkflowDefinition } from '@nest-durable/workflow';
+import { NonDeterminismError, type StepDivergence, type WorkflowContext, type WorkflowDefinition, WorkflowError } from '@nest-durable/workflow';
 import { workflowDeclarationOf } from '../workflow.decorator';
 import { HistoryEndedSignal, ReplayContext } from './replay-context';
 
@@ -52,12 +52,28 @@ export class ReplayDivergenceError extends NonDeterminismError {
   }
 }
 
+/** A run that completed, whose replay by the code under test now throws (its error as `cause`). */
+export class ReplayOutcomeError extends WorkflowError {
+  override name = 'ReplayOutcomeError';
+
+  constructor(
+    readonly runId: string,
+    cause: unknown,
+  ) {
+    super(`run ${runId} completed, but its replay by the code under test throws: ${cause instanceof Error ? cause.message : String(cause)}`, {
+      nonRetryable: true,
+      reason: 'replay_outcome_changed',
+    });
+    this.cause = cause;
+  }
+}
+
 /**
  * Replays recorded histories of a workflow version against the code under test, without side effects: recorded
  * steps answer their recorded results, tasks' functions never run, nothing is written anywhere; a run whose code
  * reaches the end of its recorded history stops there. Rejects with a ReplayDivergenceError on the first run the
- * code diverges from (its steps checked as a worker checks them when it resumes the run), or, for a run that
- * completed, whose replay now throws. Resolves with each run's result. Run it in CI before a deploy: the histories
+ * code diverges from (its steps checked as a worker checks them when it resumes the run), or a ReplayOutcomeError
+ * for a run that completed whose replay now throws. Resolves with each run's result. Run it in CI before a deploy: the histories
  * of the runs in flight are the ones the new code meets.
  */
 export async function replayHistories(workflow: ReplayedWorkflow, source: HistorySource): Promise<ReplayedRunResult[]> {
@@ -94,10 +110,7 @@ export async function replayRun(history: RecordedHistory, handler: ReplayedWorkf
   } catch (error) {
     diverged(error);
   }
-  if (threw && run.status === 'completed') {
-    const reason = thrown instanceof Error ? thrown.message : String(thrown);
-    throw new Error(`run ${run.id} completed, but its replay by the code under test throws: ${reason}`, { cause: thrown });
-  }
+  if (threw && run.status === 'completed') throw new ReplayOutcomeError(run.id, thrown);
   return { runId: run.id, status: run.status, stoppedAt: 'handler-end' };
 }
 
