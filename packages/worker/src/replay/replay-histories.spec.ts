@@ -192,6 +192,30 @@ describe('replayHistories', () => {
     await expect(replayHistories(v1, { file })).rejects.toThrow('line 2 is not a recorded history');
   });
 
+  it("answers events and children as they were recorded, and a patch decided on new ground as a run's first execution would", async () => {
+    const childId = '00000000-0000-7000-8000-0000000000c1';
+    const seen: unknown[] = [];
+    const waits = defineWorkflow<{ amount: number }, string>({
+      ...v1,
+      handler: async (ctx) => {
+        seen.push(await ctx.waitForEvent('approved'));
+        seen.push(await ctx.child('label', { name: 'label', version: '1' }, {}));
+        seen.push(await ctx.startChild('audit', { name: 'audit', version: '1' }, {}));
+        seen.push(ctx.patched('receipt'));
+        await task(ctx, 'receipt');
+        return 'done';
+      },
+    });
+    const recorded = history('00000000-0000-7000-8000-000000000004', 'running', [
+      stepView('event:approved#1', 'event', 0, { timedOut: false, data: { by: 'ops' } }),
+      stepView('child:label#1', 'child', 1, { timedOut: false, childId, status: 'completed', output: 'L-1', error: null }),
+      stepView('child:audit#1', 'child', 2, { childId }),
+    ]);
+    await expect(replayHistories(waits, { histories: [recorded] })).resolves.toEqual([{ runId: recorded.run.id, status: 'running', stoppedAt: 'history-end' }]);
+    expect(seen).toEqual([{ timedOut: false, data: { by: 'ops' } }, 'L-1', childId, true]);
+    expect(ran).toEqual([]);
+  });
+
   it('refuses a history of another workflow version than the code under test', async () => {
     const other = { ...finished, run: { ...finished.run, version: '2' } };
     await expect(replayHistories(v1, { histories: [other] })).rejects.toThrow(
