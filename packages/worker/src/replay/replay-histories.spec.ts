@@ -154,9 +154,10 @@ describe('replayHistories', () => {
         throw new TypeError('receipt is undefined');
       },
     });
-    await expect(replayHistories(throwing, { histories: [finished] })).rejects.toThrow(
-      `run ${finished.run.id} completed, but its replay by the code under test throws: receipt is undefined`,
-    );
+    const failure = await replayHistories(throwing, { histories: [finished] }).catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(ReplayOutcomeError);
+    expect(failure).toMatchObject({ runId: finished.run.id, reason: 'replay_outcome_changed' });
+    expect((failure as Error).message).toBe(`run ${finished.run.id} completed, but its replay by the code under test throws: receipt is undefined`);
   });
 
   it('stops a divergence the handler catches: every later step throws it again', async () => {
