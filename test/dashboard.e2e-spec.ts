@@ -45,6 +45,8 @@ const stepsWorkflow = defineWorkflow<null, string>({
   version: '1',
   handler: async (ctx) => {
     await ctx.task('validate', () => true);
+    // A patch marker among the steps: shown as the branch the run takes.
+    if (!ctx.patched('audit')) throw new Error('a new run takes the patched branch');
     await ctx.sleep('cool-down', 50);
     await ctx.task('charge', () => 'charged');
     return ctx.task('notify', () => 'notified');
@@ -235,14 +237,15 @@ describe('dashboard', () => {
     await page.goto(`${coordinator.url}/ui/runs/${run.id}`);
     await page.getByRole('heading', { name: `Run ${run.id}` }).waitFor();
     const steps = page.getByRole('list', { name: 'Steps' }).getByRole('listitem');
-    await steps.nth(3).waitFor();
+    await steps.nth(4).waitFor();
     const shown = await steps.evaluateAll((items) =>
       items.map(
         (item) =>
           `${item.querySelector('.step-kind')?.textContent} ${item.querySelector('.step-name')?.textContent} ${item.querySelector('.status')?.textContent}`,
       ),
     );
-    expect(shown).toEqual(['task validate completed', 'sleep cool-down completed', 'task charge completed', 'task notify completed']);
+    expect(shown).toEqual(['task validate completed', 'patch audit completed', 'sleep cool-down completed', 'task charge completed', 'task notify completed']);
+    expect(await steps.nth(1).textContent()).toContain('the run takes the patched branch');
     expect(await shownStatus(page)).toBe('completed');
     await screenshot('run');
   });

@@ -2,3 +2,4 @@
 export * from '@nest-durable/common';
 export * from './json-http.client';
 export * from './workflow.client';
+export * from './run-histories';

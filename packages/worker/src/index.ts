@@ -13,3 +13,4 @@ export * from './worker-setup.error';
 export * from './workflow-worker.module';
 export * from './workflow.decorator';
 export * from './workflow.registry';
+export * from './replay';

@@ -1,23 +1,16 @@
 import {
   type ClaimedRun,
-  decode,
   type ErrorDetails,
   InvalidRequestError,
   type JsonValue,
-  MAX_DELAY_MS,
   parseIdentifier,
   type StoredTask,
   TASK_DURATION_MS_MAX,
-  Tags,
   type WorkflowTarget,
-  workflowNameOf,
 } from '@nest-durable/common';
 import { isAnsweredError, isRevisionConflict, isTransient } from '@nest-durable/client';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import {
-  ChildRunFailedError,
-  ChildRunTimeoutError,
-  InvalidStepError,
   isNonRetryable,
   RunLostError,
   RunSuspendedError,
@@ -35,11 +28,10 @@ import {
 } from '@nest-durable/workflow';
 import { CoordinatorApi } from './coordinator.api';
 import { RunLease } from '@app/locking';
-import { StepHistory } from './step-history';
+import { checkChild, checkDelay } from './step-checks';
+import { childResultOf, outcomeOf, StepHistory } from './step-history';
 import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker.options';
 import { WorkflowRegistry } from './workflow.registry';
-
-const STEP_NAME_MAX_LENGTH = 200;
 
 /** What a run's handler came to: its output, or what it threw (or the coordinator's refusal of what it came to). */
 type HandlerOutcome = { ok: true; output: JsonValue } | { ok: false; error: unknown; refused?: true };
@@ -248,24 +240,47 @@ class RunContext implements WorkflowContext {
 
   async child<I, O>(name: string, workflow: WorkflowTarget, input: I, options: ChildOptions & { timeoutMs?: number } = {}): Promise<O> {
     const timeoutMs = options.timeoutMs === undefined ? null : checkDelay(options.timeoutMs, 'child timeout');
-    const step = await this.childStep(name, workflow, input, options, true, timeoutMs);
-    const outcome = step.output as { timedOut: boolean; childId: string; status: string; output: O; error: ErrorDetails | null };
-    if (outcome.timedOut) throw new ChildRunTimeoutError(step.key);
-    if (outcome.status !== 'completed') throw new ChildRunFailedError(outcome.childId, outcome.status, outcome.error);
-    return outcome.output;
+    return childResultOf<O>(await this.childStep(name, workflow, input, options, true, timeoutMs));
+  }
+
+  patched(id: string): boolean {
+    this.lease.throwIfEnded();
+    const decision = this.history.patch(id);
+    if (decision.marker) {
+      // Sent as a task result is (see `unsettle`): no round trip of its own, durable before the next step.
+      const { key, seq } = decision.marker;
+      const recording = this.api.recordTask(this.runId, {
+        expectedRevision: this.lease.revision,
+        key,
+        seq,
+        name: id,
+        kind: 'patch',
+        status: 'completed',
+        attempts: 1,
+        durationMs: 0,
+        output: null,
+        error: null,
+      });
+      this.unsettle(this.call(() => recording));
+    }
+    return decision.patched;
+  }
+
+  deprecatePatch(id: string): void {
+    this.lease.throwIfEnded();
+    this.history.deprecatePatch(id);
   }
 
   private async childStep(
     name: string,
     target: WorkflowTarget,
     input: unknown,
-    { shard, tags }: ChildOptions,
+    options: ChildOptions,
     wait: boolean,
     timeoutMs: number | null,
   ): Promise<StoredTask> {
-    if (shard !== undefined && shard !== null) parseIdentifier(shard, 'shard');
-    if (tags !== undefined) decode(Tags, tags, 'tags');
-    const workflow = workflowNameOf(target);
+    const { shard, tags } = options;
+    const workflow = checkChild(target, options);
     await this.settled();
     const step = this.begin('child', name);
     if (step.recorded) return step.recorded;
@@ -288,10 +303,6 @@ class RunContext implements WorkflowContext {
 
   private begin(kind: 'task' | 'sleep' | 'event' | 'child', name: string) {
     this.lease.throwIfEnded();
-    // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this refuses
-    if (typeof name !== 'string' || name.length === 0 || name.length > STEP_NAME_MAX_LENGTH || /[\u0000-\u001f:#]/.test(name)) {
-      throw new InvalidStepError(`step name must be 1-${STEP_NAME_MAX_LENGTH} characters, without control characters, ':' or '#'`);
-    }
     return this.history.next(kind, name);
   }
 
@@ -365,21 +376,6 @@ class RunContext implements WorkflowContext {
       signal.removeEventListener('abort', onAbort);
     }
   }
-}
-
-/** The recorded outcome, as every execution (first or replay) sees it. */
-function outcomeOf<T>(task: StoredTask, nonRetryable = false): T {
-  if (task.status === 'failed') {
-    throw new TaskFailedError(task.key, task.error ?? { name: 'Error', message: 'task failed' }, {
-      nonRetryable: nonRetryable || task.error?.nonRetryable === true,
-    });
-  }
-  return task.output as T;
-}
-
-function checkDelay(ms: number, what: string): number {
-  if (!Number.isInteger(ms) || ms < 0 || ms > MAX_DELAY_MS) throw new InvalidStepError(`${what} must be an integer from 0 to ${MAX_DELAY_MS} ms`);
-  return ms;
 }
 
 function abortableDelay(ms: number, signal: AbortSignal): Promise<void> {

@@ -19,6 +19,8 @@ export {
   RunSuspendedError,
   ScheduleTimes,
   type ScheduleTiming,
+  type StepDivergence,
+  type StepRef,
   TaskFailedError,
   TaskTimeoutError,
   toErrorDetails,

@@ -86,6 +86,23 @@ export interface WorkflowContext {
     input: I,
     options?: ChildOptions & { timeoutMs?: number },
   ): Promise<O>;
+  /**
+   * Guards a change to the code of runs already in flight: true for a run that reaches this point under the new
+   * code, false for a run whose recorded history went past it under the old code. The answer is recorded in the
+   * run's history (a `patch` step, on new ground), so its replays take the same branch. A run decides each id once:
+   * later calls with it answer the same. `id` names the change: 1-200 characters, no ':' or '#'.
+   *
+   * ```ts
+   * if (ctx.patched('send-receipt')) await ctx.task('receipt', sendReceipt);
+   * ```
+   */
+  patched(id: string): boolean;
+  /**
+   * The clean-up once no run can take a patch's old branch (every run recorded before it has ended): call it where
+   * `patched(id)` was, and keep only the new branch. It consumes the patch's marker where a run recorded one and
+   * records nothing, so runs recorded with and without the marker both replay.
+   */
+  deprecatePatch(id: string): void;
 }
 
 /**

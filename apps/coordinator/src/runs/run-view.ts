@@ -35,6 +35,7 @@ function toTaskView(task: TaskEntity): TaskView {
   return {
     key: task.key,
     kind: task.kind,
+    seq: task.seq,
     name: task.name,
     status: task.status,
     attempts: task.attempts,

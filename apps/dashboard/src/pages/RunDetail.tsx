@@ -133,8 +133,13 @@ function Timeline({ steps }: { steps: TaskView[] }) {
               <span class="step-kind">{step.kind}</span> <strong class="step-name">{step.name}</strong> <Status status={step.status} />
               <span class="muted">
                 {' '}
-                {step.attempts > 0 && ` · ${step.attempts} attempt${step.attempts === 1 ? '' : 's'}`}
-                {between(started, ended) && ` · took ${between(started, ended)}`}
+                {/* A patch marker is not tried: it records which branch of a ctx.patched change the run takes. */}
+                {step.kind === 'patch'
+                  ? ' · the run takes the patched branch'
+                  : [
+                      step.attempts > 0 && ` · ${step.attempts} attempt${step.attempts === 1 ? '' : 's'}`,
+                      between(started, ended) && ` · took ${between(started, ended)}`,
+                    ]}
               </span>
             </div>
             <div class="step-times">

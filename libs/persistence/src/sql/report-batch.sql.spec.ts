@@ -61,6 +61,32 @@ describe("a batch of runs' last task results with their outcomes, in one stateme
     ]);
   });
 
+  it('records a patch marker with the outcome it travels with as a step of kind patch', async () => {
+    const run = newRun('batch-marker');
+    await startClaimed(database.db, run);
+    const marker: TaskResultRequest = {
+      expectedRevision: 1,
+      key: 'patch:fee#1',
+      seq: 0,
+      name: 'fee',
+      kind: 'patch',
+      status: 'completed',
+      attempts: 1,
+      output: null,
+      error: null,
+    };
+
+    const [row] = await recordTaskResultsAndFinishRuns(
+      database.db,
+      [{ runId: run.id, task: marker }],
+      [{ runId: run.id, expectedRevision: 1, outcome: { status: 'completed', output: 'done' } }],
+      60_000,
+    );
+
+    expect(row).toMatchObject({ finishedRevision: 2, recorded: [{ owned: true, task: { key: 'patch:fee#1', kind: 'patch' } }] });
+    expect(await database.sql(`SELECT kind, name FROM tasks WHERE run_id = $1`, [run.id])).toEqual([{ kind: 'patch', name: 'fee' }]);
+  });
+
   it("refuses an outcome with its run's task results when the run is not held at that revision", async () => {
     const run = newRun('batch-stale');
     await startClaimed(database.db, run);

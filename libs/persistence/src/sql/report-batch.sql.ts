@@ -2,14 +2,14 @@ import { prepared, type SqlExecutor } from '../database';
 import { type FinishedRow, type OutcomeReport, outcomeReportValues, type RecordedRow, type TaskReport, taskReportValues } from './reports.sql';
 
 /**
- * Task results ($1-$12, as wf_record_tasks's) and outcomes ($13-$18, as wf_finish_runs's) in one statement, which
+ * Task results ($1-$13, as wf_record_tasks's) and outcomes ($14-$19, as wf_finish_runs's) in one statement, which
  * commits on its own (or in the caller's transaction): for outcomes each at a run and revision one of the task
  * results is at (a batch of runs' last task results with their outcomes). One round trip and one commit for the
  * batch, instead of BEGIN, two statements and COMMIT.
  *
  * `owner` locks all their runs, in id order as every statement does (see reports.sql.ts), and an outcome's run is
  * `held` when `owner` holds it: no second lock, so none taken out of id order, and an outcome stands or falls
- * with its run's task results, as in two statements. The task results' claims of runs the batch finishes ($11)
+ * with its run's task results, as in two statements. The task results' claims of runs the batch finishes ($12)
  * are not refreshed: one statement must not update a row twice. `hasSteps` also counts the tasks this very
  * statement inserted (its own `inserted`, which its snapshot of tasks does not show).
  *
@@ -20,8 +20,8 @@ const RECORD_TASKS_AND_FINISH = prepared(
   'wf_record_tasks_and_finish',
   `WITH task_input AS (
     SELECT * FROM unnest($1::uuid[], $2::integer[], $3::text[], $4::integer[], $5::text[], $6::text[],
-                         $7::integer[], $8::jsonb[], $9::jsonb[], $10::integer[])
-             WITH ORDINALITY AS i(run_id, revision, key, seq, name, status, attempts, output, error, duration_ms, n)
+                         $7::integer[], $8::jsonb[], $9::jsonb[], $10::integer[], $11::text[])
+             WITH ORDINALITY AS i(run_id, revision, key, seq, name, status, attempts, output, error, duration_ms, kind, n)
   ), owner AS MATERIALIZED (
     SELECT r.id, r.revision
        FROM (SELECT DISTINCT run_id, revision FROM task_input ORDER BY run_id, revision) i
@@ -29,16 +29,16 @@ const RECORD_TASKS_AND_FINISH = prepared(
                             WHERE id = i.run_id AND revision = i.revision AND status = 'running'
                               FOR UPDATE) r
   ), refreshed AS (
-    -- A task result refreshes a claim last refreshed more than $12 ms ago, except of a run whose outcome
-    -- follows in the same transaction or statement ($11): that write moves the run on anyway, a row version
+    -- A task result refreshes a claim last refreshed more than $13 ms ago, except of a run whose outcome
+    -- follows in the same transaction or statement ($12): that write moves the run on anyway, a row version
     -- less is an index entry less per index, and one statement must not update a row twice.
     UPDATE runs r SET heartbeat_at = now(), updated_at = now()
       FROM owner o
-     WHERE r.id = o.id AND r.id <> ALL ($11::uuid[])
-       AND (r.heartbeat_at IS NULL OR r.heartbeat_at < now() - $12 * interval '1 millisecond')
+     WHERE r.id = o.id AND r.id <> ALL ($12::uuid[])
+       AND (r.heartbeat_at IS NULL OR r.heartbeat_at < now() - $13 * interval '1 millisecond')
   ), inserted AS (
     INSERT INTO tasks (run_id, key, kind, seq, name, status, attempts, output, error, started_at)
-    SELECT i.run_id, i.key, 'task', i.seq, i.name, i.status, i.attempts, i.output, i.error,
+    SELECT i.run_id, i.key, i.kind, i.seq, i.name, i.status, i.attempts, i.output, i.error,
            now() - i.duration_ms * interval '1 millisecond'
       FROM task_input i JOIN owner o ON o.id = i.run_id AND o.revision = i.revision
     ON CONFLICT (run_id, key) DO NOTHING
@@ -49,7 +49,7 @@ const RECORD_TASKS_AND_FINISH = prepared(
                                          WHERE t.run_id = i.run_id AND t.key = i.key) s) AS task
       FROM task_input i LEFT JOIN owner o ON o.id = i.run_id AND o.revision = i.revision
   ), outcome_input AS (
-    SELECT * FROM unnest($13::uuid[], $14::integer[], $15::text[], $16::jsonb[], $17::jsonb[], $18::boolean[])
+    SELECT * FROM unnest($14::uuid[], $15::integer[], $16::text[], $17::jsonb[], $18::jsonb[], $19::boolean[])
              WITH ORDINALITY AS i(run_id, revision, status, output, error, return_run, n)
   ), first_outcomes AS (
     SELECT DISTINCT ON (run_id, revision) * FROM outcome_input ORDER BY run_id, revision, n

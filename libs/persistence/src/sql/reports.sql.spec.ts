@@ -69,6 +69,37 @@ describe("a worker's reports under its claim (reports.sql.ts)", () => {
       ]);
     });
 
+    it('records a patch marker as a step of kind patch, a task result without a kind as a task', async () => {
+      const run = newRun('records-marker');
+      await startClaimed(database.db, run);
+      const marker: TaskResultRequest = {
+        expectedRevision: 1,
+        key: 'patch:fee#1',
+        seq: 1,
+        name: 'fee',
+        kind: 'patch',
+        status: 'completed',
+        attempts: 1,
+        output: null,
+        error: null,
+      };
+
+      const rows = await recordTaskResults(
+        database.db,
+        [
+          { runId: run.id, task: result('a#1', 1) },
+          { runId: run.id, task: marker },
+        ],
+        noRefresh,
+      );
+
+      expect(rows.map((row) => row.task?.kind)).toEqual(['task', 'patch']);
+      expect(await database.sql(`SELECT key, kind, seq, name FROM tasks WHERE run_id = $1 ORDER BY seq`, [run.id])).toEqual([
+        { key: 'a#1', kind: 'task', seq: 0, name: 'a#1' },
+        { key: 'patch:fee#1', kind: 'patch', seq: 1, name: 'fee' },
+      ]);
+    });
+
     it('keeps the first result of a key when two are recorded at once: the second waits for the first, then finds its key taken', async () => {
       const run = newRun('records-twice');
       await startClaimed(database.db, run);

@@ -43,7 +43,7 @@ export type RecordedRow = { owned: boolean; task: StoredTask | null };
  */
 export type FinishedRow = { finishedRevision: number | null; finishedWorkflow: string | null } & Partial<RunEntity> & { hasSteps: boolean | null };
 
-/** The task results' $1-$10 (parallel arrays). */
+/** The task results' $1-$11 (parallel arrays; the last their kinds: a task, or a patch marker). */
 export function taskReportValues(items: TaskReport[]): unknown[] {
   return [
     items.map(({ runId }) => runId),
@@ -56,6 +56,7 @@ export function taskReportValues(items: TaskReport[]): unknown[] {
     items.map(({ task }) => jsonParam(task.output)),
     items.map(({ task }) => jsonParam(task.error)),
     items.map(({ task }) => task.durationMs ?? null),
+    items.map(({ task }) => ('kind' in task && task.kind) || 'task'),
   ];
 }
 
@@ -72,13 +73,13 @@ export function outcomeReportValues(items: OutcomeReport[]): unknown[] {
 }
 
 /**
- * Records task results ($1-$10, parallel arrays; $11 runs whose outcome the same transaction writes next; $12 the
+ * Records task results ($1-$11, parallel arrays; $12 runs whose outcome the same transaction writes next; $13 the
  * claim refresh age in ms): the runs still held at each revision are locked (`owner`), their claims refreshed,
  * and the results inserted through them only. The first result recorded for a key wins (ON CONFLICT DO NOTHING,
  * under the run's lock): a later writer finds its key taken (`owned`, no task) and adopts the stored one, so each
  * task has exactly one recorded result. One row per input, in order.
  *
- * A result refreshes its run's claim only once the last refresh is older than $12 (the coordinator passes a tenth
+ * A result refreshes its run's claim only once the last refresh is older than $13 (the coordinator passes a tenth
  * of the claim idle time). A heartbeat skips a run locked by a write, so a run written without pause is kept
  * alive by its results; but refreshing on every one made a new version of the run's row, with entries in its
  * indexes (`heartbeat_at` is indexed), per step: 0.13 ms of PostgreSQL's 0.9 ms a step here (docs/benchmarks.md).
@@ -87,8 +88,8 @@ const RECORD_TASKS = prepared(
   'wf_record_tasks',
   `WITH task_input AS (
     SELECT * FROM unnest($1::uuid[], $2::integer[], $3::text[], $4::integer[], $5::text[], $6::text[],
-                         $7::integer[], $8::jsonb[], $9::jsonb[], $10::integer[])
-             WITH ORDINALITY AS i(run_id, revision, key, seq, name, status, attempts, output, error, duration_ms, n)
+                         $7::integer[], $8::jsonb[], $9::jsonb[], $10::integer[], $11::text[])
+             WITH ORDINALITY AS i(run_id, revision, key, seq, name, status, attempts, output, error, duration_ms, kind, n)
   ), owner AS MATERIALIZED (
     SELECT r.id, r.revision
        FROM (SELECT DISTINCT run_id, revision FROM task_input ORDER BY run_id, revision) i
@@ -96,16 +97,16 @@ const RECORD_TASKS = prepared(
                             WHERE id = i.run_id AND revision = i.revision AND status = 'running'
                               FOR UPDATE) r
   ), refreshed AS (
-    -- A task result refreshes a claim last refreshed more than $12 ms ago, except of a run whose outcome
-    -- follows in the same transaction or statement ($11): that write moves the run on anyway, a row version
+    -- A task result refreshes a claim last refreshed more than $13 ms ago, except of a run whose outcome
+    -- follows in the same transaction or statement ($12): that write moves the run on anyway, a row version
     -- less is an index entry less per index, and one statement must not update a row twice.
     UPDATE runs r SET heartbeat_at = now(), updated_at = now()
       FROM owner o
-     WHERE r.id = o.id AND r.id <> ALL ($11::uuid[])
-       AND (r.heartbeat_at IS NULL OR r.heartbeat_at < now() - $12 * interval '1 millisecond')
+     WHERE r.id = o.id AND r.id <> ALL ($12::uuid[])
+       AND (r.heartbeat_at IS NULL OR r.heartbeat_at < now() - $13 * interval '1 millisecond')
   ), inserted AS (
     INSERT INTO tasks (run_id, key, kind, seq, name, status, attempts, output, error, started_at)
-    SELECT i.run_id, i.key, 'task', i.seq, i.name, i.status, i.attempts, i.output, i.error,
+    SELECT i.run_id, i.key, i.kind, i.seq, i.name, i.status, i.attempts, i.output, i.error,
            now() - i.duration_ms * interval '1 millisecond'
       FROM task_input i JOIN owner o ON o.id = i.run_id AND o.revision = i.revision
     ON CONFLICT (run_id, key) DO NOTHING

@@ -91,6 +91,7 @@ export function formatStepLine(task: TaskView): string {
 }
 
 function stepResult(task: TaskView): string {
+  if (task.kind === 'patch') return 'takes the patched branch';
   if (task.error) return formatError(task.error);
   return task.status === 'completed' && task.output !== null ? formatValue(task.output) : '';
 }

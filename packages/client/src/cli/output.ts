@@ -17,4 +17,9 @@ export class Output {
   event(value: unknown, human: () => string): void {
     this.stdout.write(this.json ? `${JSON.stringify(value)}\n` : `${human()}\n`);
   }
+
+  /** Data the command prints as it is, with or without `--json` (the JSON lines of `wf runs export`). */
+  data(text: string): void {
+    this.stdout.write(text);
+  }
 }

@@ -6,6 +6,10 @@ import { EXIT_FAILED, EXIT_OK } from './exit-codes';
 import { formatRun, formatRunLine, formatRunList, formatTransitions } from './format';
 import type { Invocation } from './invocation';
 import { watchRun } from './watch';
+import { fetchHistories, historyLine } from '../run-histories';
+import { createWriteStream } from 'node:fs';
+import { once } from 'node:events';
+import { finished } from 'node:stream/promises';
 
 interface StartOptions {
   input?: JsonValue;
@@ -15,6 +19,12 @@ interface StartOptions {
   shard?: string;
   tag?: Record<string, string>;
   wait?: boolean;
+}
+
+interface ExportOptions {
+  status?: RunStatus;
+  limit?: number;
+  out?: string;
 }
 
 interface ListOptions {
@@ -98,6 +108,34 @@ export function registerRunCommands(program: Command, invocation: Invocation): v
           tags: tag,
         });
         output.result(page, () => formatRunList(page.runs, page.nextCursor));
+      }),
+    );
+
+  runs
+    .command('export <workflow> <version>')
+    .description("write the runs of a workflow version with their recorded steps, one JSON line each ({run, steps}): replayHistories' input")
+    .addOption(new Option('--status <status>', 'only runs in this status').choices(RUN_STATUSES))
+    .option('--limit <n>', 'at most this many runs, newest first (default: all)', parseIntegerArgument)
+    .option('--out <file>', 'write them to this file instead of stdout')
+    .action(
+      invocation.action(async ({ client, output }, workflow: string, version: string, options: ExportOptions) => {
+        const histories = fetchHistories(client, { workflow, version, status: options.status, limit: options.limit });
+        if (options.out === undefined) {
+          for await (const history of histories) output.data(historyLine(history));
+          return;
+        }
+        const file = createWriteStream(options.out);
+        let count = 0;
+        try {
+          for await (const history of histories) {
+            if (!file.write(historyLine(history))) await once(file, 'drain');
+            count++;
+          }
+        } finally {
+          file.end();
+          await finished(file);
+        }
+        output.result({ exported: count, file: options.out }, () => `exported ${count} run${count === 1 ? '' : 's'} to ${options.out}`);
       }),
     );
 

@@ -18,6 +18,9 @@ export type TaskOutcome = (typeof TASK_STATUSES)[number];
 /** A recorded step: a task outcome, or `waiting` while a suspension step has not resolved. */
 export type TaskStatus = TaskOutcome | 'waiting';
 
-/** What a recorded step is: a task, or a point where the run suspended. */
-export const STEP_KINDS = ['task', 'sleep', 'event', 'child', 'retry'] as const;
+/**
+ * What a recorded step is: a task, a point where the run suspended, or a patch marker (where the run first reached
+ * a `ctx.patched` change, recorded so that its replays take the same branch).
+ */
+export const STEP_KINDS = ['task', 'sleep', 'event', 'child', 'retry', 'patch'] as const;
 export type StepKind = (typeof STEP_KINDS)[number];

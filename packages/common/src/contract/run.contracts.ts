@@ -29,6 +29,7 @@ export const TaskView = Closed(
   {
     key: Text,
     kind: OneOf('kind', STEP_KINDS),
+    seq: Type.Integer({ description: "position in the workflow's call order (a task and its retry wait share one)" }),
     name: Text,
     status: OneOf('status', [...TASK_STATUSES, 'waiting']),
     attempts: Type.Integer(),
@@ -77,6 +78,30 @@ export const RunView = Closed(
   { title: 'RunView' },
 );
 export type RunView = Static<typeof RunView>;
+
+/**
+ * A run's recorded history: the run and its steps in the order they were made. One JSON line of `wf runs export`
+ * each (the run's view without `tasks`, and its steps' views), what `replayHistories` (@nest-durable/worker) replays
+ * against new code. Read back for what a replay needs; the views' other fields may be there (they are not checked).
+ */
+export const RecordedHistory = Type.Object(
+  {
+    run: Type.Object({ id: Text, workflow: Text, version: Text, status: OneOf('status', RUN_STATUSES), attempt: Type.Integer(), input: AnyJson() }),
+    steps: Type.Array(
+      Type.Object({
+        key: Text,
+        kind: OneOf('kind', STEP_KINDS),
+        seq: Type.Integer(),
+        status: OneOf('status', [...TASK_STATUSES, 'waiting']),
+        attempts: Type.Integer(),
+        output: AnyJson(),
+        error: Nullable(ErrorDetails),
+      }),
+    ),
+  },
+  { title: 'RecordedHistory' },
+);
+export type RecordedHistory = Static<typeof RecordedHistory>;
 
 export const RunPage = Closed(
   { runs: Type.Array(RunView), nextCursor: Type.Union([Text, Type.Null()], { description: 'pass it back as `cursor` for the next page' }) },

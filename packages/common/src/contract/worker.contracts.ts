@@ -160,13 +160,18 @@ const taskFields = {
   durationMs: Type.Optional(IntegerIn('durationMs', 0, TASK_DURATION_MS_MAX)),
 };
 
-/** A task's result: its output once completed, its error once failed (the first one written for a key wins). */
+/**
+ * A task's result: its output once completed, its error once failed (the first one written for a key wins); or a
+ * patch marker, recorded the same way so that it travels with the run's other reports.
+ */
 export const TaskResultRequest = Type.Union(
   [
     withDefaults(
       Closed({
         ...taskFields,
         status: Tag('status', 'completed'),
+        /** `task` (the default), or `patch`: the marker `ctx.patched` records (its output null). */
+        kind: Type.Optional(Type.Union([Type.Literal('task'), Type.Literal('patch')], { description: 'task (default) or patch', [REASON]: 'invalid_kind' })),
         attempts: IntegerIn('attempts', 1, ATTEMPTS_MAX),
         output: Type.Optional(JsonDocument('output')),
         error: Type.Optional(Type.Null({ description: 'null', [REASON]: 'invalid_error' })),

@@ -82,11 +82,31 @@ export class TaskTimeoutError extends WorkflowError {
   }
 }
 
+/** A step as a run's history records it or as the code calls it: its kind and its key (`sleep:nap#1`). */
+export interface StepRef {
+  readonly kind: string;
+  readonly key: string;
+}
+
+/**
+ * Where the code and a run's history part: the position (`seq`), the step the history holds there (null: none), and
+ * the step the code now calls there (null: the code returns there).
+ */
+export interface StepDivergence {
+  readonly seq: number;
+  readonly recorded: StepRef | null;
+  readonly called: StepRef | null;
+}
+
 /** The workflow code no longer matches the run's recorded history: replaying it would mix results. */
 export class NonDeterminismError extends WorkflowError {
   override name = 'NonDeterminismError';
 
-  constructor(message: string) {
+  constructor(
+    message: string,
+    /** Where they part, when the history's check found it (see StepHistory). */
+    readonly divergence?: StepDivergence,
+  ) {
     // The same code meets the same history on every attempt.
     super(message, { nonRetryable: true, reason: 'non_determinism' });
   }

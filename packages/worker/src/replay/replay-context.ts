@@ -1,0 +1,127 @@
+import { type JsonValue, parseIdentifier, type StoredTask, type WorkflowTarget } from '@nest-durable/common';
+import { type ChildOptions, type EventResult, NonDeterminismError, type TaskContext, type TaskOptions, type WorkflowContext } from '@nest-durable/workflow';
+import { checkChild, checkDelay } from '../step-checks';
+import { childResultOf, outcomeOf, StepHistory } from '../step-history';
+
+/** Thrown into a replayed handler where its run's recorded history ends: the run got no further than this. */
+export class HistoryEndedSignal extends Error {
+  override name = 'HistoryEndedSignal';
+
+  constructor(readonly runId: string) {
+    super(`the recorded history of run ${runId} ends here`);
+  }
+}
+
+/** The run a history records, as a replay needs it. */
+export interface ReplayedRun {
+  id: string;
+  workflow: string;
+  version: string;
+  attempt: number;
+}
+
+/** Settled already: a step waits for it as a run's steps wait for the records before them (RunContext.settled). */
+const SETTLED = Promise.resolve();
+
+/**
+ * The `ctx` of a replay: each step answers what the run's history recorded for it, checked by the same StepHistory a
+ * run's execution uses, and nothing runs or is written (a task's function is never called). Where the history ends (a
+ * step it does not hold, or one still waiting: the run suspended there) the replay stops: that step and every later
+ * one throw HistoryEndedSignal, which the handler cannot outlive. A divergence stops it too, with its
+ * NonDeterminismError, thrown again by every later step even if the handler caught it.
+ */
+export class ReplayContext implements WorkflowContext {
+  readonly runId: string;
+  readonly workflow: string;
+  readonly version: string;
+  readonly attempt: number;
+  private readonly history: StepHistory;
+  private readonly controller = new AbortController();
+  private stopped?: HistoryEndedSignal | NonDeterminismError;
+
+  constructor(run: ReplayedRun, steps: readonly StoredTask[]) {
+    this.runId = run.id;
+    this.workflow = run.workflow;
+    this.version = run.version;
+    this.attempt = run.attempt;
+    this.history = new StepHistory(steps);
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  /** Why the replay stopped before the handler's end: its history ended, or the code diverged from it. */
+  get stop(): HistoryEndedSignal | NonDeterminismError | undefined {
+    return this.stopped;
+  }
+
+  /** Once the handler has ended of itself: the history must hold nothing it did not reach (throws the divergence). */
+  checkEnd(): void {
+    this.guard(() => this.history.checkEnd());
+  }
+
+  // biome-ignore lint/suspicious/noConfusingVoidType: a task may return nothing (its result is recorded as null)
+  async task<T extends JsonValue | void>(name: string, _fn: (task: TaskContext) => Promise<T> | T, _options?: TaskOptions): Promise<T> {
+    return outcomeOf<T>(await this.step('task', name));
+  }
+
+  async sleep(name: string, durationMs: number): Promise<void> {
+    checkDelay(durationMs, 'sleep duration');
+    await this.step('sleep', name);
+  }
+
+  async waitForEvent<T = JsonValue>(name: string, options: { timeoutMs?: number } = {}): Promise<EventResult<T>> {
+    parseIdentifier(name, 'event_name');
+    if (options.timeoutMs !== undefined) checkDelay(options.timeoutMs, 'event timeout');
+    return (await this.step('event', name)).output as unknown as EventResult<T>;
+  }
+
+  async startChild<I>(name: string, workflow: WorkflowTarget, _input: I, options: ChildOptions = {}): Promise<string> {
+    checkChild(workflow, options);
+    return ((await this.step('child', name)).output as { childId: string }).childId;
+  }
+
+  async child<I, O>(name: string, workflow: WorkflowTarget, _input: I, options: ChildOptions & { timeoutMs?: number } = {}): Promise<O> {
+    if (options.timeoutMs !== undefined) checkDelay(options.timeoutMs, 'child timeout');
+    checkChild(workflow, options);
+    return childResultOf<O>(await this.step('child', name));
+  }
+
+  patched(id: string): boolean {
+    this.throwIfStopped();
+    // A marker to record means new ground: the step after it finds the history ended.
+    return this.guard(() => this.history.patch(id)).patched;
+  }
+
+  deprecatePatch(id: string): void {
+    this.throwIfStopped();
+    this.guard(() => this.history.deprecatePatch(id));
+  }
+
+  private async step(kind: 'task' | 'sleep' | 'event' | 'child', name: string): Promise<StoredTask> {
+    await SETTLED;
+    this.throwIfStopped();
+    const { recorded } = this.guard(() => this.history.next(kind, name));
+    if (!recorded || recorded.status === 'waiting') throw this.stopWith(new HistoryEndedSignal(this.runId));
+    return recorded;
+  }
+
+  private guard<R>(check: () => R): R {
+    try {
+      return check();
+    } catch (error) {
+      throw error instanceof NonDeterminismError ? this.stopWith(error) : error;
+    }
+  }
+
+  private stopWith<E extends HistoryEndedSignal | NonDeterminismError>(reason: E): E {
+    this.stopped ??= reason;
+    this.controller.abort(this.stopped);
+    return reason;
+  }
+
+  private throwIfStopped(): void {
+    if (this.stopped) throw this.stopped;
+  }
+}
