@@ -23,7 +23,7 @@ export function registeredWorkflows(registry: WorkflowRegistry): RegisteredWorkf
       ...(limits ? { limits: { ...limits } } : {}),
       ...(retentionMs === undefined ? {} : { retentionMs }),
       // As JSON: a TypeBox schema's own marks are symbols, which the coordinator neither gets nor needs.
-      ...(inputSchema === undefined ? {} : { inputSchema: JSON.parse(JSON.stringify(inputSchema)) }),
+      ...(inputSchema === undefined ? {} : { inputSchema: JSON.parse(JSON.stringify(inputSchema)) as RegisteredWorkflow['inputSchema'] }),
     };
     if (shard !== undefined) entry.shards.push(shard);
     byVersion.set(key, entry);
