@@ -1,4 +1,4 @@
-import type { JsonValue, ScheduleCatchUp, ScheduleOverlap, WorkflowClass } from '@nest-durable/common';
+import type { InputOfSchema, JsonValue, ScheduleCatchUp, ScheduleOverlap, TypedInputSchema, WorkflowClass } from '@nest-durable/common';
 import { checkDeclaredSchedules, compileInputCheck, InvalidRequestError, readInputSchema } from '@nest-durable/common';
 
 /**
@@ -162,8 +162,13 @@ export interface WorkflowDefinition<I = JsonValue, O = JsonValue> extends Workfl
   readonly handler: (ctx: WorkflowContext, input: I) => Promise<O>;
 }
 
+/** Declares a workflow whose input is typed by its TypeBox `inputSchema` (the handler's `input` is its static type). */
+export function defineWorkflow<S extends TypedInputSchema, O = JsonValue>(
+  definition: WorkflowDefinition<InputOfSchema<S>, O> & { readonly inputSchema: S },
+): WorkflowDefinition<InputOfSchema<S>, O>;
 /** Declares a workflow: a name, a version and a handler. Inputs and outputs are JSON. */
-export function defineWorkflow<I = JsonValue, O = JsonValue>(definition: WorkflowDefinition<I, O>): WorkflowDefinition<I, O> {
+export function defineWorkflow<I = JsonValue, O = JsonValue>(definition: WorkflowDefinition<I, O>): WorkflowDefinition<I, O>;
+export function defineWorkflow<I, O>(definition: WorkflowDefinition<I, O>): WorkflowDefinition<I, O> {
   checkWorkflowDeclaration(definition);
   return Object.freeze({ ...definition, ...(definition.limits ? { limits: Object.freeze({ ...definition.limits }) } : {}) });
 }

@@ -1,4 +1,4 @@
-import { type TSchema, Type } from '@sinclair/typebox';
+import { type Static, type TSchema, Type } from '@sinclair/typebox';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { ValueErrorType } from '@sinclair/typebox/errors';
 import { InvalidRequestError } from '../errors/engine.errors';
@@ -11,6 +11,11 @@ import { documentProblem } from './json-document';
  * into TypeBox types here and checks with TypeBox's compiled checker. Workers read it the same way when the
  * workflow is declared, so a schema the coordinator could not check is refused in code, not at registration.
  */
+
+/** A TypeBox schema: declared as `inputSchema`, it gives the workflow's input type (InputOfSchema). */
+export type TypedInputSchema = TSchema;
+/** The input type a TypeBox input schema describes. */
+export type InputOfSchema<S extends TypedInputSchema> = Static<S>;
 
 /** The largest input schema, as JSON: a worker registers it every interval, for each version it hosts. */
 export const INPUT_SCHEMA_MAX_BYTES = 16 * 1024;
