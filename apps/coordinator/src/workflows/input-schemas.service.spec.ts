@@ -130,4 +130,18 @@ describe('InputSchemas', () => {
     await schemas.check([names[0]]);
     expect(reads).toHaveLength(2);
   });
+
+  it('keeps a registration made here over a read that began before it', async () => {
+    const { schemas, clock, hold } = cache([{ workflow: 'signup', version: '1', inputSchema: null }]);
+    await schemas.check([{ workflow: 'signup', version: '1', input: 1 }]);
+    clock.now = INPUT_SCHEMAS_FRESH_MS + 1;
+    const release = hold();
+    // This start reads again behind it (the read waits); meanwhile a worker registers a schema here.
+    await schemas.check([{ workflow: 'signup', version: '1', input: 1 }]);
+    clock.now += 1;
+    schemas.registered([{ name: 'signup', version: '1', shards: [], inputSchema: EMAIL }]);
+    release();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(await refusal(schemas.check([{ workflow: 'signup', version: '1', input: 1 }]))).toEqual(['invalid_input', 'input: Expected object']);
+  });
 });

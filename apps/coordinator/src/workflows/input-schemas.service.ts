@@ -77,7 +77,7 @@ export class InputSchemas {
       if (seen.has(key)) continue;
       seen.add(key);
       const known = this.known.get(key);
-      if (!known) unknown.push(start);
+      if (!known) unknown.push({ workflow: start.workflow, version: start.version });
       else {
         versions.set(key, known);
         if (this.now() - known.readAt > INPUT_SCHEMAS_FRESH_MS) stale.push(start);
@@ -103,10 +103,11 @@ export class InputSchemas {
   private read(versions: Version[]): Promise<KnownVersion[]> {
     const missing = versions.filter((version) => !this.reading.has(keyOf(version)));
     if (missing.length > 0) {
+      const startedAt = this.now();
       const rows = this.readRows(missing).then((found) => new Map(found.map((row) => [keyOf(row), row])));
       for (const version of missing) {
         const key = keyOf(version);
-        const read = rows.then((found) => this.remember(found.get(key) ?? { ...version, inputSchema: undefined }));
+        const read = rows.then((found) => this.remember(found.get(key) ?? { ...version, inputSchema: undefined }, startedAt));
         this.reading.set(key, read);
         const done = () => {
           if (this.reading.get(key) === read) this.reading.delete(key);
@@ -117,10 +118,15 @@ export class InputSchemas {
     return Promise.all(versions.map((version) => this.reading.get(keyOf(version))!));
   }
 
-  /** Records a version as read now: `inputSchema` undefined when it has no row (never registered), null when it declares none. */
-  private remember(row: Version & { inputSchema: InputSchemaRow['inputSchema'] | undefined }): KnownVersion {
+  /**
+   * Records a version as read now: `inputSchema` undefined when it has no row (never registered), null when it
+   * declares none. A read begun (`readSince`) before what is known was learnt (a registration here meanwhile) is older
+   * than it: it is dropped.
+   */
+  private remember(row: Version & { inputSchema: InputSchemaRow['inputSchema'] | undefined }, readSince = Number.POSITIVE_INFINITY): KnownVersion {
     const key = keyOf(row);
     const previous = this.known.get(key);
+    if (previous && previous.readAt > readSince) return previous;
     const schema = row.inputSchema ? canonicalJson(row.inputSchema) : undefined;
     const known: KnownVersion = { registered: row.inputSchema !== undefined, schema, readAt: this.now() };
     if (schema !== undefined) known.check = schema === previous?.schema ? previous.check : this.compile(row, row.inputSchema);
