@@ -652,6 +652,7 @@ CREATE TABLE public.workflows (
     first_seen_at timestamp with time zone DEFAULT now() NOT NULL,
     last_seen_at timestamp with time zone DEFAULT now() NOT NULL,
     retention_ms bigint,
+    input_schema jsonb,
     CONSTRAINT workflows_retention_ms_check CHECK ((retention_ms >= 0))
 );
 

@@ -27,6 +27,7 @@ import { WorkerDeclaredSchedules1765800000000 } from './migrations/1765800000000
 import { HandOff1765900000000 } from './migrations/1765900000000-hand-off';
 import { StartPublishes1766000000000 } from './migrations/1766000000000-start-publishes';
 import { RateDelayedRuns1766100000000 } from './migrations/1766100000000-rate-delayed-runs';
+import { WorkflowInputSchemas1766200000000 } from './migrations/1766200000000-workflow-input-schemas';
 import { PatchMarkers1766300000000 } from './migrations/1766300000000-patch-markers';
 
 export const ENTITIES = [RunEntity, TaskEntity];
@@ -48,6 +49,7 @@ export const MIGRATIONS = [
   HandOff1765900000000,
   StartPublishes1766000000000,
   RateDelayedRuns1766100000000,
+  WorkflowInputSchemas1766200000000,
   PatchMarkers1766300000000,
 ];
 

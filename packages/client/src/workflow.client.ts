@@ -9,6 +9,8 @@ import type {
   RunStatus,
   RunTransitions,
   RunView,
+  StartedRunView,
+  StartWarning,
   ScheduleCatchUp,
   ScheduleOverlap,
   SchedulePage,
@@ -140,8 +142,12 @@ export interface RunHandle<O = JsonValue> {
   get(): Promise<TypedRunView<O>>;
 }
 
-/** What a start answers: the run as the coordinator created it (or found it, by its idempotency key), and its handle. */
-export type StartedRun<O = JsonValue> = TypedRunView<O> & RunHandle<O>;
+/**
+ * What a start answers: the run as the coordinator created it (or found it, by its idempotency key), and its handle;
+ * `warning` when the start warns of something, e.g. `unregistered_workflow_version` (no worker has ever registered
+ * the version: a misspelled name?). The run was started all the same.
+ */
+export type StartedRun<O = JsonValue> = TypedRunView<O> & RunHandle<O> & { readonly warning?: StartWarning };
 
 /** A workflow whose input and output types are known: a `@Workflow` class or a definition. */
 type TypedTarget = WorkflowClass<never> | TypedWorkflow<never, unknown>;
@@ -349,7 +355,7 @@ export class WorkflowClient {
    * The run as answered, with its handle's methods beside its fields: not enumerable, so the run still
    * compares, spreads and serialises as the view it is.
    */
-  private handle<O = JsonValue>(run: RunView): StartedRun<O> {
+  private handle<O = JsonValue>(run: StartedRunView): StartedRun<O> {
     const methods: Pick<RunHandle<O>, 'result' | 'get'> = {
       result: (options) => this.waitForResult(run.id, options) as Promise<TypedRunView<O>>,
       get: () => this.get(run.id) as Promise<TypedRunView<O>>,

@@ -7,6 +7,7 @@ import { FailoverSubscriber } from './subscribers/failover.subscriber';
 import type { HttpSubscriber } from './subscribers/http.subscriber';
 import type { Subscriber } from './subscribers/subscriber.interface';
 import { resolveWorkerOptions } from './worker.options';
+import { Type } from '@sinclair/typebox';
 import { registeredWorkflows, WorkerRegistrar } from './worker-registration';
 import { RegistrationGate } from './registration-gate';
 import type { WorkerRuntime } from './worker-runtime.service';
@@ -110,5 +111,15 @@ describe('WorkerRegistrar', () => {
         schedules: [{ name: 'nightly', cron: '0 30 2 * * *', timezone: 'Europe/Berlin', input: { kind: 'daily' } }],
       },
     ]);
+  });
+
+  it('sends the input schema a workflow version declares, as JSON (a TypeBox schema without its marks)', () => {
+    const Input = Type.Object({ email: Type.String() });
+    const checked = defineWorkflow({ name: 'checked', version: '1', inputSchema: Input, handler: async () => null });
+    const options = resolveWorkerOptions({ workflows: [workflow, checked], coordinatorUrl: 'http://unused' });
+    const [plain, declared] = registeredWorkflows(new WorkflowRegistry(options));
+    expect(plain).not.toHaveProperty('inputSchema');
+    expect(declared.inputSchema).toEqual({ type: 'object', properties: { email: { type: 'string' } }, required: ['email'] });
+    expect(Object.getOwnPropertySymbols(declared.inputSchema)).toEqual([]);
   });
 });

@@ -14,7 +14,7 @@ export function registeredWorkflows(registry: WorkflowRegistry): RegisteredWorkf
   const byVersion = new Map<string, RegisteredWorkflow>();
   for (const { name, version, shard } of registry.refs()) {
     const key = `${name}:${version}`;
-    const { limits, retentionMs, schedules = [] } = registry.get(name, version)!;
+    const { limits, retentionMs, inputSchema, schedules = [] } = registry.get(name, version)!;
     const entry = byVersion.get(key) ?? {
       name,
       version,
@@ -22,6 +22,8 @@ export function registeredWorkflows(registry: WorkflowRegistry): RegisteredWorkf
       schedules: schedules.map((schedule) => ({ ...schedule, input: schedule.input as JsonValue | undefined })),
       ...(limits ? { limits: { ...limits } } : {}),
       ...(retentionMs === undefined ? {} : { retentionMs }),
+      // As JSON: a TypeBox schema's own marks are symbols, which the coordinator neither gets nor needs.
+      ...(inputSchema === undefined ? {} : { inputSchema: JSON.parse(JSON.stringify(inputSchema)) as RegisteredWorkflow['inputSchema'] }),
     };
     if (shard !== undefined) entry.shards.push(shard);
     byVersion.set(key, entry);
@@ -36,7 +38,7 @@ export function registeredWorkflows(registry: WorkflowRegistry): RegisteredWorkf
  * the registry is for operators and declared settings, never on a run's path. A coordinator that is
  * down is logged once; one that refuses the registration (4xx: a configuration error, say a schedule
  * it cannot read) is logged at error level every time, since it stays refused until someone fixes it
- * and meanwhile nothing this worker declares (limits, retention, schedules) is recorded.
+ * and meanwhile nothing this worker declares (limits, retention, schedules, input schemas) is recorded.
  */
 @Injectable()
 export class WorkerRegistrar implements OnApplicationBootstrap, BeforeApplicationShutdown {

@@ -1,4 +1,4 @@
-import { recordedDeclaration, WORKFLOW_DECLARATION } from '@nest-durable/common';
+import { type InputOfSchema, recordedDeclaration, type TypedInputSchema, WORKFLOW_DECLARATION } from '@nest-durable/common';
 import { Injectable } from '@nestjs/common';
 import { checkWorkflowDeclaration, type WorkflowContext, type WorkflowDeclaration } from '@nest-durable/workflow';
 
@@ -8,7 +8,8 @@ export type WorkflowClassType<I> = abstract new (...args: any[]) => { run(ctx: W
 
 /**
  * Makes a class a workflow, as `defineWorkflow` makes a handler one: it takes the same declaration (name, version,
- * retry, limits, retention, schedules) and checks it as `defineWorkflow` does, at once. The class is an injectable
+ * retry, limits, retention, schedules, inputSchema) and checks it as `defineWorkflow` does, at once. A TypeBox
+ * `inputSchema` types the input `run` takes. The class is an injectable
  * provider: list it in the `providers` of any module of the worker app, and WorkflowWorkerModule finds it (as
  * @nestjs/bullmq finds its processors) and hosts it, its dependencies injected by Nest; its `run(ctx, input)` runs
  * each run. The client starts it by the class (`client.start(OrderWorkflow, input)`), typed by `run`.
@@ -24,6 +25,10 @@ export type WorkflowClassType<I> = abstract new (...args: any[]) => { run(ctx: W
  * }
  * ```
  */
+export function Workflow<S extends TypedInputSchema>(
+  declaration: WorkflowDeclaration<InputOfSchema<S>> & { readonly inputSchema: S },
+): (target: WorkflowClassType<InputOfSchema<S>>) => void;
+export function Workflow<I>(declaration: WorkflowDeclaration<I>): (target: WorkflowClassType<I>) => void;
 export function Workflow<I>(declaration: WorkflowDeclaration<I>): (target: WorkflowClassType<I>) => void {
   checkWorkflowDeclaration(declaration);
   const recorded = Object.freeze({ ...declaration });

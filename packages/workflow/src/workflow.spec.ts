@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import type { InvalidRequestError } from '@nest-durable/common';
+import { Type } from '@sinclair/typebox';
 import { defineWorkflow, retryDelayMs, type WorkflowLimits, type WorkflowSchedule } from './workflow';
 
 describe('retryDelayMs', () => {
@@ -82,5 +83,42 @@ describe('defineWorkflow schedules', () => {
         { name: 'twice', cron: '* * * * *' },
       ]),
     ).toEqual({ reason: 'invalid_schedules', message: 'w 1 declares the schedule twice twice' });
+  });
+});
+
+describe('defineWorkflow inputSchema', () => {
+  const define = (inputSchema: object, schedules?: WorkflowSchedule[]) =>
+    defineWorkflow({ name: 'w', version: '1', inputSchema, schedules, handler: async () => null });
+  const refusal = (inputSchema: object, schedules?: WorkflowSchedule[]) => {
+    try {
+      define(inputSchema, schedules);
+    } catch (error) {
+      return { reason: (error as InvalidRequestError).reason, message: (error as Error).message };
+    }
+    throw new Error('accepted');
+  };
+
+  it('keeps a TypeBox or a plain JSON Schema object', () => {
+    const schema = Type.Object({ email: Type.String() });
+    expect(define(schema).inputSchema).toBe(schema);
+    expect(define({ type: 'object', required: ['email'] }).inputSchema).toEqual({ type: 'object', required: ['email'] });
+  });
+
+  it('refuses one the coordinator could not check, or too large, with a reason', () => {
+    expect(refusal([] as object)).toEqual({
+      reason: 'invalid_input_schema',
+      message: expect.stringContaining('workflow w 1: inputSchema must be a JSON Schema object'),
+    });
+    expect(refusal({ $ref: '#/x' })).toMatchObject({ reason: 'invalid_input_schema', message: expect.stringContaining('workflow w 1: inputSchema/$ref') });
+    expect(refusal(Type.String({ description: 'x'.repeat(20_000) }))).toMatchObject({ reason: 'input_schema_too_large' });
+  });
+
+  it("refuses a declared schedule whose input does not match (its runs' starts would be refused)", () => {
+    const schema = Type.Object({ email: Type.String() });
+    expect(refusal(schema, [{ name: 'daily', cron: '0 0 * * *', input: { email: 1 } }])).toEqual({
+      reason: 'invalid_input',
+      message: 'workflow w 1: schedule daily: input/email: Expected string',
+    });
+    expect(define(schema, [{ name: 'daily', cron: '0 0 * * *', input: { email: 'a@b.c' } }]).schedules).toHaveLength(1);
   });
 });

@@ -1,5 +1,5 @@
-import type { JsonValue, ScheduleCatchUp, ScheduleOverlap, WorkflowClass } from '@nest-durable/common';
-import { checkDeclaredSchedules } from '@nest-durable/common';
+import type { InputOfSchema, JsonValue, ScheduleCatchUp, ScheduleOverlap, TypedInputSchema, WorkflowClass } from '@nest-durable/common';
+import { checkDeclaredSchedules, compileInputCheck, InvalidRequestError, readInputSchema } from '@nest-durable/common';
 
 /**
  * How often a task (or a whole run) is tried. Waits grow exponentially by default, each drawn at
@@ -166,23 +166,46 @@ export interface WorkflowDeclaration<I = JsonValue> {
   readonly retentionMs?: number;
   /** Runs started on a schedule (a cron expression or an interval), reconciled when workers register. */
   readonly schedules?: readonly WorkflowSchedule<I>[];
+  /**
+   * The schema a run's input must match: a TypeBox schema (`Type.Object({...})`) or a plain JSON Schema object.
+   * Registered by the workers that host the version; the coordinators refuse a start whose input does not match
+   * (400 `invalid_input`, nothing created). Absent: any JSON input. Refused here (an InvalidRequestError,
+   * `invalid_input_schema` or `input_schema_too_large`) when it is not a JSON Schema object the check supports.
+   */
+  readonly inputSchema?: object;
 }
 
 export interface WorkflowDefinition<I = JsonValue, O = JsonValue> extends WorkflowDeclaration<I> {
   readonly handler: (ctx: WorkflowContext, input: I) => Promise<O>;
 }
 
+/** Declares a workflow whose input is typed by its TypeBox `inputSchema` (the handler's `input` is its static type). */
+export function defineWorkflow<S extends TypedInputSchema, O = JsonValue>(
+  definition: WorkflowDefinition<InputOfSchema<S>, O> & { readonly inputSchema: S },
+): WorkflowDefinition<InputOfSchema<S>, O>;
 /** Declares a workflow: a name, a version and a handler. Inputs and outputs are JSON. */
-export function defineWorkflow<I = JsonValue, O = JsonValue>(definition: WorkflowDefinition<I, O>): WorkflowDefinition<I, O> {
+export function defineWorkflow<I = JsonValue, O = JsonValue>(definition: WorkflowDefinition<I, O>): WorkflowDefinition<I, O>;
+export function defineWorkflow<I, O>(definition: WorkflowDefinition<I, O>): WorkflowDefinition<I, O> {
   checkWorkflowDeclaration(definition);
   return Object.freeze({ ...definition, ...(definition.limits ? { limits: Object.freeze({ ...definition.limits }) } : {}) });
 }
 
-/** Refuses, as the coordinator would, a declaration's limits or schedules (throws the refusal). */
+/** Refuses, as the coordinator would, a declaration's limits, schedules or input schema (throws the refusal). */
 export function checkWorkflowDeclaration(declaration: WorkflowDeclaration<unknown>): void {
   if (declaration.limits) checkLimits(declaration.name, declaration.limits);
   // The coordinator's own check (it would refuse the worker's whole registration over one bad schedule).
   if (declaration.schedules) checkDeclaredSchedules(declaration.name, declaration.version, declaration.schedules);
+  if (declaration.inputSchema !== undefined) checkInputSchema(declaration);
+}
+
+/** The input schema as the coordinator reads it, and the declared schedules' inputs against it (their runs would start with them). */
+function checkInputSchema({ name, version, inputSchema, schedules = [] }: WorkflowDeclaration<unknown>): void {
+  readInputSchema(inputSchema, `workflow ${name} ${version}: `);
+  const check = compileInputCheck(inputSchema);
+  for (const schedule of schedules) {
+    const mismatch = check.firstMismatch(schedule.input ?? null);
+    if (mismatch) throw new InvalidRequestError('invalid_input', `workflow ${name} ${version}: schedule ${schedule.name}: ${mismatch}`);
+  }
 }
 
 /** The coordinator accepts the same ranges (packages/common/src/contract/workflow-control.contracts.ts). */

@@ -1,4 +1,13 @@
-import { API, type EndpointInput, type EventAccepted, type RunPage, type RunTransitions, type RunView, type StartedRuns } from '@nest-durable/common';
+import {
+  API,
+  type EndpointInput,
+  type EventAccepted,
+  type RunPage,
+  type RunTransitions,
+  type RunView,
+  type StartedRuns,
+  type StartedRunView,
+} from '@nest-durable/common';
 import { Controller, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { Input, Route } from '../http/route.decorators';
@@ -10,7 +19,7 @@ export class RunsController {
   constructor(private readonly runs: RunsService) {}
 
   @Route(API.startRun)
-  async start(@Input() { body }: EndpointInput<typeof API.startRun>, @Res({ passthrough: true }) reply: FastifyReply): Promise<RunView> {
+  async start(@Input() { body }: EndpointInput<typeof API.startRun>, @Res({ passthrough: true }) reply: FastifyReply): Promise<StartedRunView> {
     const { run, created } = await this.runs.start(body);
     reply.status(created ? 201 : 200);
     return run;

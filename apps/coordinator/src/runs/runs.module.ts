@@ -1,12 +1,13 @@
 import { RunStoreModule } from '@app/run-store';
 import { Module } from '@nestjs/common';
 import { HandOffModule } from '../hand-off/hand-off.module';
+import { WorkflowsModule } from '../workflows/workflows.module';
 import { RunsController } from './runs.controller';
 import { RunsRepository } from './runs.repository';
 import { RunsService } from './runs.service';
 
 @Module({
-  imports: [RunStoreModule, HandOffModule],
+  imports: [RunStoreModule, HandOffModule, WorkflowsModule],
   controllers: [RunsController],
   providers: [RunsRepository, RunsService],
 })

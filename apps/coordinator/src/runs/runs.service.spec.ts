@@ -9,6 +9,7 @@ import { RunLifecycle } from '../hand-off/run-lifecycle.service';
 import { WaitingClaims } from '../hand-off/waiting-claims.service';
 import type { CoordinatorMetrics } from '../metrics/coordinator.metrics';
 import type { RunsRepository } from './runs.repository';
+import { InputSchemas } from '../workflows/input-schemas.service';
 import { RunsService } from './runs.service';
 
 /**
@@ -80,6 +81,8 @@ function service({ refuseHandOff = false, failStart = false, publisher = false }
     lifecycle,
     listener as unknown as NotificationListener,
     resultWaits,
+    // Every version registered, without a schema: these tests are about what a start does once its input passed.
+    new InputSchemas(async (versions) => versions.map((version) => ({ ...version, inputSchema: null }))),
   );
   return { runs, woken, waiting, handedTo, released, publishing, published };
 }

@@ -12,7 +12,9 @@ import {
   RunTransitions,
   RunView,
   StartRunRequest,
+  type StartWarning,
   type RunTransitionsQuery,
+  type StartedRunView,
 } from '@nest-durable/common';
 import { ControlOutcome, type NewRun, RunControlRepository, type StartedRun } from '@app/run-store';
 import { NotificationListener, RUN_FINISHED_CHANNEL } from '@app/outbox';
@@ -20,6 +22,7 @@ import { RunEntity, uuidv7 } from '@app/persistence';
 import { Injectable } from '@nestjs/common';
 import { ResultWaits } from '../hand-off/result-waits.service';
 import { type HandOff, RunLifecycle } from '../hand-off/run-lifecycle.service';
+import { InputSchemas } from '../workflows/input-schemas.service';
 import { RunsRepository } from './runs.repository';
 import { toRunView } from './run-view';
 
@@ -51,29 +54,41 @@ export class RunsService {
     private readonly lifecycle: RunLifecycle,
     private readonly listener: NotificationListener,
     private readonly resultWaits: ResultWaits,
+    private readonly inputSchemas: InputSchemas,
   ) {}
 
   /**
-   * Starts a run; with a known idempotency key returns the existing run (`created: false`). A run due now
-   * whose queue has a claim waiting on this coordinator goes straight to that claim when it may
+   * Starts a run; with a known idempotency key returns the existing run (`created: false`). Its input is checked
+   * first against its version's registered schema (InputSchemas: 400 `invalid_input`, nothing created). A run due
+   * now whose queue has a claim waiting on this coordinator goes straight to that claim when it may
    * (RunLifecycle.handOffFor, RunControlRepository.start with `handedTo`): it is started running, in one commit.
    */
-  async start(request: StartRunRequest): Promise<{ run: RunView; created: boolean }> {
+  async start(request: StartRunRequest): Promise<{ run: StartedRunView; created: boolean }> {
+    const [warning] = await this.inputSchemas.check([request]);
     const run = newRun(request);
-    const [started] = await this.insert([run], this.lifecycle.handOffFor(run));
+    const [started] = await this.insert([run], this.lifecycle.handOffFor(run), [warning]);
     return started;
   }
 
   /**
-   * Starts runs in one transaction (one NOTIFY per queue). A run whose idempotency key exists comes
-   * back as the existing run. Results are in request order.
+   * Starts runs in one transaction (one NOTIFY per queue), once every input matches its version's schema (the
+   * first that does not refuses the batch: nothing is started). A run whose idempotency key exists comes back as
+   * the existing run. Results are in request order.
    */
-  startMany(requests: StartRunRequest[]): Promise<{ run: RunView; created: boolean }[]> {
-    return this.insert(requests.map(newRun), undefined);
+  async startMany(requests: StartRunRequest[]): Promise<{ run: StartedRunView; created: boolean }[]> {
+    const warnings = await this.inputSchemas.check(requests, (index) => `runs[${index}].`);
+    return this.insert(requests.map(newRun), undefined, warnings);
   }
 
-  /** Inserts the runs (handing one to the claim of `handOff`, which RunLifecycle settles whatever happens) and views them. */
-  private async insert(runs: NewRun[], handOff: HandOff | undefined): Promise<{ run: RunView; created: boolean }[]> {
+  /**
+   * Inserts the runs (handing one to the claim of `handOff`, which RunLifecycle settles whatever happens) and views
+   * them, each with its start's warning.
+   */
+  private async insert(
+    runs: NewRun[],
+    handOff: HandOff | undefined,
+    warnings: (StartWarning | undefined)[],
+  ): Promise<{ run: StartedRunView; created: boolean }[]> {
     let inserted: Map<string, StartedRun>;
     try {
       inserted = await this.control.start(runs, undefined, handOff, this.lifecycle.startsPublish);
@@ -87,11 +102,12 @@ export class RunsService {
     const duplicates = runs.filter((run) => !inserted.has(run.id));
     // Runs whose idempotency key was taken already come back as they are: read only when there are some.
     const existing = duplicates.length > 0 ? await this.existing(duplicates) : undefined;
-    return runs.map((run) => {
+    return runs.map((run, index) => {
       const created = inserted.get(run.id);
-      if (created) return { run: toRunView(created, undefined, created.paused), created: true };
+      const warning = warnings[index] ? { warning: warnings[index] } : {};
+      if (created) return { run: { ...toRunView(created, undefined, created.paused), ...warning }, created: true };
       const found = existing!.runs.get(`${run.workflow}\u0000${run.idempotencyKey}`)!;
-      return { run: toRunView(found, undefined, existing!.paused.has(found.queue)), created: false };
+      return { run: { ...toRunView(found, undefined, existing!.paused.has(found.queue)), ...warning }, created: false };
     });
   }
 

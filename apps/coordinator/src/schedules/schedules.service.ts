@@ -36,6 +36,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config/coordinator.config';
 import { RunLifecycle } from '../hand-off/run-lifecycle.service';
 import { CoordinatorMetrics } from '../metrics/coordinator.metrics';
+import { InputSchemas } from '../workflows/input-schemas.service';
 import { toRunView } from '../runs/run-view';
 import { type FiringPlan, planFiring } from './schedule-times';
 
@@ -56,11 +57,16 @@ export class SchedulesService {
     private readonly control: RunControlRepository,
     private readonly metrics: CoordinatorMetrics,
     private readonly lifecycle: RunLifecycle,
+    private readonly inputSchemas: InputSchemas,
     @Inject(COORDINATOR_CONFIG) private readonly config: CoordinatorConfig,
   ) {}
 
-  /** Checks the timing (400 with its reason, nothing stored), then stores the schedule with its first fire time after now. */
+  /**
+   * Checks the input against the version's registered schema and the timing (400 with its reason, nothing stored),
+   * then stores the schedule with its first fire time after now.
+   */
   async create(request: CreateScheduleRequest): Promise<ScheduleView> {
+    await this.inputSchemas.check([request]);
     const now = await databaseNow(this.db);
     const times = ScheduleTimes.parse(request, now);
     const row = await insertSchedule(this.db, {

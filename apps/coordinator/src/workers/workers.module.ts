@@ -1,10 +1,11 @@
 import { Module } from '@nestjs/common';
 import { SchedulesModule } from '../schedules/schedules.module';
+import { WorkflowsModule } from '../workflows/workflows.module';
 import { WorkersController } from './workers.controller';
 import { WorkersService } from './workers.service';
 
 @Module({
-  imports: [SchedulesModule],
+  imports: [SchedulesModule, WorkflowsModule],
   controllers: [WorkersController],
   providers: [WorkersService],
   exports: [WorkersService],

@@ -1,8 +1,18 @@
 import type { WorkerList, WorkerRegistration } from '@nest-durable/common';
-import { countRunningSlots, Database, listWorkers, recordDeclaredWindows, upsertWorker, upsertWorkflowVersions, wakeWorkflowQueues } from '@app/persistence';
+import {
+  countRunningSlots,
+  Database,
+  listWorkers,
+  recordDeclaredInputSchemas,
+  recordDeclaredWindows,
+  upsertWorker,
+  upsertWorkflowVersions,
+  wakeWorkflowQueues,
+} from '@app/persistence';
 import { Injectable } from '@nestjs/common';
 import { reconcileCodeLimits } from '../workflows/workflow-limits';
 import { DeclaredSchedules } from '../schedules/declared-schedules.service';
+import { InputSchemas } from '../workflows/input-schemas.service';
 
 /**
  * The worker registry: who is alive and what each worker hosts. Workers register at start and then
@@ -15,6 +25,7 @@ export class WorkersService {
   constructor(
     private readonly db: Database,
     private readonly schedules: DeclaredSchedules,
+    private readonly inputSchemas: InputSchemas,
   ) {}
 
   async register(workerId: string, registration: WorkerRegistration): Promise<void> {
@@ -33,9 +44,12 @@ export class WorkersService {
         await wakeWorkflowQueues(tx, workflow, version);
       }
       await recordDeclaredWindows(tx, registration.workflows);
+      await recordDeclaredInputSchemas(tx, registration.workflows);
       return this.schedules.reconcile(tx, registration.workflows);
     });
     remember();
+    // This coordinator's starts check against what was just recorded; the others' within INPUT_SCHEMAS_FRESH_MS.
+    this.inputSchemas.registered(registration.workflows);
   }
 
   async list(): Promise<WorkerList> {

@@ -30,6 +30,7 @@ export * from './schedules.sql';
 export * from './workers.sql';
 export * from './workflow-controls.sql';
 export * from './retention.sql';
+export * from './input-schemas.sql';
 export * from './dead-letters.sql';
 export * from './runs-list.sql';
 export * from './leader.sql';

@@ -59,7 +59,7 @@ export class Invocation {
     this.url = url;
     return {
       client: new WorkflowClient({ url, token: options.token ?? this.environment.token }),
-      output: new Output(options.json === true, this.streams.stdout),
+      output: new Output(options.json === true, this.streams.stdout, this.streams.stderr),
     };
   }
 }

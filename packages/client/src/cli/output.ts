@@ -6,7 +6,13 @@ export class Output {
   constructor(
     private readonly json: boolean,
     private readonly stdout: NodeJS.WritableStream,
+    private readonly stderr: NodeJS.WritableStream,
   ) {}
+
+  /** What a person should know of a command that succeeded (a start's warning): on stderr, whatever the format, so stdout stays the result. */
+  warning(reason: string, message: string): void {
+    this.stderr.write(`warning (${reason}): ${message}\n`);
+  }
 
   /** A command's one result. */
   result(value: unknown, human: () => string): void {

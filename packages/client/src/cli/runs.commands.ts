@@ -63,6 +63,7 @@ export function registerRunCommands(program: Command, invocation: Invocation): v
       invocation.action(async ({ client, output }, workflow: string, version: string, options: StartOptions) => {
         const { input, tag, ...start } = options;
         const started = await client.start({ name: workflow, version }, input, { ...start, tags: tag });
+        if (started.warning) output.warning(started.warning.reason, started.warning.message);
         if (!options.wait) {
           output.result(started, () => formatRunLine(started));
           return EXIT_OK;

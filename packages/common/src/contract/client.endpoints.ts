@@ -12,6 +12,7 @@ import {
   RunView,
   SendEventRequest,
   StartedRuns,
+  StartedRunView,
   StartRunRequest,
   StartRunsBatch,
 } from './run.contracts';
@@ -29,16 +30,20 @@ export const CLIENT_ENDPOINTS = {
     ...ROUTES.startRun,
     audience: 'client',
     tag: 'runs',
-    summary: 'Start a run',
+    summary: 'Start a run (its input checked against the input schema its workers registered: 400 `invalid_input` creates nothing)',
     body: StartRunRequest,
     status: 201,
-    responses: { 201: json('The new run', RunView), 200: json('The existing run: its idempotency key was used for this workflow already', RunView) },
+    responses: {
+      201: json('The new run', StartedRunView),
+      200: json('The existing run: its idempotency key was used for this workflow already', StartedRunView),
+    },
   }),
   startRuns: endpoint({
     ...ROUTES.startRuns,
     audience: 'client',
     tag: 'runs',
-    summary: 'Start up to 1,000 runs in one transaction (an existing idempotency key gives the existing run)',
+    summary:
+      'Start up to 1,000 runs in one transaction (an existing idempotency key gives the existing run; one input that fails its schema: 400 `invalid_input`, none started)',
     body: StartRunsBatch,
     status: 201,
     responses: { 201: json('The runs, in request order', StartedRuns) },

@@ -109,7 +109,27 @@ export const RunPage = Closed(
 );
 export type RunPage = Static<typeof RunPage>;
 
-export const StartedRuns = Closed({ runs: Type.Array(RunView, { description: 'in request order' }) }, { title: 'StartedRuns' });
+/** What a start may warn of: it started the run, but something about it looks wrong. */
+export const START_WARNINGS = ['unregistered_workflow_version'] as const;
+
+/**
+ * `unregistered_workflow_version`: no worker has ever registered the workflow version (a misspelled name or
+ * version, or one not deployed yet): its run waits until a worker hosting it comes.
+ */
+export const StartWarning = Closed(
+  { reason: OneOf('reason', START_WARNINGS), message: Type.String({ description: 'one line for a person' }) },
+  { title: 'StartWarning' },
+);
+export type StartWarning = Static<typeof StartWarning>;
+
+/** A run as a start answers it: the run, and what the start warns of, if anything. */
+export const StartedRunView = Closed(
+  { ...RunView.properties, warning: Type.Optional(StartWarning) },
+  { title: 'StartedRunView', description: 'the run; `warning` when the start warns of something (the run was started all the same)' },
+);
+export type StartedRunView = Static<typeof StartedRunView>;
+
+export const StartedRuns = Closed({ runs: Type.Array(StartedRunView, { description: 'in request order' }) }, { title: 'StartedRuns' });
 export type StartedRuns = Static<typeof StartedRuns>;
 
 export const PRIORITY_MIN = -1000;

@@ -1,5 +1,7 @@
-import { type Static, Type } from '@sinclair/typebox';
+import { Kind, type Static, type TUnsafe, Type, TypeRegistry } from '@sinclair/typebox';
 import { Closed, Flag, Identifier, IntegerIn, Key, ListOf } from './fields';
+import { INPUT_SCHEMA_MAX_BYTES, readInputSchema } from './input-schema';
+import type { JsonValue } from './json-document';
 import { WorkflowLimits } from './workflow-control.contracts';
 import { DeclaredSchedule } from './schedule.contracts';
 
@@ -19,6 +21,26 @@ export const REGISTRATION_INTERVAL_MAX_MS = 3_600_000;
 /** The longest retention window a workflow may declare: 100 years. */
 export const RETENTION_MAX_MS = 100 * 365 * 86_400_000;
 
+const INPUT_SCHEMA_KIND = 'NestDurable/InputSchema';
+
+// Accepted as readInputSchema accepts it (workers check with it when the workflow is declared).
+TypeRegistry.Set(INPUT_SCHEMA_KIND, (_schema, value) => {
+  try {
+    readInputSchema(value);
+    return true;
+  } catch {
+    return false;
+  }
+});
+
+/** A declared input schema: a JSON Schema object the coordinators can check inputs with (see input-schema.ts). */
+const InputSchemaField: TUnsafe<{ [key: string]: JsonValue }> = Type.Unsafe({
+  [Kind]: INPUT_SCHEMA_KIND,
+  type: 'object',
+  'x-reason': 'invalid_input_schema',
+  description: `a JSON Schema object of at most ${INPUT_SCHEMA_MAX_BYTES} bytes, of the keywords the input check supports (see the README's input schemas)`,
+});
+
 /** A workflow version a worker hosts, with the routing shards it serves it in (empty: runs without a shard). */
 export const RegisteredWorkflow = Closed(
   {
@@ -29,6 +51,8 @@ export const RegisteredWorkflow = Closed(
     limits: Type.Optional(WorkflowLimits),
     /** How long its finished runs are kept (`defineWorkflow({ retentionMs })`); absent: the coordinator's RUN_RETENTION_MS. */
     retentionMs: Type.Optional(IntegerIn('retentionMs', 0, RETENTION_MAX_MS)),
+    /** The schema its runs' input must match (`inputSchema`); absent: any JSON input. Starts are checked against it. */
+    inputSchema: Type.Optional(InputSchemaField),
     /** The schedules its code declares (absent: a worker that does not say, whose registration leaves them alone). */
     schedules: Type.Optional(ListOf('schedules', DeclaredSchedule, 0, DECLARED_SCHEDULES_MAX, 'schedules declared in code')),
   },
