@@ -27,6 +27,7 @@ import { WorkerDeclaredSchedules1765800000000 } from './migrations/1765800000000
 import { HandOff1765900000000 } from './migrations/1765900000000-hand-off';
 import { StartPublishes1766000000000 } from './migrations/1766000000000-start-publishes';
 import { RateDelayedRuns1766100000000 } from './migrations/1766100000000-rate-delayed-runs';
+import { BuildIds1766400000000 } from './migrations/1766400000000-build-ids';
 
 export const ENTITIES = [RunEntity, TaskEntity];
 export const MIGRATIONS = [
@@ -47,6 +48,7 @@ export const MIGRATIONS = [
   HandOff1765900000000,
   StartPublishes1766000000000,
   RateDelayedRuns1766100000000,
+  BuildIds1766400000000,
 ];
 
 export interface PersistenceOptions {

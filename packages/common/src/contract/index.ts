@@ -4,7 +4,7 @@ export * from './dead-letter.contracts';
 export * from './endpoint-call';
 export * from './endpoints';
 export * from './error-body';
-export { IDENTIFIER_MAX_LENGTH, isTimestamp, KEY_MAX_LENGTH } from './fields';
+export { BUILD_ID_MAX_LENGTH, IDENTIFIER_MAX_LENGTH, isTimestamp, KEY_MAX_LENGTH } from './fields';
 export { assertJsonDepth, JSON_DOCUMENT_MAX_DEPTH, JSON_MAX_BYTES, JSON_MAX_DEPTH, type JsonValue } from './json-document';
 export * from './openapi-document';
 export * from './routes';
