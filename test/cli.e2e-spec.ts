@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { type RunPage, type RunView, WorkflowClient } from '@nest-durable/client';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -410,8 +411,10 @@ describe('wf (the command line)', () => {
       const id = await eventually('the worker registered', async () => (await client.listWorkers()).items[0]?.id);
       const human = await wf(['workers'], env);
       expect(human).toMatchObject({ code: 0, stderr: '' });
-      expect(human.stdout).toMatch(/^ID\s+STATE\s+SUBSCRIBER\s+RUNS\s+LAST SEEN\s+WORKFLOWS$/m);
-      expect(human.stdout).toMatch(new RegExp(`^${id}\\s+online\\s+http\\s+\\d+/10\\s+\\S+\\s+.*\\becho@1\\b`, 'm'));
+      expect(human.stdout).toMatch(/^ID\s+STATE\s+BUILD\s+SUBSCRIBER\s+RUNS\s+LAST SEEN\s+WORKFLOWS$/m);
+      // Its build: the worker app sets none here, so the default, the version of the package.json above the entry (Jest's: this repository's).
+      const { version } = JSON.parse(readFileSync(join(__dirname, '..', 'package.json'), 'utf8')) as { version: string };
+      expect(human.stdout).toMatch(new RegExp(`^${id}\\s+online\\s+${version.replaceAll('.', '\\.')}\\s+http\\s+\\d+/10\\s+\\S+\\s+.*\\becho@1\\b`, 'm'));
       const json = JSON.parse((await wf(['workers', '--json'], env)).stdout) as { items: { id: string; online: boolean }[] };
       expect(json.items.map((worker) => [worker.id, worker.online])).toEqual([[id, true]]);
     });

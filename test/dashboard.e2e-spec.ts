@@ -90,6 +90,7 @@ describe('dashboard', () => {
     worker = await startCustomWorker(coordinator.url, {
       workflows: [fragileWorkflow, stepsWorkflow, approvalWorkflow, parentWorkflow],
       workerId: 'dashboard-worker',
+      buildId: 'dashboard-build.7',
       claimWaitMs: 1_000,
       headers: { authorization: `Bearer ${WORKER_TOKEN}` },
     });
@@ -247,6 +248,13 @@ describe('dashboard', () => {
     expect(shown).toEqual(['task validate completed', 'patch audit completed', 'sleep cool-down completed', 'task charge completed', 'task notify completed']);
     expect(await steps.nth(1).textContent()).toContain('the run takes the patched branch');
     expect(await shownStatus(page)).toBe('completed');
+    // The build of the worker that ran it.
+    expect(
+      await page
+        .locator('.facts > div', { has: page.locator('dt', { hasText: /^Build$/ }) })
+        .locator('dd')
+        .textContent(),
+    ).toBe('dashboard-build.7');
     await screenshot('run');
   });
 
@@ -425,6 +433,7 @@ describe('dashboard', () => {
     await navigateTo('Workers');
     await page.getByRole('rowheader', { name: 'dashboard-worker' }).waitFor();
     expect(await page.getByRole('row', { name: /dashboard-worker/ }).textContent()).toContain('dashboard-fragile@1');
+    expect(await page.getByRole('row', { name: /dashboard-worker/ }).textContent()).toContain('dashboard-build.7');
     await screenshot('workers');
 
     await navigateTo('Dead letters');

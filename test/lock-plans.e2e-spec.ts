@@ -118,7 +118,14 @@ describe('the worker path finds its runs by index in the generic plan', () => {
   it("the claim's probe for claims gone idle: one queue's index entries at a time", async () => {
     const claims = (on: SqlExecutor) => new ClaimRepository(on as unknown as Database);
     const plan = await genericPlanOf((on) =>
-      claims(on).claim({ queues: [{ queue: 'default', limit: 1, wakeups: ['w#1'] }], limit: 1, workerId: 'w', claimMinIdleTimeMs: 30_000, maxStalls: 3 }),
+      claims(on).claim({
+        queues: [{ queue: 'default', limit: 1, wakeups: ['w#1'] }],
+        limit: 1,
+        workerId: 'w',
+        buildId: null,
+        claimMinIdleTimeMs: 30_000,
+        maxStalls: 3,
+      }),
     );
     const probe = nodes(nodes(plan).find((node) => node['Subplan Name'] === 'CTE idle_claims')!);
     const scans = probe.filter((node) => node['Relation Name'] === 'runs');

@@ -515,6 +515,7 @@ CREATE TABLE public.runs (
     holds_slot boolean DEFAULT false NOT NULL,
     tags jsonb DEFAULT '{}'::jsonb NOT NULL,
     rate_delayed boolean DEFAULT false NOT NULL,
+    build_id text,
     CONSTRAINT runs_concurrency_key_check CHECK (((length(concurrency_key) >= 1) AND (length(concurrency_key) <= 255))),
     CONSTRAINT runs_idempotency_key_check CHECK (((length(idempotency_key) >= 1) AND (length(idempotency_key) <= 255))),
     CONSTRAINT runs_status_check CHECK ((status = ANY (ARRAY['queued'::text, 'running'::text, 'waiting'::text, 'completed'::text, 'failed'::text, 'cancelled'::text]))),
@@ -589,7 +590,8 @@ CREATE TABLE public.workers (
     started_at timestamp with time zone DEFAULT now() NOT NULL,
     last_seen_at timestamp with time zone DEFAULT now() NOT NULL,
     expires_at timestamp with time zone NOT NULL,
-    declared_schedules jsonb DEFAULT '[]'::jsonb NOT NULL
+    declared_schedules jsonb DEFAULT '[]'::jsonb NOT NULL,
+    build_id text
 );
 
 --

@@ -113,12 +113,12 @@ export function newRun(workflow: string, overrides: Partial<NewRun> = {}): NewRu
 }
 
 /**
- * Starts `run` running for `workerId` at revision 1 (claimed in the start's commit, as a hand-off leaves it). Its
- * queue must hold no ready run nor a claim gone idle, and its version no active control.
+ * Starts `run` running for `workerId` (of build `buildId`) at revision 1 (claimed in the start's commit, as a
+ * hand-off leaves it). Its queue must hold no ready run nor a claim gone idle, and its version no active control.
  */
-export async function startClaimed(db: SqlExecutor, run: NewRun, workerId = 'worker-a'): Promise<void> {
+export async function startClaimed(db: SqlExecutor, run: NewRun, workerId = 'worker-a', buildId: string | null = null): Promise<void> {
   const queue = queueName(run.workflow, run.version, run.shard ?? undefined);
-  const [started] = await startHandedRuns(db, [run], { workerId, queues: [queue], claimMinIdleTimeMs: 60_000 });
+  const [started] = await startHandedRuns(db, [run], { workerId, buildId, queues: [queue], claimMinIdleTimeMs: 60_000 });
   if (started?.status !== 'running') throw new Error(`run ${run.id} was not handed to ${workerId}: ${JSON.stringify(started)}`);
 }
 

@@ -13,6 +13,7 @@ export function workerModuleOptions(config: WorkerConfig, workflows: WorkflowWor
     workflows,
     coordinatorUrl: config.coordinatorUrls,
     workerId: config.workerId,
+    buildId: config.buildId,
     concurrency: config.concurrency,
     heartbeatIntervalMs: config.heartbeatIntervalMs,
     claimWaitMs: config.claimWaitMs,

@@ -44,6 +44,18 @@ describe('EnvReader', () => {
     expect(env.listOf('MISSING', parse)).toEqual([]);
   });
 
+  it('reads an optional value with a parser, naming the variable when it refuses it', () => {
+    const parse = (value: string) => {
+      if (value.includes(' ')) throw new Error('build must have no spaces');
+      return value.toUpperCase();
+    };
+    const env = new EnvReader({ BUILD: 'v 1', GOOD: 'v1', EMPTY: '' });
+    expect(() => env.optional('BUILD', parse)).toThrow(new ConfigError('BUILD: build must have no spaces, got "v 1"'));
+    expect(env.optional('GOOD', parse)).toBe('V1');
+    expect(env.optional('EMPTY', parse)).toBeUndefined();
+    expect(env.optional('MISSING', parse)).toBeUndefined();
+  });
+
   it('never echoes a password', () => {
     expect(redact('postgres://user:secret@host:5432/db')).toBe('postgres://user:***@host:5432/db');
     expect(() => new EnvReader({ DB: 'ftp://u:secret@h/db' }).url('DB', ['postgres'])).toThrow(/u:\*\*\*@h/);

@@ -31,6 +31,17 @@ export class EnvReader {
     return value === undefined || value === '' ? undefined : value;
   }
 
+  /** The variable read by `parse` (which throws on a bad value), or undefined when it is not set. */
+  optional<T>(name: string, parse: (value: string) => T): T | undefined {
+    const value = this.optionalString(name);
+    if (value === undefined) return undefined;
+    try {
+      return parse(value);
+    } catch (error) {
+      throw new ConfigError(`${name}: ${(error as Error).message}, got "${value}"`);
+    }
+  }
+
   integer(name: string, fallback: number, min: number, max: number): number {
     const raw = this.env[name];
     if (raw === undefined || raw === '') return fallback;

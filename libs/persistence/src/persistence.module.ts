@@ -29,6 +29,7 @@ import { StartPublishes1766000000000 } from './migrations/1766000000000-start-pu
 import { RateDelayedRuns1766100000000 } from './migrations/1766100000000-rate-delayed-runs';
 import { WorkflowInputSchemas1766200000000 } from './migrations/1766200000000-workflow-input-schemas';
 import { PatchMarkers1766300000000 } from './migrations/1766300000000-patch-markers';
+import { BuildIds1766400000000 } from './migrations/1766400000000-build-ids';
 
 export const ENTITIES = [RunEntity, TaskEntity];
 export const MIGRATIONS = [
@@ -51,6 +52,7 @@ export const MIGRATIONS = [
   RateDelayedRuns1766100000000,
   WorkflowInputSchemas1766200000000,
   PatchMarkers1766300000000,
+  BuildIds1766400000000,
 ];
 
 export interface PersistenceOptions {

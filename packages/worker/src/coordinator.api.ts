@@ -67,7 +67,7 @@ export class CoordinatorApi implements OnApplicationShutdown {
     await this.afterQueuedReports();
     const response = await this.coordinators.call(
       API.claimRuns,
-      { body: { workerId: this.options.workerId, workflows, limit, waitMs } },
+      { body: { workerId: this.options.workerId, buildId: this.options.buildId, workflows, limit, waitMs } },
       { signal, timeoutMs: waitMs + REQUEST_TIMEOUT_MS },
     );
     return response.runs;
@@ -86,7 +86,11 @@ export class CoordinatorApi implements OnApplicationShutdown {
     // A withdrawal may overtake it: the coordinator answers such an offer at once.
     const answer = this.afterQueuedReports()
       .then(() =>
-        coordinator(API.offerRuns, { body: { offerId, workerId: this.options.workerId, workflows, waitMs } }, { timeoutMs: waitMs + REQUEST_TIMEOUT_MS }),
+        coordinator(
+          API.offerRuns,
+          { body: { offerId, workerId: this.options.workerId, buildId: this.options.buildId, workflows, waitMs } },
+          { timeoutMs: waitMs + REQUEST_TIMEOUT_MS },
+        ),
       )
       .then((response) => response.runs);
     return {
@@ -122,7 +126,11 @@ export class CoordinatorApi implements OnApplicationShutdown {
    */
   async take(workflows: (WorkflowRef & { wakeups: string[] })[]): Promise<TakeRunsResponse> {
     if (workflows.length === 0) return { runs: [], requeue: [] };
-    return this.coordinators.call(API.takeRuns, { body: { workerId: this.options.workerId, workflows } }, { timeoutMs: REQUEST_TIMEOUT_MS });
+    return this.coordinators.call(
+      API.takeRuns,
+      { body: { workerId: this.options.workerId, buildId: this.options.buildId, workflows } },
+      { timeoutMs: REQUEST_TIMEOUT_MS },
+    );
   }
 
   /** Hands the coordinator a Streams wake-up that was delivered too often (see StreamDeadLetterReport). */

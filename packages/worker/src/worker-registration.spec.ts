@@ -57,8 +57,14 @@ describe('WorkerRegistrar', () => {
     expect(warnings.mock.calls).toEqual([[expect.stringContaining('connection refused')]]);
   });
 
-  it('says which subscriber it reads and whether that one has failed over to HTTP', async () => {
-    const options = resolveWorkerOptions({ workflows: [workflow], coordinatorUrl: 'http://unused', concurrency: 3, shards: ['eu'] });
+  it('says which build it runs, which subscriber it reads and whether that one has failed over to HTTP', async () => {
+    const options = resolveWorkerOptions({
+      workflows: [workflow],
+      coordinatorUrl: 'http://unused',
+      concurrency: 3,
+      shards: ['eu'],
+      buildId: '2.0.1+sha.1c0ffee',
+    });
     const primary = flakyPrimary();
     const backup = { name: 'http', claim: async () => [] } as unknown as HttpSubscriber;
     const subscriber = new FailoverSubscriber(primary, backup, 0);
@@ -66,6 +72,7 @@ describe('WorkerRegistrar', () => {
     const registry = new WorkflowRegistry(options);
     const registrar = new WorkerRegistrar({} as CoordinatorApi, registry, runtime, new RegistrationGate(registry), subscriber, options);
     const expected: WorkerRegistration = {
+      buildId: '2.0.1+sha.1c0ffee',
       subscriber: 'redis-streams',
       failedOver: false,
       concurrency: 3,

@@ -73,6 +73,7 @@ export class WorkerRegistrar implements OnApplicationBootstrap, BeforeApplicatio
   registration(): WorkerRegistration {
     const failover = this.subscriber instanceof FailoverSubscriber ? this.subscriber : undefined;
     return {
+      buildId: this.options.buildId,
       subscriber: (failover?.primary ?? this.subscriber).name,
       failedOver: failover?.usingBackup ?? false,
       concurrency: this.options.concurrency,

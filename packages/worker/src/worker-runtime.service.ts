@@ -53,7 +53,7 @@ export class WorkerRuntime implements OnApplicationBootstrap, BeforeApplicationS
   onApplicationBootstrap(): void {
     this.loop = this.consume().finally(() => (this.loopEnded = true));
     this.heartbeatTimer = setInterval(() => this.heartbeatTick(), this.options.heartbeatIntervalMs);
-    this.logger.log(`worker ${this.options.workerId} started (concurrency ${this.options.concurrency})`);
+    this.logger.log(`worker ${this.options.workerId} started (build ${this.options.buildId}, concurrency ${this.options.concurrency})`);
   }
 
   /**

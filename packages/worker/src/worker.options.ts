@@ -1,8 +1,9 @@
 import { isHttpUrl } from '@nest-durable/client';
-import { REGISTRATION_INTERVAL_MAX_MS } from '@nest-durable/common';
+import { parseBuildId, REGISTRATION_INTERVAL_MAX_MS } from '@nest-durable/common';
 import type { WorkflowDefinition } from '@nest-durable/workflow';
 import { LEASE_DEFAULTS } from '@app/locking';
 import { hostname } from 'node:os';
+import { defaultBuildId } from './build-id';
 import { WorkerSetupError } from './worker-setup.error';
 
 /** Injection token of the worker's options with every default filled in (ResolvedWorkerOptions). */
@@ -22,6 +23,13 @@ export interface WorkflowWorkerOptions {
   coordinatorUrl: string | string[];
   /** Stable name of this worker process; recorded on the runs it claims. Default: host-pid. */
   workerId?: string;
+  /**
+   * Which build of the code this worker runs (a version, a commit, an image tag): recorded on each run it executes
+   * (`buildId` of GET /v1/runs/:id: the build that ran it last) and shown by GET /v1/workers. 1-128 letters, digits,
+   * '.', '_', '+' or '-', starting with a letter or digit. Default: the version in the app's package.json (the
+   * nearest one above its entry script), else this package's version.
+   */
+  buildId?: string;
   /** Routing shards served (a run started with `shard` goes only to workers serving it). Default: runs without a shard. */
   shards?: string[];
   /** Handlers executing at once (a run reporting its outcome holds no slot: see WorkerRuntime). Default 10. */
@@ -62,6 +70,12 @@ export function resolveWorkerOptions(options: WorkflowWorkerOptions): ResolvedWo
     workflows: [] as WorkflowWorkerOptions['workflows'],
     ...Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)),
   } as ResolvedWorkerOptions;
+  resolved.buildId ??= defaultBuildId(process.argv[1]);
+  try {
+    parseBuildId(resolved.buildId);
+  } catch (error) {
+    throw new Error(`${(error as Error).message}, got ${JSON.stringify(resolved.buildId)}`);
+  }
   const urls: unknown = typeof resolved.coordinatorUrl === 'string' ? [resolved.coordinatorUrl] : resolved.coordinatorUrl;
   if (!Array.isArray(urls) || urls.length === 0 || !urls.every(isHttpUrl)) {
     throw new WorkerSetupError(`coordinatorUrl must be an http(s) URL or a non-empty list of them, got ${JSON.stringify(resolved.coordinatorUrl)}`);

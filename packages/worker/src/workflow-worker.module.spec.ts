@@ -3,6 +3,8 @@ import type { ClaimedRun } from '@nest-durable/common';
 import { defineWorkflow } from '@nest-durable/workflow';
 import { Inject, Injectable, Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { CoordinatorApi } from './coordinator.api';
 import { FailoverSubscriber } from './subscribers/failover.subscriber';
 import { HttpSubscriber } from './subscribers/http.subscriber';
@@ -71,6 +73,8 @@ describe('WorkflowWorkerModule', () => {
         heartbeatIntervalMs: 30_000,
         claimWaitMs: 20_000,
         shards: [],
+        // Under Jest, the entry script is Jest's, in node_modules: the project above it is this repository.
+        buildId: (JSON.parse(readFileSync(join(__dirname, '../../../package.json'), 'utf8')) as { version: string }).version,
       });
       expect(app.get(WorkflowRegistry).refs()).toEqual([{ name: 'echo', version: '1' }]);
     });
@@ -95,6 +99,12 @@ describe('WorkflowWorkerModule', () => {
       );
       await expect(compile(WorkflowWorkerModule.forRoot({ workflows: [echo], coordinatorUrl: ['http://a:3000', ''] }))).rejects.toThrow(
         'coordinatorUrl must be an http(s) URL or a non-empty list of them, got ["http://a:3000",""]',
+      );
+      await expect(compile(WorkflowWorkerModule.forRoot({ workflows: [echo], coordinatorUrl: 'http://a:3000', buildId: 'release 7' }))).rejects.toThrow(
+        `buildId must be 1-128 characters of letters, digits, '.', '_', '+' or '-', starting with a letter or digit, got "release 7"`,
+      );
+      await expect(compile(WorkflowWorkerModule.forRoot({ workflows: [echo], coordinatorUrl: 'http://a:3000', buildId: 'x'.repeat(129) }))).rejects.toThrow(
+        'buildId must be 1-128 characters',
       );
     });
 

@@ -78,9 +78,9 @@ const turn = () => new Promise((resolve) => setImmediate(resolve));
 describe('RunLifecycle, a start', () => {
   it('takes for a run due now the claim waiting longest for its queue, whose worker is still there, and tells the statement of it', () => {
     const { events, waiting } = lifecycle();
-    waiting.offer('w-gone', ['echo:1'], () => true);
-    waiting.offer('w-1', ['chain:1', 'echo:1'], connected);
-    waiting.offer('w-2', ['echo:1'], connected);
+    waiting.offer({ workerId: 'w-gone' }, ['echo:1'], () => true);
+    waiting.offer({ workerId: 'w-1' }, ['chain:1', 'echo:1'], connected);
+    waiting.offer({ workerId: 'w-2' }, ['echo:1'], connected);
     const handOff = events.handOffFor(newRun('r1', 'echo'));
     expect(handOff).toMatchObject({ workerId: 'w-1', queues: ['chain:1', 'echo:1'], claimMinIdleTimeMs: 90_000 });
     expect(handOff?.claim.workerId).toBe('w-1');
@@ -89,7 +89,7 @@ describe('RunLifecycle, a start', () => {
 
   it('takes no claim for a run due later, nor when none waits for its queue', () => {
     const { events, waiting } = lifecycle();
-    const offer = waiting.offer('w-1', ['later:1'], connected);
+    const offer = waiting.offer({ workerId: 'w-1' }, ['later:1'], connected);
     expect(events.handOffFor(newRun('r1', 'later', new Date(Date.now() + 60_000)))).toBeUndefined();
     expect(events.handOffFor(newRun('r2', 'other'))).toBeUndefined();
     expect(offer.withdraw()).toBe(true); // still offered
@@ -102,7 +102,7 @@ describe('RunLifecycle, a start', () => {
 
   it('that handed its run over: the claim answers with it, and only a turn later are the runs counted and the start answered', async () => {
     const { events, log, waiting } = lifecycle({ publisher: true });
-    const offer = waiting.offer('w-1', ['echo:1'], connected);
+    const offer = waiting.offer({ workerId: 'w-1' }, ['echo:1'], connected);
     const handOff = events.handOffFor(newRun('r1', 'echo'))!;
     void offer.handed.then((run) => log.push(`claim answered with ${run?.id} at revision ${run?.revision}`));
     const claimAnswers = events.started(new Map([startedRun('r1', 'echo', 'running')]), handOff);
@@ -116,7 +116,7 @@ describe('RunLifecycle, a start', () => {
 
   it('whose run went in queued: the claim is told nothing was handed; the taken wake-up is published, the run counted and a claim woken at once', async () => {
     const { events, log, waiting } = lifecycle({ publisher: true });
-    const offer = waiting.offer('w-1', ['echo:1'], connected);
+    const offer = waiting.offer({ workerId: 'w-1' }, ['echo:1'], connected);
     const handOff = events.handOffFor(newRun('r1', 'echo'))!;
     expect(events.started(new Map([startedRun('r1', 'echo', 'queued', { outboxId: 'o1' })]), handOff)).toBeUndefined();
     expect(log).toEqual(['publish o1/echo:1/1', 'started echo 1', `wake ${RUNS_READY_CHANNEL} echo:1 1`]);
@@ -156,7 +156,7 @@ describe('RunLifecycle, a start', () => {
 
   it('that failed after taking a claim: gives back the run it may have handed over (fenced at revision 1), then settles the claim with nothing', async () => {
     const { events, log, waiting } = lifecycle();
-    const offer = waiting.offer('w-1', ['echo:1'], connected);
+    const offer = waiting.offer({ workerId: 'w-1' }, ['echo:1'], connected);
     const run = newRun('r1', 'echo');
     const handOff = events.handOffFor(run)!;
     void offer.handed.then((handed) => log.push(`claim answered with ${handed}`));

@@ -71,7 +71,7 @@ export class RunLifecycle {
   handOffFor(run: NewRun): HandOff | undefined {
     if (run.runAt !== null && run.runAt.getTime() > Date.now()) return undefined;
     const claim = this.waitingClaims.take(queueName(run.workflow, run.version, run.shard ?? undefined));
-    return claim && { workerId: claim.workerId, queues: claim.queues, claimMinIdleTimeMs: this.config.claimMinIdleTimeMs, claim };
+    return claim && { workerId: claim.workerId, buildId: claim.buildId, queues: claim.queues, claimMinIdleTimeMs: this.config.claimMinIdleTimeMs, claim };
   }
 
   /**

@@ -4,6 +4,8 @@ import { Injectable } from '@nestjs/common';
 /** A claim long-poll waiting on this coordinator, as the start that took it sees it. */
 export interface WaitingClaim {
   readonly workerId: string;
+  /** Its worker's build id (null: the worker did not send one), recorded on the run handed to it. */
+  readonly buildId: string | null;
   /** Every queue the claim waits for. */
   readonly queues: readonly string[];
   /**
@@ -11,6 +13,12 @@ export interface WaitingClaim {
    * queued, or no run at all), after which the claim claims as usual.
    */
   settle(run: ClaimedRun | undefined): void;
+}
+
+/** The worker a claim or an offer is for, as its request names it. */
+export interface ClaimingWorker {
+  readonly workerId: string;
+  readonly buildId?: string;
 }
 
 /** The same wait, as the claim that offered itself sees it. */
@@ -29,12 +37,17 @@ class Offer implements WaitingClaim, ClaimOffer {
   private markTaken!: () => void;
   private resolveHanded!: (run: ClaimedRun | undefined) => void;
 
+  readonly workerId: string;
+  readonly buildId: string | null;
+
   constructor(
-    readonly workerId: string,
+    worker: ClaimingWorker,
     readonly queues: readonly string[],
     readonly gone: () => boolean,
     private readonly remove: (offer: Offer) => void,
   ) {
+    this.workerId = worker.workerId;
+    this.buildId = worker.buildId ?? null;
     this.taken = new Promise((resolve) => (this.markTaken = resolve));
     this.handed = new Promise((resolve) => (this.resolveHanded = resolve));
   }
@@ -73,11 +86,11 @@ export class WaitingClaims {
   private readonly byQueue = new Map<string, Set<Offer>>();
 
   /**
-   * Offers a claim that found nothing and waits for runs of `queues`, until it withdraws or a start
+   * Offers a claim of `worker` that found nothing and waits for runs of `queues`, until it withdraws or a start
    * takes it. `gone()` says its worker disconnected: a start passes it over.
    */
-  offer(workerId: string, queues: readonly string[], gone: () => boolean): ClaimOffer {
-    const offer = new Offer(workerId, queues, gone, (done) => this.remove(done));
+  offer(worker: ClaimingWorker, queues: readonly string[], gone: () => boolean): ClaimOffer {
+    const offer = new Offer(worker, queues, gone, (done) => this.remove(done));
     for (const queue of queues) {
       const offers = this.byQueue.get(queue) ?? new Set();
       offers.add(offer);

@@ -20,6 +20,7 @@ export function toRunView(run: RunEntity, tasks?: TaskEntity[], paused = false):
     concurrencyKey: run.concurrencyKey,
     paused: paused && (run.status === 'queued' || run.status === 'waiting'),
     parentId: run.parentId,
+    buildId: run.buildId,
     tags: run.tags,
     runAt: isoOrNull(run.dueAt),
     createdAt: run.createdAt.toISOString(),

@@ -132,8 +132,8 @@ describe('RunsService start with a claim waiting for its queue', () => {
 
   it('hands the run to the claim that has waited longest, which gets it as a claim would return it', async () => {
     const { runs, waiting, handedTo, woken } = service();
-    const first = waiting.offer('w-1', ['echo:1'], connected);
-    const second = waiting.offer('w-2', ['echo:1'], connected);
+    const first = waiting.offer({ workerId: 'w-1' }, ['echo:1'], connected);
+    const second = waiting.offer({ workerId: 'w-2' }, ['echo:1'], connected);
     const { run } = await runs.start({ workflow: 'echo', version: '1', input: { n: 1 }, priority: 0 });
     expect(handedTo).toEqual(['w-1']);
     expect(run.status).toBe('running');
@@ -144,9 +144,9 @@ describe('RunsService start with a claim waiting for its queue', () => {
 
   it('passes over claims whose worker disconnected, and claims of other queues', async () => {
     const { runs, waiting, handedTo } = service();
-    waiting.offer('w-gone', ['echo:1'], () => true);
-    waiting.offer('w-other', ['chain:1'], connected);
-    const live = waiting.offer('w-live', ['chain:1', 'echo:1'], connected);
+    waiting.offer({ workerId: 'w-gone' }, ['echo:1'], () => true);
+    waiting.offer({ workerId: 'w-other' }, ['chain:1'], connected);
+    const live = waiting.offer({ workerId: 'w-live' }, ['chain:1', 'echo:1'], connected);
     await runs.start({ workflow: 'echo', version: '1', input: 1, priority: 0 });
     expect(handedTo).toEqual(['w-live']);
     expect((await live.handed)?.queue).toBe('echo:1');
@@ -154,7 +154,7 @@ describe('RunsService start with a claim waiting for its queue', () => {
 
   it('takes no claim for a run due later', async () => {
     const { runs, waiting, handedTo } = service();
-    const offer = waiting.offer('w-1', ['later:1'], connected);
+    const offer = waiting.offer({ workerId: 'w-1' }, ['later:1'], connected);
     await runs.start({ workflow: 'later', version: '1', input: 1, priority: 0, runAt: new Date(Date.now() + 60_000) });
     expect(handedTo).toEqual([undefined]);
     expect(offer.withdraw()).toBe(true);
@@ -162,7 +162,7 @@ describe('RunsService start with a claim waiting for its queue', () => {
 
   it('settles the claim with nothing when the run went in queued, and wakes claimers for it', async () => {
     const { runs, waiting, woken } = service({ refuseHandOff: true });
-    const offer = waiting.offer('w-1', ['echo:1'], connected);
+    const offer = waiting.offer({ workerId: 'w-1' }, ['echo:1'], connected);
     const { run } = await runs.start({ workflow: 'echo', version: '1', input: 1, priority: 0 });
     expect(run.status).toBe('queued');
     expect(await offer.handed).toBeUndefined();
@@ -171,7 +171,7 @@ describe('RunsService start with a claim waiting for its queue', () => {
 
   it('settles the claim with nothing when the start fails, and gives back a run it may have handed over', async () => {
     const { runs, waiting, released, handedTo } = service({ failStart: true });
-    const offer = waiting.offer('w-1', ['echo:1'], connected);
+    const offer = waiting.offer({ workerId: 'w-1' }, ['echo:1'], connected);
     await expect(runs.start({ workflow: 'echo', version: '1', input: 1, priority: 0 })).rejects.toThrow('connection terminated');
     expect(handedTo).toEqual(['w-1']);
     expect(offer.withdraw()).toBe(false); // taken: the claim awaits `handed`, which the failure settled
@@ -188,7 +188,7 @@ describe('RunsService start with a claim waiting for its queue', () => {
 
   it('hands nothing from a batch start', async () => {
     const { runs, waiting, handedTo } = service();
-    const offer = waiting.offer('w-1', ['echo:1'], connected);
+    const offer = waiting.offer({ workerId: 'w-1' }, ['echo:1'], connected);
     await runs.startMany([{ workflow: 'echo', version: '1', input: 1, priority: 0 }]);
     expect(handedTo).toEqual([undefined]);
     expect(offer.withdraw()).toBe(true);

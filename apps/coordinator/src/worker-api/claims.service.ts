@@ -71,7 +71,7 @@ export class ClaimsService {
       let runs: ClaimedRun[] = [];
       try {
         if (gone()) return [];
-        if (!quiet) runs = (await this.run({ queues: claimed, limit: request.limit, workerId: request.workerId })).runs;
+        if (!quiet) runs = (await this.run({ queues: claimed, limit: request.limit, workerId: request.workerId, buildId: request.buildId ?? null })).runs;
       } catch (error) {
         wait?.cancel();
         throw error;
@@ -86,7 +86,7 @@ export class ClaimsService {
         wait?.cancel();
         return runs;
       }
-      const offer = this.waiting.offer(request.workerId, queues, gone);
+      const offer = this.waiting.offer(request, queues, gone);
       await Promise.race([wait.notified, offer.taken]);
       if (offer.withdraw()) continue; // woken, or the poll interval passed: claim again
       wait.cancel();
@@ -125,7 +125,12 @@ export class ClaimsService {
       queues.set(queue, [...(queues.get(queue) ?? []), ...ref.wakeups]);
     }
     const wanted = [...queues].map(([queue, wakeups]) => ({ queue, limit: wakeups.length, wakeups }));
-    const { runs, requeue } = await this.run({ queues: wanted, limit: wanted.reduce((sum, q) => sum + q.limit, 0), workerId: request.workerId });
+    const { runs, requeue } = await this.run({
+      queues: wanted,
+      limit: wanted.reduce((sum, q) => sum + q.limit, 0),
+      workerId: request.workerId,
+      buildId: request.buildId ?? null,
+    });
     if (runs.length > 0 && gone()) {
       await this.releaseAll(runs);
       return { runs: [], requeue: [] };
@@ -133,7 +138,7 @@ export class ClaimsService {
     return { runs, requeue };
   }
 
-  private async run(params: Pick<ClaimParams, 'queues' | 'limit' | 'workerId'>): Promise<TakeRunsResponse> {
+  private async run(params: Pick<ClaimParams, 'queues' | 'limit' | 'workerId' | 'buildId'>): Promise<TakeRunsResponse> {
     const startedAt = performance.now();
     const { runs, stalled, requeue } = await this.claims.claim({
       ...params,

@@ -57,7 +57,7 @@ export class OffersService implements BeforeApplicationShutdown {
     void closed.then(end);
     try {
       for (;;) {
-        const offer = this.waiting.offer(request.workerId, queues, gone);
+        const offer = this.waiting.offer(request, queues, gone);
         await Promise.race([offer.taken, ended]);
         if (offer.withdraw()) return [];
         const handed = await handedBy(offer, deadline + HANDED_GRACE_MS, (run) => this.giveBack(run));

@@ -82,6 +82,17 @@ function Facts({ run, worker, ranFor }: { run: RunView; worker: string | null | 
     ['Attempt', run.attempt],
     ['Revision', run.revision],
     ['Worker', worker ?? '—'],
+    // The build of the worker that executed it last (a claim, take or hand-off records it).
+    [
+      'Build',
+      run.buildId ? (
+        <span class="mono" key="build">
+          {run.buildId}
+        </span>
+      ) : (
+        '—'
+      ),
+    ],
     ['Priority', run.priority],
     ['Stalls', run.stalls],
     ['Idempotency key', run.idempotencyKey ?? '—'],

@@ -25,6 +25,7 @@ export function Workers() {
           <tr>
             <th scope="col">worker</th>
             <th scope="col">state</th>
+            <th scope="col">build</th>
             <th scope="col">subscriber</th>
             <th scope="col" class="number">
               concurrency
@@ -44,6 +45,7 @@ export function Workers() {
                 {worker.id}
               </th>
               <td>{worker.online ? 'online' : 'offline'}</td>
+              <td class="mono">{worker.buildId ?? '—'}</td>
               <td>
                 {worker.subscriber}
                 {worker.failedOver && <strong class="warn"> (failed over)</strong>}

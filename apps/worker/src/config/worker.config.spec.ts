@@ -30,6 +30,16 @@ describe('loadWorkerConfig', () => {
     expect(loadWorkerConfig({ WORKER_SHARDS: 'eu, us-east' }).shards).toEqual(['eu', 'us-east']);
   });
 
+  it("reads WORKER_BUILD_ID, left to the worker module's default when unset", () => {
+    expect(loadWorkerConfig({ WORKER_BUILD_ID: '1.4.0+sha.5e3c1f2' }).buildId).toBe('1.4.0+sha.5e3c1f2');
+    expect(loadWorkerConfig({}).buildId).toBeUndefined();
+    expect(() => loadWorkerConfig({ WORKER_BUILD_ID: 'release 7' })).toThrow(
+      new ConfigError(
+        `WORKER_BUILD_ID: buildId must be 1-128 characters of letters, digits, '.', '_', '+' or '-', starting with a letter or digit, got "release 7"`,
+      ),
+    );
+  });
+
   it('reads a Redis Cluster seed list, and refuses it beside REDIS_URL', () => {
     expect(loadWorkerConfig({ REDIS_CLUSTER_NODES: 'redis-1:7000, 10.0.0.2:7001,[::1]:7002' }).redisClusterNodes).toEqual([
       { host: 'redis-1', port: 7000 },

@@ -1,5 +1,5 @@
 import { EnvReader, type LogLevelName, readLogging, readRedis } from '@app/config';
-import { parseIdentifier } from '@nest-durable/common';
+import { parseBuildId, parseIdentifier } from '@nest-durable/common';
 import { WORKER_DEFAULTS } from '@nest-durable/worker';
 import { DEFAULT_REDIS_SUBSCRIBER_OPTIONS } from '@nest-durable/worker/redis';
 import { hostname } from 'node:os';
@@ -10,6 +10,8 @@ export interface WorkerConfig {
   /** One coordinator, or several of one deployment (requests spread over those answering). */
   coordinatorUrls: string[];
   workerId: string;
+  /** Recorded on the runs it executes; undefined: the worker module's default (the app's package.json version). */
+  buildId?: string;
   concurrency: number;
   heartbeatIntervalMs: number;
   claimWaitMs: number;
@@ -43,6 +45,7 @@ export function loadWorkerConfig(env: Record<string, string | undefined>): Worke
   return {
     coordinatorUrls: read.urls('COORDINATOR_URL', ['http', 'https'], 'http://127.0.0.1:3000'),
     workerId: read.string('WORKER_ID', `${hostname()}-${process.pid}`),
+    buildId: read.optional('WORKER_BUILD_ID', parseBuildId),
     concurrency: read.integer('WORKER_CONCURRENCY', WORKER_DEFAULTS.concurrency, 1, 10_000),
     heartbeatIntervalMs: read.integer('HEARTBEAT_INTERVAL_MS', WORKER_DEFAULTS.heartbeatIntervalMs, 50, 86_400_000),
     claimWaitMs: read.integer('CLAIM_WAIT_MS', WORKER_DEFAULTS.claimWaitMs, 0, 60_000),

@@ -69,6 +69,10 @@ export class RunEntity {
   @Column('text', { name: 'claimed_by', nullable: true })
   claimedBy: string | null;
 
+  /** The build id of the worker that took it last (null until one did, or when that worker did not say). */
+  @Column('text', { name: 'build_id', nullable: true })
+  buildId: string | null;
+
   @Column('timestamptz', { name: 'heartbeat_at', nullable: true })
   heartbeatAt: Date | null;
 

@@ -12,6 +12,7 @@ const claimOf = (workflow: string, overrides: Partial<ClaimParams> = {}): ClaimP
   queues: [{ queue: queueName(workflow, '1'), limit: 10 }],
   limit: 10,
   workerId: 'worker-a',
+  buildId: 'build-a',
   claimMinIdleTimeMs: 60_000,
   maxStalls: 3,
   ...overrides,
@@ -62,18 +63,22 @@ describe('the claim statement, full form (claimRunsFull)', () => {
     expect(await taken(claimRunsFull)).toEqual(common);
   });
 
-  it('takes over a claim gone idle before a ready run, counting the stall and fencing the old holder off', async () => {
+  it("takes over a claim gone idle before a ready run, counting the stall, fencing the old holder off and recording the new holder's build id", async () => {
     const [held, ready] = [newRun('takeover'), newRun('takeover')];
     await startRuns(database.db, [held]);
     await claimRunsFull(database.db, claimOf('takeover'));
+    expect(await database.sql(`SELECT build_id FROM runs WHERE id = $1`, [held.id])).toEqual([{ build_id: 'build-a' }]);
     await startRuns(database.db, [ready]);
     await goIdle(held.id);
 
-    const rows = await claimRunsFull(database.db, claimOf('takeover', { workerId: 'worker-b', queues: [{ queue: 'takeover:1', limit: 1 }] }));
+    const rows = await claimRunsFull(
+      database.db,
+      claimOf('takeover', { workerId: 'worker-b', buildId: 'build-b', queues: [{ queue: 'takeover:1', limit: 1 }] }),
+    );
 
     expect(rows.map((row) => [row.kind, row.id, row.revision, row.readyForSeconds])).toEqual([['run', held.id, 2, null]]);
-    expect(await database.sql(`SELECT status, revision, claimed_by, stalls FROM runs WHERE id = $1`, [held.id])).toEqual([
-      { status: 'running', revision: 2, claimed_by: 'worker-b', stalls: 1 },
+    expect(await database.sql(`SELECT status, revision, claimed_by, build_id, stalls FROM runs WHERE id = $1`, [held.id])).toEqual([
+      { status: 'running', revision: 2, claimed_by: 'worker-b', build_id: 'build-b', stalls: 1 },
     ]);
     expect(await database.sql(`SELECT status FROM runs WHERE id = $1`, [ready.id])).toEqual([{ status: 'queued' }]);
     expect(await refreshClaims(database.db, [{ id: held.id, expectedRevision: 1 }])).toEqual([held.id]);

@@ -161,7 +161,7 @@ const CLAIM_FULL = prepared(
     RETURNING p.id, p.queue
   ), claimed AS (
     UPDATE runs r
-       SET status = 'running', revision = r.revision + 1, claimed_by = $4, stalls = r.stalls + p.idle::integer,
+       SET status = 'running', revision = r.revision + 1, claimed_by = $4, build_id = $9, stalls = r.stalls + p.idle::integer,
            claimed_via = u.ref, heartbeat_at = now(), updated_at = now(), started_at = coalesce(r.started_at, now()),
            holds_slot = p.counts_slot, rate_delayed = false
       FROM picked p LEFT JOIN wakeups u ON u.queue = p.queue AND u.k = p.k

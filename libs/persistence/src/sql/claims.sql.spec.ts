@@ -10,6 +10,7 @@ const claimOf = (workflow: string, overrides: Partial<ClaimParams> = {}): ClaimP
   queues: [{ queue: queueName(workflow, '1'), limit: 10 }],
   limit: 10,
   workerId: 'worker-a',
+  buildId: 'build-a',
   claimMinIdleTimeMs: 60_000,
   maxStalls: 3,
   ...overrides,
@@ -26,7 +27,7 @@ describe('the claim statement, common form (claimRunsCommon)', () => {
     await database?.close();
   });
 
-  it('takes due runs, highest priority first then oldest due, up to the limit: running at revision + 1 for the worker, with their transitions', async () => {
+  it('takes due runs, highest priority first then oldest due, up to the limit: running at revision + 1 for the worker, its build id recorded, with their transitions', async () => {
     const [first, urgent, second, later] = [
       newRun('takes'),
       newRun('takes', { priority: 5 }),
@@ -44,17 +45,27 @@ describe('the claim statement, common form (claimRunsCommon)', () => {
     ]);
     expect(rows[0]).toMatchObject({ workflow: 'takes', version: '1', queue: 'takes:1', attempt: 1, input: { workflow: 'takes' }, wakeup: 'w#1' });
     expect(rows[0].readyForSeconds).toBeGreaterThanOrEqual(0);
-    const stored = await database.sql<{ id: string }>(`SELECT id, status, revision, claimed_by FROM runs WHERE workflow = 'takes'`);
+    const stored = await database.sql<{ id: string }>(`SELECT id, status, revision, claimed_by, build_id FROM runs WHERE workflow = 'takes'`);
     expect(Object.fromEntries(stored.map(({ id, ...run }) => [id, run]))).toEqual({
-      [first.id]: { status: 'running', revision: 1, claimed_by: 'worker-a' },
-      [urgent.id]: { status: 'running', revision: 1, claimed_by: 'worker-a' },
-      [second.id]: { status: 'queued', revision: 0, claimed_by: null },
-      [later.id]: { status: 'queued', revision: 0, claimed_by: null },
+      [first.id]: { status: 'running', revision: 1, claimed_by: 'worker-a', build_id: 'build-a' },
+      [urgent.id]: { status: 'running', revision: 1, claimed_by: 'worker-a', build_id: 'build-a' },
+      [second.id]: { status: 'queued', revision: 0, claimed_by: null, build_id: null },
+      [later.id]: { status: 'queued', revision: 0, claimed_by: null, build_id: null },
     });
     expect(await database.sql(`SELECT from_status, to_status, revision, worker_id FROM run_transitions WHERE run_id = $1 ORDER BY id`, [urgent.id])).toEqual([
       { from_status: null, to_status: 'queued', revision: 0, worker_id: null },
       { from_status: 'queued', to_status: 'running', revision: 1, worker_id: 'worker-a' },
     ]);
+  });
+
+  it('records no build id for a worker that sends none (an older worker), replacing the one of the build that ran the run before', async () => {
+    const run = newRun('unbuilt');
+    await startRuns(database.db, [run]);
+    await database.sql(`UPDATE runs SET build_id = 'build-old' WHERE id = $1`, [run.id]);
+
+    await claimRunsCommon(database.db, claimOf('unbuilt', { buildId: null }));
+
+    expect(await database.sql(`SELECT status, build_id FROM runs WHERE id = $1`, [run.id])).toEqual([{ status: 'running', build_id: null }]);
   });
 
   it('answers `controlled`, and takes nothing, for a queue whose version has an active control', async () => {

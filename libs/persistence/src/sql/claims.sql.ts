@@ -29,7 +29,8 @@ import { prepared, type SqlExecutor } from '../database';
  * sending them round again (a freed slot, a resume or the next token issues new ones).
  *
  * Two forms, two whole statements with the same parameters ($1 queues, $2 their limits, $3 the idle time, $4 the
- * worker id, $5 the stall limit, $6 the total limit, $7/$8 the wake-ups' queues and names):
+ * worker id, $5 the stall limit, $6 the total limit, $7/$8 the wake-ups' queues and names, $9 the worker's build
+ * id):
  *
  * - **Full** (claims-full.sql.ts): for any queues. Every queue goes through flow_admit's limits (pauses,
  *   concurrency, per-key slots and rates, the rate's token bucket and its wake-ups); claims gone idle are
@@ -57,6 +58,12 @@ export interface ClaimParams {
   /** The most runs to take in all. */
   limit: number;
   workerId: string;
+  /**
+   * The worker's build id, recorded on the runs it takes (`runs.build_id`: the build that ran a run last); null
+   * for a worker that does not send one. A parameter of the statement rather than a read of the worker registry:
+   * a worker may take runs before its first registration lands, and it costs the claim nothing more.
+   */
+  buildId: string | null;
   /** A running run whose last heartbeat is older than this (by the database clock) is taken over. */
   claimMinIdleTimeMs: number;
   /** A run whose claim went idle after this many takeovers is failed (`stalled`) instead of taken over again. */
@@ -74,7 +81,7 @@ export type ClaimRow = ClaimedRun & {
   readyForSeconds: number | null;
 };
 
-/** Both forms' parameters, $1-$8. */
+/** Both forms' parameters, $1-$9. */
 export function claimValues(params: ClaimParams): unknown[] {
   const wakeups = params.queues.flatMap(({ queue, wakeups: refs = [] }) => refs.map((ref) => ({ queue, ref })));
   return [
@@ -86,6 +93,7 @@ export function claimValues(params: ClaimParams): unknown[] {
     params.limit,
     wakeups.map((w) => w.queue),
     wakeups.map((w) => w.ref),
+    params.buildId,
   ];
 }
 
@@ -134,7 +142,7 @@ const CLAIM_COMMON = prepared(
     SELECT queue, count(*) AS n, count(*) FILTER (WHERE NOT idle) AS fresh FROM picked GROUP BY queue
   ), claimed AS (
     UPDATE runs r
-       SET status = 'running', revision = r.revision + 1, claimed_by = $4, stalls = r.stalls + p.idle::integer,
+       SET status = 'running', revision = r.revision + 1, claimed_by = $4, build_id = $9, stalls = r.stalls + p.idle::integer,
            claimed_via = u.ref, heartbeat_at = now(), updated_at = now(), started_at = coalesce(r.started_at, now()),
            holds_slot = p.counts_slot, rate_delayed = false
       FROM picked p LEFT JOIN wakeups u ON u.queue = p.queue AND u.k = p.k

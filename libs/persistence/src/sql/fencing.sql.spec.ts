@@ -79,6 +79,7 @@ describe('the reads after a fenced write matched nothing (fencing.sql.ts)', () =
       queues: [{ queue: 'suspended:1', limit: 1 }],
       limit: 1,
       workerId: 'worker-a',
+      buildId: null,
       claimMinIdleTimeMs: 60_000,
       maxStalls: 3,
     });

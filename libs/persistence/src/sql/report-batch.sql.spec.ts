@@ -28,7 +28,7 @@ describe("a batch of runs' last task results with their outcomes, in one stateme
 
   it("records the task results and ends their runs: the outcomes' rows, the first with every task result's answer", async () => {
     const [a, b] = [newRun('batch'), newRun('batch-b')];
-    await startClaimed(database.db, a);
+    await startClaimed(database.db, a, 'worker-a', 'build-a');
     await startClaimed(database.db, b);
 
     const rows = await recordTaskResultsAndFinishRuns(
@@ -49,7 +49,7 @@ describe("a batch of runs' last task results with their outcomes, in one stateme
       [2, 'batch-b'],
     ]);
     // The run it returns counts the step this very statement inserted.
-    expect(rows[0]).toMatchObject({ id: a.id, status: 'completed', output: 'a', hasSteps: true });
+    expect(rows[0]).toMatchObject({ id: a.id, status: 'completed', output: 'a', buildId: 'build-a', hasSteps: true });
     expect(rows[0].recorded?.map((answer) => [answer.owned, answer.task?.key])).toEqual([
       [true, 'last#1'],
       [true, 'last#1'],

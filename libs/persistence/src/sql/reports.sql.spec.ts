@@ -138,14 +138,22 @@ describe("a worker's reports under its claim (reports.sql.ts)", () => {
   describe('finishRuns', () => {
     it('ends a run held at its revision at revision + 1 with its transition, returns it when asked, and announces it', async () => {
       const run = newRun('finishes');
-      await startClaimed(database.db, run);
+      await startClaimed(database.db, run, 'worker-a', 'build-a');
       await recordTaskResults(database.db, [{ runId: run.id, task: result('a#1', 1) }], noRefresh);
 
       const [row] = await finishRuns(database.db, [
         { runId: run.id, expectedRevision: 1, outcome: { status: 'completed', output: { done: true } }, returnRun: true },
       ]);
 
-      expect(row).toMatchObject({ finishedRevision: 2, finishedWorkflow: 'finishes', id: run.id, status: 'completed', output: { done: true }, hasSteps: true });
+      expect(row).toMatchObject({
+        finishedRevision: 2,
+        finishedWorkflow: 'finishes',
+        id: run.id,
+        status: 'completed',
+        output: { done: true },
+        buildId: 'build-a',
+        hasSteps: true,
+      });
       expect(await runOf(run.id)).toMatchObject([{ status: 'completed', revision: 2, output: { done: true } }]);
       expect(
         await database.sql(`SELECT from_status, to_status, revision, worker_id FROM run_transitions WHERE run_id = $1 ORDER BY id DESC LIMIT 1`, [run.id]),
@@ -202,6 +210,7 @@ describe("a worker's reports under its claim (reports.sql.ts)", () => {
         queues: [{ queue: 'finishes-child:1', limit: 1 }],
         limit: 1,
         workerId: 'worker-b',
+        buildId: null,
         claimMinIdleTimeMs: 60_000,
         maxStalls: 3,
       });

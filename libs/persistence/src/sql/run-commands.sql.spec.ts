@@ -212,6 +212,7 @@ describe("clients' and operators' commands on a run (run-commands.sql.ts)", () =
         queues: [{ queue: `${workflow}:1`, limit: 1, wakeups: ['w#1'] }],
         limit: 1,
         workerId: 'worker-a',
+        buildId: null,
         claimMinIdleTimeMs: 60_000,
         maxStalls: 3,
       });

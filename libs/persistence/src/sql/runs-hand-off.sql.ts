@@ -4,12 +4,12 @@ import { type NewRun, type StartedRun, startValues } from './runs-start.sql';
 /*
  * Starts that hand their runs to a claim waiting on this coordinator for the runs' queue (see
  * RunControlRepository.start): the start statements of runs-start.sql.ts ($1-$12, and what they return), with
- * $13 the claim's worker, $14 every queue it waits for, $15 the claims' idle time in ms.
+ * $13 the claim's worker, $14 every queue it waits for, $15 the claims' idle time in ms, $16 the worker's build id.
  *
  * Each run due now (by the database's clock too) that flow_hand_off admits (its version has no active control,
  * and the claim's queues no ready run and no idle claim, which the claim would take first) goes in as that claim
- * would leave it: running at revision 1 for the worker, with the two transitions a start and a claim append
- * (queued at revision 0, then running). It is claimed in the same commit as its start: it skips the queue, and
+ * would leave it: running at revision 1 for the worker (its build id recorded, as a claim records it), with the
+ * two transitions a start and a claim append (queued at revision 0, then running). It is claimed in the same commit as its start: it skips the queue, and
  * nobody else is woken for it (the NOTIFY counts only queued runs). The others go in queued, as without a
  * hand-off.
  *
@@ -21,23 +21,32 @@ import { type NewRun, type StartedRun, startValues } from './runs-start.sql';
 /** A claim waiting for runs, that a start may hand its run to (RunControlRepository.start). */
 export interface HandOffTarget {
   workerId: string;
+  /** The worker's build id, recorded on the run handed to it (null: its worker did not send one). */
+  buildId: string | null;
   /** Every queue the claim waits for: a ready run or an idle claim in any of them comes first. */
   queues: readonly string[];
   /** A running run whose heartbeat is older than this is one the claim would take over first. */
   claimMinIdleTimeMs: number;
 }
 
-const handOffValues = (runs: NewRun[], handedTo: HandOffTarget) => [...startValues(runs), handedTo.workerId, handedTo.queues, handedTo.claimMinIdleTimeMs];
+const handOffValues = (runs: NewRun[], handedTo: HandOffTarget) => [
+  ...startValues(runs),
+  handedTo.workerId,
+  handedTo.queues,
+  handedTo.claimMinIdleTimeMs,
+  handedTo.buildId,
+];
 
 /** START_RUNS handing what it may to the waiting claim (see above). */
 const START_HANDED_RUNS = prepared(
   'wf_start_handed_runs',
   `WITH inserted AS (
     INSERT INTO runs (id, workflow, version, queue, shard, status, input, priority, idempotency_key, due_at, parent_id, concurrency_key, tags,
-                      revision, claimed_by, heartbeat_at, started_at)
+                      revision, claimed_by, build_id, heartbeat_at, started_at)
     SELECT id, workflow, version, queue, shard, CASE WHEN h.admitted THEN 'running' ELSE 'queued' END, input, priority, idempotency_key,
            coalesce(run_at, now()), parent_id, concurrency_key, tags, CASE WHEN h.admitted THEN 1 ELSE 0 END,
-           CASE WHEN h.admitted THEN $13 ELSE NULL END, CASE WHEN h.admitted THEN now() ELSE NULL END, CASE WHEN h.admitted THEN now() ELSE NULL END
+           CASE WHEN h.admitted THEN $13 ELSE NULL END, CASE WHEN h.admitted THEN $16 ELSE NULL END,
+           CASE WHEN h.admitted THEN now() ELSE NULL END, CASE WHEN h.admitted THEN now() ELSE NULL END
       FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::jsonb[], $6::integer[], $7::text[],
                   $8::timestamptz[], $9::uuid[], $10::text[], $11::text[], $12::jsonb[])
            AS n(id, workflow, version, queue, input, priority, idempotency_key, run_at, parent_id, shard, concurrency_key, tags)
@@ -53,7 +62,7 @@ const START_HANDED_RUNS = prepared(
     SELECT pg_notify('wf_runs_ready', queue) FROM (SELECT DISTINCT queue FROM inserted WHERE status = 'queued' AND due_at <= now()) q) n) AS n)
   SELECT id, workflow, version, queue, shard, status, revision, attempt, priority, stalls, input, output, error,
          idempotency_key AS "idempotencyKey", concurrency_key AS "concurrencyKey", tags, parent_id AS "parentId", due_at AS "dueAt",
-         claimed_by AS "claimedBy", heartbeat_at AS "heartbeatAt", created_at AS "createdAt", updated_at AS "updatedAt",
+         claimed_by AS "claimedBy", build_id AS "buildId", heartbeat_at AS "heartbeatAt", created_at AS "createdAt", updated_at AS "updatedAt",
          started_at AS "startedAt", finished_at AS "finishedAt",
          EXISTS (SELECT 1 FROM workflow_controls c
                   WHERE c.workflow = inserted.workflow AND c.version = inserted.version
@@ -72,10 +81,11 @@ const START_HANDED_PUBLISHED_RUNS = prepared(
   'wf_start_handed_published_runs',
   `WITH inserted AS (
     INSERT INTO runs (id, workflow, version, queue, shard, status, input, priority, idempotency_key, due_at, parent_id, concurrency_key, tags,
-                      revision, claimed_by, heartbeat_at, started_at)
+                      revision, claimed_by, build_id, heartbeat_at, started_at)
     SELECT id, workflow, version, queue, shard, CASE WHEN h.admitted THEN 'running' ELSE 'queued' END, input, priority, idempotency_key,
            coalesce(run_at, now()), parent_id, concurrency_key, tags, CASE WHEN h.admitted THEN 1 ELSE 0 END,
-           CASE WHEN h.admitted THEN $13 ELSE NULL END, CASE WHEN h.admitted THEN now() ELSE NULL END, CASE WHEN h.admitted THEN now() ELSE NULL END
+           CASE WHEN h.admitted THEN $13 ELSE NULL END, CASE WHEN h.admitted THEN $16 ELSE NULL END,
+           CASE WHEN h.admitted THEN now() ELSE NULL END, CASE WHEN h.admitted THEN now() ELSE NULL END
       FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::jsonb[], $6::integer[], $7::text[],
                   $8::timestamptz[], $9::uuid[], $10::text[], $11::text[], $12::jsonb[])
            AS n(id, workflow, version, queue, input, priority, idempotency_key, run_at, parent_id, shard, concurrency_key, tags)
@@ -99,7 +109,7 @@ const START_HANDED_PUBLISHED_RUNS = prepared(
     SELECT pg_notify('wf_runs_ready', queue) FROM (SELECT DISTINCT queue FROM inserted WHERE status = 'queued' AND due_at <= now()) q) n) AS n)
   SELECT id, workflow, version, queue, shard, status, revision, attempt, priority, stalls, input, output, error,
          idempotency_key AS "idempotencyKey", concurrency_key AS "concurrencyKey", tags, parent_id AS "parentId", due_at AS "dueAt",
-         claimed_by AS "claimedBy", heartbeat_at AS "heartbeatAt", created_at AS "createdAt", updated_at AS "updatedAt",
+         claimed_by AS "claimedBy", build_id AS "buildId", heartbeat_at AS "heartbeatAt", created_at AS "createdAt", updated_at AS "updatedAt",
          started_at AS "startedAt", finished_at AS "finishedAt",
          EXISTS (SELECT 1 FROM workflow_controls c
                   WHERE c.workflow = inserted.workflow AND c.version = inserted.version

@@ -27,6 +27,7 @@ describe('runs-list.sql', () => {
   });
 
   it('reads a run whole, under its entity names', async () => {
+    await db.sql(`UPDATE runs SET claimed_by = 'worker-a', build_id = 'build-a' WHERE id = $1`, [ids[3]]);
     const run = await runById(db.db, ids[3]);
     expect(run).toMatchObject({
       id: ids[3],
@@ -41,7 +42,8 @@ describe('runs-list.sql', () => {
       concurrencyKey: 'k',
       tags: { team: 'b' },
       parentId: null,
-      claimedBy: null,
+      claimedBy: 'worker-a',
+      buildId: 'build-a',
       finishedAt: null,
     });
     expect(run?.createdAt).toEqual(new Date(now - 20 * MINUTE));

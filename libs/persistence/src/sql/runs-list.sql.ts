@@ -11,7 +11,7 @@ import { uuidv7Floor } from '../ids';
 
 /** Columns of `runs` under RunEntity's property names, in every statement here that returns whole runs. */
 const RUN_COLUMNS = `id, workflow, version, queue, shard, status, revision, attempt, priority, stalls, input, output, error,
-  idempotency_key AS "idempotencyKey", concurrency_key AS "concurrencyKey", tags, parent_id AS "parentId", due_at AS "dueAt", claimed_by AS "claimedBy",
+  idempotency_key AS "idempotencyKey", concurrency_key AS "concurrencyKey", tags, parent_id AS "parentId", due_at AS "dueAt", claimed_by AS "claimedBy", build_id AS "buildId",
   heartbeat_at AS "heartbeatAt", created_at AS "createdAt", updated_at AS "updatedAt", started_at AS "startedAt",
   finished_at AS "finishedAt"`;
 

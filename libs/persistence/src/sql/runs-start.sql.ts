@@ -90,7 +90,7 @@ const START_RUNS = prepared(
     SELECT pg_notify('wf_runs_ready', queue) FROM (SELECT DISTINCT queue FROM inserted WHERE status = 'queued' AND due_at <= now()) q) n) AS n)
   SELECT id, workflow, version, queue, shard, status, revision, attempt, priority, stalls, input, output, error,
          idempotency_key AS "idempotencyKey", concurrency_key AS "concurrencyKey", tags, parent_id AS "parentId", due_at AS "dueAt",
-         claimed_by AS "claimedBy", heartbeat_at AS "heartbeatAt", created_at AS "createdAt", updated_at AS "updatedAt",
+         claimed_by AS "claimedBy", build_id AS "buildId", heartbeat_at AS "heartbeatAt", created_at AS "createdAt", updated_at AS "updatedAt",
          started_at AS "startedAt", finished_at AS "finishedAt",
          EXISTS (SELECT 1 FROM workflow_controls c
                   WHERE c.workflow = inserted.workflow AND c.version = inserted.version
@@ -130,7 +130,7 @@ const START_PUBLISHED_RUNS = prepared(
     SELECT pg_notify('wf_runs_ready', queue) FROM (SELECT DISTINCT queue FROM inserted WHERE status = 'queued' AND due_at <= now()) q) n) AS n)
   SELECT id, workflow, version, queue, shard, status, revision, attempt, priority, stalls, input, output, error,
          idempotency_key AS "idempotencyKey", concurrency_key AS "concurrencyKey", tags, parent_id AS "parentId", due_at AS "dueAt",
-         claimed_by AS "claimedBy", heartbeat_at AS "heartbeatAt", created_at AS "createdAt", updated_at AS "updatedAt",
+         claimed_by AS "claimedBy", build_id AS "buildId", heartbeat_at AS "heartbeatAt", created_at AS "createdAt", updated_at AS "updatedAt",
          started_at AS "startedAt", finished_at AS "finishedAt",
          EXISTS (SELECT 1 FROM workflow_controls c
                   WHERE c.workflow = inserted.workflow AND c.version = inserted.version

@@ -46,8 +46,21 @@ describe('workers.sql', () => {
     expect((await row('w1')).startedAt.getTime()).toBeGreaterThan(Date.now() - 60_000);
   });
 
+  it('records the build id a worker registers with, and none for a worker that sends none', async () => {
+    await upsertWorker(db.db, 'built', registration({ buildId: '1.4.0+sha.5e3c1f2' }), []);
+    await upsertWorker(db.db, 'unbuilt', registration(), []);
+    expect(await db.sql(`SELECT id, build_id FROM workers WHERE id IN ('built', 'unbuilt') ORDER BY id`)).toEqual([
+      { id: 'built', build_id: '1.4.0+sha.5e3c1f2' },
+      { id: 'unbuilt', build_id: null },
+    ]);
+    // A new build under the same id (a redeploy) replaces it.
+    await upsertWorker(db.db, 'built', registration({ buildId: '1.5.0' }), []);
+    expect(await db.sql(`SELECT build_id FROM workers WHERE id = 'built'`)).toEqual([{ build_id: '1.5.0' }]);
+    await db.sql(`DELETE FROM workers WHERE id IN ('built', 'unbuilt')`);
+  });
+
   it('lists the workers seen within the hour, online first, and drops those offline longer at the next registration', async () => {
-    await upsertWorker(db.db, 'a-offline', registration(), []);
+    await upsertWorker(db.db, 'a-offline', registration({ buildId: 'b-7' }), []);
     await upsertWorker(db.db, 'gone', registration(), []);
     await db.sql(`UPDATE workers SET expires_at = now() - interval '1 minute' WHERE id = 'a-offline'`);
     await db.sql(`UPDATE workers SET expires_at = now() - interval '61 minutes' WHERE id = 'gone'`);
@@ -56,6 +69,7 @@ describe('workers.sql', () => {
       ['w1', true],
       ['a-offline', false],
     ]);
+    expect(listed.map((worker) => worker.buildId)).toEqual([null, 'b-7']);
     expect(listed[0]).toMatchObject({
       subscriber: 'http',
       failedOver: false,

@@ -22,19 +22,20 @@ export const MISSED_REGISTRATIONS_OFFLINE = 3;
 const UPSERT_WORKER = `WITH gone AS (
     DELETE FROM workers WHERE expires_at < now() - interval '1 hour' AND id <> $1
   )
-  INSERT INTO workers (id, subscriber, failed_over, concurrency, runs_held, workflows, expires_at, declared_schedules)
-  VALUES ($1, $2, $3, $4, $5, $6, now() + $7 * interval '1 millisecond', $8)
+  INSERT INTO workers (id, subscriber, failed_over, concurrency, runs_held, workflows, expires_at, declared_schedules, build_id)
+  VALUES ($1, $2, $3, $4, $5, $6, now() + $7 * interval '1 millisecond', $8, $9)
   ON CONFLICT (id) DO UPDATE
      SET subscriber = excluded.subscriber, failed_over = excluded.failed_over, concurrency = excluded.concurrency,
          runs_held = excluded.runs_held, workflows = excluded.workflows, expires_at = excluded.expires_at,
-         declared_schedules = excluded.declared_schedules,
+         declared_schedules = excluded.declared_schedules, build_id = excluded.build_id,
          last_seen_at = now(), started_at = CASE WHEN workers.expires_at < now() THEN now() ELSE workers.started_at END`;
 
 /**
  * Upserts the worker (online for MISSED_REGISTRATIONS_OFFLINE intervals from now; a worker that was
  * offline starts again) and drops workers offline for an hour. Concurrent registrations of one id
  * (two processes misconfigured with one name) serialise on its row; the last one wins. `declared`:
- * the schedules its code declares (see DeclaredSchedules).
+ * the schedules its code declares (see DeclaredSchedules). A registration without a build id (an older worker)
+ * leaves it null.
  */
 export async function upsertWorker(tx: SqlExecutor, id: string, registration: WorkerRegistration, declared: DeclaredScheduleName[]): Promise<void> {
   await tx.query(UPSERT_WORKER, [
@@ -46,6 +47,7 @@ export async function upsertWorker(tx: SqlExecutor, id: string, registration: Wo
     JSON.stringify(registration.workflows),
     MISSED_REGISTRATIONS_OFFLINE * registration.intervalMs,
     JSON.stringify(declared),
+    registration.buildId ?? null,
   ]);
 }
 
@@ -63,7 +65,7 @@ export async function upsertWorkflowVersions(tx: SqlExecutor, workflows: Pick<Re
   await tx.query(UPSERT_WORKFLOW_VERSIONS, [workflows.map((w) => w.name), workflows.map((w) => w.version)]);
 }
 
-const LIST_WORKERS = `SELECT id, subscriber, failed_over AS "failedOver", concurrency, runs_held AS "runsHeld", expires_at > now() AS online,
+const LIST_WORKERS = `SELECT id, build_id AS "buildId", subscriber, failed_over AS "failedOver", concurrency, runs_held AS "runsHeld", expires_at > now() AS online,
          started_at AS "startedAt", last_seen_at AS "lastSeenAt", workflows
     FROM workers
    WHERE expires_at > now() - interval '1 hour'

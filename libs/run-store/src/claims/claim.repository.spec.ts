@@ -25,6 +25,7 @@ const params = (...queues: string[]): ClaimParams => ({
   queues: queues.map((queue) => ({ queue, limit: 5 })),
   limit: 5,
   workerId: 'worker',
+  buildId: null,
   claimMinIdleTimeMs: 30_000,
   maxStalls: 3,
 });

@@ -48,6 +48,7 @@ export function formatRun(run: RunView): string {
     ['concurrency key', run.concurrencyKey],
     ['paused', run.paused ? 'yes: its workflow version or shard is paused' : null],
     ['parent', run.parentId],
+    ['build', run.buildId],
     ['idempotency key', run.idempotencyKey],
     [
       'tags',
@@ -178,10 +179,11 @@ export function formatAge(ms: number): string {
 export function formatWorkerList(workers: WorkerView[]): string {
   if (workers.length === 0) return 'no workers';
   return formatTable(
-    ['id', 'state', 'subscriber', 'runs', 'last seen', 'workflows'],
+    ['id', 'state', 'build', 'subscriber', 'runs', 'last seen', 'workflows'],
     workers.map((worker) => [
       worker.id,
       worker.online ? 'online' : 'offline',
+      worker.buildId ?? '-',
       worker.failedOver ? `${worker.subscriber} (failed over to http)` : worker.subscriber,
       `${worker.runsHeld}/${worker.concurrency}`,
       worker.lastSeenAt,

@@ -6,7 +6,7 @@ import type { Invocation } from './invocation';
 export function registerWorkerCommands(program: Command, invocation: Invocation): void {
   program
     .command('workers')
-    .description('list the workers seen in the last hour: online or not, their subscriber, load and workflows')
+    .description('list the workers seen in the last hour: online or not, their build, subscriber, load and workflows')
     .action(
       invocation.action(async ({ client, output }) => {
         const workers = await client.listWorkers();

@@ -67,6 +67,22 @@ export const Identifier = once((field: string) =>
   }),
 );
 
+/**
+ * A worker's build id: what one build of its code is called (a package version, a commit, an image tag), recorded
+ * on the runs it executes. An identifier that also allows '+' (semver's build metadata: `1.4.0+sha.5e3c1f2`).
+ */
+export const BUILD_ID_MAX_LENGTH = 128;
+
+export const BuildId = once((field: string) =>
+  Type.String({
+    minLength: 1,
+    maxLength: BUILD_ID_MAX_LENGTH,
+    pattern: '^[A-Za-z0-9][A-Za-z0-9._+-]*$',
+    description: `1-${BUILD_ID_MAX_LENGTH} characters of letters, digits, '.', '_', '+' or '-', starting with a letter or digit`,
+    ...invalid(field),
+  }),
+);
+
 export const Key = once((field: string) =>
   Type.String({
     minLength: 1,

@@ -5,7 +5,7 @@ export * from './endpoint-call';
 export * from './endpoints';
 export * from './error-body';
 export { compileInputCheck, INPUT_SCHEMA_MAX_BYTES, type InputCheck, type InputOfSchema, readInputSchema, type TypedInputSchema } from './input-schema';
-export { IDENTIFIER_MAX_LENGTH, isTimestamp, KEY_MAX_LENGTH } from './fields';
+export { BUILD_ID_MAX_LENGTH, IDENTIFIER_MAX_LENGTH, isTimestamp, KEY_MAX_LENGTH } from './fields';
 export { assertJsonDepth, JSON_DOCUMENT_MAX_DEPTH, JSON_MAX_BYTES, JSON_MAX_DEPTH, type JsonValue } from './json-document';
 export * from './openapi-document';
 export * from './routes';

@@ -67,6 +67,10 @@ export const RunView = Closed(
     }),
     paused: Type.Boolean({ description: 'true while the run waits (queued or waiting) under a pause of its workflow version or shard' }),
     parentId: Type.Union([Text, Type.Null()]),
+    buildId: Type.Union([Text, Type.Null()], {
+      description:
+        "the build id of the worker that executed it last (its worker's `buildId`); null until a worker took it, or when that worker did not send one",
+    }),
     tags: Type.Record(Text, Text, { description: 'the tags it was started with' }),
     runAt: Type.Union([Time, Type.Null()], { description: 'when the run is (or was) due; null while it waits for an event or a child without a timeout' }),
     createdAt: Time,

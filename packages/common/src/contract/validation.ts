@@ -11,7 +11,7 @@ import {
 } from '@sinclair/typebox';
 import { compiled } from './compiled-check';
 import { InvalidRequestError } from '../errors/engine.errors';
-import { Identifier, REASON, RECORD_KEY, RunId } from './fields';
+import { BuildId, Identifier, REASON, RECORD_KEY, RunId } from './fields';
 import { DOCUMENT_FIELD, DOCUMENT_SHAPE, documentProblem, JSON_DOCUMENT_KIND, type TJsonDocument } from './json-document';
 
 /**
@@ -55,6 +55,11 @@ export function parseRunId(value: unknown, field = 'run_id'): string {
 
 export function parseIdentifier(value: unknown, field: string): string {
   return decode(Identifier(field), value, field);
+}
+
+/** A worker's build id (see BuildId), or a 400 `invalid_<field>`. */
+export function parseBuildId(value: unknown, field = 'buildId'): string {
+  return decode(BuildId(field), value, field);
 }
 
 // ---- Refusals --------------------------------------------------------------------------------

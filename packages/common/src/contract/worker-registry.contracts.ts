@@ -1,5 +1,5 @@
 import { Kind, type Static, type TUnsafe, Type, TypeRegistry } from '@sinclair/typebox';
-import { Closed, Flag, Identifier, IntegerIn, Key, ListOf } from './fields';
+import { BuildId, Closed, Flag, Identifier, IntegerIn, Key, ListOf } from './fields';
 import { INPUT_SCHEMA_MAX_BYTES, readInputSchema } from './input-schema';
 import type { JsonValue } from './json-document';
 import { WorkflowLimits } from './workflow-control.contracts';
@@ -62,6 +62,8 @@ export type RegisteredWorkflow = Static<typeof RegisteredWorkflow>;
 
 export const WorkerRegistration = Closed(
   {
+    /** Which build of its code it runs (absent: an older worker that does not say). */
+    buildId: Type.Optional(BuildId('buildId')),
     subscriber: Key('subscriber'),
     /** The primary subscriber failed and the worker takes work over HTTP until it recovers. */
     failedOver: Flag('failedOver'),
@@ -83,6 +85,7 @@ const Time = Type.String({ format: 'date-time' });
 export const WorkerView = Closed(
   {
     id: Type.String(),
+    buildId: Type.Union([Type.String(), Type.Null()], { description: 'the build of its code it registered with (null: it did not say)' }),
     subscriber: Type.String(),
     failedOver: Type.Boolean(),
     concurrency: Type.Integer(),

@@ -1,5 +1,5 @@
 import { type Static, type StaticDecode, Type } from '@sinclair/typebox';
-import { AnyJson, Closed, Flag, Identifier, IntegerIn, Key, ListOf, Nullable, OneOf, REASON, RunId, withDefaults } from './fields';
+import { AnyJson, BuildId, Closed, Flag, Identifier, IntegerIn, Key, ListOf, Nullable, OneOf, REASON, RunId, withDefaults } from './fields';
 import { JsonDocument } from './json-document';
 import { STEP_KINDS, TASK_STATUSES } from './run-status';
 import { ErrorDetails } from './run.contracts';
@@ -46,6 +46,8 @@ export const ClaimRequest = withDefaults(
   Closed(
     {
       workerId: Key('workerId'),
+      /** Recorded on the runs it takes (absent: an older worker; their build id is then null). */
+      buildId: Type.Optional(BuildId('buildId')),
       workflows: ListOf('workflows', WorkflowRef, 1, 1000, 'workflow versions'),
       limit: IntegerIn('limit', 1, CLAIM_LIMIT_MAX),
       waitMs: Type.Optional(IntegerIn('waitMs', 0, 60_000)),
@@ -65,6 +67,8 @@ export const OfferRequest = Closed(
   {
     offerId: RunId('offerId'),
     workerId: Key('workerId'),
+    /** Recorded on the run a start hands it (absent: an older worker). */
+    buildId: Type.Optional(BuildId('buildId')),
     workflows: ListOf('workflows', WorkflowRef, 1, 1000, 'workflow versions'),
     waitMs: IntegerIn('waitMs', 0, 60_000),
   },
@@ -285,6 +289,8 @@ export const TakeRunsRequest = Type.Transform(
   Closed(
     {
       workerId: Key('workerId'),
+      /** Recorded on the runs it takes (absent: an older worker). */
+      buildId: Type.Optional(BuildId('buildId')),
       workflows: ListOf(
         'workflows',
         Closed({ ...WorkflowRef.properties, wakeups: ListOf('wakeups', Key('wakeups'), 1, WAKEUPS_MAX, 'wake-up names', { uniqueItems: true }) }),

@@ -40,6 +40,7 @@ function history(id: string, status: RunStatus, steps: TaskView[]): RecordedHist
     attempt: 1,
     priority: 0,
     stalls: 0,
+    buildId: null,
     input: { amount: 5 },
     output: null,
     error: null,
