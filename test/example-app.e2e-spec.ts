@@ -3,13 +3,13 @@ import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type RunningCoordinator, startCoordinator } from './support/apps';
-import { createTestDatabase, type TestDatabase } from './support/database';
+import { createTestDatabase, TEST_SERVER_URL, type TestDatabase } from './support/database';
 import { loadedOf, modulesLoadedBy } from './support/module-loading';
 import { AppProcess, freePort, runCommand } from './support/processes';
 
 const ROOT = join(__dirname, '..');
-/** What the example names in its manifest; @nest-durable/common comes with them, as it would from the registry. */
-const PACKAGES = ['client', 'workflow', 'worker'];
+/** What the example names in its manifest (the test kit as a dev dependency); @nest-durable/common comes with them, as it would from the registry. */
+const PACKAGES = ['client', 'workflow', 'worker', 'testing'];
 const PACKED = ['common', ...PACKAGES];
 
 /** What `npm pack --json` reports of each tarball. */
@@ -50,8 +50,9 @@ describe('an app outside the monorepo, on the packed packages', () => {
         manifest.overrides[name] = `file:${join(dir, filename)}`;
         continue;
       }
-      expect(manifest.dependencies[name]).toBe(version);
-      manifest.dependencies[name] = `file:${join(dir, filename)}`;
+      const section = name === '@nest-durable/testing' ? manifest.devDependencies : manifest.dependencies;
+      expect(section[name]).toBe(version);
+      section[name] = `file:${join(dir, filename)}`;
     }
     writeFileSync(join(app, 'package.json'), JSON.stringify(manifest, null, 2));
     await runCommand('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund'], { cwd: app });
@@ -87,8 +88,9 @@ describe('an app outside the monorepo, on the packed packages', () => {
       .filter(([path]) => path.includes('node_modules/@nest-durable/'))
       .map(([path, { resolved }]) => [path, resolved]);
     expect(copies.sort()).toEqual(packed.map(({ name, filename }) => [`node_modules/${name}`, `file:../${filename}`]).sort());
-    // ioredis is an optional peer of the worker, needed only by its ./redis entry: an HTTP worker goes without.
-    expect(Object.keys(lock.packages)).not.toContain('node_modules/ioredis');
+    // ioredis is an optional peer of the worker, needed only by its ./redis entry: an HTTP worker goes without. Only
+    // the test kit (a dev dependency: it ships the coordinator, which loads it) brings it.
+    expect(lock.packages['node_modules/ioredis']).toMatchObject({ dev: true });
   });
 
   it("runs the app's own workflow class on its worker, its service injected, started by its own service", async () => {
@@ -133,6 +135,14 @@ describe('an app outside the monorepo, on the packed packages', () => {
     expect(text).toMatch(/^wf_worker_runs_taken_total \d+$/m);
     expect(text).toContain('wf_process_cpu_seconds_total');
   });
+
+  it("runs the app's own Jest test from the installed test kit: AccountsService mocked, a 7-day sleep skipped", async () => {
+    // Its own jest (a dev dependency), its own config; --json: the results on stdout.
+    const results = JSON.parse(
+      await runCommand(process.execPath, ['node_modules/jest/bin/jest.js', '--json'], { cwd: app, env: { DATABASE_URL: TEST_SERVER_URL } }),
+    );
+    expect(results).toMatchObject({ success: true, numPassedTests: 1, numTotalTests: 1 });
+  }, 120_000);
 
   it('loads no Nest, no ioredis and no worker runtime with the installed client', () => {
     const loaded = modulesLoadedBy('@nest-durable/client', { cwd: app });
