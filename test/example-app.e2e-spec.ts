@@ -37,7 +37,8 @@ describe('an app outside the monorepo, on the packed packages', () => {
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'nest-durable-example-'));
     app = join(dir, 'app');
-    await runCommand('npm', ['run', 'build:packages']);
+    // Five packages, the test kit with the coordinator inside: longer than a command's default limit on a busy machine.
+    await runCommand('npm', ['run', 'build:packages'], { timeoutMs: 300_000 });
     packed = JSON.parse(await runCommand('npm', ['pack', ...PACKED.map((name) => `./packages/${name}`), '--pack-destination', dir, '--json']));
 
     cpSync(join(ROOT, 'examples/nest-app'), app, { recursive: true, filter: (source) => !/\/(node_modules|dist)$/.test(source) });
@@ -69,7 +70,7 @@ describe('an app outside the monorepo, on the packed packages', () => {
       { cwd: app },
     );
     await worker.waitForOutput('worker ready');
-  }, 240_000);
+  }, 480_000);
 
   afterAll(async () => {
     await worker?.stop();
