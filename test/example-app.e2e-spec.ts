@@ -43,7 +43,6 @@ describe('an app outside the monorepo, on the packed packages', () => {
 
     cpSync(join(ROOT, 'examples/nest-app'), app, { recursive: true, filter: (source) => !/\/(node_modules|dist)$/.test(source) });
     const manifest = JSON.parse(readFileSync(join(app, 'package.json'), 'utf8'));
-    manifest.overrides = {};
     for (const { name, version, filename } of packed) {
       // The example names the very version packed here, as an app on the registry would; a package only the
       // others depend on is pointed at its tarball as an override.
