@@ -31,6 +31,10 @@ describe('an app outside the monorepo, on the packed packages', () => {
   let workerUrl: string;
   let packed: Packed;
 
+  /** The app's own jest (a dev dependency) with its own config; --json: the results on stdout. */
+  const exampleJest = async (env: Record<string, string>) =>
+    JSON.parse(await runCommand(process.execPath, ['node_modules/jest/bin/jest.js', '--json'], { cwd: app, env }));
+
   const signUp = async (email: string) =>
     JSON.parse(await runCommand(process.execPath, ['dist/sign-up.js', email], { cwd: app, env: { COORDINATOR_URL: coordinator.url } }));
 
@@ -137,11 +141,11 @@ describe('an app outside the monorepo, on the packed packages', () => {
   });
 
   it("runs the app's own Jest test from the installed test kit: AccountsService mocked, a 7-day sleep skipped", async () => {
-    // Its own jest (a dev dependency), its own config; --json: the results on stdout.
-    const results = JSON.parse(
-      await runCommand(process.execPath, ['node_modules/jest/bin/jest.js', '--json'], { cwd: app, env: { DATABASE_URL: TEST_SERVER_URL } }),
-    );
-    expect(results).toMatchObject({ success: true, numPassedTests: 1, numTotalTests: 1 });
+    expect(await exampleJest({ DATABASE_URL: TEST_SERVER_URL })).toMatchObject({ success: true, numPassedTests: 1, numTotalTests: 1 });
+  }, 120_000);
+
+  it('runs it on an embedded PostgreSQL server without DATABASE_URL', async () => {
+    expect(await exampleJest({ DATABASE_URL: '' })).toMatchObject({ success: true, numPassedTests: 1, numTotalTests: 1 });
   }, 120_000);
 
   it('loads no Nest, no ioredis and no worker runtime with the installed client', () => {

@@ -24,9 +24,11 @@ async function main(): Promise<void> {
     onLog: () => undefined,
     onError: () => undefined,
   });
-  let stopping: Promise<void> | undefined;
+  let stopping = false;
   const stop = () => {
-    stopping ??= server.stop().finally(() => process.exit(0));
+    if (stopping) return;
+    stopping = true;
+    void server.stop().finally(() => process.exit(0));
   };
   process.stdin.on('close', stop).on('end', stop).resume();
   process.on('SIGTERM', stop);
