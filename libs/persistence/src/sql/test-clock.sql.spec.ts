@@ -7,8 +7,9 @@ import { eventually } from '../../../../test/support/poll';
 import { insertRun } from '../../../../test/support/seed-rows';
 import { MIGRATIONS } from '../persistence.module';
 import type { SqlExecutor } from '../database';
+import { uuidv7 } from '../ids';
 import { databaseNow } from './clock.sql';
-import { advanceTestClockTo, announceDueRuns, installTestClock, nextDueTime, unsettledRuns } from './test-clock.sql';
+import { advanceTestClockTo, announceDueRuns, installTestClock, nextDueTime, unsettledWork } from './test-clock.sql';
 
 const DAY = 86_400_000;
 
@@ -75,17 +76,17 @@ describe('test-clock.sql', () => {
     expect(kept).toBeGreaterThanOrEqual(moved);
   });
 
-  it('finds the next due time of runs and schedules, and the runs not yet handed on', async () => {
+  it('finds the next due time of runs, and the runs not yet handed on', async () => {
     const wakeAt = Math.ceil(await databaseNow(sql)) + DAY;
     expect(await nextDueTime(sql)).toBeNull();
     const sleeping = await insertRun(sql, { status: 'waiting', dueAt: new Date(wakeAt) });
     await insertRun(sql, { status: 'waiting', dueAt: 'infinity' });
     expect(await nextDueTime(sql)).toBe(wakeAt);
-    expect(await unsettledRuns(sql, 5)).toEqual([]);
+    expect(await unsettledWork(sql, 5)).toEqual([]);
 
     await advanceTestClockTo(sql, wakeAt);
     expect(await nextDueTime(sql)).toBeNull();
-    expect(await unsettledRuns(sql, 5)).toEqual([{ runId: sleeping, workflow: 'echo', status: 'waiting' }]);
+    expect(await unsettledWork(sql, 5)).toEqual([{ id: sleeping, workflow: 'echo', state: 'waiting' }]);
 
     const listener = await session(db.url);
     const heard: string[] = [];
@@ -98,6 +99,20 @@ describe('test-clock.sql', () => {
     const [at, runId, queue] = heard[0].split(' ');
     expect(heard).toHaveLength(1);
     expect({ at: Number(at), runId, queue }).toEqual({ at: wakeAt, runId: sleeping, queue: 'echo:1' });
+    await sql.query(`UPDATE runs SET status = 'completed', finished_at = now() WHERE id = $1`, [sleeping]);
+  });
+
+  it("finds a schedule's next fire time, and the schedule once it is due and has not fired", async () => {
+    const fireAt = Math.ceil(await databaseNow(sql)) + DAY;
+    const scheduleId = uuidv7();
+    await sql.query(
+      `INSERT INTO schedules (id, workflow, version, interval_ms, overlap, catch_up, next_run_at) VALUES ($1, 'echo', '1', $2, 'skip', 'latest', $3)`,
+      [scheduleId, DAY, new Date(fireAt)],
+    );
+    expect(await nextDueTime(sql)).toBe(fireAt);
+    expect(await unsettledWork(sql, 5)).toEqual([]);
+    await advanceTestClockTo(sql, fireAt);
+    expect(await unsettledWork(sql, 5)).toEqual([{ id: scheduleId, workflow: 'echo', state: 'schedule due' }]);
   });
 });
 

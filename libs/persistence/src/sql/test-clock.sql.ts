@@ -76,18 +76,32 @@ export async function nextDueTime(db: SqlExecutor): Promise<number | null> {
   return row.at === null ? null : row.at.getTime();
 }
 
-const UNSETTLED_RUNS = `SELECT id::text AS "runId", workflow, status FROM runs
-   WHERE status = 'running'
-      OR (status IN ('queued', 'waiting') AND due_at <= now())
-   ORDER BY id
+const UNSETTLED_WORK = `(SELECT id::text AS id, workflow, status AS state FROM runs
+     WHERE status = 'running'
+        OR (status IN ('queued', 'waiting') AND due_at <= now())
+     ORDER BY id
+     LIMIT $1)
+   UNION ALL
+   (SELECT id::text, workflow, 'schedule due' FROM schedules
+     WHERE NOT paused AND next_run_at <= now()
+     ORDER BY id
+     LIMIT $1)
    LIMIT $1`;
 
+/** A run still running or due, or a schedule due (`state` says which: the run's status, or `schedule due`). */
+export interface UnsettledWork {
+  id: string;
+  workflow: string;
+  state: string;
+}
+
 /**
- * Runs the engine still has to hand on at the test clock's now: running, or due and not taken yet. The test kit
- * moves the clock only when there are none, so what came due at one time is done before the next comes. A read.
+ * What the engine still has to hand on at the test clock's now: runs running, or due and not taken yet, and
+ * schedules whose fire time came and that have not fired. The test kit moves the clock only when there is none, so
+ * what came due at one time is done before the next comes. A read.
  */
-export function unsettledRuns(db: SqlExecutor, limit: number): Promise<{ runId: string; workflow: string; status: string }[]> {
-  return db.query(UNSETTLED_RUNS, [limit]);
+export function unsettledWork(db: SqlExecutor, limit: number): Promise<UnsettledWork[]> {
+  return db.query<UnsettledWork>(UNSETTLED_WORK, [limit]);
 }
 
 const ANNOUNCE_DUE_RUNS = `SELECT count(pg_notify('wf_runs_due', (extract(epoch FROM due_at) * 1000)::text || ' ' || id || ' ' || queue))::int AS announced
