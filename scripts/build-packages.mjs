@@ -29,6 +29,13 @@ for (const name of PACKAGES) {
 }
 
 for (const name of PACKAGES) shipAliasedCode(join(root, 'packages', name));
+// The test kit's coordinator serves the dashboard as a deployed one does (env.coordinatorUrl + '/ui'): its build in the
+// package's dist/dashboard, where the coordinator looks for it (findBuiltDashboard, from its code upward).
+if (PACKAGES.includes('testing')) {
+  const vite = join(dirname(require.resolve('vite/package.json')), 'bin/vite.js');
+  const outDir = join(root, 'packages/testing/dist/dashboard');
+  execFileSync(process.execPath, [vite, 'build', 'apps/dashboard', '--logLevel', 'warn', '--outDir', outDir, '--emptyOutDir'], { cwd: root, stdio: 'inherit' });
+}
 
 /**
  * Points a package's imports of the code it ships (`@app/<lib>`, a lib's entry `@app/<lib>/<entry>`, `@app/coordinator`:

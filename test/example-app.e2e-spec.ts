@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { chmodSync, cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type RunningCoordinator, startCoordinator } from './support/apps';
@@ -146,6 +146,11 @@ describe('an app outside the monorepo, on the packed packages', () => {
   it("runs the app's own Jest test from the installed test kit: AccountsService mocked, a 7-day sleep skipped", async () => {
     expect(await exampleJest({ DATABASE_URL: TEST_SERVER_URL })).toMatchObject({ success: true, numPassedTests: 1, numTotalTests: 1 });
   }, 120_000);
+
+  it("ships the dashboard where the test kit's coordinator finds it", () => {
+    // findBuiltDashboard looks for dist/dashboard in each folder above the coordinator's code: the package's own.
+    expect(existsSync(join(app, 'node_modules/@nest-durable/testing/dist/dashboard/index.html'))).toBe(true);
+  });
 
   it('runs it on an embedded PostgreSQL server without DATABASE_URL', async () => {
     expect(await exampleJest({ DATABASE_URL: '' })).toMatchObject({ success: true, numPassedTests: 1, numTotalTests: 1 });
