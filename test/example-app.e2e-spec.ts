@@ -1,15 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type RunningCoordinator, startCoordinator } from './support/apps';
-import { createTestDatabase, type TestDatabase } from './support/database';
+import { createTestDatabase, TEST_SERVER_URL, type TestDatabase } from './support/database';
 import { loadedOf, modulesLoadedBy } from './support/module-loading';
 import { AppProcess, freePort, runCommand } from './support/processes';
 
 const ROOT = join(__dirname, '..');
-/** What the example names in its manifest; @nest-durable/common comes with them, as it would from the registry. */
-const PACKAGES = ['client', 'workflow', 'worker'];
+/** What the example names in its manifest (the test kit as a dev dependency); @nest-durable/common comes with them, as it would from the registry. */
+const PACKAGES = ['client', 'workflow', 'worker', 'testing'];
 const PACKED = ['common', ...PACKAGES];
 
 /** What `npm pack --json` reports of each tarball. */
@@ -31,18 +31,25 @@ describe('an app outside the monorepo, on the packed packages', () => {
   let workerUrl: string;
   let packed: Packed;
 
+  /** The app's own jest (a dev dependency) with its own config; --json: the results on stdout. */
+  const exampleJest = async (env: Record<string, string>) =>
+    JSON.parse(await runCommand(process.execPath, ['node_modules/jest/bin/jest.js', '--json'], { cwd: app, env }));
+
   const signUp = async (email: string) =>
     JSON.parse(await runCommand(process.execPath, ['dist/sign-up.js', email], { cwd: app, env: { COORDINATOR_URL: coordinator.url } }));
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'nest-durable-example-'));
+    // Readable by all, as a project's folder is: as root, the embedded PostgreSQL runs as the `postgres` user, which
+    // must reach its binaries in the app's node_modules (mkdtemp makes the folder its owner's only).
+    chmodSync(dir, 0o755);
     app = join(dir, 'app');
-    await runCommand('npm', ['run', 'build:packages']);
+    // Five packages, the test kit with the coordinator inside: longer than a command's default limit on a busy machine.
+    await runCommand('npm', ['run', 'build:packages'], { timeoutMs: 300_000 });
     packed = JSON.parse(await runCommand('npm', ['pack', ...PACKED.map((name) => `./packages/${name}`), '--pack-destination', dir, '--json']));
 
     cpSync(join(ROOT, 'examples/nest-app'), app, { recursive: true, filter: (source) => !/\/(node_modules|dist)$/.test(source) });
     const manifest = JSON.parse(readFileSync(join(app, 'package.json'), 'utf8'));
-    manifest.overrides = {};
     for (const { name, version, filename } of packed) {
       // The example names the very version packed here, as an app on the registry would; a package only the
       // others depend on is pointed at its tarball as an override.
@@ -50,8 +57,9 @@ describe('an app outside the monorepo, on the packed packages', () => {
         manifest.overrides[name] = `file:${join(dir, filename)}`;
         continue;
       }
-      expect(manifest.dependencies[name]).toBe(version);
-      manifest.dependencies[name] = `file:${join(dir, filename)}`;
+      const section = name === '@nest-durable/testing' ? manifest.devDependencies : manifest.dependencies;
+      expect(section[name]).toBe(version);
+      section[name] = `file:${join(dir, filename)}`;
     }
     writeFileSync(join(app, 'package.json'), JSON.stringify(manifest, null, 2));
     await runCommand('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund'], { cwd: app });
@@ -68,7 +76,7 @@ describe('an app outside the monorepo, on the packed packages', () => {
       { cwd: app },
     );
     await worker.waitForOutput('worker ready');
-  }, 240_000);
+  }, 480_000);
 
   afterAll(async () => {
     await worker?.stop();
@@ -87,8 +95,9 @@ describe('an app outside the monorepo, on the packed packages', () => {
       .filter(([path]) => path.includes('node_modules/@nest-durable/'))
       .map(([path, { resolved }]) => [path, resolved]);
     expect(copies.sort()).toEqual(packed.map(({ name, filename }) => [`node_modules/${name}`, `file:../${filename}`]).sort());
-    // ioredis is an optional peer of the worker, needed only by its ./redis entry: an HTTP worker goes without.
-    expect(Object.keys(lock.packages)).not.toContain('node_modules/ioredis');
+    // ioredis is an optional peer of the worker, needed only by its ./redis entry: an HTTP worker goes without. Only
+    // the test kit (a dev dependency: it ships the coordinator, which loads it) brings it.
+    expect(lock.packages['node_modules/ioredis']).toMatchObject({ devOptional: true });
   });
 
   it("runs the app's own workflow class on its worker, its service injected, started by its own service", async () => {
@@ -133,6 +142,19 @@ describe('an app outside the monorepo, on the packed packages', () => {
     expect(text).toMatch(/^wf_worker_runs_taken_total \d+$/m);
     expect(text).toContain('wf_process_cpu_seconds_total');
   });
+
+  it("runs the app's own Jest test from the installed test kit: AccountsService mocked, a 7-day sleep skipped", async () => {
+    expect(await exampleJest({ DATABASE_URL: TEST_SERVER_URL })).toMatchObject({ success: true, numPassedTests: 1, numTotalTests: 1 });
+  }, 120_000);
+
+  it("ships the dashboard where the test kit's coordinator finds it", () => {
+    // findBuiltDashboard looks for dist/dashboard in each folder above the coordinator's code: the package's own.
+    expect(existsSync(join(app, 'node_modules/@nest-durable/testing/dist/dashboard/index.html'))).toBe(true);
+  });
+
+  it('runs it on an embedded PostgreSQL server without DATABASE_URL', async () => {
+    expect(await exampleJest({ DATABASE_URL: '' })).toMatchObject({ success: true, numPassedTests: 1, numTotalTests: 1 });
+  }, 120_000);
 
   it('loads no Nest, no ioredis and no worker runtime with the installed client', () => {
     const loaded = modulesLoadedBy('@nest-durable/client', { cwd: app });

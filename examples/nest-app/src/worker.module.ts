@@ -3,6 +3,7 @@ import { WorkerOperationsModule } from '@nest-durable/worker/operations';
 import { Module } from '@nestjs/common';
 import { ConfigModule, ConfigService } from '@nestjs/config';
 import { AccountsService } from './accounts.service';
+import { TrialWorkflow } from './trial.workflow';
 import { WelcomeWorkflow } from './welcome.workflow';
 
 /**
@@ -24,6 +25,6 @@ import { WelcomeWorkflow } from './welcome.workflow';
     }),
     WorkerOperationsModule.forRoot(),
   ],
-  providers: [AccountsService, WelcomeWorkflow],
+  providers: [AccountsService, WelcomeWorkflow, TrialWorkflow],
 })
 export class WorkerModule {}

@@ -88,6 +88,16 @@ export class DueTimers implements OnApplicationBootstrap, BeforeApplicationShutd
     return this.schedule.size;
   }
 
+  /**
+   * Fits the clock and reads the due times again, now; resolves once done. For a database clock that jumped: the
+   * test kit (@nest-durable/testing) calls it after each step of skipTime moves its clock forward. Nothing in
+   * production does (a real clock does not jump; the periodic reload follows its drift).
+   */
+  async resync(): Promise<void> {
+    this.reload();
+    while (this.reloading) await this.reloading;
+  }
+
   private notified(payload: string): void {
     const run = parseDuePayload(payload);
     // Beyond the horizon: a later reload (every half horizon) reads it in time.

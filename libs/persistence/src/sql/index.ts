@@ -40,3 +40,4 @@ export * from './outbox.sql';
 export * from './republish.sql';
 export * from './stream-partitions.sql';
 export * from './channels';
+export * from './test-clock.sql';

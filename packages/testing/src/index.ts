@@ -1,0 +1,1 @@
+export { createTestEnvironment, type TestEnvironment, type TestEnvironmentOptions } from './test-environment';
