@@ -143,8 +143,8 @@ describe('an app outside the monorepo, on the packed packages', () => {
     expect(text).toContain('wf_process_cpu_seconds_total');
   });
 
-  it("runs the app's own Jest test from the installed test kit: AccountsService mocked, a 7-day sleep skipped", async () => {
-    expect(await exampleJest({ DATABASE_URL: TEST_SERVER_URL })).toMatchObject({ success: true, numPassedTests: 1, numTotalTests: 1 });
+  it("runs the app's own Jest tests from the installed test kit: AccountsService mocked, a 7-day sleep skipped, recorded histories replayed against a patched and an unpatched change", async () => {
+    expect(await exampleJest({ DATABASE_URL: TEST_SERVER_URL })).toMatchObject({ success: true, numPassedTests: 3, numTotalTests: 3 });
   }, 120_000);
 
   it("ships the dashboard where the test kit's coordinator finds it", () => {
@@ -153,7 +153,7 @@ describe('an app outside the monorepo, on the packed packages', () => {
   });
 
   it('runs it on an embedded PostgreSQL server without DATABASE_URL', async () => {
-    expect(await exampleJest({ DATABASE_URL: '' })).toMatchObject({ success: true, numPassedTests: 1, numTotalTests: 1 });
+    expect(await exampleJest({ DATABASE_URL: '' })).toMatchObject({ success: true, numPassedTests: 3, numTotalTests: 3 });
   }, 120_000);
 
   it('loads no Nest, no ioredis and no worker runtime with the installed client', () => {
