@@ -106,6 +106,27 @@ describe('InputSchemas', () => {
     ]);
   });
 
+  it('reads a stale version again before refusing or warning of a start by it (a refusal is final for a client)', async () => {
+    const rows: InputSchemaRow[] = [{ workflow: 'signup', version: '1', inputSchema: EMAIL }];
+    const { schemas, reads, clock } = cache(rows);
+    expect(await refusal(schemas.check([{ workflow: 'signup', version: '1', input: { phone: '555' } }]))).toEqual([
+      'invalid_input',
+      'input/email: Expected required property',
+    ]);
+    expect(await schemas.check([{ workflow: 'later', version: '1', input: null }])).toEqual([
+      expect.objectContaining({ reason: 'unregistered_workflow_version' }),
+    ]);
+    expect(reads).toEqual([['signup 1'], ['later 1']]);
+
+    // Meanwhile, at another coordinator: the schema now takes a phone, and a worker registered `later`.
+    rows[0].inputSchema = { type: 'object', required: ['phone'] };
+    rows.push({ workflow: 'later', version: '1', inputSchema: null });
+    clock.now = INPUT_SCHEMAS_FRESH_MS + 1;
+    await expect(schemas.check([{ workflow: 'signup', version: '1', input: { phone: '555' } }])).resolves.toEqual([undefined]);
+    await expect(schemas.check([{ workflow: 'later', version: '1', input: null }])).resolves.toEqual([undefined]);
+    expect(reads).toEqual([['signup 1'], ['later 1'], ['signup 1'], ['later 1']]);
+  });
+
   it('takes a registration at this coordinator at once, and compiles a schema again only when it changed', async () => {
     const { schemas, reads } = cache([]);
     expect((await schemas.check([{ workflow: 'signup', version: '1', input: 1 }]))[0]?.reason).toBe('unregistered_workflow_version');

@@ -47,7 +47,8 @@ function canonicalJson(value: unknown): string {
  * The input check of starts (`POST /v1/runs`, its batch, schedules created through the API), from a cache of the
  * workflow versions the registry knows and their input schemas. A start adds no database round trip: a version
  * this coordinator has not read yet is read once (one query for all of a batch's, shared by concurrent starts);
- * one read longer than INPUT_SCHEMAS_FRESH_MS ago is used as it is and read again behind the start. Each
+ * one read longer than INPUT_SCHEMAS_FRESH_MS ago is used as it is and read again behind the start, unless it would
+ * refuse the start or warn of it: then it is read again first (a cold path). Each
  * schema's check is compiled once (TypeBox's TypeCompiler), again only when the schema changes.
  */
 export class InputSchemas {
@@ -83,14 +84,20 @@ export class InputSchemas {
         if (this.now() - known.readAt > INPUT_SCHEMAS_FRESH_MS) stale.push(start);
       }
     }
-    // Read again behind the starts: they go on with what was read before.
-    if (stale.length > 0) this.read(stale).catch((error: unknown) => this.logger.warn(`reading input schemas again failed: ${String(error)}`));
     if (unknown.length > 0) for (const [index, read] of (await this.read(unknown)).entries()) versions.set(keyOf(unknown[index]), read);
+    // A stale answer that would refuse a start or warn of it is read again first: a refusal is final for a client
+    // (a 400 is not retried), and the schema may have changed since. One that lets a start through is used as it is
+    // and read again behind the starts, so the usual start waits for no query.
+    const doubted = stale.filter((version) =>
+      starts.some((start) => keyOf(start) === keyOf(version) && answerOf(versions.get(keyOf(version))!, start) !== undefined),
+    );
+    if (doubted.length > 0) for (const [index, read] of (await this.read(doubted)).entries()) versions.set(keyOf(doubted[index]), read);
+    const rest = stale.filter((version) => !doubted.includes(version));
+    if (rest.length > 0) this.read(rest).catch((error: unknown) => this.logger.warn(`reading input schemas again failed: ${String(error)}`));
     return starts.map((start, index) => {
-      const known = versions.get(keyOf(start))!;
-      const mismatch = known.check?.firstMismatch(start.input);
-      if (mismatch) throw new InvalidRequestError('invalid_input', `${where(index)}${mismatch}`);
-      return known.registered ? undefined : unregistered(start);
+      const answer = answerOf(versions.get(keyOf(start))!, start);
+      if (answer instanceof Mismatch) throw new InvalidRequestError('invalid_input', `${where(index)}${answer.text}`);
+      return answer;
     });
   }
 
@@ -126,7 +133,7 @@ export class InputSchemas {
   private remember(row: Version & { inputSchema: InputSchemaRow['inputSchema'] | undefined }, readSince = Number.POSITIVE_INFINITY): KnownVersion {
     const key = keyOf(row);
     const previous = this.known.get(key);
-    if (previous && previous.readAt > readSince) return previous;
+    if (previous && previous.readAt >= readSince) return previous;
     const schema = row.inputSchema ? canonicalJson(row.inputSchema) : undefined;
     const known: KnownVersion = { registered: row.inputSchema !== undefined, schema, readAt: this.now() };
     if (schema !== undefined) known.check = schema === previous?.schema ? previous.check : this.compile(row, row.inputSchema);
@@ -147,6 +154,18 @@ export class InputSchemas {
       return undefined;
     }
   }
+}
+
+/** A start's input's first mismatch with its version's schema. */
+class Mismatch {
+  constructor(readonly text: string) {}
+}
+
+/** What a start is answered by what is known of its version: refused (a Mismatch), warned of, or nothing to say. */
+function answerOf(known: KnownVersion, start: InputToCheck): Mismatch | StartWarning | undefined {
+  const mismatch = known.check?.firstMismatch(start.input);
+  if (mismatch) return new Mismatch(mismatch);
+  return known.registered ? undefined : unregistered(start);
 }
 
 function unregistered({ workflow, version }: Version): StartWarning {

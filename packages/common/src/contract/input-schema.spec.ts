@@ -91,6 +91,15 @@ describe('input schemas', () => {
     expect(refusal({ type: 'string', description: 'nul \u0000' })).toMatchObject({ reason: 'json_nul_character' });
   });
 
+  it("refuses a keyword's value of the wrong type, and a property every JavaScript object has (it could not be told missing)", () => {
+    expect(refusal({ type: 'string', minLength: '3' }).message).toContain('inputSchema/minLength must be a non-negative integer');
+    expect(refusal({ type: 'number', exclusiveMinimum: true }).message).toContain('inputSchema/exclusiveMinimum must be a number');
+    expect(refusal({ type: 'number', multipleOf: 0 }).message).toContain('inputSchema/multipleOf must be a number above 0');
+    expect(refusal({ type: 'array', uniqueItems: 'yes' }).message).toContain('inputSchema/uniqueItems must be true or false');
+    expect(refusal({ type: 'object', required: ['constructor'] }).message).toContain('names constructor, which every JavaScript object has');
+    expect(refusal(JSON.parse('{"type":"object","properties":{"__proto__":{"type":"string"}}}')).message).toContain('names __proto__');
+  });
+
   it('is what a registration may carry: the contract refuses what readInputSchema refuses', () => {
     const registration = (inputSchema: unknown) => ({
       subscriber: 'http',

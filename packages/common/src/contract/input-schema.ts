@@ -70,9 +70,28 @@ function problem(path: string, message: string): never {
   throw new SchemaProblem(`inputSchema${path} ${message}`);
 }
 
-/** A copy of `node` with only `keywords` (those defined). */
-function only(node: Node, keywords: string[]): Node {
-  return Object.fromEntries(keywords.filter((keyword) => node[keyword] !== undefined).map((keyword) => [keyword, node[keyword]]));
+/** What each constraining keyword's value must be (JSON Schema 2020-12: draft-04's boolean exclusiveMinimum is not one). */
+const KEYWORD_VALUES: Record<string, { holds: (value: unknown) => boolean; what: string }> = Object.fromEntries([
+  ...['minLength', 'maxLength', 'minItems', 'maxItems', 'minProperties', 'maxProperties', 'minContains', 'maxContains'].map((keyword) => [
+    keyword,
+    { holds: (value: unknown) => Number.isSafeInteger(value) && (value as number) >= 0, what: 'a non-negative integer' },
+  ]),
+  ...['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum'].map((keyword) => [
+    keyword,
+    { holds: (value: unknown) => typeof value === 'number' && Number.isFinite(value), what: 'a number' },
+  ]),
+  ['multipleOf', { holds: (value: unknown) => typeof value === 'number' && Number.isFinite(value) && value > 0, what: 'a number above 0' }],
+  ['uniqueItems', { holds: (value: unknown) => typeof value === 'boolean', what: 'true or false' }],
+]);
+
+/** A copy of `node` with only `keywords` (those defined), each value checked to be what its keyword takes. */
+function only(node: Node, keywords: string[], path: string): Node {
+  const defined = keywords.filter((keyword) => node[keyword] !== undefined);
+  for (const keyword of defined) {
+    const rule = KEYWORD_VALUES[keyword];
+    if (rule && !rule.holds(node[keyword])) problem(`${path}/${keyword}`, `must be ${rule.what}`);
+  }
+  return Object.fromEntries(defined.map((keyword) => [keyword, node[keyword]]));
 }
 
 function pattern(source: unknown, path: string): RegExp {
@@ -138,10 +157,10 @@ function ofType(type: string, node: Node, path: string): TSchema {
   switch (type) {
     case 'string':
       if (node.pattern !== undefined) pattern(node.pattern, `${path}/pattern`);
-      return Type.String(only(node, ['minLength', 'maxLength', 'pattern']));
+      return Type.String(only(node, ['minLength', 'maxLength', 'pattern'], path));
     case 'number':
     case 'integer': {
-      const options = only(node, ['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'multipleOf']);
+      const options = only(node, ['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'multipleOf'], path);
       return type === 'number' ? Type.Number(options) : Type.Integer(options);
     }
     case 'boolean':
@@ -156,7 +175,7 @@ function ofType(type: string, node: Node, path: string): TSchema {
 }
 
 function object(node: Node, path: string): TSchema {
-  const options: Node = only(node, ['minProperties', 'maxProperties']);
+  const options: Node = only(node, ['minProperties', 'maxProperties'], path);
   const additional = node.additionalProperties;
   if (additional !== undefined)
     options.additionalProperties = typeof additional === 'boolean' ? additional : typeOf(additional, `${path}/additionalProperties`);
@@ -173,6 +192,11 @@ function object(node: Node, path: string): TSchema {
   if (!isNode(properties)) problem(`${path}/properties`, 'must be an object of schemas');
   const required = node.required ?? [];
   if (!Array.isArray(required) || !required.every((name) => typeof name === 'string')) problem(`${path}/required`, 'must be a list of property names');
+  // The compiled check finds a property with `in`, which sees what every object inherits (`constructor`,
+  // `toString`, `__proto__`): such a name could never be told missing, so it is refused rather than checked wrongly.
+  for (const name of [...Object.keys(properties), ...required]) {
+    if (name in Object.prototype) problem(`${path}/properties`, `names ${name}, which every JavaScript object has: the input check cannot tell it missing`);
+  }
   const fields: Record<string, TSchema> = {};
   for (const [name, schema] of Object.entries(properties)) {
     const field = typeOf(schema, `${path}/properties/${name}`);
@@ -193,7 +217,7 @@ function array(node: Node, path: string): TSchema {
     return Type.Tuple(items.map((item, index) => typeOf(item, `${path}/items/${index}`)));
   }
   if (node.additionalItems !== undefined) problem(`${path}/additionalItems`, 'applies to a tuple (items as a list)');
-  const options = only(node, ['minItems', 'maxItems', 'uniqueItems', 'minContains', 'maxContains']);
+  const options = only(node, ['minItems', 'maxItems', 'uniqueItems', 'minContains', 'maxContains'], path);
   if (node.contains !== undefined) options.contains = typeOf(node.contains, `${path}/contains`);
   return Type.Array(items === undefined ? Type.Unknown() : typeOf(items, `${path}/items`), options);
 }
@@ -235,7 +259,14 @@ export interface InputCheck {
 
 /** Compiles the check of an input schema (read by readInputSchema: it throws what that throws). */
 export function compileInputCheck(schema: unknown): InputCheck {
-  const check = TypeCompiler.Compile(readInputSchema(schema));
+  const type = readInputSchema(schema);
+  let check: ReturnType<typeof TypeCompiler.Compile>;
+  try {
+    check = TypeCompiler.Compile(type);
+  } catch (error) {
+    // What the reading above let through and TypeBox still refuses: the schema's problem, not the caller's input's.
+    throw new InvalidRequestError('invalid_input_schema', `inputSchema cannot be compiled into a check: ${(error as Error).message}`);
+  }
   return {
     firstMismatch(input) {
       if (check.Check(input)) return undefined;
