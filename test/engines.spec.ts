@@ -24,6 +24,17 @@ describe('the lockfile against the declared Node engines', () => {
     expect(semver.satisfies(process.versions.node, declared)).toBe(true);
   });
 
+  it('is the range every published package and the example app declare (their users meet the same dependencies)', () => {
+    const manifests = ['client', 'common', 'testing', 'worker', 'workflow']
+      .map((name) => `packages/${name}/package.json`)
+      .concat('examples/nest-app/package.json');
+    const differing = manifests
+      .map((manifest) => ({ manifest, node: JSON.parse(readFileSync(join(ROOT, manifest), 'utf8')).engines?.node }))
+      .filter(({ node }) => node !== declared)
+      .map(({ manifest, node }) => `${manifest}: ${node}`);
+    expect(differing).toEqual([]);
+  });
+
   it('installs no package whose engines exclude part of the declared range', () => {
     const excluding = Object.entries(lock.packages)
       .map(([path, entry]) => ({ path, version: entry.version, node: Array.isArray(entry.engines) ? undefined : entry.engines?.node }))

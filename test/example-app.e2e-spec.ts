@@ -130,7 +130,7 @@ describe('an app outside the monorepo, on the packed packages', () => {
     expect(done.tasks).toEqual([expect.objectContaining({ name: 'create-account', status: 'failed', attempts: 1 })]);
   });
 
-  it('serves the health and metrics its one import line mounts (WorkerOperationsModule, on Express)', async () => {
+  it('serves the health and metrics its one import line mounts (WorkerOperationsModule, on Fastify)', async () => {
     const ready = await fetch(`${workerUrl}/health/ready`);
     expect(ready.status).toBe(200);
     expect(await ready.json()).toMatchObject({ status: 'ok', details: { consumer: { status: 'up' }, coordinator: { status: 'up' } } });

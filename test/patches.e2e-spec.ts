@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -153,6 +153,20 @@ describe('changing a workflow while runs are in flight: ctx.patched and replayHi
         .map((line) => JSON.parse(line).run.id)
         .sort(),
     ).toEqual([...inFlight.sleep, ...inFlight.event].map((run) => run.id).sort());
+
+    // Several statuses, comma-separated: each one's runs, newest first.
+    const both = await wf(coordinator.url, 'runs', 'export', 'patched-order', '1', '--status', 'waiting,completed');
+    expect(both.stdout.trim().split('\n')).toHaveLength(5);
+    expect(await wf(coordinator.url, 'runs', 'export', 'patched-order', '1', '--status', 'waiting,asleep')).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('"asleep" is not a run status'),
+    });
+
+    // An export that fails leaves no file behind, not even an empty one that looks complete.
+    const failed = join(files, 'failed.jsonl');
+    expect(await wf(coordinator.url, 'runs', 'export', 'not a name!', '1', '--out', failed)).toMatchObject({ code: 1 });
+    expect(await readdir(files)).not.toContain('failed.jsonl');
+    expect(await readdir(files)).not.toContain('failed.jsonl.partial');
   });
 
   it('deployed, the guarded code finishes the runs in flight on the old branch and takes new runs down the new one, its marker in their history', async () => {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { createTestEnvironment, type TestEnvironment } from '@nest-durable/testing';
+import { createTestEnvironment, type TestEnvironment, TestEnvironmentError } from '@nest-durable/testing';
 import { Workflow } from '@nest-durable/worker';
 import { ChildRunTimeoutError, type WorkflowContext, WorkflowError } from '@nest-durable/workflow';
 import { Injectable } from '@nestjs/common';
@@ -121,7 +121,9 @@ describe('createTestEnvironment and skipTime', () => {
     const from = (await env.now()).getTime();
     const started = performance.now();
     await env.skipTime(7 * DAY);
-    expect(performance.now() - started).toBeLessThan(1_000);
+    // Issue 34's bound for a week's sleep in a test (a real week is 600,000,000 ms; a skip that waited for any real
+    // timer would be seconds at least): well above what it takes here (~0.3 s), so a busy machine does not flake it.
+    expect(performance.now() - started).toBeLessThan(2_000);
     // As if the time had passed: the short sleep ended 3 days in, not when the window did.
     expect(Math.round((journal.times.get('end short')! - from) / DAY)).toBe(3);
     expect(Math.round((journal.times.get('end long')! - from) / DAY)).toBe(7);
@@ -181,7 +183,7 @@ describe('createTestEnvironment and skipTime', () => {
   });
 
   it('refuses a negative or infinite skip', async () => {
-    await expect(env.skipTime(-1)).rejects.toThrow(RangeError);
-    await expect(env.skipTime(Number.POSITIVE_INFINITY)).rejects.toThrow(RangeError);
+    await expect(env.skipTime(-1)).rejects.toMatchObject({ name: 'TestEnvironmentError', reason: 'skip_time_invalid' });
+    await expect(env.skipTime(Number.POSITIVE_INFINITY)).rejects.toThrow(TestEnvironmentError);
   });
 });

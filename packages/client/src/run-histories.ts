@@ -1,12 +1,15 @@
-import { decode, LIST_LIMIT_MAX, RecordedHistory, RunNotFoundError, type RunStatus } from '@nest-durable/common';
+import { decode, InvalidRequestError, LIST_LIMIT_MAX, RecordedHistory, RunNotFoundError, type RunStatus } from '@nest-durable/common';
 import type { WorkflowClient } from './workflow.client';
 
-/** Which runs' histories to read: one workflow version's, newest first. */
+/** Which runs' histories to read: one workflow version's, newest first (status by status, when given several). */
 export interface HistoryFilter {
   workflow: string;
   version: string;
-  /** Only runs in this status (say `waiting`: the runs a deploy will resume). Default: every status. */
-  status?: RunStatus;
+  /**
+   * Only runs in this status, or these (say `['queued', 'running', 'waiting']`: the runs in flight, the ones a
+   * deploy resumes, however old). Default: every status.
+   */
+  status?: RunStatus | readonly RunStatus[];
   /** At most this many runs. Default: all of them. */
   limit?: number;
 }
@@ -16,28 +19,25 @@ export interface HistoryFilter {
  * page by page), then each run with its steps (GET /v1/runs/:id). A run gone meanwhile (retention) is skipped.
  */
 export async function* fetchHistories(client: WorkflowClient, filter: HistoryFilter): AsyncGenerator<RecordedHistory> {
+  const statuses = filter.status === undefined ? [undefined] : typeof filter.status === 'string' ? [filter.status] : [...new Set(filter.status)];
   let left = filter.limit ?? Number.POSITIVE_INFINITY;
-  let cursor: string | undefined;
-  while (left > 0) {
-    const page = await client.list({
-      workflow: filter.workflow,
-      version: filter.version,
-      status: filter.status,
-      limit: Math.min(LIST_LIMIT_MAX, left),
-      cursor,
-    });
-    for (const listed of page.runs) {
-      const found = await client.get(listed.id).catch((error: unknown) => {
-        if (error instanceof RunNotFoundError) return undefined;
-        throw error;
-      });
-      if (!found) continue;
-      const { tasks, ...run } = found;
-      yield { run, steps: tasks ?? [] };
-      left--;
+  for (const status of statuses) {
+    let cursor: string | undefined;
+    while (left > 0) {
+      const page = await client.list({ workflow: filter.workflow, version: filter.version, status, limit: Math.min(LIST_LIMIT_MAX, left), cursor });
+      for (const listed of page.runs) {
+        const found = await client.get(listed.id).catch((error: unknown) => {
+          if (error instanceof RunNotFoundError) return undefined;
+          throw error;
+        });
+        if (!found) continue;
+        const { tasks, ...run } = found;
+        yield { run, steps: tasks ?? [] };
+        left--;
+      }
+      if (!page.nextCursor) break;
+      cursor = page.nextCursor;
     }
-    if (!page.nextCursor) return;
-    cursor = page.nextCursor;
   }
 }
 
@@ -54,7 +54,7 @@ export function parseHistories(text: string): RecordedHistory[] {
     try {
       histories.push(decode(RecordedHistory, JSON.parse(line), 'history'));
     } catch (error) {
-      throw new Error(`line ${index + 1} is not a recorded history ({run, steps}): ${(error as Error).message}`);
+      throw new InvalidRequestError('invalid_history', `line ${index + 1} is not a recorded history ({run, steps}): ${(error as Error).message}`);
     }
   }
   return histories;

@@ -1,6 +1,7 @@
 import { advanceTestClockTo, announceDueRuns, databaseNow, installTestClock, nextDueTime, type SqlExecutor, unsettledWork } from '@app/persistence';
 import { setTimeout as delay } from 'node:timers/promises';
 import { Client } from 'pg';
+import { TestEnvironmentError } from './test-environment.error';
 
 /** How often the clock looks whether the engine has handed on what came due (a read of one index range). */
 const SETTLE_POLL_MS = 5;
@@ -42,7 +43,7 @@ export class TestClock {
 
   /** Moves the clock `ms` forward, firing what falls due on the way in order, and returns once all of it is handed on. */
   async skip(ms: number, timers: DueTimesFollower): Promise<void> {
-    if (!Number.isFinite(ms) || ms < 0) throw new RangeError(`skipTime takes a duration in milliseconds (0 or more), got ${ms}`);
+    if (!Number.isFinite(ms) || ms < 0) throw new TestEnvironmentError('skip_time_invalid', `skipTime takes a duration in milliseconds (0 or more), got ${ms}`);
     const db = executor(this.session);
     await this.settled(db);
     const until = (await databaseNow(db)) + ms;
@@ -69,7 +70,8 @@ export class TestClock {
       if (unsettled.length === 0) return;
       if (performance.now() > deadline) {
         const named = unsettled.map(({ id, workflow, state }) => `${workflow} ${id} (${state})`).join(', ');
-        throw new Error(
+        throw new TestEnvironmentError(
+          'skip_time_unsettled',
           `skipTime: still running or due after ${this.settleTimeoutMs} ms: ${named}. The clock moves only when everything due so ` +
             'far has been handed on: is a task waiting on something the test never resolves, or the workflow paused or hosted by no worker?',
         );

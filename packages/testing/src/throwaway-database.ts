@@ -4,6 +4,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { Client } from 'pg';
+import { TestEnvironmentError } from './test-environment.error';
 
 /** A database of the test environment's own, gone after `drop` (with the server it started, if it started one). */
 export interface ThrowawayDatabase {
@@ -75,7 +76,10 @@ async function startEmbeddedServer(): Promise<{ url: string; stop(): Promise<voi
     const first = await Promise.race([
       new Promise<string>((resolve) => lines.once('line', resolve)),
       exited.then(() => {
-        throw new Error(`the embedded PostgreSQL server did not start (set DATABASE_URL to use a server of yours):\n${errors}`);
+        throw new TestEnvironmentError(
+          'embedded_database_failed',
+          `the embedded PostgreSQL server did not start (set DATABASE_URL to use a server of yours):\n${errors}`,
+        );
       }),
     ]);
     return { url: (JSON.parse(first) as { url: string }).url, stop };

@@ -74,7 +74,7 @@ export function resolveWorkerOptions(options: WorkflowWorkerOptions): ResolvedWo
   try {
     parseBuildId(resolved.buildId);
   } catch (error) {
-    throw new Error(`${(error as Error).message}, got ${JSON.stringify(resolved.buildId)}`);
+    throw new WorkerSetupError(`${(error as Error).message}, got ${JSON.stringify(resolved.buildId)}`);
   }
   const urls: unknown = typeof resolved.coordinatorUrl === 'string' ? [resolved.coordinatorUrl] : resolved.coordinatorUrl;
   if (!Array.isArray(urls) || urls.length === 0 || !urls.every(isHttpUrl)) {

@@ -1,6 +1,6 @@
 import { InvalidArgumentError } from 'commander';
 import { readFileSync } from 'node:fs';
-import { isTimestamp, type JsonValue } from '@nest-durable/common';
+import { isTimestamp, type JsonValue, RUN_STATUSES, type RunStatus } from '@nest-durable/common';
 
 /** `--input`/`--data`: JSON text, or `@path` to read it from a file. */
 export function parseJsonArgument(value: string): JsonValue {
@@ -19,6 +19,14 @@ export function parseJsonArgument(value: string): JsonValue {
   } catch (error) {
     throw new InvalidArgumentError(`Not JSON (${(error as Error).message}).`);
   }
+}
+
+/** `--status queued,running,waiting`: run statuses, comma-separated. */
+export function parseStatusesArgument(value: string): RunStatus[] {
+  const statuses = value.split(',').map((status) => status.trim());
+  const unknown = statuses.find((status) => !(RUN_STATUSES as readonly string[]).includes(status));
+  if (unknown !== undefined) throw new InvalidArgumentError(`${JSON.stringify(unknown)} is not a run status (${RUN_STATUSES.join(', ')}).`);
+  return statuses as RunStatus[];
 }
 
 export function parseIntegerArgument(value: string): number {

@@ -1,13 +1,14 @@
 import { UsageError } from './cli-errors';
 import { type Command, Option } from 'commander';
 import { type JsonValue, RUN_STATUSES, type RunStatus, type RunView } from '@nest-durable/common';
-import { parseIntegerArgument, parseJsonArgument, parseTimeArgument, tagArgument } from './arguments';
+import { parseIntegerArgument, parseJsonArgument, parseStatusesArgument, parseTimeArgument, tagArgument } from './arguments';
 import { EXIT_FAILED, EXIT_OK } from './exit-codes';
 import { formatRun, formatRunLine, formatRunList, formatTransitions } from './format';
 import type { Invocation } from './invocation';
 import { watchRun } from './watch';
 import { fetchHistories, historyLine } from '../run-histories';
 import { createWriteStream } from 'node:fs';
+import { rename, rm } from 'node:fs/promises';
 import { once } from 'node:events';
 import { finished } from 'node:stream/promises';
 
@@ -22,7 +23,7 @@ interface StartOptions {
 }
 
 interface ExportOptions {
-  status?: RunStatus;
+  status?: RunStatus[];
   limit?: number;
   out?: string;
 }
@@ -115,7 +116,11 @@ export function registerRunCommands(program: Command, invocation: Invocation): v
   runs
     .command('export <workflow> <version>')
     .description("write the runs of a workflow version with their recorded steps, one JSON line each ({run, steps}): replayHistories' input")
-    .addOption(new Option('--status <status>', 'only runs in this status').choices(RUN_STATUSES))
+    .option(
+      '--status <statuses>',
+      `only runs in these statuses, comma-separated (${RUN_STATUSES.join(', ')}; queued,running,waiting: the runs in flight)`,
+      parseStatusesArgument,
+    )
     .option('--limit <n>', 'at most this many runs, newest first (default: all)', parseIntegerArgument)
     .option('--out <file>', 'write them to this file instead of stdout')
     .action(
@@ -125,17 +130,23 @@ export function registerRunCommands(program: Command, invocation: Invocation): v
           for await (const history of histories) output.data(historyLine(history));
           return;
         }
-        const file = createWriteStream(options.out);
+        // Written beside it and renamed when whole: a failed export never leaves a file that looks complete.
+        const partial = `${options.out}.partial`;
+        const file = createWriteStream(partial);
         let count = 0;
         try {
           for await (const history of histories) {
             if (!file.write(historyLine(history))) await once(file, 'drain');
             count++;
           }
-        } finally {
-          file.end();
-          await finished(file);
+        } catch (error) {
+          file.destroy();
+          await rm(partial, { force: true });
+          throw error;
         }
+        file.end();
+        await finished(file);
+        await rename(partial, options.out);
         output.result({ exported: count, file: options.out }, () => `exported ${count} run${count === 1 ? '' : 's'} to ${options.out}`);
       }),
     );

@@ -1,14 +1,23 @@
 import { type JsonValue, parseIdentifier, type StoredTask, type WorkflowTarget } from '@nest-durable/common';
-import { type ChildOptions, type EventResult, NonDeterminismError, type TaskContext, type TaskOptions, type WorkflowContext } from '@nest-durable/workflow';
+import {
+  type ChildOptions,
+  type EventResult,
+  NonDeterminismError,
+  type TaskContext,
+  type TaskOptions,
+  type WorkflowContext,
+  WorkflowError,
+} from '@nest-durable/workflow';
 import { checkChild, checkDelay } from '../step-checks';
 import { childResultOf, outcomeOf, StepHistory } from '../step-history';
 
 /** Thrown into a replayed handler where its run's recorded history ends: the run got no further than this. */
-export class HistoryEndedSignal extends Error {
+export class HistoryEndedSignal extends WorkflowError {
   override name = 'HistoryEndedSignal';
 
   constructor(readonly runId: string) {
-    super(`the recorded history of run ${runId} ends here`);
+    // As RunSuspendedError in a run: the handler stops here; do not catch it (or rethrow it).
+    super(`the recorded history of run ${runId} ends here`, { reason: 'replay_history_ended' });
   }
 }
 

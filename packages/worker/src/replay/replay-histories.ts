@@ -16,8 +16,8 @@ export type HistorySource =
       coordinator: string | WorkflowClient;
       /** Its CLIENT_TOKEN, with a URL. */
       token?: string;
-      /** Only runs in this status (say `waiting`: the ones a deploy resumes). Default: every status. */
-      status?: RunStatus;
+      /** Only runs in this status, or these (`['queued', 'running', 'waiting']`: the ones a deploy resumes). Default: every status. */
+      status?: RunStatus | readonly RunStatus[];
       /** At most this many runs. Default: all. */
       limit?: number;
     }
