@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { JsonValue } from '@nest-durable/client';
 import { Client } from 'pg';
-import { inJsonbOrder } from '../packages/worker/src/run-executor';
+import { inJsonbOrder } from '../packages/worker/src/json-values';
 import { TEST_SERVER_URL } from './support/database';
 
 /**
