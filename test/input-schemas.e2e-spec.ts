@@ -113,7 +113,7 @@ describe('input schemas', () => {
         ],
       })
       .expect(400);
-    expect(refused.body).toMatchObject({ reason: 'invalid_input', message: 'runs[1].input/plan: Expected union value' });
+    expect(refused.body).toMatchObject({ reason: 'invalid_input', message: 'runs[1].input/plan: Expected one of "free", "pro"' });
     expect(await counts()).toEqual(before.counts);
     expect(await tables()).toEqual(before.tables);
   });

@@ -257,6 +257,20 @@ export interface InputCheck {
   firstMismatch(input: unknown): string | undefined;
 }
 
+/** What an enum (a union of literals) allows, said as such: TypeBox's own message says only "Expected union value". */
+function expected(schema: TSchema): string | undefined {
+  const literals = (schema.anyOf as TSchema[] | undefined)?.map(literalOf);
+  if (!literals?.every((literal) => literal !== undefined)) return undefined;
+  return `Expected one of ${literals.map((literal) => JSON.stringify(literal.value)).join(', ')}`;
+}
+
+/** The one value an alternative allows: a `const`, alone or beside its `type` (read as both, an allOf). */
+function literalOf(schema: TSchema): { value: unknown } | undefined {
+  if ('const' in schema) return { value: schema.const };
+  const withConst = (schema.allOf as TSchema[] | undefined)?.find((part) => 'const' in part);
+  return withConst && { value: withConst.const };
+}
+
 /** Compiles the check of an input schema (read by readInputSchema: it throws what that throws). */
 export function compileInputCheck(schema: unknown): InputCheck {
   const type = readInputSchema(schema);
@@ -272,7 +286,7 @@ export function compileInputCheck(schema: unknown): InputCheck {
       if (check.Check(input)) return undefined;
       // An allOf's own error follows its part's, which says more; a union's says only that no alternative matched.
       for (const error of check.Errors(input)) {
-        if (error.type !== ValueErrorType.Intersect) return `input${error.path}: ${error.message}`;
+        if (error.type !== ValueErrorType.Intersect) return `input${error.path}: ${expected(error.schema) ?? error.message}`;
       }
       return 'input: does not match the input schema';
     },
