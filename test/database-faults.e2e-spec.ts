@@ -93,6 +93,10 @@ describe.each(MODES)('a lost PostgreSQL connection (real processes, a private Po
     const stallsBefore = await count('stalls > 0');
     const outputBefore = worker.output.length;
     await survives(async () => {
+      // A run whose task ends while PostgreSQL is down: its record is a write the worker must retry (the load's runs
+      // are short, and on a busy machine none may be left in flight when the server goes).
+      const long = await client.start({ name: 'chain', version: '1' }, { steps: 2, stepMs: 1_000 });
+      await eventually('a long run in flight', async () => (await client.get(long.id)).status === 'running');
       await postgres.crash();
       // Down until the worker has retried a write past its first second of backoff (it used to give the run up after
       // about three seconds, to be taken over, as a stall, once its claim went idle).

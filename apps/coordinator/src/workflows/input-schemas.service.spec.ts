@@ -127,6 +127,30 @@ describe('InputSchemas', () => {
     expect(reads).toEqual([['signup 1'], ['later 1'], ['signup 1'], ['later 1']]);
   });
 
+  it('trusts what it read for another window when reading it again fails, instead of trying again at every start', async () => {
+    const rows: InputSchemaRow[] = [{ workflow: 'signup', version: '1', inputSchema: EMAIL }];
+    const reads: number[] = [];
+    const clock = { now: 0 };
+    let down = false;
+    const schemas = new InputSchemas(
+      async (versions) => {
+        reads.push(clock.now);
+        if (down) throw new Error('the database is unavailable');
+        return rows.filter((row) => versions.some((v) => v.workflow === row.workflow));
+      },
+      () => clock.now,
+    );
+    const start = [{ workflow: 'signup', version: '1', input: { email: 'a@b.c' } }];
+    await schemas.check(start);
+    down = true;
+    clock.now = INPUT_SCHEMAS_FRESH_MS + 1;
+    for (let i = 0; i < 5; i++) {
+      await expect(schemas.check(start)).resolves.toEqual([undefined]);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    expect(reads).toEqual([0, INPUT_SCHEMAS_FRESH_MS + 1]);
+  });
+
   it('takes a registration at this coordinator at once, and compiles a schema again only when it changed', async () => {
     const { schemas, reads } = cache([]);
     expect((await schemas.check([{ workflow: 'signup', version: '1', input: 1 }]))[0]?.reason).toBe('unregistered_workflow_version');

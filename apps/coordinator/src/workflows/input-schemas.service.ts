@@ -93,7 +93,7 @@ export class InputSchemas {
     );
     if (doubted.length > 0) for (const [index, read] of (await this.read(doubted)).entries()) versions.set(keyOf(doubted[index]), read);
     const rest = stale.filter((version) => !doubted.includes(version));
-    if (rest.length > 0) this.read(rest).catch((error: unknown) => this.logger.warn(`reading input schemas again failed: ${String(error)}`));
+    if (rest.length > 0) this.read(rest).catch((error: unknown) => this.keepAfterFailedRead(rest, error));
     return starts.map((start, index) => {
       const answer = answerOf(versions.get(keyOf(start))!, start);
       if (answer instanceof Mismatch) throw new InvalidRequestError('invalid_input', `${where(index)}${answer.text}`);
@@ -104,6 +104,18 @@ export class InputSchemas {
   /** What a registration at this coordinator recorded (after its commit): it applies to this coordinator's starts at once. */
   registered(workflows: readonly RegisteredWorkflow[]): void {
     for (const { name: workflow, version, inputSchema } of workflows) this.remember({ workflow, version, inputSchema: inputSchema ?? null });
+  }
+
+  /**
+   * A read behind the starts failed (the database is down, say): what was known is trusted for another window, so
+   * the starts that follow do not each try again (and log it) while the database is away.
+   */
+  private keepAfterFailedRead(versions: Version[], error: unknown): void {
+    for (const version of versions) {
+      const known = this.known.get(keyOf(version));
+      if (known) known.readAt = this.now();
+    }
+    this.logger.warn(`reading input schemas again failed (the ones read before are used for another ${INPUT_SCHEMAS_FRESH_MS} ms): ${String(error)}`);
   }
 
   /** Reads these versions (one query), each once however many starts wait for it. */
