@@ -36,6 +36,8 @@ describe('the claim statement, common form (claimRunsCommon)', () => {
     ];
     await startRuns(database.db, [first]); // due before the others (their statement's now() is later)
     await startRuns(database.db, [urgent, second, later]);
+    // Ready for ten seconds already: the claim reports how long it waited (its due time to the claim's now()).
+    await database.sql(`UPDATE runs SET due_at = due_at - interval '10 seconds' WHERE id = $1`, [urgent.id]);
 
     const rows = await claimRunsCommon(database.db, claimOf('takes', { queues: [{ queue: 'takes:1', limit: 2, wakeups: ['w#1'] }] }));
 
@@ -44,7 +46,7 @@ describe('the claim statement, common form (claimRunsCommon)', () => {
       ['run', first.id, 1, []],
     ]);
     expect(rows[0]).toMatchObject({ workflow: 'takes', version: '1', queue: 'takes:1', attempt: 1, input: { workflow: 'takes' }, wakeup: 'w#1' });
-    expect(rows[0].readyForSeconds).toBeGreaterThanOrEqual(0);
+    expect(rows[0].readyForSeconds).toBeCloseTo(10, 0);
     const stored = await database.sql<{ id: string }>(`SELECT id, status, revision, claimed_by, build_id FROM runs WHERE workflow = 'takes'`);
     expect(Object.fromEntries(stored.map(({ id, ...run }) => [id, run]))).toEqual({
       [first.id]: { status: 'running', revision: 1, claimed_by: 'worker-a', build_id: 'build-a' },

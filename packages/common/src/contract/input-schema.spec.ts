@@ -109,7 +109,8 @@ describe('input schemas', () => {
       intervalMs: 1000,
       workflows: [{ name: 'w', version: '1', shards: [], inputSchema }],
     });
-    expect(decode(WorkerRegistration, registration(JSON.parse(JSON.stringify(Order))), 'body').workflows[0].inputSchema).toBeDefined();
+    const asSent = JSON.parse(JSON.stringify(Order));
+    expect(decode(WorkerRegistration, registration(asSent), 'body').workflows[0].inputSchema).toEqual(asSent);
     expect(() => decode(WorkerRegistration, registration({ $ref: 'x' }), 'body')).toThrow(
       expect.objectContaining({ reason: 'invalid_input_schema', message: expect.stringContaining('workflows[0].inputSchema must be a JSON Schema object') }),
     );
