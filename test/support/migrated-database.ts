@@ -13,6 +13,17 @@ export async function createMigratedDatabase(suite: string): Promise<TestDatabas
   return createTestDatabase(suite, { template: await migratedTemplate() });
 }
 
+/** Applies every migration of libs/persistence to the database at `url`, as they run now (no template). */
+export async function migrate(url: string): Promise<void> {
+  const dataSource = new DataSource({ type: 'postgres', url, migrations: MIGRATIONS });
+  await dataSource.initialize();
+  try {
+    await dataSource.runMigrations({ transaction: 'each' });
+  } finally {
+    await dataSource.destroy();
+  }
+}
+
 /**
  * The template: named after the SQL the migrations send (their `up` functions' source would miss a change to a
  * statement they keep in a constant), so a changed or added migration gets a template of its own. Made once
@@ -30,13 +41,7 @@ async function migratedTemplate(): Promise<string> {
     if (!exists) {
       const building = `wf_building_${randomBytes(4).toString('hex')}`;
       await admin.query(`CREATE DATABASE ${building}`);
-      const dataSource = new DataSource({ type: 'postgres', url: withDatabase(TEST_SERVER_URL, building), migrations: MIGRATIONS });
-      await dataSource.initialize();
-      try {
-        await dataSource.runMigrations({ transaction: 'each' });
-      } finally {
-        await dataSource.destroy();
-      }
+      await migrate(withDatabase(TEST_SERVER_URL, building));
       await admin.query(`ALTER DATABASE ${building} RENAME TO ${template}`);
     }
     return template;

@@ -3,10 +3,9 @@ import { execFile } from 'node:child_process';
 import { readdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { DataSource } from 'typeorm';
 import { createTestDatabase, type TestDatabase } from '../../../../test/support/database';
+import { migrate } from '../../../../test/support/migrated-database';
 import { type RecordedMigration, recordMigrations } from '../../../../test/support/recorded-migrations';
-import { MIGRATIONS } from '../persistence.module';
 
 /** With UPDATE_SCHEMA=1 these tests rewrite the files from the migrated database instead of comparing. */
 const UPDATE = process.env.UPDATE_SCHEMA === '1';
@@ -75,13 +74,7 @@ describe('the schema as migrated', () => {
   // the migrations do now.
   beforeAll(async () => {
     db = await createTestDatabase('schema');
-    const dataSource = new DataSource({ type: 'postgres', url: db.url, migrations: MIGRATIONS });
-    await dataSource.initialize();
-    try {
-      await dataSource.runMigrations({ transaction: 'each' });
-    } finally {
-      await dataSource.destroy();
-    }
+    await migrate(db.url);
   });
 
   afterAll(async () => {

@@ -1,11 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Client } from 'pg';
-import { DataSource } from 'typeorm';
-import { createMigratedDatabase } from '../../../../test/support/migrated-database';
+import { createMigratedDatabase, migrate } from '../../../../test/support/migrated-database';
 import { createTestDatabase, type TestDatabase } from '../../../../test/support/database';
 import { eventually } from '../../../../test/support/poll';
 import { insertRun } from '../../../../test/support/seed-rows';
-import { MIGRATIONS } from '../persistence.module';
 import type { SqlExecutor } from '../database';
 import { uuidv7 } from '../ids';
 import { databaseNow } from './clock.sql';
@@ -35,13 +33,7 @@ describe('test-clock.sql', () => {
     await installTestClock(executor(installer));
     await installer.end();
     // Migrated after the install, as the test kit does: defaults and trigger conditions bind the clock's now().
-    const dataSource = new DataSource({ type: 'postgres', url: db.url, migrations: MIGRATIONS });
-    await dataSource.initialize();
-    try {
-      await dataSource.runMigrations({ transaction: 'each' });
-    } finally {
-      await dataSource.destroy();
-    }
+    await migrate(db.url);
     clocked = await session(db.url);
     sql = executor(clocked);
   }, 60_000);
