@@ -1,4 +1,13 @@
-import { advanceTestClockTo, announceDueRuns, databaseNow, installTestClock, nextDueTime, type SqlExecutor, unsettledWork } from '@app/persistence';
+import {
+  advanceTestClockTo,
+  announceDueRuns,
+  databaseNow,
+  installTestClock,
+  nextDueTime,
+  type SqlExecutor,
+  sessionExecutor,
+  unsettledWork,
+} from '@app/persistence';
 import { setTimeout as delay } from 'node:timers/promises';
 import { Client } from 'pg';
 import { TestEnvironmentError } from './test-environment.error';
@@ -38,13 +47,13 @@ export class TestClock {
 
   /** The test clock now (epoch ms). */
   now(): Promise<number> {
-    return databaseNow(executor(this.session));
+    return databaseNow(sessionExecutor(this.session));
   }
 
   /** Moves the clock `ms` forward, firing what falls due on the way in order, and returns once all of it is handed on. */
   async skip(ms: number, timers: DueTimesFollower): Promise<void> {
     if (!Number.isFinite(ms) || ms < 0) throw new TestEnvironmentError('skip_time_invalid', `skipTime takes a duration in milliseconds (0 or more), got ${ms}`);
-    const db = executor(this.session);
+    const db = sessionExecutor(this.session);
     await this.settled(db);
     const until = (await databaseNow(db)) + ms;
     for (;;) {
@@ -81,15 +90,11 @@ export class TestClock {
   }
 }
 
-function executor(session: Client): SqlExecutor {
-  return { query: async <T>(text: unknown, values?: unknown[]) => (await session.query(text as string, values)).rows as T[] };
-}
-
 async function withSession(url: string, work: (db: SqlExecutor) => Promise<void>): Promise<void> {
   const session = new Client({ connectionString: url });
   await session.connect();
   try {
-    await work(executor(session));
+    await work(sessionExecutor(session));
   } finally {
     await session.end();
   }
