@@ -32,4 +32,6 @@ module.exports = {
     Object.entries(compilerOptions.paths).map(([alias, [target]]) => [`^${alias}$`, `<rootDir>/${target.replace(/^\.\//, '')}`]),
   ),
   testTimeout: 30000,
+  // A run id for what only one suite of a run may do (test/support/packages.ts).
+  globalSetup: '<rootDir>/test/support/global-setup.ts',
 };

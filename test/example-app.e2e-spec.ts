@@ -6,6 +6,7 @@ import { type RunningCoordinator, startCoordinator } from './support/apps';
 import { createTestDatabase, TEST_SERVER_URL, type TestDatabase } from './support/database';
 import { loadedOf, modulesLoadedBy } from './support/module-loading';
 import { AppProcess, freePort, runCommand } from './support/processes';
+import { buildPackages } from './support/packages';
 
 const ROOT = join(__dirname, '..');
 /** What the example names in its manifest (the test kit as a dev dependency); @nest-durable/common comes with them, as it would from the registry. */
@@ -44,8 +45,7 @@ describe('an app outside the monorepo, on the packed packages', () => {
     // must reach its binaries in the app's node_modules (mkdtemp makes the folder its owner's only).
     chmodSync(dir, 0o755);
     app = join(dir, 'app');
-    // Five packages, the test kit with the coordinator inside: longer than a command's default limit on a busy machine.
-    await runCommand('npm', ['run', 'build:packages'], { timeoutMs: 300_000 });
+    await buildPackages('testing'); // and the four before it
     packed = JSON.parse(await runCommand('npm', ['pack', ...PACKED.map((name) => `./packages/${name}`), '--pack-destination', dir, '--json']));
 
     cpSync(join(ROOT, 'examples/nest-app'), app, { recursive: true, filter: (source) => !/\/(node_modules|dist)$/.test(source) });

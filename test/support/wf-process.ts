@@ -1,7 +1,7 @@
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { capturedLogger } from './captured-logs';
+import { buildPackages } from './packages';
 import { eventually } from './poll';
 
 const ROOT = join(__dirname, '..', '..');
@@ -10,10 +10,8 @@ export const WF_MAIN = join(ROOT, 'packages/client/dist/cli/main.js');
 /** The bin npm links for the workspace, run as a user's shell runs `npx wf`. */
 export const WF_BIN = join(ROOT, 'node_modules/.bin/wf');
 
-/** Builds @nest-durable/common and @nest-durable/client (with its CLI) to their dist. */
-export async function buildClientPackage(): Promise<void> {
-  await promisify(execFile)(process.execPath, [join(ROOT, 'scripts/build-packages.mjs'), 'common', 'client'], { cwd: ROOT });
-}
+/** Builds @nest-durable/common and @nest-durable/client (with its CLI) to their dist, once per test run. */
+export const buildClientPackage = (): Promise<void> => buildPackages('common', 'client');
 
 export interface WfResult {
   code: number | null;
