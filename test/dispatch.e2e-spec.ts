@@ -35,6 +35,15 @@ describe('reliable dispatch', () => {
   const members = async (key: string) => (await redis.zrange(key, '0', '-1')).map((m) => ({ runId: m.split(':')[0] }));
   /** The run a stream entry's wake-up names. */
   const runOf = (fields: string[]) => fields[fields.indexOf('run') + 1];
+  /**
+   * Makes a run ready outside a start (which publishes its own wake-ups): the enqueue trigger writes its outbox row,
+   * as for an event, a child run or a retry, and only its commit's NOTIFY brings the enqueuer before its poll.
+   */
+  const makeReady = async (id: string) => {
+    await db.sql(`SET wf.dispatch = 'redis-zset'`);
+    await db.sql(`INSERT INTO runs (id, workflow, version, queue, status) VALUES ($1, 'echo', '1', 'echo:1', 'queued')`, [id]);
+    await db.sql('RESET wf.dispatch');
+  };
   const outboxCount = async () => Number((await db.sql<{ count: string }>('SELECT count(*) FROM outbox'))[0].count);
 
   beforeAll(async () => {
@@ -55,13 +64,9 @@ describe('reliable dispatch', () => {
   it('publishes a run made ready by a trigger (not a start) within 2 s: the enqueuer wakes on the outbox NOTIFY, not at its 60 s poll', async () => {
     const prefix = testPrefix('zset');
     await coordinator({ ...NO_POLL, dispatch: 'redis-zset', redisPrefix: prefix });
-    // Made ready outside a start (which publishes its own wake-ups): the enqueue trigger writes the row, as for
-    // an event, a child run or a retry, and only its commit's NOTIFY can bring the enqueuer before its poll.
     const id = uuidv7();
     const started = Date.now();
-    await db.sql(`SET wf.dispatch = 'redis-zset'`);
-    await db.sql(`INSERT INTO runs (id, workflow, version, queue, status) VALUES ($1, 'echo', '1', 'echo:1', 'queued')`, [id]);
-    await db.sql('RESET wf.dispatch');
+    await makeReady(id);
     const [member] = await eventually('the run in Redis', async () => {
       const found = await members(sortedSetKey(prefix, 'echo:1'));
       return found.length > 0 ? found : undefined;
@@ -225,17 +230,18 @@ describe('reliable dispatch', () => {
     expect(await outboxCount()).toBe(0);
   }, 60_000);
 
-  it('reconnects its LISTEN session after pg_terminate_backend and keeps publishing by NOTIFY', async () => {
+  it('reconnects its LISTEN session after pg_terminate_backend and keeps publishing by the outbox NOTIFY (a 60 s poll)', async () => {
     const prefix = testPrefix('listen');
-    const c = await coordinator({ ...NO_POLL, dispatch: 'redis-zset', redisPrefix: prefix, listenerProbeIntervalMs: 200 });
+    await coordinator({ ...NO_POLL, dispatch: 'redis-zset', redisPrefix: prefix, listenerProbeIntervalMs: 200 });
     const listeners = () =>
       db.sql<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = $1 AND (query LIKE 'LISTEN%' OR query = $2)`, [db.name, LISTEN_PROBE]);
     const [before] = await eventually('the LISTEN session', async () => ((await listeners()).length > 0 ? listeners() : undefined));
     await db.sql('SELECT pg_terminate_backend($1)', [before.pid]);
     await eventually('a new LISTEN session', async () => (await listeners()).some((l) => l.pid !== before.pid));
 
-    const run = await start(c);
-    await eventually('the run in Redis', async () => (await members(sortedSetKey(prefix, 'echo:1'))).some((m) => m.runId === run.id));
+    const id = uuidv7();
+    await makeReady(id);
+    await eventually('the run in Redis', async () => (await members(sortedSetKey(prefix, 'echo:1'))).some((m) => m.runId === id), 5_000);
   });
 
   it('republishes a wake-up for a run whose claim went idle, so a Redis worker takes it over', async () => {
