@@ -84,12 +84,12 @@ describe('mechanisms', () => {
     await db.sql(`INSERT INTO runs (id, workflow, version, queue, status) SELECT unnest($1::uuid[]), 'echo', '1', 'echo:1', 'queued'`, [ids]);
     await db.sql('RESET wf.dispatch');
     const published = () => redis.zcard(sortedSetKey(prefix, 'echo:1'));
-    await eventually('all 200 wake-ups published', async () => (await published()) === 200, 5_000).catch(async (error: Error) => {
+    await eventually('all 200 wake-ups published', async () => (await published()) === 200, 10_000).catch(async (error: Error) => {
       throw new Error(`${error.message}: ${await published()} of 200 published`);
     });
   });
 
-  it("touches a long run's stream entry on every heartbeat, so a second worker's XAUTOCLAIM (1 s idle) never takes it during a 4 s run", async () => {
+  it("touches a long run's stream entry on every heartbeat, so a second worker's XAUTOCLAIM (2 s idle) never takes it during a 6 s run", async () => {
     const prefix = testPrefix('streams-heartbeat');
     const c = await coordinator({ dispatch: 'redis-streams', redisPrefix: prefix, streamPartitions: 1, republishIntervalMs: 3_600_000 });
     // Concurrency 1: no hand-off offer, so the run comes through the stream.
@@ -102,7 +102,7 @@ describe('mechanisms', () => {
         REDIS_URL: TEST_REDIS_URL,
         REDIS_PREFIX: prefix,
         REDIS_BLOCK_MS: '500',
-        STREAM_RECLAIM_IDLE_MS: '1000',
+        STREAM_RECLAIM_IDLE_MS: '2000',
         HEARTBEAT_INTERVAL_MS: '200',
         CLAIM_WAIT_MS: '1000',
       });
@@ -112,7 +112,12 @@ describe('mechanisms', () => {
       return { subscriber, transport: subscriber.primary as TransportSubscriber };
     };
     const first = await worker('first');
-    const run = (await request(c.url).post('/v1/runs').send({ workflow: 'chain', version: '1', input: { steps: 1, stepMs: 4_000 } }).expect(201)).body as RunView;
+    const run = (
+      await request(c.url)
+        .post('/v1/runs')
+        .send({ workflow: 'chain', version: '1', input: { steps: 1, stepMs: 6_000 } })
+        .expect(201)
+    ).body as RunView;
     const stream = streamKey(prefix, 'chain:1', 0, 1);
     await eventually('the run running on the first worker, its entry pending there', async () => {
       const [view] = await db.sql<{ status: string; claimed_by: string }>('SELECT status, claimed_by FROM runs WHERE id = $1', [run.id]);

@@ -18,20 +18,18 @@ function failingEnqueuer() {
   };
   const publisher = { name: 'down', publish: async (messages: unknown[]) => messages.map(() => new Error('Connection is closed.')) };
   const options = { ...DEFAULT_OUTBOX_OPTIONS, retryBaseMs: 100, retryMaxMs: 1_000, maxRetries: 100 };
-  const enqueuer = new OutboxEnqueuer(
-    repository as unknown as OutboxRepository,
-    publisher as unknown as Publisher,
-    {} as NotificationListener,
-    options,
-  );
+  const enqueuer = new OutboxEnqueuer(repository as unknown as OutboxRepository, publisher as unknown as Publisher, {} as NotificationListener, options);
   return { enqueuer, retries };
 }
 
 /** Rows that failed their n-th publish attempt, for each n given (attemptCount counts the attempt just made). */
-const rowsAt = (attempts: number[]): OutboxRow[] => attempts.map((attemptCount, i) => ({ id: String(i + 1), runId: `run-${i + 1}`, queue: 'echo:1', attemptCount }));
+const rowsAt = (attempts: number[]): OutboxRow[] =>
+  attempts.map((attemptCount, i) => ({ id: String(i + 1), runId: `run-${i + 1}`, queue: 'echo:1', attemptCount }));
 
 describe('OutboxEnqueuer publish retries', () => {
-  afterEach(() => jest.restoreAllMocks());
+  afterEach(() => {
+    jest.restoreAllMocks();
+  });
 
   it('caps the wait of each further attempt at twice the last (100, 200, 400, 800 ms), up to retryMaxMs (1 s)', async () => {
     jest.spyOn(Math, 'random').mockReturnValue(0.999_999); // the top of each draw: the cap itself

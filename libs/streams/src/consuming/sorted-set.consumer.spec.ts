@@ -218,7 +218,10 @@ describe('sorted-set consumer on a real Redis', () => {
   it('fills a read round-robin across its queues: one wake-up waiting in a quiet queue comes with the first read, however many wait in a busy one', async () => {
     jest.spyOn(Math, 'random').mockReturnValue(0.999_999); // the shuffle keeps the key order: the busy queue is popped first
     const zset = consumer(1_000);
-    await fill(BUSY, Array.from({ length: 20 }, (_, i) => `busy-${i}:${i}`));
+    await fill(
+      BUSY,
+      Array.from({ length: 20 }, (_, i) => `busy-${i}:${i}`),
+    );
     await fill(QUIET, ['quiet-0:0']);
     const read = await zset.read(5, running);
     expect(read.map((wakeup) => wakeup.queue).sort()).toEqual([BUSY, BUSY, BUSY, BUSY, QUIET]);
