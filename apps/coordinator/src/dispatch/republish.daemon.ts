@@ -1,4 +1,5 @@
 import { LeaderElection, SingletonDaemon } from '@app/locking';
+import { OutboxEnqueuer } from '@app/outbox';
 import { Database, queuesNeedingWakeups, republishWakeups } from '@app/persistence';
 import { type Publisher, PUBLISHER } from '@app/streams';
 import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
@@ -16,13 +17,17 @@ const INTERVAL = 'republish';
  * and those Redis holds undelivered, never beyond. So a Redis that lost its contents (FLUSHALL, a
  * failover, a restart without persistence) gets them back, and a queue nobody reads holds at most
  * one wake-up per waiting run however often this runs. Wake-ups are interchangeable within a queue,
- * so counting is enough. One coordinator runs it at a time.
+ * so counting is enough. It also runs the moment the coordinator's Redis connection is back after it
+ * was lost, for every queue with a run due (not only those due REPUBLISH_AFTER_MS): a Redis that
+ * restarted empty lost every wake-up it held, and the runs they were for would otherwise wait for the
+ * next round. One coordinator runs it at a time.
  */
 @Injectable()
 export class RepublishDaemon implements SingletonDaemon, OnModuleInit {
   readonly name = 'republish';
   private readonly logger = new Logger(RepublishDaemon.name);
-  private running: Promise<void> | undefined;
+  private running: Promise<number> | undefined;
+  private stopRepublishingOnRecovery: (() => void) | undefined;
 
   constructor(
     private readonly db: Database,
@@ -30,6 +35,7 @@ export class RepublishDaemon implements SingletonDaemon, OnModuleInit {
     @Inject(PUBLISHER) private readonly publisher: Publisher,
     @Inject(COORDINATOR_CONFIG) private readonly config: CoordinatorConfig,
     private readonly scheduler: SchedulerRegistry,
+    private readonly enqueuer: OutboxEnqueuer,
   ) {}
 
   onModuleInit(): void {
@@ -37,26 +43,47 @@ export class RepublishDaemon implements SingletonDaemon, OnModuleInit {
   }
 
   start(): void {
-    const timer = setInterval(() => {
-      this.running ??= this.republish()
-        .then(
-          () => undefined,
-          (error: Error) => this.logger.warn(`republish failed: ${error.message}`),
-        )
-        .finally(() => (this.running = undefined));
-    }, this.config.republishIntervalMs);
+    const timer = setInterval(() => this.runOnce(this.config.republishAfterMs), this.config.republishIntervalMs);
     this.scheduler.addInterval(INTERVAL, timer);
+    this.stopRepublishingOnRecovery = this.publisher.onRecovered(() => void this.recover());
   }
 
   async stop(): Promise<void> {
+    this.stopRepublishingOnRecovery?.();
+    this.stopRepublishingOnRecovery = undefined;
     // At shutdown @nestjs/schedule has cleared its intervals already, before leader election steps down.
     if (this.scheduler.doesExist('interval', INTERVAL)) this.scheduler.deleteInterval(INTERVAL);
     await this.running;
   }
 
-  /** Writes outbox rows for the wake-ups missing; returns how many. */
-  async republish(): Promise<number> {
-    const needs = await queuesNeedingWakeups(this.db, this.config.republishAfterMs, this.config.claimMinIdleTimeMs);
+  /**
+   * Redis is back: after the round under way (it ran against the Redis that was lost), rounds for every
+   * queue with a run due, until one finds fewer wake-ups missing than a round writes; then the outbox rows
+   * that failed to publish meanwhile go at once. In that order: a round counts those rows as on their way,
+   * and would count them twice if they reached Redis between its reading of the outbox and of Redis.
+   */
+  private async recover(): Promise<void> {
+    this.logger.log(`${this.publisher.name} is back: republishing the wake-ups of every run due`);
+    while (this.running) await this.running;
+    // Stopped (stepped down) meanwhile: the next leader's rounds do it.
+    while (this.stopRepublishingOnRecovery && (await this.runOnce(0)) >= BATCH) {}
+    await this.enqueuer.retryNow().catch((error: Error) => this.logger.warn(`retrying the outbox now failed: ${error.message}`));
+  }
+
+  /** One round, unless one is under way (whose count it returns); resolves with how many wake-ups it wrote. */
+  private runOnce(afterMs: number): Promise<number> {
+    this.running ??= this.republish(afterMs)
+      .catch((error: Error) => {
+        this.logger.warn(`republish failed: ${error.message}`);
+        return 0;
+      })
+      .finally(() => (this.running = undefined));
+    return this.running;
+  }
+
+  /** Writes outbox rows for the wake-ups missing for runs due `afterMs` or longer; returns how many. */
+  async republish(afterMs = this.config.republishAfterMs): Promise<number> {
+    const needs = await queuesNeedingWakeups(this.db, afterMs, this.config.claimMinIdleTimeMs);
     if (needs.length === 0) return 0;
     const undelivered = await this.publisher.undelivered(needs.map((need) => need.queue));
     let budget = BATCH;

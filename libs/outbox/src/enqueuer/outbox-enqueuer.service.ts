@@ -133,6 +133,16 @@ export class OutboxEnqueuer implements OnApplicationBootstrap, BeforeApplication
     return Math.round(Math.random() * cap);
   }
 
+  /**
+   * Publishes now the rows waiting out a retry's delay (the transport is back after an outage: the delay,
+   * grown to OUTBOX_RETRY_MAX_MS over a long one, would hold their wake-ups back that long after it ended).
+   */
+  async retryNow(): Promise<void> {
+    const due = await this.repository.retryNow();
+    if (due > 0) this.logger.log(`retrying ${due} outbox rows now`);
+    this.publishDue();
+  }
+
   private async maintain(): Promise<void> {
     try {
       const recovered = await this.repository.recoverStaleInFlight(this.options.staleInFlightMs);

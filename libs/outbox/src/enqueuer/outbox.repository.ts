@@ -9,6 +9,7 @@ import {
   type OutboxStats,
   outboxStats,
   recoverStaleInFlight,
+  retryOutboxRowsNow,
   scheduleOutboxRetries,
 } from '@app/persistence';
 import { Injectable } from '@nestjs/common';
@@ -50,6 +51,11 @@ export class OutboxRepository {
   /** Rows left in_flight by an enqueuer that died mid-batch go back to retry. */
   recoverStaleInFlight(olderThanMs: number): Promise<number> {
     return recoverStaleInFlight(this.db, olderThanMs);
+  }
+
+  /** Rows waiting out a publish retry's delay are due now; returns how many. */
+  retryNow(): Promise<number> {
+    return retryOutboxRowsNow(this.db);
   }
 
   deleteSentOlderThan(ms: number): Promise<void> {

@@ -99,6 +99,18 @@ export async function recoverStaleInFlight(db: SqlExecutor, olderThanMs: number)
   return (await db.query(RECOVER_STALE_IN_FLIGHT, [olderThanMs])).length;
 }
 
+const RETRY_OUTBOX_ROWS_NOW = `UPDATE outbox SET next_attempt_at = now(), updated_at = now()
+   WHERE status = 'retry' AND next_attempt_at > now()
+  RETURNING id`;
+
+/**
+ * Rows waiting out a publish retry's delay are due now (the transport is back: the delay only spared it
+ * while it was down); returns how many. Rows written for later are `pending`, not `retry`, and keep their time.
+ */
+export async function retryOutboxRowsNow(db: SqlExecutor): Promise<number> {
+  return (await db.query(RETRY_OUTBOX_ROWS_NOW)).length;
+}
+
 const DELETE_STALE_SENT_OUTBOX_ROWS = `DELETE FROM outbox WHERE status = 'sent' AND sent_at < now() - $1 * interval '1 millisecond'`;
 
 /** Deletes rows marked sent (markOutboxRowsSent) longer ago than `olderThanMs`: nobody reads or changes those. */

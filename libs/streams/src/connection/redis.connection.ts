@@ -98,22 +98,51 @@ export class RedisConnection implements OnApplicationShutdown {
   }
 
   /**
-   * Resolves once `connection` is connected (at once if it is), or fails after `timeoutMs`: without
-   * an offline queue, a command sent while it is still connecting would fail at once.
+   * Resolves once `connection` is connected (at once if it is). Fails at once when it is down (its last
+   * attempt failed and it waits to retry: a refused connection never brings `ready` meanwhile), as soon
+   * as the attempt under way fails, or after `timeoutMs` (a host that does not answer at all). Without an
+   * offline queue, a command sent while it is still connecting would fail at once.
    */
   async whenReady(connection: RedisClient, timeoutMs = 2_000): Promise<void> {
     if (connection.status === 'ready') return;
+    if (isDown(connection)) throw new Error(`Redis not reachable (${connection.status})`);
     await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        connection.off('ready', onReady);
-        reject(new Error(`Redis not reachable within ${timeoutMs} ms (${connection.status})`));
-      }, timeoutMs);
-      const onReady = () => {
+      const settle = (error?: Error) => {
         clearTimeout(timer);
-        resolve();
+        connection.off('ready', onReady);
+        connection.off('error', onFailure);
+        connection.off('close', onFailure);
+        if (error) reject(error);
+        else resolve();
       };
+      const onReady = () => settle();
+      const onFailure = (error?: Error) => settle(new Error(`Redis not reachable${error ? `: ${error.message}` : ` (${connection.status})`}`));
+      const timer = setTimeout(() => settle(new Error(`Redis not reachable within ${timeoutMs} ms (${connection.status})`)), timeoutMs);
       connection.once('ready', onReady);
+      connection.once('error', onFailure);
+      connection.once('close', onFailure);
     });
+  }
+
+  /**
+   * Calls `listener` each time `connection` is ready again after it was lost (or was down when this was
+   * called): whatever Redis held may be gone, as after a restart without persistence. Returns the
+   * function that stops it.
+   */
+  onRecovered(connection: RedisClient, listener: () => void): () => void {
+    let lost = isDown(connection);
+    const onLost = () => (lost = true);
+    const onReady = () => {
+      if (!lost) return;
+      lost = false;
+      listener();
+    };
+    connection.on('close', onLost);
+    connection.on('ready', onReady);
+    return () => {
+      connection.off('close', onLost);
+      connection.off('ready', onReady);
+    };
   }
 
   /**
@@ -136,4 +165,9 @@ export class RedisConnection implements OnApplicationShutdown {
   async onApplicationShutdown(): Promise<void> {
     await Promise.all([...this.connections].map((connection) => connection.quit().catch(() => connection.disconnect())));
   }
+}
+
+/** Its last connection attempt failed (or it was closed): no `ready` comes before the next attempt, if any. */
+function isDown(connection: RedisClient): boolean {
+  return connection.status === 'reconnecting' || connection.status === 'close' || connection.status === 'end';
 }

@@ -15,6 +15,12 @@ export interface Publisher {
    * republish daemon tops a queue up to the runs it has waiting, never beyond).
    */
   undelivered(queues: string[]): Promise<Map<string, number>>;
+  /**
+   * Calls `listener` each time the transport is reachable again after it was lost: what it held may be
+   * gone (a Redis restarted without persistence), and what failed to publish meanwhile can go now.
+   * Returns the function that stops it.
+   */
+  onRecovered(listener: () => void): () => void;
 }
 
 export const STREAM_PARTITIONS = Symbol('STREAM_PARTITIONS');

@@ -24,6 +24,10 @@ export class RedisSortedSetPublisher implements Publisher {
     return results.map(([error]) => error ?? undefined);
   }
 
+  onRecovered(listener: () => void): () => void {
+    return this.redis.onRecovered(this.redis.client, listener);
+  }
+
   async undelivered(queues: string[]): Promise<Map<string, number>> {
     const results = await this.redis.sendEach(queues, (client, queue) => client.zcard(sortedSetKey(this.redis.prefix, queue)));
     return new Map(queues.map((queue, i) => [queue, Number(throwIfFailed(results[i]))]));

@@ -8,15 +8,19 @@ const MAX_PROBE_DELAY_MS = 30_000;
 
 /**
  * Wraps any primary subscriber that is not the HTTP one with an HTTP backup. When the primary fails
- * the worker switches to the backup at once; it probes the primary with backoff meanwhile (the
- * backup's claims long-poll only until the next probe) and returns to it once it answers. Nothing
- * runs twice because of a switch: both take runs at the coordinator under the revision check.
+ * the worker switches to the backup at once; it probes the primary with backoff meanwhile and returns
+ * to it once it answers. A probe runs beside the backup's claims, never before one: a probe can take
+ * seconds (a host that does not answer), and a claim held back meanwhile would leave due runs waiting,
+ * so an outage of the primary costs no latency beyond the HTTP path's. The backup's claims long-poll
+ * only until the next probe is due. Nothing runs twice because of a switch: both take runs at the
+ * coordinator under the revision check.
  */
 export class FailoverSubscriber implements Subscriber {
   private readonly logger = new Logger(FailoverSubscriber.name);
   private onBackup = false;
   private probeDelayMs = FIRST_PROBE_DELAY_MS;
   private nextProbeAt = 0;
+  private probing: Promise<void> | undefined;
   /** Which subscriber delivered each run taken (by id and revision): heartbeats and acknowledgements go back to it. */
   private readonly deliveredBy = new Map<string, Subscriber>();
   failovers = 0;
@@ -36,7 +40,7 @@ export class FailoverSubscriber implements Subscriber {
   }
 
   async getReadyRuns(limit: number, signal: AbortSignal): Promise<ClaimedRun[]> {
-    if (this.onBackup && Date.now() >= this.nextProbeAt) await this.probePrimary();
+    if (this.onBackup && !this.probing && Date.now() >= this.nextProbeAt) this.probePrimary();
     if (!this.onBackup) {
       try {
         return this.remember(this.primary, await this.primary.getReadyRuns(limit, signal));
@@ -74,15 +78,19 @@ export class FailoverSubscriber implements Subscriber {
     await this.primary.close?.();
   }
 
-  private async probePrimary(): Promise<void> {
-    try {
-      await (this.primary.probe ? this.primary.probe() : Promise.resolve());
-      this.onBackup = false;
-      this.logger.log(`${this.primary.name} is back; taking work from it again`);
-    } catch {
-      this.probeDelayMs = Math.min(MAX_PROBE_DELAY_MS, this.probeDelayMs * 2);
-      this.nextProbeAt = Date.now() + this.probeDelayMs;
-    }
+  /** Starts a probe of the primary, and sets when the next is due should this one fail (the backup claims until then). */
+  private probePrimary(): void {
+    this.probeDelayMs = Math.min(MAX_PROBE_DELAY_MS, this.probeDelayMs * 2);
+    this.nextProbeAt = Date.now() + this.probeDelayMs;
+    this.probing = (this.primary.probe ? this.primary.probe() : Promise.resolve())
+      .then(
+        () => {
+          this.onBackup = false;
+          this.logger.log(`${this.primary.name} is back; taking work from it again`);
+        },
+        () => undefined,
+      )
+      .finally(() => (this.probing = undefined));
   }
 
   private remember(subscriber: Subscriber, runs: ClaimedRun[]): ClaimedRun[] {
