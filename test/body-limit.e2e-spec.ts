@@ -129,6 +129,12 @@ describe('bodies over BODY_LIMIT_BYTES', () => {
     expect(isAnsweredError(refusal) && { statusCode: refusal.statusCode, reason: refusal.reason }).toEqual({ statusCode: 413, reason: 'payload_too_large' });
   });
 
+  it('answers a URL over what Node reads of a request head (16 KiB) with 431 headers_too_large, an error body like any other', async () => {
+    const response = await fetch(`${coordinator.url}/v1/runs?workflow=${'w'.repeat(20 * 1024)}`);
+    expect(response.status).toBe(431);
+    expect(await response.json()).toMatchObject({ statusCode: 431, reason: 'headers_too_large' });
+  });
+
   it('answers curl 413 for a JSON body over the limit', async () => {
     const file = join(await mkdtemp(join(tmpdir(), 'body-limit-')), 'start.json');
     try {
