@@ -262,16 +262,21 @@ function leafAt(value: Fuzzed, path: (string | number)[]): Fuzzed {
   return path.reduce<Fuzzed>((at, step) => (at as Record<string | number, Fuzzed>)[step], value);
 }
 
-/** `request` with one field changed: an integer to one of the edges mostly, anything to a fuzzed value, or left out. */
+/**
+ * `request` with one field changed: an integer to one of the edges mostly, anything to a fuzzed value, or left out (a
+ * PINNED field only to a plainly invalid value).
+ */
 function oneFieldChanged(request: RouteRequest): fc.Arbitrary<RouteRequest> {
   const leaves = leavesOf(request);
   if (leaves.length === 0) return fc.constant(request);
   return fc.constantFrom(...leaves).chain(({ part, path }) => {
     const current = leafAt(request[part] as Fuzzed, path);
     const isInteger = typeof current === 'number' || current === REVISION;
-    const by = isInteger
-      ? fc.oneof({ weight: 3, arbitrary: edgeInteger }, { weight: 1, arbitrary: value })
-      : fc.oneof({ weight: 4, arbitrary: value }, { weight: 1, arbitrary: fc.constant(undefined) });
+    const by = PINNED.has(String(path.at(-1)))
+      ? fc.constantFrom<Fuzzed>('x', -1)
+      : isInteger
+        ? fc.oneof({ weight: 3, arbitrary: edgeInteger }, { weight: 1, arbitrary: value })
+        : fc.oneof({ weight: 4, arbitrary: value }, { weight: 1, arbitrary: fc.constant(undefined) });
     return by.map((replacement) => ({ ...request, [part]: withLeaf(request[part] as Fuzzed, path, replacement) }));
   });
 }
