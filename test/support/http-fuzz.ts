@@ -11,10 +11,13 @@ export interface Fixtures {
   queued: string;
   running: { id: string; revision: number };
   waiting: { id: string; revision: number };
+  /** A paused schedule. */
+  schedule: string;
+  deadLetter: string;
 }
 
 /** A part of a request resolved against the fixtures when it is sent (they change as requests land). */
-class Ref {
+export class Ref {
   constructor(
     readonly label: string,
     readonly resolve: (fixtures: Fixtures) => unknown,
@@ -34,9 +37,9 @@ class Deep {
   }
 }
 
-type Fuzzed = undefined | null | boolean | number | string | Ref | Deep | Fuzzed[] | { [key: string]: Fuzzed };
+export type Fuzzed = undefined | null | boolean | number | string | Ref | Deep | Fuzzed[] | { [key: string]: Fuzzed };
 
-function toJsonText(value: Fuzzed, fixtures: Fixtures): string {
+export function toJsonText(value: Fuzzed, fixtures: Fixtures): string {
   if (value instanceof Ref) return JSON.stringify(value.resolve(fixtures));
   if (value instanceof Deep) return '['.repeat(value.depth) + ']'.repeat(value.depth);
   if (Array.isArray(value)) return `[${value.map((item) => (item === undefined ? 'null' : toJsonText(item, fixtures))).join(',')}]`;
@@ -58,11 +61,28 @@ const text = fc.oneof(
 const number = fc.oneof(
   fc.integer(),
   fc.double(),
-  fc.constantFrom(0, -1, 1, 1000, 1001, -1001, 2 ** 31, 2 ** 53, 1e308, 0.5, 100 * 365 * 24 * 3600 * 1000 + 1),
+  // The edges of PostgreSQL's integer (2 ** 31 - 1 is a revision no write can follow), of a double's exact integers, of the delays.
+  fc.constantFrom(
+    0,
+    -1,
+    1,
+    1000,
+    1001,
+    -1001,
+    2 ** 31 - 2,
+    2 ** 31 - 1,
+    2 ** 31,
+    -(2 ** 31) - 1,
+    2 ** 53,
+    2 ** 63,
+    1e308,
+    0.5,
+    100 * 365 * 24 * 3600 * 1000 + 1,
+  ),
 );
 const scalar = fc.oneof(text, number, fc.boolean(), fc.constant(null));
 const deep = fc.oneof(fc.integer({ min: 1, max: 6_000 }), fc.integer({ min: 120, max: 135 })).map((depth) => new Deep(depth));
-const { value } = fc.letrec<{ value: Fuzzed }>((tie) => ({
+export const { value } = fc.letrec<{ value: Fuzzed }>((tie) => ({
   value: fc.oneof(
     { depthSize: 'small' },
     { weight: 4, arbitrary: scalar },
@@ -101,7 +121,13 @@ const heldRevision = fc.constantFrom(
   new Ref('stale revision', (f) => f.running.revision - 1),
   new Ref('next revision', (f) => f.running.revision + 1),
 );
-const fuzzedRevision = fc.oneof({ weight: 4, arbitrary: heldRevision }, { weight: 1, arbitrary: value }, { weight: 1, arbitrary: fc.constant(undefined) });
+const fuzzedRevision = fc.oneof(
+  { weight: 4, arbitrary: heldRevision },
+  // The last revisions an integer holds: no write can follow 2^31 - 1.
+  { weight: 1, arbitrary: fc.constantFrom(2 ** 31 - 2, 2 ** 31 - 1, 2 ** 31) },
+  { weight: 1, arbitrary: value },
+  { weight: 1, arbitrary: fc.constant(undefined) },
+);
 
 /** A path segment: usually well-formed text, percent-encoded; sometimes an encoding that is not UTF-8. */
 const segment = fc.oneof(

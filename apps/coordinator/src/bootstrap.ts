@@ -6,7 +6,7 @@ import { openApiDocument } from '@nest-durable/common';
 import { type OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import type { CoordinatorConfig } from './config/coordinator.config';
 import { CoordinatorModule } from './coordinator.module';
-import { answerFrameworkError } from './http/engine-exception.filter';
+import { answerClientError, answerFrameworkError } from './http/engine-exception.filter';
 import { useJsonBodies } from './http/json-body';
 
 /**
@@ -28,10 +28,10 @@ export async function createCoordinatorApp(
   config: CoordinatorConfig,
   logger: LoggerService | LogLevel[] = createAppLogger(config.logFormat, config.logLevel),
 ): Promise<NestFastifyApplication> {
-  // Keep-alive requests during shutdown are answered with `Connection: close` (HttpDrain); a path that is not UTF-8
-  // is refused with the API's error body. abortOnError: false: the caller sees why it could not start (main.ts
+  // Keep-alive requests during shutdown are answered with `Connection: close` (HttpDrain); a path that is not UTF-8,
+  // and what Node's HTTP parser refuses (a URL over 16 KiB), are refused with the API's error body. abortOnError: false: the caller sees why it could not start (main.ts
   // prints it and exits).
-  const app = await NestFactory.create<NestFastifyApplication>(CoordinatorModule.forRoot(config), httpAdapter(answerFrameworkError), {
+  const app = await NestFactory.create<NestFastifyApplication>(CoordinatorModule.forRoot(config), httpAdapter(answerFrameworkError, answerClientError), {
     bodyParser: false,
     logger,
     abortOnError: false,

@@ -9,6 +9,7 @@ import {
   InvalidRequestError,
   OfferExistsError,
   OfferNotFoundError,
+  PayloadTooLargeError,
   RevisionConflictError,
   RunAlreadyTerminalError,
   RunNotFailedError,
@@ -19,6 +20,7 @@ import {
   ScheduleNotFoundError,
   StepConflictError,
   UnauthorizedError,
+  UnsupportedContentEncodingError,
   UnsupportedMediaTypeError,
   WorkflowError,
 } from '@nest-durable/common';
@@ -44,7 +46,9 @@ const REFUSALS: [DurableError, number][] = [
   [new RunNotFailedError(RUN, 'running'), 409],
   [new ScheduleDeclaredInCodeError('s-1', 'w 1 nightly'), 409],
   [new OfferExistsError('o-1'), 409],
+  [new PayloadTooLargeError(2_097_152), 413],
   [new UnsupportedMediaTypeError('text/plain'), 415],
+  [new UnsupportedContentEncodingError('compress'), 415],
   [new DatabaseUnavailableError('ECONNREFUSED'), 503],
 ];
 

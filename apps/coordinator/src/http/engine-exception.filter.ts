@@ -3,6 +3,7 @@ import { asDatabaseError } from '@app/persistence';
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import { CoordinatorMetrics } from '../metrics/coordinator.metrics';
 import { refusalOf } from './error-statuses';
 
@@ -56,6 +57,33 @@ export class EngineExceptionFilter implements ExceptionFilter {
 export function answerFrameworkError(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
   const status = error.statusCode ?? 400;
   reply.status(status).send(errorBody(status, error.code === 'FST_ERR_BAD_URL' ? 'invalid_url_encoding' : `http_${status}`, error.message));
+}
+
+/** What Node's HTTP parser refuses before there is a request to route, by its error code (anything else: 400). */
+const CLIENT_ERRORS: Record<string, { status: number; reason: string; message: string }> = {
+  HPE_HEADER_OVERFLOW: { status: 431, reason: 'headers_too_large', message: 'the request line and headers exceed 16 KiB (a URL that long: send less in it)' },
+  ERR_HTTP_REQUEST_TIMEOUT: { status: 408, reason: 'request_timeout', message: 'the request was not received in time' },
+};
+
+/**
+ * Answers what Node's HTTP parser refuses (a URL or headers over its 16 KiB, a malformed request, a request not received
+ * in time) with the API's error body, and closes the connection (its rest cannot be read as a request), as Fastify's
+ * own handler does but with a `reason`.
+ */
+export function answerClientError(error: Error & { code?: string }, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const { status, reason, message } = CLIENT_ERRORS[error.code ?? ''] ?? {
+    status: 400,
+    reason: 'bad_request',
+    message: `not an HTTP request (${error.code ?? error.message})`,
+  };
+  const body = JSON.stringify(errorBody(status, reason, message));
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json; charset=utf-8\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy(error);
 }
 
 export function errorBody(statusCode: number, reason: string, message: string): ErrorBody {

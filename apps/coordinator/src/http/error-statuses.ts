@@ -7,6 +7,7 @@ import {
   InvalidRequestError,
   OfferExistsError,
   OfferNotFoundError,
+  PayloadTooLargeError,
   RevisionConflictError,
   RunAlreadyTerminalError,
   RunNotFailedError,
@@ -16,6 +17,7 @@ import {
   ScheduleNotFoundError,
   StepConflictError,
   UnauthorizedError,
+  UnsupportedContentEncodingError,
   UnsupportedMediaTypeError,
 } from '@nest-durable/common';
 
@@ -38,7 +40,9 @@ const STATUS_BY_ERROR_CLASS = new Map<AnsweredErrorClass, number>([
   [RunNotFailedError, 409],
   [ScheduleDeclaredInCodeError, 409],
   [OfferExistsError, 409],
+  [PayloadTooLargeError, 413],
   [UnsupportedMediaTypeError, 415],
+  [UnsupportedContentEncodingError, 415],
   [DatabaseUnavailableError, 503],
 ]);
 

@@ -1,5 +1,6 @@
 import { assertJsonDepth, InvalidRequestError, UnsupportedMediaTypeError } from '@nest-durable/common';
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
+import { readBody } from './body-reader';
 
 /** What the API reads as JSON: `application/json` and the `+json` types (RFC 6839), in UTF-8. */
 const JSON_MEDIA_TYPE = /^application\/(?:[\w.!#$&^-]+\+)?json$/;
@@ -8,15 +9,18 @@ const CHARSET = /;\s*charset\s*=\s*"?([^";\s]*)/i;
 /**
  * The one way a request body enters the coordinator, for every route: every endpoint of the API takes
  * JSON or nothing. In order: a body of another type (or charset) is refused (415) rather than read as no
- * body; the JSON parser (size limit: 413, syntax: 400 `invalid_json`); the depth limit (400
- * `json_too_deep`), before any validation or serialisation recurses into the body. Their errors go to the
- * exception filter. Fastify reads no body of a GET or HEAD request.
+ * body; the body's reader (inflating gzip, deflate or br; size limit once inflated: 413, read to its end, see
+ * body-reader.ts); the JSON parser (syntax: 400 `invalid_json`); the depth limit (400 `json_too_deep`), before any
+ * validation or serialisation recurses into the body. Their errors go to the exception filter. Fastify reads no
+ * body of a GET or HEAD request.
  */
 export function useJsonBodies(fastify: FastifyInstance, limitBytes: number): void {
   // Fastify's own parsers (JSON with other error codes, and text/plain) would read what is refused here.
   fastify.removeAllContentTypeParsers();
   fastify.addHook('onRequest', refuseOtherMediaTypes);
-  fastify.addContentTypeParser('*', { parseAs: 'string', bodyLimit: limitBytes }, parseJson);
+  fastify.addContentTypeParser('*', (request, payload, done) =>
+    readBody(request.headers, payload, limitBytes, (error, text) => (error ? done(error) : parseJson(request, text ?? '', done))),
+  );
 }
 
 /**

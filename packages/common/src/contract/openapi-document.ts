@@ -58,8 +58,10 @@ export function openApiDocument(endpoints: Record<string, Endpoint> = API): Open
     if (endpoint.audience !== 'public') responses[401] = error('Missing or wrong bearer token: nothing was read or changed');
     for (const [status, reasons] of Object.entries(endpoint.errors ?? {})) responses[status] = error(reasons);
     if (endpoint.body !== undefined) {
-      responses[413] = error('payload_too_large: the body exceeds BODY_LIMIT_BYTES');
-      responses[415] = error('unsupported_media_type: a body that is not JSON (nothing was read)');
+      responses[413] = error('payload_too_large: the body (inflated, if sent in gzip, deflate or br) exceeds BODY_LIMIT_BYTES');
+      responses[415] = error(
+        'unsupported_media_type: a body that is not JSON; unsupported_content_encoding: a content coding other than gzip, deflate or br (nothing was used)',
+      );
     }
     if (endpoint.audience !== 'public') responses[503] = error('database_unavailable: PostgreSQL could not be reached; retry later');
     paths[endpoint.path] ??= {};

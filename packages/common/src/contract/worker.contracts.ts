@@ -12,7 +12,12 @@ import { decode, fail } from './validation';
  * revision (see libs/locking).
  */
 
-export const REVISION_MAX = 2_147_483_647;
+/**
+ * The largest `expectedRevision` a write takes. A revision is a PostgreSQL `integer`, and a write leaves the run at
+ * revision + 1: at 2^31 - 1 no write could follow, and the statements that compute the next one would overflow
+ * (`integer out of range`, a 500) rather than find no run at it.
+ */
+export const REVISION_MAX = 2 ** 31 - 2;
 export const CLAIM_LIMIT_MAX = 500;
 export const WAKEUPS_MAX = CLAIM_LIMIT_MAX;
 export const REPORTS_MAX = 500;

@@ -31,6 +31,27 @@ export class UnsupportedMediaTypeError extends DurableError {
   }
 }
 
+/** The body came in a content coding the coordinator does not inflate (it takes gzip, deflate and br): nothing was read or changed. */
+export class UnsupportedContentEncodingError extends DurableError {
+  static readonly reason = 'unsupported_content_encoding';
+
+  constructor(encoding: string) {
+    super(UnsupportedContentEncodingError.reason, `send the body as it is, or in gzip, deflate or br (it was sent in ${encoding})`);
+  }
+}
+
+/**
+ * The body is over the coordinator's BODY_LIMIT_BYTES (once inflated, when it came compressed): nothing was parsed or
+ * changed. Its own reason, not InvalidRequestError's `<field>_too_large`: it is answered 413.
+ */
+export class PayloadTooLargeError extends DurableError {
+  static readonly reason = 'payload_too_large';
+
+  constructor(limitBytes: number) {
+    super(PayloadTooLargeError.reason, `the request body is over ${limitBytes} bytes (BODY_LIMIT_BYTES; inflated, if it was compressed)`);
+  }
+}
+
 /** Missing or wrong bearer token: nothing was read or changed. */
 export class UnauthorizedError extends DurableError {
   static readonly reason = 'unauthorized';

@@ -5,6 +5,7 @@ import {
   InvalidRequestError,
   OfferExistsError,
   OfferNotFoundError,
+  PayloadTooLargeError,
   RevisionConflictError,
   RunAlreadyTerminalError,
   RunNotFailedError,
@@ -14,6 +15,7 @@ import {
   ScheduleNotFoundError,
   StepConflictError,
   UnauthorizedError,
+  UnsupportedContentEncodingError,
   UnsupportedMediaTypeError,
 } from './engine.errors';
 
@@ -24,6 +26,8 @@ export type AnsweredErrorClass = abstract new (...args: never[]) => DurableError
 const BY_REASON = new Map<string, AnsweredErrorClass>(
   [
     UnsupportedMediaTypeError,
+    UnsupportedContentEncodingError,
+    PayloadTooLargeError,
     UnauthorizedError,
     RunNotFoundError,
     RevisionConflictError,
