@@ -223,7 +223,7 @@ export class NotificationListener implements OnModuleInit, BeforeApplicationShut
     let timer: NodeJS.Timeout | undefined;
     try {
       await Promise.race([
-        probeListenSession(sessionExecutor(client)),
+        probeListenSession(sessionExecutor(client)).then(() => this.primary.confirm(client)),
         new Promise((_, reject) => {
           timer = setTimeout(() => reject(new Error(`probe got no answer in ${PROBE_TIMEOUT_MS} ms`)), PROBE_TIMEOUT_MS);
         }),

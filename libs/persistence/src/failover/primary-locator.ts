@@ -39,6 +39,8 @@ export class PrimaryLocator {
   private readonly logger = new Logger(PrimaryLocator.name);
   private known: Endpoint | undefined;
   private searching: Promise<Endpoint> | undefined;
+  /** Every open session of `Client`, so that those on a server found read-only can be ended at once. */
+  private readonly sessions = new Set<Client>();
   /** A pg Client class whose sessions connect to the primary (give it to pools as `Client`, or construct it). */
   readonly Client: typeof PooledClient;
 
@@ -70,14 +72,44 @@ export class PrimaryLocator {
 
   /** `endpoint` failed a session (lost, refused, read-only): the next session searches again. */
   forget(endpoint: Endpoint): void {
-    if (this.known !== endpoint) return;
+    if (this.known?.host !== endpoint.host || this.known.port !== endpoint.port) return;
     this.known = undefined;
     this.logger.warn(`PostgreSQL at ${show(endpoint)} is no longer known to be the primary: the next session looks for it`);
+  }
+
+  /** `session` connected (and passed the check): it is tracked until it ends. */
+  opened(session: Client): void {
+    this.sessions.add(session);
+    session.once('end', () => this.sessions.delete(session));
+  }
+
+  /**
+   * A session on `endpoint` was answered that it is read-only: the server is no longer the primary. Every other
+   * session on it is ended now (what it runs fails as a lost connection, its holder replaces it, and the new
+   * session finds the primary) rather than failing one write each, or serving stale reads, until it is dropped.
+   */
+  readOnly(endpoint: Endpoint, answered: Client): void {
+    this.forget(endpoint);
+    for (const session of this.sessions) {
+      if (session !== answered && session.host === endpoint.host && session.port === endpoint.port) endSession(session);
+    }
   }
 
   /** Whether a new session on the primary passes `target_session_attrs` (libpq checks every session it opens). */
   passes(session: Pick<ClientBase, 'query'>): Promise<boolean> {
     return sessionPasses(session, this.target.targetSessionAttrs ?? 'read-write');
+  }
+
+  /**
+   * For a long-lived session that never writes (the LISTEN session, a lock session), from its holder's probe:
+   * rejects once its server no longer takes writes (a standby promoted while the old primary lives on, read-only),
+   * so the holder replaces it by one on the primary. Nothing to check with one unchecked host.
+   */
+  async confirm(session: Client): Promise<void> {
+    if (!this.follows || (await this.passes(session))) return;
+    const endpoint = { host: session.host, port: session.port };
+    this.forget(endpoint);
+    throw new NoPrimaryError(`PostgreSQL at ${show(endpoint)} no longer takes writes`);
   }
 
   private async search(): Promise<Endpoint> {
@@ -120,6 +152,11 @@ async function probeServer(target: DatabaseTarget, applicationName: string, endp
   }
 }
 
+/** Ends `session` unless it is ending already (pg-pool reads the same field to tell). */
+function endSession(session: Client): void {
+  if (!(session as unknown as { _ending: boolean })._ending) void session.end().catch(() => undefined);
+}
+
 /** The Client class of `locator`'s sessions: a PooledClient that connects to the primary and keeps the locator informed. */
 function primaryClientClass(locator: PrimaryLocator): typeof PooledClient {
   return class PrimaryClient extends PooledClient {
@@ -131,16 +168,13 @@ function primaryClientClass(locator: PrimaryLocator): typeof PooledClient {
       if (!locator.follows) return;
       // A session that dies takes its server's primacy with it, until a search confirms it.
       this.on('error', () => this.endpoint && locator.forget(this.endpoint));
-      // A read-only answer: this server is no longer the primary. The statement failed (nothing was written); the
-      // session is ended once the server is done answering, so its pool drops it, and the next one searches.
+      // A read-only answer: this server is no longer the primary. The statement failed (nothing was written); this
+      // session is ended once the server is done answering (its pool drops it), the server's other sessions at once.
       this.connection.on('errorMessage', (message: { code?: string }) => {
         if (message.code !== READ_ONLY_SQL_TRANSACTION || this.leaving || !this.endpoint) return;
         this.leaving = true;
-        locator.forget(this.endpoint);
-        this.connection.once('readyForQuery', () => {
-          // Unless its holder ended it already (pg-pool reads the same field to tell).
-          if (!(this as unknown as { _ending: boolean })._ending) void this.end().catch(() => undefined);
-        });
+        locator.readOnly(this.endpoint, this);
+        this.connection.once('readyForQuery', () => endSession(this));
       });
     }
 
@@ -167,7 +201,10 @@ function primaryClientClass(locator: PrimaryLocator): typeof PooledClient {
       Object.assign(this, endpoint);
       try {
         await super.connect();
-        if (await locator.passes(this)) return this;
+        if (await locator.passes(this)) {
+          locator.opened(this);
+          return this;
+        }
       } catch (error) {
         locator.forget(endpoint);
         throw error;

@@ -28,7 +28,13 @@ export class AdvisoryLockSessions implements LockSessions {
     await client.connect();
     const session = sessionExecutor(client);
     return {
-      probe: () => settleWithin(probeLockSession(session), PROBE_TIMEOUT_MS, () => new Error(`no answer in ${PROBE_TIMEOUT_MS} ms`)),
+      // Answering is not enough: a lock on a server that is no longer the primary excludes no one.
+      probe: () =>
+        settleWithin(
+          probeLockSession(session).then(() => this.primary.confirm(client)),
+          PROBE_TIMEOUT_MS,
+          () => new Error(`no answer in ${PROBE_TIMEOUT_MS} ms`),
+        ),
       tryLock: (name) => tryAdvisoryLock(session, name),
       end: () => client.end(),
     };
