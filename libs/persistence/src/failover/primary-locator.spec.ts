@@ -1,4 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
+import type { Client } from 'pg';
 import { isConnectionLoss } from '../connection-loss';
 import { parseDatabaseUrl } from './database-url';
 import { NoPrimaryError, PrimaryLocator } from './primary-locator';
@@ -54,6 +55,19 @@ describe('PrimaryLocator (the probes faked)', () => {
     expect(error).toBeInstanceOf(NoPrimaryError);
     expect((error as Error).message).toBe('no PostgreSQL of DATABASE_URL takes writes: a:5432 (connect ECONNREFUSED), b:5433 (read-only), c:5434 (read-only)');
     expect(isConnectionLoss(error)).toBe(true);
+  });
+
+  it("fails a long-lived session's probe once its server no longer takes writes, and searches again (LISTEN and lock sessions move)", async () => {
+    const { locator, probed } = locatorOver({ 5432: 'writable', 5433: 'read-only', 5434: 'down' });
+    await locator.primary();
+    const session = (readOnly: 'on' | 'off') =>
+      ({ host: 'a', port: 5432, query: async () => ({ rows: [{ read_only: readOnly, in_recovery: false }] }) }) as unknown as Client;
+    await locator.confirm(session('off'));
+    await locator.primary();
+    expect(probed).toHaveLength(3);
+    await expect(locator.confirm(session('on'))).rejects.toThrow(new NoPrimaryError('PostgreSQL at a:5432 no longer takes writes'));
+    await locator.primary();
+    expect(probed).toHaveLength(6);
   });
 
   it('counts a read-only answer (SQLSTATE 25006) as the loss of the primary, not as a failed statement', () => {
