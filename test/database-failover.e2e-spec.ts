@@ -129,7 +129,11 @@ describe('a PostgreSQL failover (kill -9 of the primary, its synchronous standby
     );
     // Nothing of the coordinator stays on the read-only server: its pools, its LISTEN session and its leader lock moved.
     const coordinatorSessions = `SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name LIKE 'wf-coordinator %'`;
-    await eventually('no coordinator session on the read-only server', async () => (await sql<{ n: number }>(oldPrimary, coordinatorSessions))[0].n === 0, 15_000);
+    await eventually(
+      'no coordinator session on the read-only server',
+      async () => (await sql<{ n: number }>(oldPrimary, coordinatorSessions))[0].n === 0,
+      15_000,
+    );
     expect((await sql<{ n: number }>(pair.primaryUrl(DATABASE), coordinatorSessions))[0].n).toBeGreaterThan(2);
     await eventually('every run to finish on the new primary', async () => (await count(`status NOT IN ('completed', 'failed', 'cancelled')`)) === 0, 30_000);
     expect(await count(`status <> 'completed'`)).toBe(0);

@@ -112,7 +112,10 @@ export class PostgresServer {
     if (!this.process || !this.alive) return;
     const pid = this.process.pid!;
     process.kill(pid, 'SIGSTOP');
-    const children = execFileSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' }).split('\n').map(Number).filter(Boolean);
+    const children = execFileSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' })
+      .split('\n')
+      .map(Number)
+      .filter(Boolean);
     for (const child of [pid, ...children]) process.kill(child, 'SIGKILL');
     await this.exit;
   }

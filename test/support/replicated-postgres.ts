@@ -49,6 +49,16 @@ export class ReplicatedPostgres {
     return `postgres://postgres@127.0.0.1:${this.primary.port}/${database}`;
   }
 
+  /** Both nodes: the primary, then the standby (or the dead former primary). */
+  get nodes(): [PostgresServer, PostgresServer] {
+    return [this.primary, this.other];
+  }
+
+  /** Whether the primary has its standby (none after a failover, until `attachStandby()`). */
+  get replicating(): boolean {
+    return this.other.alive;
+  }
+
   /** Every server process of the pair, for the server logs. */
   get output(): string {
     return `primary (port ${this.primary.port}):\n${this.primary.output}\nother (port ${this.other.port}):\n${this.other.output}`;
@@ -83,7 +93,8 @@ export class ReplicatedPostgres {
     this.other = standby;
     await eventually(
       'the standby to replicate synchronously',
-      async () => (await query(primary.url, `SELECT 1 FROM pg_stat_replication WHERE application_name = '${STANDBY_NAME}' AND sync_state = 'sync'`)).length === 1,
+      async () =>
+        (await query(primary.url, `SELECT 1 FROM pg_stat_replication WHERE application_name = '${STANDBY_NAME}' AND sync_state = 'sync'`)).length === 1,
       30_000,
     );
   }
