@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { LISTEN_PROBE } from '@app/persistence';
 import { Client } from 'pg';
 import { checkRuns } from '../scripts/soak/checks';
 import { TOKENS } from '../scripts/soak/cluster';
@@ -134,7 +135,20 @@ describe('a PostgreSQL failover (kill -9 of the primary, its synchronous standby
       async () => (await sql<{ n: number }>(oldPrimary, coordinatorSessions))[0].n === 0,
       15_000,
     );
-    expect((await sql<{ n: number }>(pair.primaryUrl(DATABASE), coordinatorSessions))[0].n).toBeGreaterThan(2);
+    await eventually(
+      'the LISTEN session and the leader lock on the new primary',
+      async () => {
+        const [row] = await sql<{ listening: number; locks: number }>(
+          pair.primaryUrl(DATABASE),
+          `SELECT count(*) FILTER (WHERE query LIKE 'LISTEN%' OR query = $1)::int AS listening,
+                  (SELECT count(*)::int FROM pg_locks l JOIN pg_stat_activity a USING (pid) WHERE l.locktype = 'advisory' AND l.granted AND a.application_name LIKE 'wf-coordinator %') AS locks
+             FROM pg_stat_activity WHERE application_name LIKE 'wf-coordinator %'`,
+          [LISTEN_PROBE],
+        );
+        return row.listening === 1 && row.locks > 0;
+      },
+      15_000,
+    );
     await eventually('every run to finish on the new primary', async () => (await count(`status NOT IN ('completed', 'failed', 'cancelled')`)) === 0, 30_000);
     expect(await count(`status <> 'completed'`)).toBe(0);
     expect(coordinator.output).not.toMatch(/uncaught|unhandled/i);
@@ -173,12 +187,12 @@ describe('a PostgreSQL failover (kill -9 of the primary, its synchronous standby
   }
 });
 
-async function sql<T>(url: string, text: string): Promise<T[]> {
+async function sql<T>(url: string, text: string, values: unknown[] = []): Promise<T[]> {
   const client = new Client({ connectionString: url, connectionTimeoutMillis: 5_000 });
   client.on('error', () => undefined);
   await client.connect();
   try {
-    return (await client.query(text)).rows as T[];
+    return (await client.query(text, values)).rows as T[];
   } finally {
     await client.end();
   }

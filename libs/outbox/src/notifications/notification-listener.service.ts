@@ -223,7 +223,8 @@ export class NotificationListener implements OnModuleInit, BeforeApplicationShut
     let timer: NodeJS.Timeout | undefined;
     try {
       await Promise.race([
-        probeListenSession(sessionExecutor(client)).then(() => this.primary.confirm(client)),
+        // The named probe last, so that it stays the session's last statement in pg_stat_activity.
+        this.primary.confirm(client).then(() => probeListenSession(sessionExecutor(client))),
         new Promise((_, reject) => {
           timer = setTimeout(() => reject(new Error(`probe got no answer in ${PROBE_TIMEOUT_MS} ms`)), PROBE_TIMEOUT_MS);
         }),
