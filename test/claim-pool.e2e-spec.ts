@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
-import { Database, prepared } from '@app/persistence';
+import { Database, PrimaryLocator, prepared } from '@app/persistence';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
 import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
@@ -106,11 +106,12 @@ describe('the claim pool', () => {
     expect(await claimSessions()).toBeGreaterThan(0);
   });
 
-  it('opens its sessions, as the main pool does, with the client that is never without an error listener', () => {
-    const generic = (coordinator!.app.get(GenericPlanPool) as unknown as { pool: { Client: unknown } }).pool;
-    const main = (coordinator!.app.get(DataSource).driver as PostgresDriver).master as { Client: unknown };
-    expect(generic.Client).toBe(PooledClient);
-    expect(main.Client).toBe(PooledClient);
+  it('opens its sessions, as the main pool does, with the client that is never without an error listener (and follows the primary)', () => {
+    const generic = (coordinator!.app.get(GenericPlanPool) as unknown as { pool: { Client: typeof PooledClient } }).pool;
+    const main = (coordinator!.app.get(DataSource).driver as PostgresDriver).master as { Client: typeof PooledClient };
+    expect(generic.Client).toBe(coordinator!.app.get(PrimaryLocator).Client);
+    expect(main.Client).toBe(generic.Client);
+    expect(main.Client.prototype).toBeInstanceOf(PooledClient);
   });
 
   it('closes its sessions when the coordinator shuts down', async () => {

@@ -1,23 +1,40 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import { AppProcess, freePort } from '../../test/support/processes';
-import { PostgresServer } from '../../test/support/postgres-server';
+import type { PostgresServer } from '../../test/support/postgres-server';
 import { RedisServer } from '../../test/support/redis';
+import { ReplicatedPostgres } from '../../test/support/replicated-postgres';
 import { type Mode, TIMING } from './options';
 import { describeExit, type Violations, type Watchdog } from './violations';
 
-/** The soak's own PostgreSQL and Redis servers, which it crashes and restarts. */
+/** The soak's own PostgreSQL (a primary with a synchronous standby) and Redis servers, which it crashes and restarts. */
 export class Servers {
-  postgres: PostgresServer | undefined;
+  postgres: ReplicatedPostgres | undefined;
   redis: RedisServer | undefined;
 
   constructor(readonly watchdog: Watchdog) {}
 
-  async startPostgres(): Promise<PostgresServer> {
+  async startPostgres(): Promise<ReplicatedPostgres> {
     // Lock waits over deadlock_timeout (1 s) and every deadlock are logged, for the summary and the evidence.
-    this.postgres = new PostgresServer(await freePort(), { log_lock_waits: 'on', max_connections: '200' });
-    await this.startWatched('PostgreSQL', this.postgres);
+    this.postgres = await ReplicatedPostgres.start({ log_lock_waits: 'on', max_connections: '200' });
+    for (const node of this.postgres.nodes) this.watch('PostgreSQL', node);
     return this.postgres;
+  }
+
+  /** Before a mode: the node a failover left dead becomes the primary's synchronous standby again (the primary stops for the copy). */
+  async replicatePostgres(): Promise<void> {
+    const postgres = this.postgres!;
+    if (postgres.replicating) return;
+    this.watchdog.expect(postgres.primary.exited);
+    await postgres.attachStandby();
+    for (const node of postgres.nodes) this.watch('PostgreSQL', node);
+  }
+
+  /** `kill -9` of the primary and promotion of its standby (see ReplicatedPostgres.failover). */
+  async failoverPostgres(): Promise<void> {
+    const postgres = this.postgres!;
+    this.watchdog.expect(postgres.primary.exited);
+    await postgres.failover();
   }
 
   async startRedis(): Promise<RedisServer> {
@@ -26,9 +43,9 @@ export class Servers {
     return this.redis;
   }
 
-  /** `pg_ctl restart -m immediate`: SIGQUIT, then a start that runs crash recovery. */
+  /** `pg_ctl restart -m immediate` of the primary: SIGQUIT, then a start that runs crash recovery. */
   async crashPostgres(): Promise<void> {
-    const postgres = this.postgres!;
+    const postgres = this.postgres!.primary;
     this.watchdog.expect(postgres.exited);
     await postgres.crash();
     await this.startWatched('PostgreSQL', postgres);
@@ -45,13 +62,18 @@ export class Servers {
 
   async stop(): Promise<void> {
     if (this.redis?.alive) this.watchdog.expect(this.redis.exited);
-    if (this.postgres?.alive) this.watchdog.expect(this.postgres.exited);
+    for (const node of this.postgres?.nodes ?? []) if (node.alive) this.watchdog.expect(node.exited);
     await this.redis?.stop();
     await this.postgres?.destroy();
   }
 
   private async startWatched(name: string, server: PostgresServer | RedisServer): Promise<void> {
     await server.start();
+    this.watch(name, server);
+  }
+
+  /** An exit of `server` the soak did not cause is a violation, and the server is started again. */
+  private watch(name: string, server: PostgresServer | RedisServer): void {
     this.watchdog.watch(
       name,
       server.exited,

@@ -8,7 +8,7 @@ import type { Violations } from './violations';
 const TERMINATE_ROUNDS = 3;
 const TERMINATE_EVERY_MS = 500;
 
-export const MAJOR_FAULTS = ['sigstop-worker', 'terminate-connections', 'kill-coordinator', 'restart-redis', 'crash-postgres'] as const;
+export const MAJOR_FAULTS = ['sigstop-worker', 'terminate-connections', 'kill-coordinator', 'restart-redis', 'crash-postgres', 'failover-postgres'] as const;
 export type FaultKind = 'kill-worker' | (typeof MAJOR_FAULTS)[number];
 
 export const FAULT_LABELS: Record<FaultKind, string> = {
@@ -18,6 +18,7 @@ export const FAULT_LABELS: Record<FaultKind, string> = {
   'kill-coordinator': 'coordinator kill -9, restart',
   'restart-redis': `Redis kill -9, ${TIMING.redisDownMs / 1000} s down, restart (empty)`,
   'crash-postgres': 'PostgreSQL immediate shutdown, restart',
+  'failover-postgres': 'PostgreSQL primary kill -9, synchronous standby promoted',
 };
 
 const MAJOR_GAP_MS = 6_000;
@@ -65,7 +66,8 @@ export class FaultInjector {
   constructor(
     private readonly cluster: ModeCluster,
     private readonly servers: Servers,
-    private readonly databaseUrl: string,
+    /** The mode's database on the primary of the moment. */
+    private readonly databaseUrl: () => string,
     private readonly pick: () => number,
     private readonly violations: Violations,
   ) {}
@@ -121,6 +123,9 @@ export class FaultInjector {
       case 'crash-postgres':
         await this.servers.crashPostgres();
         return record({ downMs: Date.now() - at });
+      case 'failover-postgres':
+        await this.servers.failoverPostgres();
+        return record({ downMs: Date.now() - at });
     }
   }
 
@@ -156,7 +161,7 @@ export class FaultInjector {
 
   /** One statement on a connection of its own to the mode's database. */
   private async query<T>(sql: string): Promise<T[]> {
-    const client = new Client({ connectionString: this.databaseUrl, connectionTimeoutMillis: 2_000 });
+    const client = new Client({ connectionString: this.databaseUrl(), connectionTimeoutMillis: 2_000 });
     client.on('error', () => undefined);
     await client.connect();
     try {

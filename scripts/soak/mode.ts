@@ -47,9 +47,12 @@ export async function soakMode(
 ): Promise<ModeResult> {
   const began = Date.now();
   const postgres = servers.postgres!;
+  await servers.replicatePostgres();
   const database = `soak_${mode.replace(/-/g, '_')}`;
-  await adminQuery(postgres.url, `CREATE DATABASE ${database}`);
-  const databaseUrl = Object.assign(new URL(postgres.url), { pathname: `/${database}` }).toString();
+  await adminQuery(postgres.primaryUrl('postgres'), `CREATE DATABASE ${database}`);
+  // The coordinator's names both servers and follows the primary; the soak's own statements go to the primary of the moment.
+  const coordinatorDatabaseUrl = postgres.url(database);
+  const databaseUrl = () => postgres.primaryUrl(database);
   const dir = join(workDir, mode);
   const journalDir = join(dir, 'journal');
   mkdirSync(journalDir, { recursive: true });
@@ -58,7 +61,7 @@ export async function soakMode(
   const cluster = new ModeCluster(
     mode,
     `http://127.0.0.1:${port}`,
-    { port, databaseUrl, redisUrl, journalDir, concurrency: options.concurrency },
+    { port, databaseUrl: coordinatorDatabaseUrl, redisUrl, journalDir, concurrency: options.concurrency },
     servers.watchdog,
     violations,
   );
@@ -99,8 +102,8 @@ export async function soakMode(
   }
   if (signal.aborted) return result;
 
-  const state = await readState(databaseUrl, journalDir);
-  result.deadLetters = await countDeadLetters(databaseUrl);
+  const state = await readState(databaseUrl(), journalDir);
+  result.deadLetters = await countDeadLetters(databaseUrl());
   writeFileSync(
     join(dir, 'runs.json'),
     JSON.stringify(state.runs.map((run) => ({ ...run, steps: state.steps.get(run.id), transitions: state.transitions.get(run.id) }))),
@@ -124,12 +127,12 @@ export async function soakMode(
 }
 
 /** Waits until every run is terminal; gives up after 60 s without progress. */
-async function drain(databaseUrl: string, total: number, signal: AbortSignal): Promise<{ done: boolean; finished: number; waitedMs: number }> {
+async function drain(databaseUrl: () => string, total: number, signal: AbortSignal): Promise<{ done: boolean; finished: number; waitedMs: number }> {
   const began = Date.now();
   let [finished, progressAt] = [-1, Date.now()];
   while (!signal.aborted && Date.now() - progressAt < 60_000) {
     const [row] = await adminQuery<{ n: number }>(
-      databaseUrl,
+      databaseUrl(),
       `SELECT count(*)::int AS n FROM runs WHERE workflow = 'soak' AND status IN ('completed', 'failed', 'cancelled')`,
     ).catch(() => [{ n: finished }]);
     if (row.n >= total) return { done: true, finished: row.n, waitedMs: Date.now() - began };

@@ -17,21 +17,31 @@ export class PostgresServer {
   /** The server's log (stdout and stderr), across restarts. */
   output = '';
   private readonly dir = mkdtempSync(join(tmpdir(), 'wf-pg-'));
-  private readonly owner: { uid?: number; gid?: number };
+  /** The OS user the server runs as (set when the tests run as root): its files must belong to it. */
+  readonly owner: { uid?: number; gid?: number };
   private process: ChildProcess | undefined;
   private exit: Promise<ProcessExit> | undefined;
 
-  /** `settings` are extra server parameters (`-c name=value`), e.g. `{ log_lock_waits: 'on' }`. */
+  /**
+   * `settings` are extra server parameters (`-c name=value`), e.g. `{ log_lock_waits: 'on' }`. Without `initdb`
+   * the data directory is left for the caller to fill (a copy of another server's, for a standby).
+   */
   constructor(
     readonly port: number,
     private readonly settings: Record<string, string> = {},
+    { initdb = true }: { initdb?: boolean } = {},
   ) {
     this.owner = process.getuid?.() === 0 ? ownerOf('postgres') : {};
     if (this.owner.uid !== undefined) chownSync(this.dir, this.owner.uid, this.owner.gid!);
-    execFileSync(join(BIN, 'initdb'), ['-D', join(this.dir, 'data'), '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--locale=C'], {
+    if (!initdb) return;
+    execFileSync(join(BIN, 'initdb'), ['-D', this.dataDir, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--locale=C'], {
       ...this.owner,
       stdio: 'ignore',
     });
+  }
+
+  get dataDir(): string {
+    return join(this.dir, 'data');
   }
 
   get url(): string {
@@ -52,7 +62,7 @@ export class PostgresServer {
     const settings = { listen_addresses: '127.0.0.1', unix_socket_directories: '', fsync: 'off', ...this.settings };
     const child = spawn(
       join(BIN, 'postgres'),
-      ['-D', join(this.dir, 'data'), '-p', String(this.port), ...Object.entries(settings).flatMap(([name, value]) => ['-c', `${name}=${value}`])],
+      ['-D', this.dataDir, '-p', String(this.port), ...Object.entries(settings).flatMap(([name, value]) => ['-c', `${name}=${value}`])],
       { ...this.owner, stdio: ['ignore', 'pipe', 'pipe'] },
     );
     child.stdout!.on('data', (chunk) => (this.output += chunk));
@@ -91,6 +101,23 @@ export class PostgresServer {
   async crashRestart(): Promise<void> {
     await this.crash();
     await this.start();
+  }
+
+  /**
+   * `kill -9` of the whole server at once, postmaster and backends, as when its machine dies: no shutdown, no
+   * answer to anyone, no more connections. (The postmaster is stopped first, so it forks nothing while its
+   * children are listed.)
+   */
+  async kill(): Promise<void> {
+    if (!this.process || !this.alive) return;
+    const pid = this.process.pid!;
+    process.kill(pid, 'SIGSTOP');
+    const children = execFileSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' })
+      .split('\n')
+      .map(Number)
+      .filter(Boolean);
+    for (const child of [pid, ...children]) process.kill(child, 'SIGKILL');
+    await this.exit;
   }
 
   async destroy(): Promise<void> {

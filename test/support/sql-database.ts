@@ -3,6 +3,7 @@ import { queueName } from '@nest-durable/common';
 import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import { GenericPlanPool } from '../../libs/persistence/src/generic-plan.pool';
+import { PooledClient } from '../../libs/persistence/src/pooled-client';
 import { createMigratedDatabase } from './migrated-database';
 import type { TestDatabase } from './database';
 import { eventually } from './poll';
@@ -28,7 +29,7 @@ export async function createSqlTestDatabase(suite: string, options: { dispatch?:
   const sessionOptions = `-c wf.dispatch=${options.dispatch ?? 'none'} -c lock_timeout=5s`;
   const dataSource = new DataSource({ type: 'postgres', url: database.url, extra: { max: 4, options: sessionOptions } });
   await dataSource.initialize();
-  const genericPlans = new GenericPlanPool({ connectionString: database.url, max: 2, options: sessionOptions }, () => undefined);
+  const genericPlans = new GenericPlanPool({ connectionString: database.url, max: 2, options: sessionOptions, Client: PooledClient }, () => undefined);
   return {
     db: new Database(dataSource, genericPlans, true),
     sql: database.sql,

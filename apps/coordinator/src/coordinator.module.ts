@@ -56,7 +56,6 @@ export class CoordinatorModule {
           applicationName: config.applicationName,
         }),
         NotificationsModule.forRoot({
-          url: config.databaseUrl,
           applicationName: config.applicationName,
           channels: [RUNS_READY_CHANNEL, RUN_FINISHED_CHANNEL, RUNS_DUE_CHANNEL, RUN_CHANGES_CHANNEL, ...(config.dispatch === 'none' ? [] : [OUTBOX_CHANNEL])],
           probeIntervalMs: config.listenerProbeIntervalMs,

@@ -3,9 +3,11 @@ import { DatabaseUnavailableError } from '@nest-durable/common';
 /**
  * SQLSTATEs and socket errors that mean the connection (not the statement) failed: class 08
  * (connection exception) is matched by prefix; 57P01-57P03 are an administrator's termination, a
- * server crash and a server still starting (crash recovery); 53300 is no free connection slot.
+ * server crash and a server still starting (crash recovery); 53300 is no free connection slot; 25006 (a write
+ * refused as read-only) means the server is no longer the primary (a failover: the session is dropped and the
+ * primary searched for, see PrimaryLocator), and nothing was written.
  */
-const LOST_CODES = new Set(['57P01', '57P02', '57P03', '53300', 'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND']);
+const LOST_CODES = new Set(['57P01', '57P02', '57P03', '53300', '25006', 'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND']);
 
 /** node-postgres reports a dead or unreachable connection with these messages and no code. */
 const LOST_MESSAGES = [

@@ -1,6 +1,6 @@
 import type { OnApplicationShutdown } from '@nestjs/common';
 import { Pool, type PoolClient, type PoolConfig, type QueryResultRow } from 'pg';
-import { PooledClient } from './pooled-client';
+import type { PooledClient } from './pooled-client';
 
 /**
  * A small pool of sessions that run prepared statements with their generic plan from the first
@@ -14,9 +14,12 @@ import { PooledClient } from './pooled-client';
 export class GenericPlanPool implements OnApplicationShutdown {
   private readonly pool: Pool;
 
-  /** `idleConnectionLost`: an idle session died (the pool drops it and opens a new one on demand). */
-  constructor(config: PoolConfig, idleConnectionLost: (error: Error) => void) {
-    this.pool = new Pool({ ...config, options: `${config.options ?? ''} -c plan_cache_mode=force_generic_plan`.trim(), Client: PooledClient });
+  /**
+   * `config.Client`: the sessions' class, a PooledClient (PrimaryLocator's, which connects to the primary).
+   * `idleConnectionLost`: an idle session died (the pool drops it and opens a new one on demand).
+   */
+  constructor(config: PoolConfig & { Client: typeof PooledClient }, idleConnectionLost: (error: Error) => void) {
+    this.pool = new Pool({ ...config, options: `${config.options ?? ''} -c plan_cache_mode=force_generic_plan`.trim() });
     this.pool.on('error', idleConnectionLost);
   }
 

@@ -1,5 +1,7 @@
 export * from './database';
 export * from './connection-loss';
+export * from './failover/database-url';
+export { NoPrimaryError, PrimaryLocator } from './failover/primary-locator';
 export * from './entities/run.entity';
 export * from './entities/task.entity';
 export * from './ids';

@@ -5,8 +5,9 @@ import { LOCK_SESSIONS } from '@app/locking';
 import { AdvisoryLockSessions } from './locks/advisory-lock.sessions';
 import { isConnectionLoss } from './connection-loss';
 import { Database } from './database';
+import { parseDatabaseUrl } from './failover/database-url';
+import { PrimaryLocator } from './failover/primary-locator';
 import { GenericPlanPool } from './generic-plan.pool';
-import { PooledClient } from './pooled-client';
 import { RunEntity } from './entities/run.entity';
 import { TaskEntity } from './entities/task.entity';
 import { migrateSchema, SCHEMA_MIGRATED } from './migration.runner';
@@ -56,7 +57,11 @@ export const MIGRATIONS = [
 ];
 
 export interface PersistenceOptions {
-  /** postgres://user:password@host:port/database */
+  /**
+   * postgres://user:password@host:port/database, or several servers (a primary and its standbys) as libpq takes
+   * them: postgres://user:password@host1:port1,host2:port2/database?target_session_attrs=read-write (see
+   * PrimaryLocator). Validate it with parseDatabaseUrl when the configuration loads.
+   */
   url: string;
   poolSize: number;
   /** Sessions of the GenericPlanPool (claims, takes, starts, task results and report batches), beside `poolSize`. */
@@ -88,16 +93,16 @@ function sessionOptions(dispatch: string): string {
 }
 
 /** The options of TypeORM's DataSource, the main pool. */
-function typeOrmOptions({ url, poolSize, dispatch, applicationName }: PersistenceOptions): TypeOrmModuleOptions {
+function typeOrmOptions({ poolSize, dispatch, applicationName }: PersistenceOptions, primary: PrimaryLocator): TypeOrmModuleOptions {
   return {
     type: 'postgres',
-    url,
+    url: primary.connectionString,
     applicationName,
     entities: ENTITIES,
     migrations: MIGRATIONS,
     migrationsRun: false,
     synchronize: false,
-    extra: { max: poolSize, connectionTimeoutMillis: CONNECTION_TIMEOUT_MS, options: sessionOptions(dispatch), Client: PooledClient },
+    extra: { max: poolSize, connectionTimeoutMillis: CONNECTION_TIMEOUT_MS, options: sessionOptions(dispatch), Client: primary.Client },
     poolErrorHandler: idleConnectionLost,
     // A database not up yet (started beside the coordinator, or replaying its WAL) is waited for, however
     // long; anything else (a wrong password, no such database) fails the start at once.
@@ -109,10 +114,11 @@ function typeOrmOptions({ url, poolSize, dispatch, applicationName }: Persistenc
 }
 
 /** The second pool, beside the main one (see GenericPlanPool). */
-function genericPlanPool({ url, claimPoolSize, dispatch, applicationName }: PersistenceOptions): GenericPlanPool {
+function genericPlanPool({ claimPoolSize, dispatch, applicationName }: PersistenceOptions, primary: PrimaryLocator): GenericPlanPool {
   return new GenericPlanPool(
     {
-      connectionString: url,
+      connectionString: primary.connectionString,
+      Client: primary.Client,
       application_name: applicationName,
       max: claimPoolSize,
       connectionTimeoutMillis: CONNECTION_TIMEOUT_MS,
@@ -136,22 +142,28 @@ const { ConfigurableModuleClass } = new ConfigurableModuleBuilder<PersistenceOpt
     global: true,
     imports: [
       ...(definition.imports ?? []),
-      TypeOrmModule.forRootAsync({ inject: [PERSISTENCE_OPTIONS], useFactory: typeOrmOptions }),
+      TypeOrmModule.forRootAsync({ inject: [PERSISTENCE_OPTIONS, PrimaryLocator], useFactory: typeOrmOptions }),
       TypeOrmModule.forFeature(ENTITIES),
     ],
     providers: [
       ...(definition.providers ?? []),
       { provide: SCHEMA_MIGRATED, useFactory: migrateSchema, inject: [DataSource] },
-      { provide: GenericPlanPool, useFactory: genericPlanPool, inject: [PERSISTENCE_OPTIONS] },
+      // The one locator of the primary, for every session of the process (its cache is what the sessions share).
+      {
+        provide: PrimaryLocator,
+        useFactory: ({ url, applicationName }: PersistenceOptions) => new PrimaryLocator(parseDatabaseUrl(url), applicationName),
+        inject: [PERSISTENCE_OPTIONS],
+      },
+      { provide: GenericPlanPool, useFactory: genericPlanPool, inject: [PERSISTENCE_OPTIONS, PrimaryLocator] },
       Database,
       {
         provide: LOCK_SESSIONS,
-        useFactory: ({ url, applicationName }: PersistenceOptions) => new AdvisoryLockSessions(url, applicationName),
-        inject: [PERSISTENCE_OPTIONS],
+        useFactory: ({ applicationName }: PersistenceOptions, primary: PrimaryLocator) => new AdvisoryLockSessions(primary, applicationName),
+        inject: [PERSISTENCE_OPTIONS, PrimaryLocator],
       },
     ],
-    // The options too: TypeORM's own module (global, imported above) builds its DataSource from them.
-    exports: [TypeOrmModule, Database, LOCK_SESSIONS, PERSISTENCE_OPTIONS],
+    // The options and the locator too: TypeORM's own module (global, imported above) builds its DataSource from them.
+    exports: [TypeOrmModule, Database, LOCK_SESSIONS, PERSISTENCE_OPTIONS, PrimaryLocator],
   }))
   .build();
 

@@ -1,7 +1,8 @@
 import { Client, type ClientConfig } from 'pg';
 
 /**
- * The client of both pools: never without an 'error' listener. node-postgres emits 'error' on a client
+ * The base of every session's client (PrimaryLocator's `Client`, for both pools and the dedicated sessions): never
+ * without an 'error' listener. node-postgres emits 'error' on a client
  * whose connection dies while no statement runs on it, and an unheard 'error' ends the process. pg-pool
  * listens only while a client is idle in the pool and drops its listener as it hands the client out;
  * the holder (pool.query, Database.transaction, TypeORM's query runner) adds its own, but the hand-out

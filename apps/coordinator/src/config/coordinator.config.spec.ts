@@ -46,6 +46,20 @@ describe('loadCoordinatorConfig', () => {
     expect(() => loadCoordinatorConfig({})).toThrow('DATABASE_URL is required');
   });
 
+  it('takes a DATABASE_URL naming several servers, and refuses a bad one at start with one line (password hidden)', () => {
+    const several = 'postgres://app:secret@db1:5432,db2:5433/app?target_session_attrs=read-write';
+    expect(loadCoordinatorConfig({ DATABASE_URL: several, ...TOKENS }).databaseUrl).toBe(several);
+    expect(() => loadCoordinatorConfig({ DATABASE_URL: 'mysql://db/app', ...TOKENS })).toThrow(
+      'DATABASE_URL must be a postgres:// or postgresql:// URL, got "mysql://db/app"',
+    );
+    expect(() => loadCoordinatorConfig({ DATABASE_URL: 'postgres://app:secret@db1,db2:99999/app', ...TOKENS })).toThrow(
+      'DATABASE_URL has a bad host "db2:99999" (host or host:port, hosts separated by commas), got "postgres://app:***@db1,db2:99999/app"',
+    );
+    expect(() => loadCoordinatorConfig({ DATABASE_URL: 'postgres://db1,db2/app?target_session_attrs=standby', ...TOKENS })).toThrow(
+      'DATABASE_URL has target_session_attrs=standby: the coordinator writes, so it must be read-write or primary',
+    );
+  });
+
   it('refuses an idle time that is not larger than the heartbeat interval', () => {
     expect(() => loadCoordinatorConfig({ DATABASE_URL, ...TOKENS, CLAIM_MIN_IDLE_TIME_MS: '1000', HEARTBEAT_INTERVAL_MS: '1000' })).toThrow(
       'CLAIM_MIN_IDLE_TIME_MS (1000) must be larger than HEARTBEAT_INTERVAL_MS (1000)',

@@ -1,5 +1,6 @@
-import { ConfigError, EnvReader, type LogLevelName, readLogging, readRedis } from '@app/config';
+import { ConfigError, EnvReader, type LogLevelName, readLogging, readRedis, redact } from '@app/config';
 import { LEASE_DEFAULTS } from '@app/locking';
+import { parseDatabaseUrl } from '@app/persistence';
 import { DISPATCH_MODES, type DispatchMode } from '@app/streams';
 import { RETENTION_MAX_MS } from '@nest-durable/common';
 import { randomBytes } from 'node:crypto';
@@ -10,6 +11,7 @@ export const COORDINATOR_CONFIG = Symbol('COORDINATOR_CONFIG');
 export interface CoordinatorConfig {
   port: number;
   host: string;
+  /** One server, or a primary and its standbys as libpq takes them (`postgres://a:5432,b:5432/db`): see PrimaryLocator. */
   databaseUrl: string;
   databasePoolSize: number;
   /** Sessions of the pool that runs claims, takes, starts, task results and report batches with generic plans (see GenericPlanPool), beside the main pool's. */
@@ -102,6 +104,17 @@ function readRetentionOverrides(read: EnvReader): Record<string, number> {
   return overrides;
 }
 
+/** DATABASE_URL: one server's URL, or several hosts (libpq's multi-host URI, with target_session_attrs). */
+function readDatabaseUrl(read: EnvReader): string {
+  const value = read.string('DATABASE_URL');
+  try {
+    parseDatabaseUrl(value);
+  } catch (error) {
+    throw new ConfigError(`DATABASE_URL ${(error as Error).message}, got "${redact(value)}"`);
+  }
+  return value;
+}
+
 /** Parses and validates the coordinator's environment once, at start. */
 export function loadCoordinatorConfig(env: Record<string, string | undefined>): CoordinatorConfig {
   const read = new EnvReader(env);
@@ -109,7 +122,7 @@ export function loadCoordinatorConfig(env: Record<string, string | undefined>): 
   const config: CoordinatorConfig = {
     port: read.integer('PORT', 3000, 0, 65535),
     host: read.host('HOST', '0.0.0.0'),
-    databaseUrl: read.url('DATABASE_URL', ['postgres', 'postgresql']),
+    databaseUrl: readDatabaseUrl(read),
     databasePoolSize,
     databaseClaimPoolSize: read.integer('DATABASE_CLAIM_POOL_SIZE', Math.max(2, Math.ceil(databasePoolSize / 2)), 1, 1000),
     claimMinIdleTimeMs: read.integer('CLAIM_MIN_IDLE_TIME_MS', LEASE_DEFAULTS.claimMinIdleTimeMs, 100, 86_400_000),

@@ -1,6 +1,6 @@
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
-import { listen, probeListenSession, sessionExecutor } from '@app/persistence';
-import { Client } from 'pg';
+import { listen, PrimaryLocator, probeListenSession, sessionExecutor } from '@app/persistence';
+import type { Client } from 'pg';
 import { NOTIFICATION_LISTENER_OPTIONS, type NotificationListenerOptions } from './notification.constants';
 
 interface Waiter {
@@ -48,7 +48,10 @@ export class NotificationListener implements OnModuleInit, BeforeApplicationShut
   private probeTimer: NodeJS.Timeout | undefined;
   private reconnectTimer: NodeJS.Timeout | undefined;
 
-  constructor(@Inject(NOTIFICATION_LISTENER_OPTIONS) private readonly options: NotificationListenerOptions) {}
+  constructor(
+    @Inject(NOTIFICATION_LISTENER_OPTIONS) private readonly options: NotificationListenerOptions,
+    private readonly primary: PrimaryLocator,
+  ) {}
 
   async onModuleInit(): Promise<void> {
     await this.connect();
@@ -174,8 +177,9 @@ export class NotificationListener implements OnModuleInit, BeforeApplicationShut
   }
 
   private async connect(): Promise<void> {
-    const client = new Client({
-      connectionString: this.options.url,
+    // On the primary: after a failover, the reconnect finds the promoted standby.
+    const client = new this.primary.Client({
+      connectionString: this.primary.connectionString,
       application_name: this.options.applicationName,
       keepAlive: true,
       connectionTimeoutMillis: 5_000,
@@ -219,7 +223,8 @@ export class NotificationListener implements OnModuleInit, BeforeApplicationShut
     let timer: NodeJS.Timeout | undefined;
     try {
       await Promise.race([
-        probeListenSession(sessionExecutor(client)),
+        // The named probe last, so that it stays the session's last statement in pg_stat_activity.
+        this.primary.confirm(client).then(() => probeListenSession(sessionExecutor(client))),
         new Promise((_, reject) => {
           timer = setTimeout(() => reject(new Error(`probe got no answer in ${PROBE_TIMEOUT_MS} ms`)), PROBE_TIMEOUT_MS);
         }),

@@ -3,9 +3,8 @@ export { RUN_CHANGES_CHANNEL, RUN_FINISHED_CHANNEL, RUNS_DUE_CHANNEL, RUNS_READY
 
 export const NOTIFICATION_LISTENER_OPTIONS = Symbol('NOTIFICATION_LISTENER_OPTIONS');
 
+/** The session LISTENs on the database of the (global) PersistenceModule, on its primary (PrimaryLocator). */
 export interface NotificationListenerOptions {
-  /** Connection string of the database to LISTEN on. */
-  url: string;
   /** application_name of the LISTEN session. */
   applicationName: string;
   channels: string[];

@@ -1,0 +1,199 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { LISTEN_PROBE } from '@app/persistence';
+import { Client } from 'pg';
+import { checkRuns } from '../scripts/soak/checks';
+import { TOKENS } from '../scripts/soak/cluster';
+import { RunStarter } from '../scripts/soak/load';
+import { LONG_STEP_MS, type PlannedRun, planRuns } from '../scripts/soak/plan';
+import { readState } from '../scripts/soak/state';
+import { Violations } from '../scripts/soak/violations';
+import { eventually } from './support/poll';
+import { AppProcess, freePort, stopAllProcesses } from './support/processes';
+import { ReplicatedPostgres } from './support/replicated-postgres';
+
+const DATABASE = 'failover';
+/** 150 runs of the soak's workflow (3–7 tasks, some with a durable sleep; not its long runs, which only lengthen the suite), 25 a second. */
+const RUNS = 150;
+const RATE = 25;
+/** Far above the outage: a run whose worker could not heartbeat meanwhile is not taken over, so no task runs twice. */
+const CLAIM_MIN_IDLE_TIME_MS = 30_000;
+const ONE_TASK = { seed: 7, steps: 1, stepMs: 10, sleepMs: 0 };
+
+/**
+ * A PostgreSQL failover under load, all real: a primary with a synchronous standby (streaming replication,
+ * synchronous_commit on), a coordinator process whose DATABASE_URL names both servers, and a worker process
+ * running the soak's workflow (each task appends to a journal first, so repeats are counted). Mid-load the primary
+ * is killed (`kill -9` of all its processes) and the standby promoted (`pg_promote()`: the test is the HA manager).
+ */
+describe('a PostgreSQL failover (kill -9 of the primary, its synchronous standby promoted) under load', () => {
+  let pair: ReplicatedPostgres;
+  let coordinator: AppProcess;
+  let worker: AppProcess;
+  let coordinatorUrl: string;
+  const journalDir = mkdtempSync(join(tmpdir(), 'wf-failover-'));
+
+  beforeAll(async () => {
+    pair = await ReplicatedPostgres.start();
+    await sql(pair.primaryUrl('postgres'), `CREATE DATABASE ${DATABASE}`);
+    const port = await freePort();
+    coordinatorUrl = `http://127.0.0.1:${port}`;
+    coordinator = new AppProcess('coordinator', 'apps/coordinator/src/main.ts', {
+      DATABASE_URL: pair.url(DATABASE),
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      CLIENT_TOKEN: TOKENS.client,
+      WORKER_TOKEN: TOKENS.worker,
+      HEARTBEAT_INTERVAL_MS: '300',
+      CLAIM_MIN_IDLE_TIME_MS: String(CLAIM_MIN_IDLE_TIME_MS),
+      CLAIM_POLL_INTERVAL_MS: '200',
+      LISTENER_PROBE_INTERVAL_MS: '500',
+      LEADER_CHECK_INTERVAL_MS: '500',
+    });
+    // The worker starts beside it (it retries until the coordinator answers).
+    worker = new AppProcess('worker', 'test/fixtures/fault-worker.main.ts', {
+      COORDINATOR_URL: coordinatorUrl,
+      WORKER_TOKEN: TOKENS.worker,
+      WORKER_ID: 'failover-w1',
+      SUBSCRIBER: 'http',
+      WORKER_CONCURRENCY: '20',
+      HEARTBEAT_INTERVAL_MS: '300',
+      CLAIM_WAIT_MS: '1000',
+      SHUTDOWN_GRACE_MS: '1000',
+      SOAK_JOURNAL_DIR: journalDir,
+    });
+    await Promise.all([coordinator.waitForOutput('listening on', 60_000), worker.waitForOutput('ready failover-w1', 60_000)]);
+  }, 90_000);
+
+  afterAll(async () => {
+    await stopAllProcesses();
+    await pair?.destroy();
+    rmSync(journalDir, { recursive: true, force: true });
+  }, 60_000);
+
+  it('keeps every acknowledged start and task result, records each task once, completes every run, and serves again without a restart', async () => {
+    const violations = new Violations();
+    const plan = planRuns('failover', RUNS, RATE, 35).filter((run) => run.input.stepMs < LONG_STEP_MS);
+    const starter = new RunStarter(coordinatorUrl, plan, violations);
+    const load = new AbortController();
+    const starting = starter.run(Date.now(), load.signal);
+    const pid = coordinator.pid;
+    try {
+      // Mid-load: a third of the runs acknowledged, and some of them running (task results being written).
+      await eventually('runs in flight mid-load', async () => starter.ids.size >= RUNS / 3 && (await count(`status = 'running'`)) > 0, 30_000);
+      const acknowledgedBeforeKill = new Map(starter.ids);
+      const killedAt = Date.now();
+      await pair.failover();
+      const probe = await firstStartAfter();
+      plan.push(probe.run);
+      const timeWithoutServiceMs = probe.acknowledgedAt - killedAt;
+      if (process.env.FAILOVER_REPORT) process.stdout.write(`time without service: ${timeWithoutServiceMs} ms\n`);
+      await starting;
+      await eventually('every run to finish', async () => (await count(`status IN ('completed', 'failed', 'cancelled')`)) === plan.length, 60_000);
+
+      const state = await readState(pair.primaryUrl(DATABASE), journalDir);
+      const figures = checkRuns(plan, state, violations);
+      // Every start acknowledged before the kill is the very run it was (not one re-created by a retried start).
+      const idOf = new Map(state.runs.map((run) => [run.key, run.id]));
+      const lost = [...acknowledgedBeforeKill].filter(([key, id]) => idOf.get(key) !== id);
+      expect({ violations: violations.list, lost }).toEqual({ violations: [], lost: [] });
+      // A task result acknowledged and then lost would have its task executed again (the run replays it).
+      expect(figures.stepsExecutedTwice).toBe(0);
+      expect(figures.completedRight).toBe(plan.length);
+      expect(timeWithoutServiceMs).toBeLessThan(20_000);
+    } finally {
+      load.abort();
+      await starting;
+    }
+    expect(coordinator.pid).toBe(pid);
+    expect(coordinator.alive).toBe(true);
+    expect(coordinator.output).not.toMatch(/uncaught|unhandled/i);
+    expect(worker.output).not.toMatch(/is no longer ours|could not report/);
+  }, 120_000);
+
+  it('leaves a primary that turned read-only (SQLSTATE 25006) for the promoted standby: every session moves, starts are acknowledged again', async () => {
+    // The dead node comes back as the new primary's synchronous standby (the primary stops for the copy: an outage).
+    await pair.attachStandby();
+    await eventually('a start acknowledged with the standby attached', () => start('switchover-before'), 30_000);
+    const oldPrimary = pair.primaryUrl(DATABASE);
+    await pair.promoteStandbyLeavingPrimaryReadOnly();
+    let [streak, attempt] = [0, 0];
+    await eventually(
+      'ten starts in a row acknowledged after the switchover',
+      async () => {
+        streak = (await start(`switchover-${attempt++}`)) ? streak + 1 : 0;
+        return streak >= 10;
+      },
+      30_000,
+    );
+    // Nothing of the coordinator stays on the read-only server: its pools, its LISTEN session and its leader lock moved.
+    const coordinatorSessions = `SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name LIKE 'wf-coordinator %'`;
+    await eventually(
+      'no coordinator session on the read-only server',
+      async () => (await sql<{ n: number }>(oldPrimary, coordinatorSessions))[0].n === 0,
+      15_000,
+    );
+    await eventually(
+      'the LISTEN session and the leader lock on the new primary',
+      async () => {
+        const [row] = await sql<{ listening: number; locks: number }>(
+          pair.primaryUrl(DATABASE),
+          `SELECT count(*) FILTER (WHERE query LIKE 'LISTEN%' OR query = $1)::int AS listening,
+                  (SELECT count(*)::int FROM pg_locks l JOIN pg_stat_activity a USING (pid) WHERE l.locktype = 'advisory' AND l.granted AND a.application_name LIKE 'wf-coordinator %') AS locks
+             FROM pg_stat_activity WHERE application_name LIKE 'wf-coordinator %'`,
+          [LISTEN_PROBE],
+        );
+        return row.listening === 1 && row.locks > 0;
+      },
+      15_000,
+    );
+    await eventually('every run to finish on the new primary', async () => (await count(`status NOT IN ('completed', 'failed', 'cancelled')`)) === 0, 30_000);
+    expect(await count(`status <> 'completed'`)).toBe(0);
+    expect(coordinator.output).not.toMatch(/uncaught|unhandled/i);
+  }, 90_000);
+
+  /** Sends one start (a run of one short task) again and again until the coordinator acknowledges it: service is back. */
+  async function firstStartAfter(): Promise<{ run: PlannedRun; acknowledgedAt: number }> {
+    const run: PlannedRun = { key: 'failover-probe', input: ONE_TASK, atMs: 0 };
+    let acknowledgedAt = 0;
+    await eventually(
+      'a start acknowledged after the failover',
+      async () => {
+        const acknowledged = await start(run.key);
+        acknowledgedAt = Date.now();
+        return acknowledged;
+      },
+      30_000,
+    );
+    return { run, acknowledgedAt };
+  }
+
+  /** POST /v1/runs of a one-task run with idempotency key `key`: whether the coordinator acknowledged it. */
+  async function start(key: string): Promise<boolean> {
+    const response = await fetch(`${coordinatorUrl}/v1/runs`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKENS.client}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ workflow: 'soak', version: '1', input: ONE_TASK, idempotencyKey: key }),
+      signal: AbortSignal.timeout(10_000),
+    }).catch(() => undefined);
+    return response?.status === 201 || response?.status === 200;
+  }
+
+  async function count(where: string, url = pair.primaryUrl(DATABASE)): Promise<number> {
+    const [row] = await sql<{ n: number }>(url, `SELECT count(*)::int AS n FROM runs WHERE ${where}`);
+    return row.n;
+  }
+});
+
+async function sql<T>(url: string, text: string, values: unknown[] = []): Promise<T[]> {
+  const client = new Client({ connectionString: url, connectionTimeoutMillis: 5_000 });
+  client.on('error', () => undefined);
+  await client.connect();
+  try {
+    return (await client.query(text, values)).rows as T[];
+  } finally {
+    await client.end();
+  }
+}
