@@ -58,7 +58,9 @@ export function readBody(headers: IncomingHttpHeaders, raw: Readable, limitBytes
     if (rawEnded) {
       finish(refusal);
     } else if (inflater) {
+      // What the inflater holds would still be inflated (a small bomb, megabytes) only to be thrown away.
       raw.unpipe(inflater);
+      inflater.destroy();
       raw.resume();
     }
   };
