@@ -62,7 +62,8 @@ describe('an app outside the monorepo, on the packed packages', () => {
       section[name] = `file:${join(dir, filename)}`;
     }
     writeFileSync(join(app, 'package.json'), JSON.stringify(manifest, null, 2));
-    await runCommand('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund'], { cwd: app });
+    // Hundreds of packages: past a command's default limit when the suites beside it keep both cores busy.
+    await runCommand('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund'], { cwd: app, timeoutMs: 300_000 });
     await runCommand('npm', ['run', 'build'], { cwd: app });
 
     db = await createTestDatabase('example_app');
