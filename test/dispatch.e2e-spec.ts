@@ -61,17 +61,20 @@ describe('reliable dispatch', () => {
     await db?.drop();
   });
 
-  it('publishes a run made ready by a trigger (not a start) within 2 s: the enqueuer wakes on the outbox NOTIFY, not at its 60 s poll', async () => {
+  it('publishes a run made ready by a trigger (not a start) within 10 s: the enqueuer wakes on the outbox NOTIFY, not at its 60 s poll', async () => {
     const prefix = testPrefix('zset');
     await coordinator({ ...NO_POLL, dispatch: 'redis-zset', redisPrefix: prefix });
     const id = uuidv7();
-    const started = Date.now();
     await makeReady(id);
-    const [member] = await eventually('the run in Redis', async () => {
-      const found = await members(sortedSetKey(prefix, 'echo:1'));
-      return found.length > 0 ? found : undefined;
-    });
-    expect(Date.now() - started).toBeLessThan(2_000);
+    // The bound: 10 s, far from the poll's 60 s.
+    const [member] = await eventually(
+      'the run in Redis',
+      async () => {
+        const found = await members(sortedSetKey(prefix, 'echo:1'));
+        return found.length > 0 ? found : undefined;
+      },
+      10_000,
+    );
     expect(member).toEqual({ runId: id });
     await eventually('the sent row to be deleted', async () => (await outboxCount()) === 0);
   });

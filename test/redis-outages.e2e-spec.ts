@@ -93,14 +93,16 @@ describe('Redis outages', () => {
       const failed = () => db.sql(`SELECT 1 FROM outbox WHERE status = 'retry' AND run_id = ANY($1)`, [scheduled.map((run) => run.id)]);
       await eventually('the due runs to fail to publish', async () => (await failed()).length === scheduled.length, 10_000);
       await server.start();
-      const restartedAt = Date.now();
       await worker(mode, prefix, c.url);
+      // From the worker's start on (booting it takes seconds on a loaded machine, and is no part of what is measured).
+      const workerReadyAt = Date.now();
 
       const finished = await Promise.all([...queued, ...scheduled].map((run) => client.waitForResult(run.id, { timeoutMs: 30_000 })));
       expect(finished.map((run) => run.status)).toEqual(finished.map(() => 'completed'));
       const finishedAt = finished.map((run) => Date.parse(run.finishedAt!));
-      // The worker's start is most of it; the republish interval (60 s) or a retry (up to 30 s) would be far more.
-      expect(Math.max(...finishedAt) - restartedAt).toBeLessThan(8_000);
+      // Echo runs take ms: the republish interval (60 s) or the retry of a failed publish (30 s after it failed, just
+      // before the restart) would leave some unfinished for over 20 s.
+      expect(Math.max(...finishedAt) - workerReadyAt).toBeLessThan(10_000);
     }, 60_000);
 
     it('resumes sleeping runs while redis-server is down as punctually as over HTTP: the backup claims while Redis is probed', async () => {
@@ -112,8 +114,10 @@ describe('Redis outages', () => {
       await server.stop();
       await eventually('the worker on its HTTP backup', async () => subscriber.usingBackup, 10_000);
 
-      // Spread over a second, as in the outage the issue measured (30 sleepers of 1.2-2.3 s).
-      const runs: RunView[] = await Promise.all(Array.from({ length: 30 }, (_, i) => client.start({ name: 'sleepy', version: '1' }, { ms: 1_200 + 38 * i })));
+      // Due within the first probe after the failover, which held every claim back for its 2 s while a probe
+      // waited for the refused connection's `ready` (the sleeps are spread over half a second, not the issue's
+      // 1.2-2.3 s: a run due after that probe ended was not held back, and would hide the wait in a median).
+      const runs: RunView[] = await Promise.all(Array.from({ length: 30 }, (_, i) => client.start({ name: 'sleepy', version: '1' }, { ms: 1_000 + 17 * i })));
       const finished = await Promise.all(runs.map((run) => client.waitForResult(run.id, { timeoutMs: 30_000 })));
       expect(finished.map((run) => run.status)).toEqual(runs.map(() => 'completed'));
       expect(subscriber.usingBackup).toBe(true);
@@ -125,8 +129,10 @@ describe('Redis outages', () => {
       );
       const lateness = rows.map((row) => Number(row.lateness)).sort((a, b) => a - b);
       expect(lateness).toHaveLength(runs.length);
-      // Over HTTP, tens of ms. Blocking each claim on a probe of Redis made them 1.3 s (p50) and 3 s (p90) late.
-      expect(lateness[Math.floor(lateness.length * 0.9)]).toBeLessThan(400);
+      // The median, which a few runs slowed by a loaded machine do not move. Over HTTP it is tens of ms (20 ms with
+      // the machine loaded). Blocking each claim on a probe of Redis made it 700 ms in both modes, and the fastest
+      // run over 400 ms late.
+      expect(lateness[Math.floor(lateness.length / 2)]).toBeLessThan(300);
     }, 60_000);
   });
 });

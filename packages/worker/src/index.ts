@@ -1,6 +1,6 @@
 export * from './coordinator.api';
 export * from './coordinator.health';
-export * from './subscribers/failover.subscriber';
+export { FailoverSubscriber } from './subscribers/failover.subscriber';
 export * from './subscribers/hand-off-offers';
 export * from './subscribers/http.subscriber';
 export * from './subscribers/subscriber.interface';

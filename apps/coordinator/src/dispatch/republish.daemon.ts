@@ -65,8 +65,9 @@ export class RepublishDaemon implements SingletonDaemon, OnModuleInit {
   private async recover(): Promise<void> {
     this.logger.log(`${this.publisher.name} is back: republishing the wake-ups of every run due`);
     while (this.running) await this.running;
-    // Stopped (stepped down) meanwhile: the next leader's rounds do it.
+    // Stopped (stepped down) meanwhile: the next leader's rounds and the outbox's own retries do it.
     while (this.stopRepublishingOnRecovery && (await this.runOnce(0)) >= BATCH) {}
+    if (!this.stopRepublishingOnRecovery) return;
     await this.enqueuer.retryNow().catch((error: Error) => this.logger.warn(`retrying the outbox now failed: ${error.message}`));
   }
 

@@ -6,6 +6,12 @@ export const REDIS_OPTIONS = Symbol('REDIS_OPTIONS');
 const NODE_ERROR_LOG_MS = 10_000;
 /** Longer than a failover the cluster client rides through (retries every 300 ms, up to 40 redirections). */
 const COMMAND_TIMEOUT_MS = 15_000;
+/**
+ * How long ioredis waits for a socket it ended to close before destroying it. It arms that timer on every
+ * disconnect, even of a socket that closed already (Redis down at shutdown) and never says so again: its
+ * default 2 s then holds the process open after the application shut down.
+ */
+const DISCONNECT_TIMEOUT_MS = 200;
 
 export interface RedisConnectionOptions {
   /** One Redis node: `redis://…` or `rediss://…`. */
@@ -60,7 +66,12 @@ export class RedisConnection implements OnApplicationShutdown {
    */
   open(purpose: string, blocking?: BlockingReaderOptions): RedisClient {
     // A command that gets no answer fails after COMMAND_TIMEOUT_MS (a blocking read has its own guard instead).
-    const nodeOptions: RedisOptions = { connectTimeout: 2_000, maxRetriesPerRequest: 1, ...(blocking ?? { commandTimeout: COMMAND_TIMEOUT_MS }) };
+    const nodeOptions: RedisOptions = {
+      connectTimeout: 2_000,
+      disconnectTimeout: DISCONNECT_TIMEOUT_MS,
+      maxRetriesPerRequest: 1,
+      ...(blocking ?? { commandTimeout: COMMAND_TIMEOUT_MS }),
+    };
     const connection: RedisClient = this.options.clusterNodes?.length
       ? new Cluster(this.options.clusterNodes, {
           enableOfflineQueue: false,

@@ -42,15 +42,15 @@ export class RedisStreamsPublisher implements Publisher, OnApplicationBootstrap 
     return results.map(([error]) => error ?? undefined);
   }
 
+  onRecovered(listener: () => void): () => void {
+    return this.redis.onRecovered(this.redis.client, listener);
+  }
+
   /**
    * Entries in a queue's partition streams that no consumer was handed yet. Delivered entries are
    * deleted when acknowledged, so what a stream holds is undelivered or pending (in a consumer's
    * pending list): its length minus the group's pending count.
    */
-  onRecovered(listener: () => void): () => void {
-    return this.redis.onRecovered(this.redis.client, listener);
-  }
-
   async undelivered(queues: string[]): Promise<Map<string, number>> {
     const streams = queueStreams(this.redis.prefix, queues, this.partitions);
     const [lengths, pending] = await Promise.all([

@@ -1,10 +1,16 @@
-import type { ClaimedRun } from '@nest-durable/common';
+import { type ClaimedRun, settleWithin } from '@nest-durable/common';
 import { Logger } from '@nestjs/common';
 import type { HttpSubscriber } from './http.subscriber';
 import { delivery, type NextDelayParams, type Subscriber } from './subscriber.interface';
 
-const FIRST_PROBE_DELAY_MS = 500;
+export const FIRST_PROBE_DELAY_MS = 500;
 const MAX_PROBE_DELAY_MS = 30_000;
+/**
+ * A probe not settled by then counts as failed, so the next one can start (one at a time). A Redis that is
+ * reachable answers well within it (its connection attempt is bounded at 2 s); one that does not answer a
+ * probe is no primary to return to, and a probe that never settled would otherwise keep the worker on HTTP.
+ */
+export const PROBE_TIMEOUT_MS = 10_000;
 
 /**
  * Wraps any primary subscriber that is not the HTTP one with an HTTP backup. When the primary fails
@@ -82,7 +88,8 @@ export class FailoverSubscriber implements Subscriber {
   private probePrimary(): void {
     this.probeDelayMs = Math.min(MAX_PROBE_DELAY_MS, this.probeDelayMs * 2);
     this.nextProbeAt = Date.now() + this.probeDelayMs;
-    this.probing = (this.primary.probe ? this.primary.probe() : Promise.resolve())
+    const probe = this.primary.probe ? this.primary.probe() : Promise.resolve();
+    this.probing = settleWithin(probe, PROBE_TIMEOUT_MS, () => new Error(`no answer within ${PROBE_TIMEOUT_MS} ms`))
       .then(
         () => {
           this.onBackup = false;
