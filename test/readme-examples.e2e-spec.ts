@@ -89,5 +89,5 @@ describe('README examples', () => {
       15_000,
     );
     expect(tagged).toMatchObject({ workflow: 'order-processing', tags: { tenant: 'acme', channel: 'web' } });
-  });
+  }, 90_000); // a dozen `npx wf` processes one after another, beside two other suites on two cores
 });
