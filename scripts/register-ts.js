@@ -4,7 +4,7 @@
 const Module = require('node:module');
 const path = require('node:path');
 const fs = require('node:fs');
-const { transformSync } = require('@swc/core');
+const crypto = require('node:crypto');
 
 const root = path.resolve(__dirname, '..');
 const aliases = new Map(
@@ -25,16 +25,42 @@ Module._resolveFilename = function (request, parent, ...rest) {
   }
 };
 
+const SWC_OPTIONS = {
+  sourceMaps: 'inline',
+  jsc: {
+    parser: { syntax: 'typescript', decorators: true },
+    transform: { legacyDecorator: true, decoratorMetadata: true },
+    target: 'es2022',
+  },
+  module: { type: 'commonjs' },
+};
+// Compiled files are kept by their source's hash (with swc's version and options): a test suite starts a hundred
+// processes or more, and compiling every source again in each was a fifth of their start-up. swc itself (a native
+// binding) is loaded only when something is not cached yet.
+const cacheDir = path.join(root, 'node_modules', '.cache', 'register-ts');
+let swc;
+const salt = `${require('@swc/core/package.json').version}\n${JSON.stringify(SWC_OPTIONS)}`;
+
+function compile(source, filename) {
+  const cached = path.join(cacheDir, `${crypto.createHash('sha1').update(salt).update(filename).update(source).digest('hex')}.js`);
+  try {
+    return fs.readFileSync(cached, 'utf8');
+  } catch {
+    swc ??= require('@swc/core');
+    const { code } = swc.transformSync(source, { filename, ...SWC_OPTIONS });
+    // Written whole under a name of its own, then renamed: processes starting at once never read half a file.
+    const partial = `${cached}.${process.pid}`;
+    try {
+      fs.mkdirSync(cacheDir, { recursive: true });
+      fs.writeFileSync(partial, code);
+      fs.renameSync(partial, cached);
+    } catch {
+      // A cache that cannot be written only costs the next process this compilation.
+    }
+    return code;
+  }
+}
+
 require.extensions['.ts'] = (module, filename) => {
-  const { code } = transformSync(fs.readFileSync(filename, 'utf8'), {
-    filename,
-    sourceMaps: 'inline',
-    jsc: {
-      parser: { syntax: 'typescript', decorators: true },
-      transform: { legacyDecorator: true, decoratorMetadata: true },
-      target: 'es2022',
-    },
-    module: { type: 'commonjs' },
-  });
-  module._compile(code, filename);
+  module._compile(compile(fs.readFileSync(filename, 'utf8'), filename), filename);
 };
