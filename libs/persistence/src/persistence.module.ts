@@ -77,6 +77,13 @@ export interface PersistenceOptions {
 
 /** How long a request waits for a free connection before it fails (503). */
 const CONNECTION_TIMEOUT_MS = 10_000;
+/**
+ * TCP keepalive on every pooled session, first probe after this long idle: an idle session to a server that
+ * vanished without closing it (a dead machine, a partition) is found dead by the kernel and dropped by its pool,
+ * rather than handed to the next request. (A session with a statement in flight is not idle: see PrimaryLocator,
+ * which destroys the sessions left on a former primary once it finds the new one, and docs/reliability.md.)
+ */
+const KEEPALIVE_IDLE_MS = 10_000;
 /** Between two attempts to reach a database that is not up yet, at start. */
 const CONNECT_RETRY_DELAY_MS = 1_000;
 
@@ -102,7 +109,14 @@ function typeOrmOptions({ poolSize, dispatch, applicationName }: PersistenceOpti
     migrations: MIGRATIONS,
     migrationsRun: false,
     synchronize: false,
-    extra: { max: poolSize, connectionTimeoutMillis: CONNECTION_TIMEOUT_MS, options: sessionOptions(dispatch), Client: primary.Client },
+    extra: {
+      max: poolSize,
+      connectionTimeoutMillis: CONNECTION_TIMEOUT_MS,
+      keepAlive: true,
+      keepAliveInitialDelayMillis: KEEPALIVE_IDLE_MS,
+      options: sessionOptions(dispatch),
+      Client: primary.Client,
+    },
     poolErrorHandler: idleConnectionLost,
     // A database not up yet (started beside the coordinator, or replaying its WAL) is waited for, however
     // long; anything else (a wrong password, no such database) fails the start at once.
@@ -122,6 +136,8 @@ function genericPlanPool({ claimPoolSize, dispatch, applicationName }: Persisten
       application_name: applicationName,
       max: claimPoolSize,
       connectionTimeoutMillis: CONNECTION_TIMEOUT_MS,
+      keepAlive: true,
+      keepAliveInitialDelayMillis: KEEPALIVE_IDLE_MS,
       options: sessionOptions(dispatch),
     },
     idleConnectionLost,
