@@ -87,7 +87,9 @@ function sessionOn(locator: PrimaryLocator, port: number) {
     port,
     _ending: false,
     connection: { stream: { destroy: () => (state.destroyed = true) } },
-    end: async () => void (state.ended = true),
+    end: async () => {
+      state.ended = true;
+    },
   });
   locator.opened(session as unknown as Client);
   return state;
