@@ -19,8 +19,11 @@ const STANDBY_NAME = 'standby';
 export class ReplicatedPostgres {
   /** The node that takes writes now. */
   primary: PostgresServer;
-  /** The other node: the synchronous standby, or after a failover the dead former primary. */
+  /** The other node: the synchronous standby, or after a failover the dead (or stalled) former primary. */
   private other: PostgresServer;
+  private standbyAttached = false;
+  /** The standby's WAL receiver while `pauseReplication()` holds it. */
+  private pausedReceiver: number | undefined;
 
   private constructor(
     primary: PostgresServer,
@@ -34,7 +37,13 @@ export class ReplicatedPostgres {
   static async start(settings: Record<string, string> = {}): Promise<ReplicatedPostgres> {
     const pair = new ReplicatedPostgres(new PostgresServer(await freePort(), settings), settings);
     pair.other = new PostgresServer(await freePort(), settings, { initdb: false });
-    await pair.attachStandby();
+    try {
+      await pair.attachStandby();
+    } catch (error) {
+      // Neither node outlives a pair that never started.
+      await pair.destroy();
+      throw error;
+    }
     return pair;
   }
 
@@ -42,6 +51,11 @@ export class ReplicatedPostgres {
   url(database: string): string {
     const [a, b] = [this.primary.port, this.other.port].sort((x, y) => x - y);
     return `postgres://postgres@127.0.0.1:${a},127.0.0.1:${b}/${database}?target_session_attrs=read-write`;
+  }
+
+  /** The standby's database (read-only), for the test's own statements. */
+  standbyUrl(database: string): string {
+    return `postgres://postgres@127.0.0.1:${this.other.port}/${database}`;
   }
 
   /** The current primary's database, for the test's own statements. */
@@ -54,9 +68,9 @@ export class ReplicatedPostgres {
     return [this.primary, this.other];
   }
 
-  /** Whether the primary has its standby (none after a failover, until `attachStandby()`). */
+  /** Whether the primary has its standby (none after a failover or a promotion, until `attachStandby()`). */
   get replicating(): boolean {
-    return this.other.alive;
+    return this.standbyAttached;
   }
 
   /** Every server process of the pair, for the server logs. */
@@ -64,12 +78,52 @@ export class ReplicatedPostgres {
     return `primary (port ${this.primary.port}):\n${this.primary.output}\nother (port ${this.other.port}):\n${this.other.output}`;
   }
 
-  /** `kill -9` of the primary; then the standby is promoted and becomes the primary. Resolves once it takes writes. */
+  /**
+   * Stops the standby's WAL receiver (SIGSTOP): from now on the standby takes nothing from the primary, so every
+   * commit after this is one the standby lacks. With synchronous commit the primary waits for it and acknowledges
+   * none of them; without, they are acknowledged, and lost by `failover()`. Replication resumes there.
+   */
+  async pauseReplication(): Promise<void> {
+    const [receiver] = await sql<{ pid: number }>(this.other.url, 'SELECT pid FROM pg_stat_wal_receiver');
+    if (!receiver) throw new Error('the standby has no WAL receiver to pause');
+    process.kill(receiver.pid, 'SIGSTOP');
+    this.pausedReceiver = receiver.pid;
+  }
+
+  /**
+   * `kill -9` of the primary; then the standby is promoted and becomes the primary (a paused WAL receiver is let go
+   * first: the promotion stops it). Resolves once it takes writes.
+   */
   async failover(): Promise<void> {
     const [dead, promoted] = [this.primary, this.other];
     await dead.kill();
-    await query(promoted.url, 'SELECT pg_promote(true, 60)');
+    this.resumeReplication();
+    await sql(promoted.url, 'SELECT pg_promote(true, 60)');
     [this.primary, this.other] = [promoted, dead];
+    this.standbyAttached = false;
+  }
+
+  /**
+   * The primary stalls (SIGSTOP of its postmaster and every backend: its connections stay open and unanswered, as
+   * a host that vanished behind a partition looks to TCP), then the standby is promoted. `destroy()` or
+   * `attachStandby()` kills the stalled node.
+   */
+  async stallPrimaryAndPromote(): Promise<void> {
+    const [stalled, promoted] = [this.primary, this.other];
+    stalled.signalAll('SIGSTOP');
+    await sql(promoted.url, 'SELECT pg_promote(true, 60)');
+    [this.primary, this.other] = [promoted, stalled];
+    this.standbyAttached = false;
+  }
+
+  private resumeReplication(): void {
+    if (this.pausedReceiver === undefined) return;
+    try {
+      process.kill(this.pausedReceiver, 'SIGCONT');
+    } catch {
+      // It is gone already (the standby was killed).
+    }
+    this.pausedReceiver = undefined;
   }
 
   /**
@@ -79,8 +133,12 @@ export class ReplicatedPostgres {
    */
   async attachStandby(): Promise<void> {
     const primary = this.primary;
+    // Killed first: a stalled former primary would never answer a shutdown.
+    await this.other.kill();
     await this.other.destroy();
     const standby = new PostgresServer(this.other.port, this.settings, { initdb: false });
+    // Its own from here, so that destroy() stops it whatever fails below.
+    this.other = standby;
     await primary.stop();
     execFileSync('cp', ['-a', primary.dataDir, standby.dataDir], { ...primary.owner });
     rmSync(join(standby.dataDir, 'postmaster.pid'), { force: true });
@@ -90,17 +148,17 @@ export class ReplicatedPostgres {
     this.configure(standby, '', 'standby.signal');
     await primary.start();
     await standby.start();
-    this.other = standby;
+    this.standbyAttached = true;
     await eventually(
       'the standby to replicate synchronously',
-      async () =>
-        (await query(primary.url, `SELECT 1 FROM pg_stat_replication WHERE application_name = '${STANDBY_NAME}' AND sync_state = 'sync'`)).length === 1,
+      async () => (await sql(primary.url, `SELECT 1 FROM pg_stat_replication WHERE application_name = '${STANDBY_NAME}' AND sync_state = 'sync'`)).length === 1,
       30_000,
     );
   }
 
   /** Both nodes killed (their data is thrown away: no shutdown to wait for) and removed. */
   async destroy(): Promise<void> {
+    this.resumeReplication();
     for (const node of [this.primary, this.other]) {
       await node.kill();
       await node.destroy();
@@ -114,10 +172,11 @@ export class ReplicatedPostgres {
    */
   async promoteStandbyLeavingPrimaryReadOnly(): Promise<void> {
     const [old, promoted] = [this.primary, this.other];
-    await query(old.url, 'ALTER SYSTEM SET default_transaction_read_only = on');
-    await query(old.url, 'SELECT pg_reload_conf()');
-    await query(promoted.url, 'SELECT pg_promote(true, 60)');
+    await sql(old.url, 'ALTER SYSTEM SET default_transaction_read_only = on');
+    await sql(old.url, 'SELECT pg_reload_conf()');
+    await sql(promoted.url, 'SELECT pg_promote(true, 60)');
     [this.primary, this.other] = [promoted, old];
+    this.standbyAttached = false;
   }
 
   /** Writes `text` as a file of `server`'s data directory (postgresql.auto.conf unless named), owned by the server's user. */
@@ -128,12 +187,13 @@ export class ReplicatedPostgres {
   }
 }
 
-async function query(url: string, sql: string): Promise<unknown[]> {
+/** One statement on `url`, in a session of its own: its rows. */
+export async function sql<T>(url: string, text: string, values: unknown[] = []): Promise<T[]> {
   const client = new Client({ connectionString: url, connectionTimeoutMillis: 5_000 });
   client.on('error', () => undefined);
   await client.connect();
   try {
-    return (await client.query(sql)).rows;
+    return (await client.query(text, values)).rows as T[];
   } finally {
     await client.end();
   }
