@@ -23,6 +23,8 @@ const ONE_TASK = { seed: 7, steps: 1, stepMs: 10, sleepMs: 0 };
 
 /** Service must be back this soon after the primary stalls (see docs/reliability.md for what bounds it). */
 const STALL_RECOVERY_MS = 30_000;
+/** Starts sent at a time during the stall: above the coordinator's sessions (DATABASE_POOL_SIZE 6, and 3 of the claim pool). */
+const STALL_LOAD_CONCURRENCY = 12;
 
 /**
  * A PostgreSQL failover under load, all real: a primary with a synchronous standby (streaming replication,
@@ -165,12 +167,15 @@ describe('a PostgreSQL failover (kill -9 of the primary, its synchronous standby
 
   it('leaves a primary that stalls with its connections open (a partition, a dead host as TCP sees it) once the standby is promoted: starts are acknowledged again within a bound', async () => {
     await replicating();
-    // Every session of the coordinator busy on the old primary when it stalls: the worker's claims, heartbeats and
-    // task results, and a steady stream of starts.
+    // More starts at a time than the coordinator has sessions (besides the worker's claims, heartbeats and task
+    // results): when the primary stalls, every session is caught in a statement on it, and none comes back unless
+    // the coordinator closes them.
     const load = new AbortController();
-    const starting = (async () => {
-      for (let i = 0; !load.signal.aborted; i++) await start(`stall-load-${i}`);
-    })();
+    const starting = Promise.all(
+      Array.from({ length: STALL_LOAD_CONCURRENCY }, async (_, loop) => {
+        for (let i = 0; !load.signal.aborted; i++) await start(`stall-load-${loop}-${i}`);
+      }),
+    );
     try {
       await eventually('starts acknowledged under load', () => start('stall-before'), 30_000);
       const stalledAt = Date.now();
