@@ -91,7 +91,7 @@ describe('a PostgreSQL failover (kill -9 of the primary, its synchronous standby
     try {
       // Mid-load: a third of the runs acknowledged, and some of them running (task results being written).
       await eventually('runs in flight mid-load', async () => starter.ids.size >= RUNS / 3 && (await count(`status = 'running'`)) > 0, 30_000);
-      // The standby stops receiving just before the kill, so that the primary dies holding commits the standby
+      // The primary stops sending WAL just before the kill, so that the primary dies holding commits the standby
       // lacks (on loopback it is otherwise never behind): synchronous commit must not have acknowledged them.
       const pausedAt = Date.now();
       const acknowledgedBeforePause = starter.ids.size;

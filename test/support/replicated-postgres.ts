@@ -22,8 +22,6 @@ export class ReplicatedPostgres {
   /** The other node: the synchronous standby, or after a failover the dead (or stalled) former primary. */
   private other: PostgresServer;
   private standbyAttached = false;
-  /** The standby's WAL receiver while `pauseReplication()` holds it. */
-  private pausedReceiver: number | undefined;
 
   private constructor(
     primary: PostgresServer,
@@ -79,25 +77,22 @@ export class ReplicatedPostgres {
   }
 
   /**
-   * Stops the standby's WAL receiver (SIGSTOP): from now on the standby takes nothing from the primary, so every
-   * commit after this is one the standby lacks. With synchronous commit the primary waits for it and acknowledges
-   * none of them; without, they are acknowledged, and lost by `failover()`. Replication resumes there.
+   * Stops the primary's WAL sender (SIGSTOP): from now on nothing the primary writes leaves it, so every commit after
+   * this is one the standby lacks. With synchronous commit the primary waits for the standby and acknowledges none of
+   * them; without, they are acknowledged, and lost by `failover()`, which kills the sender with its server. (Not the
+   * standby's WAL receiver: what the sender had written meanwhile would wait in the receiver's socket buffer, and
+   * reach the standby once the receiver runs again, before the promotion.)
    */
   async pauseReplication(): Promise<void> {
-    const [receiver] = await sql<{ pid: number }>(this.other.url, 'SELECT pid FROM pg_stat_wal_receiver');
-    if (!receiver) throw new Error('the standby has no WAL receiver to pause');
-    process.kill(receiver.pid, 'SIGSTOP');
-    this.pausedReceiver = receiver.pid;
+    const [sender] = await sql<{ pid: number }>(this.primary.url, `SELECT pid FROM pg_stat_replication WHERE application_name = '${STANDBY_NAME}'`);
+    if (!sender) throw new Error('the primary has no WAL sender to pause');
+    process.kill(sender.pid, 'SIGSTOP');
   }
 
-  /**
-   * `kill -9` of the primary; then the standby is promoted and becomes the primary (a paused WAL receiver is let go
-   * first: the promotion stops it). Resolves once it takes writes.
-   */
+  /** `kill -9` of the primary (a paused WAL sender with it); then the standby is promoted and becomes the primary. Resolves once it takes writes. */
   async failover(): Promise<void> {
     const [dead, promoted] = [this.primary, this.other];
     await dead.kill();
-    this.resumeReplication();
     await sql(promoted.url, 'SELECT pg_promote(true, 60)');
     [this.primary, this.other] = [promoted, dead];
     this.standbyAttached = false;
@@ -114,16 +109,6 @@ export class ReplicatedPostgres {
     await sql(promoted.url, 'SELECT pg_promote(true, 60)');
     [this.primary, this.other] = [promoted, stalled];
     this.standbyAttached = false;
-  }
-
-  private resumeReplication(): void {
-    if (this.pausedReceiver === undefined) return;
-    try {
-      process.kill(this.pausedReceiver, 'SIGCONT');
-    } catch {
-      // It is gone already (the standby was killed).
-    }
-    this.pausedReceiver = undefined;
   }
 
   /**
@@ -158,7 +143,6 @@ export class ReplicatedPostgres {
 
   /** Both nodes killed (their data is thrown away: no shutdown to wait for) and removed. */
   async destroy(): Promise<void> {
-    this.resumeReplication();
     for (const node of [this.primary, this.other]) {
       await node.kill();
       await node.destroy();
