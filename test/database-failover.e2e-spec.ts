@@ -104,6 +104,13 @@ describe('a PostgreSQL failover (kill -9 of the primary, its synchronous standby
       const timeWithoutServiceMs = probe.acknowledgedAt - pausedAt;
       if (process.env.FAILOVER_REPORT) process.stdout.write(`time without service: ${timeWithoutServiceMs} ms\n`);
       await starting;
+      // Checked first: a start acknowledged and then lost (without synchronous commit) would also never finish.
+      const [{ lostStarts }] = await sql<{ lostStarts: number }>(
+        pair.primaryUrl(DATABASE),
+        `SELECT $1::int - count(*)::int AS "lostStarts" FROM runs WHERE id = ANY($2::uuid[])`,
+        [acknowledgedBeforeKill.size, [...acknowledgedBeforeKill.values()]],
+      );
+      expect({ lostStarts }).toEqual({ lostStarts: 0 });
       await eventually('every run to finish', async () => (await count(`status IN ('completed', 'failed', 'cancelled')`)) === plan.length, 60_000);
 
       const state = await readState(pair.primaryUrl(DATABASE), journalDir);
