@@ -5,7 +5,7 @@ import { LOCK_SESSIONS } from '@app/locking';
 import { AdvisoryLockSessions } from './locks/advisory-lock.sessions';
 import { isConnectionLoss } from './connection-loss';
 import { Database } from './database';
-import { parseDatabaseUrl } from './failover/database-url';
+import type { DatabaseTarget } from './failover/database-url';
 import { PrimaryLocator } from './failover/primary-locator';
 import { GenericPlanPool } from './generic-plan.pool';
 import { RunEntity } from './entities/run.entity';
@@ -58,11 +58,12 @@ export const MIGRATIONS = [
 
 export interface PersistenceOptions {
   /**
-   * postgres://user:password@host:port/database, or several servers (a primary and its standbys) as libpq takes
-   * them: postgres://user:password@host1:port1,host2:port2/database?target_session_attrs=read-write (see
-   * PrimaryLocator). Validate it with parseDatabaseUrl when the configuration loads.
+   * The database, as parseDatabaseUrl reads postgres://user:password@host:port/database, or several servers (a
+   * primary and its standbys) as libpq takes them:
+   * postgres://user:password@host1:port1,host2:port2/database?target_session_attrs=read-write (see PrimaryLocator).
+   * Parsed when the configuration loads, where a bad URL stops the start with one line.
    */
-  url: string;
+  database: DatabaseTarget;
   poolSize: number;
   /** Sessions of the GenericPlanPool (claims, takes, starts, task results and report batches), beside `poolSize`. */
   claimPoolSize: number;
@@ -167,7 +168,7 @@ const { ConfigurableModuleClass } = new ConfigurableModuleBuilder<PersistenceOpt
       // The one locator of the primary, for every session of the process (its cache is what the sessions share).
       {
         provide: PrimaryLocator,
-        useFactory: ({ url, applicationName }: PersistenceOptions) => new PrimaryLocator(parseDatabaseUrl(url), applicationName),
+        useFactory: ({ database, applicationName }: PersistenceOptions) => new PrimaryLocator(database, applicationName),
         inject: [PERSISTENCE_OPTIONS],
       },
       { provide: GenericPlanPool, useFactory: genericPlanPool, inject: [PERSISTENCE_OPTIONS, PrimaryLocator] },

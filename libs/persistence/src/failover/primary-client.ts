@@ -1,9 +1,9 @@
 import { settleWithin } from '@nest-durable/common';
 import type { Client, ClientConfig } from 'pg';
 import { PooledClient } from '../pooled-client';
-import type { Endpoint } from './database-url';
+import { type Endpoint, show } from './database-url';
 import type { PrimaryLocator } from './primary-locator';
-import { destroySession, NoPrimaryError, READ_ONLY_SQL_TRANSACTION, show } from './server-probe';
+import { destroySession, NoPrimaryError, READ_ONLY_SQL_TRANSACTION } from './server-probe';
 
 /** The Client class of `locator`'s sessions: a PooledClient that connects to the primary and keeps the locator informed. */
 export function primaryClientClass(locator: PrimaryLocator): typeof PooledClient {

@@ -1,9 +1,9 @@
 import { Logger } from '@nestjs/common';
 import type { Client, ClientBase } from 'pg';
 import type { PooledClient } from '../pooled-client';
-import type { DatabaseTarget, Endpoint } from './database-url';
+import { type DatabaseTarget, type Endpoint, show } from './database-url';
 import { primaryClientClass } from './primary-client';
-import { destroySession, endSession, NoPrimaryError, probeServer, type ServerProbe, sessionPasses, show } from './server-probe';
+import { destroySession, endSession, NoPrimaryError, probeServer, type ServerProbe, sessionPasses } from './server-probe';
 
 export { NoPrimaryError } from './server-probe';
 

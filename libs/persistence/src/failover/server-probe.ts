@@ -49,11 +49,6 @@ export async function probeServer(target: DatabaseTarget, applicationName: strin
   }
 }
 
-/** `host:port` (`[v6]:port`), for messages. */
-export function show(endpoint: Endpoint): string {
-  return `${endpoint.host.includes(':') ? `[${endpoint.host}]` : endpoint.host}:${endpoint.port}`;
-}
-
 /** Ends `session` unless it is ending already (pg-pool reads the same field to tell): for a server that still answers. */
 export function endSession(session: Client): void {
   if (!(session as unknown as { _ending: boolean })._ending) void session.end().catch(() => undefined);
