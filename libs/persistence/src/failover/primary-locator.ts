@@ -12,8 +12,8 @@ export { NoPrimaryError } from './server-probe';
  * session, the lock sessions): node-postgres takes one host, so libpq's multi-host failover is done here. Every
  * session is opened with `Client`, which connects to the primary found last, or searches the hosts for one when
  * none is known (all at once: the first writable one to answer wins), and checks the session as libpq does. A
- * session that dies, or is answered that it is read-only, makes the primary unknown again, so the next session
- * searches: the coordinator follows a promoted standby without a restart. With one host and no
+ * session that dies or times out, or a refused write on a server that then fails the check, makes the primary
+ * unknown again, so the next session searches: the coordinator follows a promoted standby without a restart. With one host and no
  * `target_session_attrs`, sessions go to that host unchecked, as they always did.
  */
 export class PrimaryLocator {
