@@ -3,7 +3,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LISTEN_PROBE } from '@app/persistence';
-import { Client } from 'pg';
 import { checkRuns } from '../scripts/soak/checks';
 import { TOKENS } from '../scripts/soak/cluster';
 import { RunStarter } from '../scripts/soak/load';
@@ -12,7 +11,7 @@ import { readState } from '../scripts/soak/state';
 import { Violations } from '../scripts/soak/violations';
 import { eventually } from './support/poll';
 import { AppProcess, freePort, stopAllProcesses } from './support/processes';
-import { ReplicatedPostgres } from './support/replicated-postgres';
+import { ReplicatedPostgres, sql } from './support/replicated-postgres';
 
 const DATABASE = 'failover';
 /** 150 runs of the soak's workflow (3–7 tasks, some with a durable sleep; not its long runs, which only lengthen the suite), 25 a second. */
@@ -22,11 +21,17 @@ const RATE = 25;
 const CLAIM_MIN_IDLE_TIME_MS = 30_000;
 const ONE_TASK = { seed: 7, steps: 1, stepMs: 10, sleepMs: 0 };
 
+/** Service must be back this soon after the primary stalls (see docs/reliability.md for what bounds it). */
+const STALL_RECOVERY_MS = 30_000;
+/** Starts sent at a time during the stall: above the coordinator's sessions (DATABASE_POOL_SIZE 6, and 3 of the claim pool). */
+const STALL_LOAD_CONCURRENCY = 12;
+
 /**
  * A PostgreSQL failover under load, all real: a primary with a synchronous standby (streaming replication,
  * synchronous_commit on), a coordinator process whose DATABASE_URL names both servers, and a worker process
  * running the soak's workflow (each task appends to a journal first, so repeats are counted). Mid-load the primary
  * is killed (`kill -9` of all its processes) and the standby promoted (`pg_promote()`: the test is the HA manager).
+ * Each case starts from a primary with its standby attached (attaching it again where a case before left one node).
  */
 describe('a PostgreSQL failover (kill -9 of the primary, its synchronous standby promoted) under load', () => {
   let pair: ReplicatedPostgres;
@@ -42,6 +47,8 @@ describe('a PostgreSQL failover (kill -9 of the primary, its synchronous standby
     coordinatorUrl = `http://127.0.0.1:${port}`;
     coordinator = new AppProcess('coordinator', 'apps/coordinator/src/main.ts', {
       DATABASE_URL: pair.url(DATABASE),
+      // Small pools, so that sessions left hanging on a stalled primary would exhaust them (the third case).
+      DATABASE_POOL_SIZE: '6',
       PORT: String(port),
       HOST: '127.0.0.1',
       CLIENT_TOKEN: TOKENS.client,
@@ -74,6 +81,7 @@ describe('a PostgreSQL failover (kill -9 of the primary, its synchronous standby
   }, 60_000);
 
   it('keeps every acknowledged start and task result, records each task once, completes every run, and serves again without a restart', async () => {
+    await replicating();
     const violations = new Violations();
     const plan = planRuns('failover', RUNS, RATE, 35).filter((run) => run.input.stepMs < LONG_STEP_MS);
     const starter = new RunStarter(coordinatorUrl, plan, violations);
@@ -83,14 +91,26 @@ describe('a PostgreSQL failover (kill -9 of the primary, its synchronous standby
     try {
       // Mid-load: a third of the runs acknowledged, and some of them running (task results being written).
       await eventually('runs in flight mid-load', async () => starter.ids.size >= RUNS / 3 && (await count(`status = 'running'`)) > 0, 30_000);
+      // The primary stops sending WAL just before the kill, so that the primary dies holding commits the standby
+      // lacks (on loopback it is otherwise never behind): synchronous commit must not have acknowledged them.
+      const pausedAt = Date.now();
+      const acknowledgedBeforePause = starter.ids.size;
+      await pair.pauseReplication();
+      await eventually('commits on the primary that the standby lacks', () => standbyLacksCommits(() => starter.ids.size - acknowledgedBeforePause), 15_000);
       const acknowledgedBeforeKill = new Map(starter.ids);
-      const killedAt = Date.now();
       await pair.failover();
       const probe = await firstStartAfter();
       plan.push(probe.run);
-      const timeWithoutServiceMs = probe.acknowledgedAt - killedAt;
+      const timeWithoutServiceMs = probe.acknowledgedAt - pausedAt;
       if (process.env.FAILOVER_REPORT) process.stdout.write(`time without service: ${timeWithoutServiceMs} ms\n`);
       await starting;
+      // Checked first: a start acknowledged and then lost (without synchronous commit) would also never finish.
+      const [{ lostStarts }] = await sql<{ lostStarts: number }>(
+        pair.primaryUrl(DATABASE),
+        `SELECT $1::int - count(*)::int AS "lostStarts" FROM runs WHERE id = ANY($2::uuid[])`,
+        [acknowledgedBeforeKill.size, [...acknowledgedBeforeKill.values()]],
+      );
+      expect({ lostStarts }).toEqual({ lostStarts: 0 });
       await eventually('every run to finish', async () => (await count(`status IN ('completed', 'failed', 'cancelled')`)) === plan.length, 60_000);
 
       const state = await readState(pair.primaryUrl(DATABASE), journalDir);
@@ -114,9 +134,7 @@ describe('a PostgreSQL failover (kill -9 of the primary, its synchronous standby
   }, 120_000);
 
   it('leaves a primary that turned read-only (SQLSTATE 25006) for the promoted standby: every session moves, starts are acknowledged again', async () => {
-    // The dead node comes back as the new primary's synchronous standby (the primary stops for the copy: an outage).
-    await pair.attachStandby();
-    await eventually('a start acknowledged with the standby attached', () => start('switchover-before'), 30_000);
+    await replicating();
     const oldPrimary = pair.primaryUrl(DATABASE);
     await pair.promoteStandbyLeavingPrimaryReadOnly();
     let [streak, attempt] = [0, 0];
@@ -154,9 +172,59 @@ describe('a PostgreSQL failover (kill -9 of the primary, its synchronous standby
     expect(coordinator.output).not.toMatch(/uncaught|unhandled/i);
   }, 90_000);
 
+  it('leaves a primary that stalls with its connections open (a partition, a dead host as TCP sees it) once the standby is promoted: starts are acknowledged again within a bound', async () => {
+    await replicating();
+    // More starts at a time than the coordinator has sessions (besides the worker's claims, heartbeats and task
+    // results): when the primary stalls, every session is caught in a statement on it, and none comes back unless
+    // the coordinator closes them.
+    const load = new AbortController();
+    const starting = Promise.all(
+      Array.from({ length: STALL_LOAD_CONCURRENCY }, async (_, loop) => {
+        for (let i = 0; !load.signal.aborted; i++) await start(`stall-load-${loop}-${i}`);
+      }),
+    );
+    try {
+      await eventually('starts acknowledged under load', () => start('stall-before'), 30_000);
+      const stalledAt = Date.now();
+      await pair.stallPrimaryAndPromote();
+      const probe = await firstStartAfter('stall-probe', STALL_RECOVERY_MS + 10_000);
+      const timeWithoutServiceMs = probe.acknowledgedAt - stalledAt;
+      if (process.env.FAILOVER_REPORT) process.stdout.write(`time without service after a stall: ${timeWithoutServiceMs} ms\n`);
+      expect(timeWithoutServiceMs).toBeLessThan(STALL_RECOVERY_MS);
+    } finally {
+      load.abort();
+      await starting;
+    }
+    await eventually('every run to finish on the new primary', async () => (await count(`status NOT IN ('completed', 'failed', 'cancelled')`)) === 0, 60_000);
+    expect(coordinator.output).not.toMatch(/uncaught|unhandled/i);
+  }, 150_000);
+
+  /** The pair as every case starts: a primary with its synchronous standby, and the coordinator serving on it. */
+  async function replicating(): Promise<void> {
+    if (pair.replicating) return;
+    // The node left over comes back as the primary's synchronous standby (the primary stops for the copy: an outage).
+    await pair.attachStandby();
+    await eventually('a start acknowledged with the standby attached', () => start(`attached-${Date.now()}`), 30_000);
+  }
+
+  /**
+   * Whether the primary holds commits its paused standby lacks: waiting for the standby's acknowledgement
+   * (synchronous commit), or acknowledged without it (asynchronous: starts acknowledged since the pause).
+   */
+  async function standbyLacksCommits(acknowledgedSincePause: () => number): Promise<boolean> {
+    const [standby] = await sql<{ lsn: string }>(pair.standbyUrl('postgres'), 'SELECT pg_last_wal_receive_lsn()::text AS lsn');
+    const [primary] = await sql<{ ahead: boolean; waiting: number }>(
+      pair.primaryUrl('postgres'),
+      `SELECT pg_current_wal_flush_lsn() > $1::pg_lsn AS ahead,
+              (SELECT count(*)::int FROM pg_stat_activity WHERE wait_event = 'SyncRep') AS waiting`,
+      [standby.lsn],
+    );
+    return primary.ahead && (primary.waiting >= 2 || acknowledgedSincePause() >= 5);
+  }
+
   /** Sends one start (a run of one short task) again and again until the coordinator acknowledges it: service is back. */
-  async function firstStartAfter(): Promise<{ run: PlannedRun; acknowledgedAt: number }> {
-    const run: PlannedRun = { key: 'failover-probe', input: ONE_TASK, atMs: 0 };
+  async function firstStartAfter(key = 'failover-probe', timeoutMs = 30_000): Promise<{ run: PlannedRun; acknowledgedAt: number }> {
+    const run: PlannedRun = { key, input: ONE_TASK, atMs: 0 };
     let acknowledgedAt = 0;
     await eventually(
       'a start acknowledged after the failover',
@@ -165,7 +233,7 @@ describe('a PostgreSQL failover (kill -9 of the primary, its synchronous standby
         acknowledgedAt = Date.now();
         return acknowledged;
       },
-      30_000,
+      timeoutMs,
     );
     return { run, acknowledgedAt };
   }
@@ -186,14 +254,3 @@ describe('a PostgreSQL failover (kill -9 of the primary, its synchronous standby
     return row.n;
   }
 });
-
-async function sql<T>(url: string, text: string, values: unknown[] = []): Promise<T[]> {
-  const client = new Client({ connectionString: url, connectionTimeoutMillis: 5_000 });
-  client.on('error', () => undefined);
-  await client.connect();
-  try {
-    return (await client.query(text, values)).rows as T[];
-  } finally {
-    await client.end();
-  }
-}

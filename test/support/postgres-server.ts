@@ -105,10 +105,19 @@ export class PostgresServer {
 
   /**
    * `kill -9` of the whole server at once, postmaster and backends, as when its machine dies: no shutdown, no
-   * answer to anyone, no more connections. (The postmaster is stopped first, so it forks nothing while its
-   * children are listed.)
+   * answer to anyone, no more connections.
    */
   async kill(): Promise<void> {
+    if (!this.process || !this.alive) return;
+    this.signalAll('SIGKILL');
+    await this.exit;
+  }
+
+  /**
+   * `signal` to the postmaster and every backend, the postmaster stopped first (so it forks nothing while its
+   * children are listed). SIGSTOP leaves the whole server stalled, its connections open and unanswered.
+   */
+  signalAll(signal: NodeJS.Signals): void {
     if (!this.process || !this.alive) return;
     const pid = this.process.pid!;
     process.kill(pid, 'SIGSTOP');
@@ -116,8 +125,7 @@ export class PostgresServer {
       .split('\n')
       .map(Number)
       .filter(Boolean);
-    for (const child of [pid, ...children]) process.kill(child, 'SIGKILL');
-    await this.exit;
+    for (const child of [pid, ...children]) process.kill(child, signal);
   }
 
   async destroy(): Promise<void> {

@@ -19,8 +19,9 @@ const STANDBY_NAME = 'standby';
 export class ReplicatedPostgres {
   /** The node that takes writes now. */
   primary: PostgresServer;
-  /** The other node: the synchronous standby, or after a failover the dead former primary. */
+  /** The other node: the synchronous standby, or after a failover the dead (or stalled) former primary. */
   private other: PostgresServer;
+  private standbyAttached = false;
 
   private constructor(
     primary: PostgresServer,
@@ -34,7 +35,13 @@ export class ReplicatedPostgres {
   static async start(settings: Record<string, string> = {}): Promise<ReplicatedPostgres> {
     const pair = new ReplicatedPostgres(new PostgresServer(await freePort(), settings), settings);
     pair.other = new PostgresServer(await freePort(), settings, { initdb: false });
-    await pair.attachStandby();
+    try {
+      await pair.attachStandby();
+    } catch (error) {
+      // Neither node outlives a pair that never started.
+      await pair.destroy();
+      throw error;
+    }
     return pair;
   }
 
@@ -42,6 +49,11 @@ export class ReplicatedPostgres {
   url(database: string): string {
     const [a, b] = [this.primary.port, this.other.port].sort((x, y) => x - y);
     return `postgres://postgres@127.0.0.1:${a},127.0.0.1:${b}/${database}?target_session_attrs=read-write`;
+  }
+
+  /** The standby's database (read-only), for the test's own statements. */
+  standbyUrl(database: string): string {
+    return `postgres://postgres@127.0.0.1:${this.other.port}/${database}`;
   }
 
   /** The current primary's database, for the test's own statements. */
@@ -54,9 +66,9 @@ export class ReplicatedPostgres {
     return [this.primary, this.other];
   }
 
-  /** Whether the primary has its standby (none after a failover, until `attachStandby()`). */
+  /** Whether the primary has its standby (none after a failover or a promotion, until `attachStandby()`). */
   get replicating(): boolean {
-    return this.other.alive;
+    return this.standbyAttached;
   }
 
   /** Every server process of the pair, for the server logs. */
@@ -64,12 +76,39 @@ export class ReplicatedPostgres {
     return `primary (port ${this.primary.port}):\n${this.primary.output}\nother (port ${this.other.port}):\n${this.other.output}`;
   }
 
-  /** `kill -9` of the primary; then the standby is promoted and becomes the primary. Resolves once it takes writes. */
+  /**
+   * Stops the primary's WAL sender (SIGSTOP): from now on nothing the primary writes leaves it, so every commit after
+   * this is one the standby lacks. With synchronous commit the primary waits for the standby and acknowledges none of
+   * them; without, they are acknowledged, and lost by `failover()`, which kills the sender with its server. (Not the
+   * standby's WAL receiver: what the sender had written meanwhile would wait in the receiver's socket buffer, and
+   * reach the standby once the receiver runs again, before the promotion.)
+   */
+  async pauseReplication(): Promise<void> {
+    const [sender] = await sql<{ pid: number }>(this.primary.url, `SELECT pid FROM pg_stat_replication WHERE application_name = '${STANDBY_NAME}'`);
+    if (!sender) throw new Error('the primary has no WAL sender to pause');
+    process.kill(sender.pid, 'SIGSTOP');
+  }
+
+  /** `kill -9` of the primary (a paused WAL sender with it); then the standby is promoted and becomes the primary. Resolves once it takes writes. */
   async failover(): Promise<void> {
     const [dead, promoted] = [this.primary, this.other];
     await dead.kill();
-    await query(promoted.url, 'SELECT pg_promote(true, 60)');
+    await sql(promoted.url, 'SELECT pg_promote(true, 60)');
     [this.primary, this.other] = [promoted, dead];
+    this.standbyAttached = false;
+  }
+
+  /**
+   * The primary stalls (SIGSTOP of its postmaster and every backend: its connections stay open and unanswered, as
+   * a host that vanished behind a partition looks to TCP), then the standby is promoted. `destroy()` or
+   * `attachStandby()` kills the stalled node.
+   */
+  async stallPrimaryAndPromote(): Promise<void> {
+    const [stalled, promoted] = [this.primary, this.other];
+    stalled.signalAll('SIGSTOP');
+    await sql(promoted.url, 'SELECT pg_promote(true, 60)');
+    [this.primary, this.other] = [promoted, stalled];
+    this.standbyAttached = false;
   }
 
   /**
@@ -79,8 +118,12 @@ export class ReplicatedPostgres {
    */
   async attachStandby(): Promise<void> {
     const primary = this.primary;
+    // Killed first: a stalled former primary would never answer a shutdown.
+    await this.other.kill();
     await this.other.destroy();
     const standby = new PostgresServer(this.other.port, this.settings, { initdb: false });
+    // Its own from here, so that destroy() stops it whatever fails below.
+    this.other = standby;
     await primary.stop();
     execFileSync('cp', ['-a', primary.dataDir, standby.dataDir], { ...primary.owner });
     rmSync(join(standby.dataDir, 'postmaster.pid'), { force: true });
@@ -90,11 +133,10 @@ export class ReplicatedPostgres {
     this.configure(standby, '', 'standby.signal');
     await primary.start();
     await standby.start();
-    this.other = standby;
+    this.standbyAttached = true;
     await eventually(
       'the standby to replicate synchronously',
-      async () =>
-        (await query(primary.url, `SELECT 1 FROM pg_stat_replication WHERE application_name = '${STANDBY_NAME}' AND sync_state = 'sync'`)).length === 1,
+      async () => (await sql(primary.url, `SELECT 1 FROM pg_stat_replication WHERE application_name = '${STANDBY_NAME}' AND sync_state = 'sync'`)).length === 1,
       30_000,
     );
   }
@@ -114,10 +156,11 @@ export class ReplicatedPostgres {
    */
   async promoteStandbyLeavingPrimaryReadOnly(): Promise<void> {
     const [old, promoted] = [this.primary, this.other];
-    await query(old.url, 'ALTER SYSTEM SET default_transaction_read_only = on');
-    await query(old.url, 'SELECT pg_reload_conf()');
-    await query(promoted.url, 'SELECT pg_promote(true, 60)');
+    await sql(old.url, 'ALTER SYSTEM SET default_transaction_read_only = on');
+    await sql(old.url, 'SELECT pg_reload_conf()');
+    await sql(promoted.url, 'SELECT pg_promote(true, 60)');
     [this.primary, this.other] = [promoted, old];
+    this.standbyAttached = false;
   }
 
   /** Writes `text` as a file of `server`'s data directory (postgresql.auto.conf unless named), owned by the server's user. */
@@ -128,12 +171,13 @@ export class ReplicatedPostgres {
   }
 }
 
-async function query(url: string, sql: string): Promise<unknown[]> {
+/** One statement on `url`, in a session of its own: its rows. */
+export async function sql<T>(url: string, text: string, values: unknown[] = []): Promise<T[]> {
   const client = new Client({ connectionString: url, connectionTimeoutMillis: 5_000 });
   client.on('error', () => undefined);
   await client.connect();
   try {
-    return (await client.query(sql)).rows;
+    return (await client.query(text, values)).rows as T[];
   } finally {
     await client.end();
   }

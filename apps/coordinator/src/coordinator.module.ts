@@ -49,7 +49,7 @@ export class CoordinatorModule {
         CoordinatorConfigModule.forRoot(config),
         CoordinatorMetricsModule,
         PersistenceModule.forRoot({
-          url: config.databaseUrl,
+          database: config.database,
           poolSize: config.databasePoolSize,
           claimPoolSize: config.databaseClaimPoolSize,
           dispatch: config.dispatch,

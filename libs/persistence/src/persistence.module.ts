@@ -5,7 +5,7 @@ import { LOCK_SESSIONS } from '@app/locking';
 import { AdvisoryLockSessions } from './locks/advisory-lock.sessions';
 import { isConnectionLoss } from './connection-loss';
 import { Database } from './database';
-import { parseDatabaseUrl } from './failover/database-url';
+import type { DatabaseTarget } from './failover/database-url';
 import { PrimaryLocator } from './failover/primary-locator';
 import { GenericPlanPool } from './generic-plan.pool';
 import { RunEntity } from './entities/run.entity';
@@ -58,11 +58,12 @@ export const MIGRATIONS = [
 
 export interface PersistenceOptions {
   /**
-   * postgres://user:password@host:port/database, or several servers (a primary and its standbys) as libpq takes
-   * them: postgres://user:password@host1:port1,host2:port2/database?target_session_attrs=read-write (see
-   * PrimaryLocator). Validate it with parseDatabaseUrl when the configuration loads.
+   * The database, as parseDatabaseUrl reads postgres://user:password@host:port/database, or several servers (a
+   * primary and its standbys) as libpq takes them:
+   * postgres://user:password@host1:port1,host2:port2/database?target_session_attrs=read-write (see PrimaryLocator).
+   * Parsed when the configuration loads, where a bad URL stops the start with one line.
    */
-  url: string;
+  database: DatabaseTarget;
   poolSize: number;
   /** Sessions of the GenericPlanPool (claims, takes, starts, task results and report batches), beside `poolSize`. */
   claimPoolSize: number;
@@ -77,6 +78,13 @@ export interface PersistenceOptions {
 
 /** How long a request waits for a free connection before it fails (503). */
 const CONNECTION_TIMEOUT_MS = 10_000;
+/**
+ * TCP keepalive on every pooled session, first probe after this long idle: an idle session to a server that
+ * vanished without closing it (a dead machine, a partition) is found dead by the kernel and dropped by its pool,
+ * rather than handed to the next request. (A session with a statement in flight is not idle: see PrimaryLocator,
+ * which destroys the sessions left on a former primary once it finds the new one, and docs/reliability.md.)
+ */
+const KEEPALIVE_IDLE_MS = 10_000;
 /** Between two attempts to reach a database that is not up yet, at start. */
 const CONNECT_RETRY_DELAY_MS = 1_000;
 
@@ -102,7 +110,14 @@ function typeOrmOptions({ poolSize, dispatch, applicationName }: PersistenceOpti
     migrations: MIGRATIONS,
     migrationsRun: false,
     synchronize: false,
-    extra: { max: poolSize, connectionTimeoutMillis: CONNECTION_TIMEOUT_MS, options: sessionOptions(dispatch), Client: primary.Client },
+    extra: {
+      max: poolSize,
+      connectionTimeoutMillis: CONNECTION_TIMEOUT_MS,
+      keepAlive: true,
+      keepAliveInitialDelayMillis: KEEPALIVE_IDLE_MS,
+      options: sessionOptions(dispatch),
+      Client: primary.Client,
+    },
     poolErrorHandler: idleConnectionLost,
     // A database not up yet (started beside the coordinator, or replaying its WAL) is waited for, however
     // long; anything else (a wrong password, no such database) fails the start at once.
@@ -122,6 +137,8 @@ function genericPlanPool({ claimPoolSize, dispatch, applicationName }: Persisten
       application_name: applicationName,
       max: claimPoolSize,
       connectionTimeoutMillis: CONNECTION_TIMEOUT_MS,
+      keepAlive: true,
+      keepAliveInitialDelayMillis: KEEPALIVE_IDLE_MS,
       options: sessionOptions(dispatch),
     },
     idleConnectionLost,
@@ -151,7 +168,7 @@ const { ConfigurableModuleClass } = new ConfigurableModuleBuilder<PersistenceOpt
       // The one locator of the primary, for every session of the process (its cache is what the sessions share).
       {
         provide: PrimaryLocator,
-        useFactory: ({ url, applicationName }: PersistenceOptions) => new PrimaryLocator(parseDatabaseUrl(url), applicationName),
+        useFactory: ({ database, applicationName }: PersistenceOptions) => new PrimaryLocator(database, applicationName),
         inject: [PERSISTENCE_OPTIONS],
       },
       { provide: GenericPlanPool, useFactory: genericPlanPool, inject: [PERSISTENCE_OPTIONS, PrimaryLocator] },

@@ -8,7 +8,7 @@ describe('loadCoordinatorConfig', () => {
   it('applies documented defaults', () => {
     expect(loadCoordinatorConfig({ DATABASE_URL, ...TOKENS })).toMatchObject({
       port: 3000,
-      databaseUrl: DATABASE_URL,
+      database: { hosts: [{ host: '127.0.0.1', port: 5432 }], url: DATABASE_URL, targetSessionAttrs: undefined },
       claimMinIdleTimeMs: 90_000,
       heartbeatIntervalMs: 30_000,
       outboxStaleInFlightMs: 30_000,
@@ -48,7 +48,14 @@ describe('loadCoordinatorConfig', () => {
 
   it('takes a DATABASE_URL naming several servers, and refuses a bad one at start with one line (password hidden)', () => {
     const several = 'postgres://app:secret@db1:5432,db2:5433/app?target_session_attrs=read-write';
-    expect(loadCoordinatorConfig({ DATABASE_URL: several, ...TOKENS }).databaseUrl).toBe(several);
+    expect(loadCoordinatorConfig({ DATABASE_URL: several, ...TOKENS }).database).toEqual({
+      hosts: [
+        { host: 'db1', port: 5432 },
+        { host: 'db2', port: 5433 },
+      ],
+      url: 'postgres://app:secret@db1:5432/app',
+      targetSessionAttrs: 'read-write',
+    });
     expect(() => loadCoordinatorConfig({ DATABASE_URL: 'mysql://db/app', ...TOKENS })).toThrow(
       'DATABASE_URL must be a postgres:// or postgresql:// URL, got "mysql://db/app"',
     );

@@ -1,6 +1,6 @@
 import { ConfigError, EnvReader, type LogLevelName, readLogging, readRedis, redact } from '@app/config';
 import { LEASE_DEFAULTS } from '@app/locking';
-import { parseDatabaseUrl } from '@app/persistence';
+import { type DatabaseTarget, parseDatabaseUrl } from '@app/persistence';
 import { DISPATCH_MODES, type DispatchMode } from '@app/streams';
 import { RETENTION_MAX_MS } from '@nest-durable/common';
 import { randomBytes } from 'node:crypto';
@@ -11,8 +11,8 @@ export const COORDINATOR_CONFIG = Symbol('COORDINATOR_CONFIG');
 export interface CoordinatorConfig {
   port: number;
   host: string;
-  /** One server, or a primary and its standbys as libpq takes them (`postgres://a:5432,b:5432/db`): see PrimaryLocator. */
-  databaseUrl: string;
+  /** DATABASE_URL, parsed once here: one server, or a primary and its standbys as libpq takes them (`postgres://a:5432,b:5432/db`); see PrimaryLocator. */
+  database: DatabaseTarget;
   databasePoolSize: number;
   /** Sessions of the pool that runs claims, takes, starts, task results and report batches with generic plans (see GenericPlanPool), beside the main pool's. */
   databaseClaimPoolSize: number;
@@ -105,14 +105,13 @@ function readRetentionOverrides(read: EnvReader): Record<string, number> {
 }
 
 /** DATABASE_URL: one server's URL, or several hosts (libpq's multi-host URI, with target_session_attrs). */
-function readDatabaseUrl(read: EnvReader): string {
+function readDatabaseUrl(read: EnvReader): DatabaseTarget {
   const value = read.string('DATABASE_URL');
   try {
-    parseDatabaseUrl(value);
+    return parseDatabaseUrl(value);
   } catch (error) {
     throw new ConfigError(`DATABASE_URL ${(error as Error).message}, got "${redact(value)}"`);
   }
-  return value;
 }
 
 /** Parses and validates the coordinator's environment once, at start. */
@@ -122,7 +121,7 @@ export function loadCoordinatorConfig(env: Record<string, string | undefined>): 
   const config: CoordinatorConfig = {
     port: read.integer('PORT', 3000, 0, 65535),
     host: read.host('HOST', '0.0.0.0'),
-    databaseUrl: readDatabaseUrl(read),
+    database: readDatabaseUrl(read),
     databasePoolSize,
     databaseClaimPoolSize: read.integer('DATABASE_CLAIM_POOL_SIZE', Math.max(2, Math.ceil(databasePoolSize / 2)), 1, 1000),
     claimMinIdleTimeMs: read.integer('CLAIM_MIN_IDLE_TIME_MS', LEASE_DEFAULTS.claimMinIdleTimeMs, 100, 86_400_000),

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { parseDatabaseUrl } from './database-url';
+import { describeDatabase, parseDatabaseUrl } from './database-url';
 
 describe('parseDatabaseUrl (libpq multi-host URIs)', () => {
   it('keeps one host as it is: unchecked, the URL untouched', () => {
@@ -38,5 +38,9 @@ describe('parseDatabaseUrl (libpq multi-host URIs)', () => {
     ['postgres:///app?target_session_attrs=primary', 'has target_session_attrs but no host to check'],
   ])('refuses %s', (url, message) => {
     expect(() => parseDatabaseUrl(url)).toThrow(message);
+  });
+
+  it('describes the database for a log line with every host and without the password', () => {
+    expect(describeDatabase(parseDatabaseUrl('postgres://app:secret@db1,[::1]:5433/app?target_session_attrs=primary'))).toBe('db1:5432,[::1]:5433/app');
   });
 });

@@ -63,3 +63,14 @@ export function parseDatabaseUrl(value: string): DatabaseTarget {
   const targetSessionAttrs = (requested as TargetSessionAttrs | null) ?? (hosts.length > 1 ? 'read-write' : undefined);
   return { hosts, url: url.toString(), targetSessionAttrs };
 }
+
+/** The database for a log line, without the password: `host1:port1,host2:port2/database`. */
+export function describeDatabase(target: DatabaseTarget): string {
+  const url = new URL(target.url);
+  return `${target.hosts.map(show).join(',')}${url.pathname}`;
+}
+
+/** `host:port` (`[v6]:port`), for messages. */
+export function show(endpoint: Endpoint): string {
+  return `${endpoint.host.includes(':') ? `[${endpoint.host}]` : endpoint.host}:${endpoint.port}`;
+}

@@ -1,8 +1,12 @@
 import { describe, expect, it } from '@jest/globals';
+import { EventEmitter } from 'node:events';
 import type { Client } from 'pg';
+import { eventually } from '../../../../test/support/poll';
+import { SilentPostgres } from '../../../../test/support/silent-postgres';
 import { isConnectionLoss } from '../connection-loss';
 import { parseDatabaseUrl } from './database-url';
 import { NoPrimaryError, PrimaryLocator } from './primary-locator';
+import { probeServer } from './server-probe';
 
 const URL = 'postgres://app@a:5432,b:5433,c:5434/app';
 
@@ -72,5 +76,78 @@ describe('PrimaryLocator (the probes faked)', () => {
 
   it('counts a read-only answer (SQLSTATE 25006) as the loss of the primary, not as a failed statement', () => {
     expect(isConnectionLoss(Object.assign(new Error('cannot execute INSERT in a read-only transaction'), { code: '25006' }))).toBe(true);
+  });
+});
+
+/** An open session of the locator's on `port` of host `a`, faked: whether it was ended (politely) or destroyed. */
+function sessionOn(locator: PrimaryLocator, port: number) {
+  const state = { ended: false, destroyed: false };
+  const session = Object.assign(new EventEmitter(), {
+    host: 'a',
+    port,
+    _ending: false,
+    connection: { stream: { destroy: () => (state.destroyed = true) } },
+    end: async () => {
+      state.ended = true;
+    },
+  });
+  locator.opened(session as unknown as Client);
+  return state;
+}
+
+describe('PrimaryLocator: sessions on a server that is no longer the primary', () => {
+  const URL_A = 'postgres://app@a:5432,a:5433/app';
+
+  it('destroys every session left on the former primary once a search finds the primary elsewhere (it may have vanished without closing them)', async () => {
+    const servers: Record<number, boolean> = { 5432: true, 5433: false };
+    const locator = new PrimaryLocator(parseDatabaseUrl(URL_A), 'test', async ({ port }) => servers[port]);
+    await locator.primary();
+    const [first, second] = [sessionOn(locator, 5432), sessionOn(locator, 5432)];
+    // The same primary found again (a session merely died): its sessions stay.
+    locator.forget({ host: 'a', port: 5432 });
+    await locator.primary();
+    expect([first.destroyed, second.destroyed]).toEqual([false, false]);
+    // The standby promoted while the former primary is silent: no answer will ever end them, so they are destroyed.
+    Object.assign(servers, { 5432: false, 5433: true });
+    locator.forget({ host: 'a', port: 5432 });
+    const onNew = sessionOn(locator, 5433);
+    await locator.primary();
+    expect([first.destroyed, second.destroyed, onNew.destroyed]).toEqual([true, true, false]);
+  });
+
+  it("after a refused write (25006), ends the server's sessions only if the server fails the check (not a read-only transaction of its own)", async () => {
+    let writable = true;
+    const locator = new PrimaryLocator(parseDatabaseUrl(`${URL_A}?target_session_attrs=primary`), 'test', async ({ port }) => port === 5432 && writable);
+    await locator.primary();
+    const [a, b] = [sessionOn(locator, 5432), sessionOn(locator, 5432)];
+    await locator.refusedWrite({ host: 'a', port: 5432 });
+    expect([a.ended, b.ended]).toEqual([false, false]);
+    expect(await locator.primary()).toEqual({ host: 'a', port: 5432 });
+    writable = false;
+    await locator.refusedWrite({ host: 'a', port: 5432 });
+    expect([a.ended, b.ended]).toEqual([true, true]);
+    await expect(locator.primary()).rejects.toThrow(NoPrimaryError);
+  });
+});
+
+describe('PrimaryLocator: a probe of a server that lets it in and never answers (a real socket)', () => {
+  it('settles the search within the probe timeout, closes the probe, and finds the primary on the next search', async () => {
+    const silent = await SilentPostgres.start();
+    try {
+      const target = parseDatabaseUrl(`postgres://app@127.0.0.1:${silent.port},127.0.0.1:5433/app`);
+      let promoted = false;
+      const locator = new PrimaryLocator(target, 'test', async (endpoint) =>
+        endpoint.port === silent.port ? probeServer(target, 'test', endpoint, 300) : promoted,
+      );
+      // The old primary stalled, the standby not promoted yet: the search ends, it does not wait on the silent server.
+      await expect(locator.primary()).rejects.toThrow(
+        new NoPrimaryError(`no PostgreSQL of DATABASE_URL takes writes: 127.0.0.1:${silent.port} (no answer in 300 ms), 127.0.0.1:5433 (read-only)`),
+      );
+      await eventually('the probe session closed', async () => silent.open === 0, 5_000);
+      promoted = true;
+      expect(await locator.primary()).toEqual({ host: '127.0.0.1', port: 5433 });
+    } finally {
+      await silent.stop();
+    }
   });
 });
