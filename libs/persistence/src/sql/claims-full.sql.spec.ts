@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { queueName } from '@nest-durable/common';
+import { eventually } from '../../../../test/support/poll';
 import { createSqlTestDatabase, holdTransaction, newRun, type SqlTestDatabase } from '../../../../test/support/sql-database';
 import { claimRunsFull } from './claims-full.sql';
 import { type ClaimParams, type ClaimRow, claimRunsCommon } from './claims.sql';
@@ -135,6 +136,30 @@ describe('the claim statement, full form (claimRunsFull)', () => {
     expect(await database.sql(`SELECT status, count(*)::int AS n FROM runs WHERE workflow = 'capped' GROUP BY status ORDER BY status`)).toEqual([
       { status: 'queued', n: 1 },
       { status: 'running', n: 1 },
+    ]);
+  });
+
+  it("gives a key's token that came while a claim waited for the version's lock to the delayed run due at it, not to a run started after", async () => {
+    await database.sql(`INSERT INTO workflow_controls (workflow, version, api_rate_per_key_per_second) VALUES ('keyline', '1', 1)`);
+    const [first, delayed, later] = [0, 1, 2].map(() => newRun('keyline', { concurrencyKey: 'k' }));
+    for (const run of [first, delayed]) await startRuns(database.db, [run]);
+    // The bucket holds one token (1/s): the first run now, the other delayed to the next token, a second on.
+    expect((await claimRunsFull(database.db, claimOf('keyline'))).map((row) => row.id)).toEqual([first.id]);
+    await startRuns(database.db, [later]);
+    // Another claimer holds the version's admission: this claim begins before the delayed run is due, and
+    // counts its key's tokens once it has the lock, after that due time.
+    const admission = await holdTransaction(database.db, (tx) => tx.query(`SELECT 1 FROM workflow_controls WHERE workflow = 'keyline' FOR UPDATE`));
+    const claim = claimRunsFull(database.db, claimOf('keyline'));
+    await database.someoneWaitsForALock();
+    await eventually('the delayed run to be due', async () => {
+      const [{ due }] = await database.sql<{ due: boolean }>(`SELECT due_at < clock_timestamp() AS due FROM runs WHERE id = $1`, [delayed.id]);
+      return due;
+    });
+    await admission.commit();
+
+    expect((await claim).map((row) => row.id)).toEqual([delayed.id]);
+    expect(await database.sql(`SELECT status, rate_delayed, due_at > now() AS late FROM runs WHERE id = $1`, [later.id])).toEqual([
+      { status: 'queued', rate_delayed: true, late: true },
     ]);
   });
 });

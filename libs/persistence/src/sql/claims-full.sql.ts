@@ -11,7 +11,8 @@ import { type ClaimParams, type ClaimRow, claimValues } from './claims.sql';
  * - `idle`: running runs whose claim went idle (their worker is presumed dead: running, the last heartbeat older
  *   than $3 ms), to take over, locked with SKIP LOCKED as the ready runs are.
  * - The per-key limits (slots or rate), beside `ready`: for queues with a per-key limit, the first ready runs in
- *   order whose key has a free slot and a whole token, locked (`keyed_window`, `key_tokens`, `keyed_fit`, `keyed`).
+ *   order whose key has a free slot and a whole token, locked (`keyed_window`, `key_tokens`, `keyed_fit`, `keyed`);
+ *   ready as of the admission's time (flow_admit's admitted_at), the time the keys' tokens are counted near.
  * - `capped`: a version's cap holds across all its queues (shards) in this claim.
  * - The stall limit (`stalled_out`): idle runs past it, failed instead of taken over, with the error of a run the
  *   engine failed because the workers that took it kept stopping without finishing (`RunStalledError`, reason
@@ -82,12 +83,15 @@ const CLAIM_FULL = prepared(
     -- Queues with a per-key limit (slots or rate): the first ready runs in order whose key has a free
     -- slot (keys already full are skipped in the index walk, unlocked), each with its rank in its key.
     -- A key's line: by priority, then its runs delayed for a token before (see rate_delay and delayed), then due time.
-    SELECT w.queue, w.family, r.id, r.priority, r.due_at, r.concurrency_key, r.rate_delayed,
+    -- Runs due by the admission's time (admitted_at, once flow_admit holds the version's lock), not the
+    -- statement's start: the keys' tokens are counted after that lock too (key_tokens), and a delayed run due
+    -- at a token that came while this claim waited for the lock must be in the window that token is counted for.
+    SELECT w.queue, w.family, w.admitted_at AS window_at, r.id, r.priority, r.due_at, r.concurrency_key, r.rate_delayed,
            row_number() OVER (PARTITION BY w.family, r.concurrency_key ORDER BY r.priority DESC, r.rate_delayed DESC, r.due_at, r.id) AS rank,
            w.per_key - coalesce(w.key_running[array_position(w.key_names, r.concurrency_key)], 0) AS free_slots
       FROM wanted w CROSS JOIN LATERAL (
            SELECT id, priority, due_at, concurrency_key, rate_delayed FROM runs
-            WHERE status IN ('queued', 'waiting') AND queue = w.queue AND due_at <= now()
+            WHERE status IN ('queued', 'waiting') AND queue = w.queue AND due_at <= w.admitted_at
               AND (concurrency_key IS NULL OR concurrency_key <> ALL (w.full_keys))
             ORDER BY priority DESC, due_at
             LIMIT w.fresh * 4 + 50) r
@@ -111,7 +115,7 @@ const CLAIM_FULL = prepared(
       FROM wanted w CROSS JOIN LATERAL (
            SELECT x.id, x.status, x.stalls, x.priority, x.due_at FROM runs x
             WHERE x.id IN (SELECT k.id FROM keyed_fit k WHERE k.queue = w.queue AND k.fits ORDER BY k.priority DESC, k.rate_delayed DESC, k.due_at LIMIT w.fresh)
-              AND x.status IN ('queued', 'waiting') AND x.due_at <= now()
+              AND x.status IN ('queued', 'waiting') AND x.due_at <= w.admitted_at
             FOR NO KEY UPDATE SKIP LOCKED) r
      WHERE (w.per_key IS NOT NULL OR w.key_rate IS NOT NULL) AND w.fresh > 0
   ), candidates AS (
@@ -209,10 +213,9 @@ const CLAIM_FULL = prepared(
   ), key_used AS MATERIALIZED (
     SELECT k.family, k.concurrency_key AS key, count(*) AS n FROM picked p JOIN keyed_fit k USING (id) WHERE NOT p.idle GROUP BY 1, 2
   ), rate_delay AS (
-    SELECT x.id, x.rate_delayed FROM runs x
-     WHERE x.id IN (SELECT k.id FROM keyed_fit k WHERE k.rank > k.whole)
-       AND x.status IN ('queued', 'waiting') AND x.due_at <= now()
-     FOR NO KEY UPDATE SKIP LOCKED
+    SELECT x.id, x.rate_delayed FROM runs x JOIN keyed_fit k USING (id)
+     WHERE k.rank > k.whole AND x.status IN ('queued', 'waiting') AND x.due_at <= k.window_at
+     FOR NO KEY UPDATE OF x SKIP LOCKED
   ), delayed AS (
     UPDATE runs r SET due_at = d.due_at, rate_delayed = true, updated_at = now()
       FROM (SELECT l.id, l.family, l.key,
