@@ -74,9 +74,10 @@ export function primaryClientClass(locator: PrimaryLocator): typeof PooledClient
         destroySession(this);
         throw error;
       }
+      if (passes && locator.opened(this)) return this;
       if (passes) {
-        locator.opened(this);
-        return this;
+        destroySession(this);
+        throw new NoPrimaryError(`the PostgreSQL primary moved from ${show(endpoint)} while this session connected`);
       }
       locator.forget(endpoint);
       await this.end().catch(() => undefined);

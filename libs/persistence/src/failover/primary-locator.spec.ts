@@ -81,7 +81,7 @@ describe('PrimaryLocator (the probes faked)', () => {
 
 /** An open session of the locator's on `port` of host `a`, faked: whether it was ended (politely) or destroyed. */
 function sessionOn(locator: PrimaryLocator, port: number) {
-  const state = { ended: false, destroyed: false };
+  const state = { ended: false, destroyed: false, tracked: false };
   const session = Object.assign(new EventEmitter(), {
     host: 'a',
     port,
@@ -91,7 +91,7 @@ function sessionOn(locator: PrimaryLocator, port: number) {
       state.ended = true;
     },
   });
-  locator.opened(session as unknown as Client);
+  state.tracked = locator.opened(session as unknown as Client);
   return state;
 }
 
@@ -113,6 +113,19 @@ describe('PrimaryLocator: sessions on a server that is no longer the primary', (
     const onNew = sessionOn(locator, 5433);
     await locator.primary();
     expect([first.destroyed, second.destroyed, onNew.destroyed]).toEqual([true, true, false]);
+  });
+
+  it('refuses a session that finished connecting to the former primary after the primary was found elsewhere (left alone, it would idle in a pool on the old server)', async () => {
+    const servers: Record<number, boolean> = { 5432: true, 5433: false };
+    const locator = new PrimaryLocator(parseDatabaseUrl(URL_A), 'test', async ({ port }) => servers[port]);
+    await locator.primary();
+    Object.assign(servers, { 5432: false, 5433: true });
+    locator.forget({ host: 'a', port: 5432 });
+    await locator.primary();
+    // Its connect began while 5432 was the primary, and its check passed before the switch: it opens only now.
+    const late = sessionOn(locator, 5432);
+    expect(late.tracked).toBe(false);
+    expect(sessionOn(locator, 5433).tracked).toBe(true);
   });
 
   it("after a refused write (25006), ends the server's sessions only if the server fails the check (not a read-only transaction of its own)", async () => {

@@ -60,10 +60,16 @@ export class PrimaryLocator {
     this.logger.warn(`PostgreSQL at ${show(endpoint)} is no longer known to be the primary: the next session looks for it`);
   }
 
-  /** `session` connected (and passed the check): it is tracked until it ends. */
-  opened(session: Client): void {
+  /**
+   * `session` connected (and passed the check): it is tracked until it ends, unless the primary was found on another
+   * server while it connected (false: its connect began before the switch, after leave() ran, and nothing would
+   * close it; idle in a pool, it would stay on the former primary).
+   */
+  opened(session: Client): boolean {
+    if (this.known && !on(session, this.known)) return false;
     this.sessions.add(session);
     session.once('end', () => this.sessions.delete(session));
+    return true;
   }
 
   /**
