@@ -6,12 +6,14 @@ import { AppProcess, freePort, stopAllProcesses } from './support/processes';
 
 /**
  * The fault soak's shape without the faults: several worker processes, many short runs, heartbeats
- * every 300 ms, for about a minute, against a private PostgreSQL that logs lock waits and detects
+ * every 300 ms, for 20 seconds, against a private PostgreSQL that logs lock waits and detects
  * deadlocks quickly. Heartbeats, task results and outcomes all update `runs` rows of the same
  * workers; they must never deadlock, and a live worker must never lose a run or be told it did.
  */
 describe('heartbeats and reports under load (real processes, a private PostgreSQL)', () => {
-  const LOAD_MS = 60_000;
+  // 20 s, not the minute it once was (for a third of the CPU in a suite kept under 10 minutes): still thousands of
+  // heartbeats and reports crossing on the same rows; `npm run soak` runs the same shape for minutes, with faults.
+  const LOAD_MS = 20_000;
   const WORKERS = 3;
   const IN_FLIGHT = 90;
   let postgres: PostgresServer;
@@ -82,7 +84,7 @@ describe('heartbeats and reports under load (real processes, a private PostgreSQ
       }
       await eventually('every run to complete', async () => (await count(`status <> 'completed'`)) === 0, 60_000);
 
-      expect(started).toBeGreaterThan(1_000);
+      expect(started).toBeGreaterThan(500);
       expect(workers.every((worker) => worker.alive)).toBe(true);
       expect(deadlocks(postgres.output)).toEqual([]);
       const takeovers = await sql.query(`SELECT run_id, worker_id FROM run_transitions WHERE from_status = 'running' AND to_status = 'running'`);
