@@ -34,4 +34,5 @@ module.exports = {
   testTimeout: 30000,
   // A run id for what only one suite of a run may do (test/support/packages.ts).
   globalSetup: '<rootDir>/test/support/global-setup.ts',
+  testSequencer: '<rootDir>/test/support/slow-first-sequencer.js',
 };
