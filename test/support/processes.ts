@@ -120,3 +120,13 @@ export async function runCommand(
     throw new Error(`${command} ${args.join(' ')} (in ${cwd}) failed: ${message}\n${stdout ?? ''}\n${stderr ?? ''}`);
   }
 }
+
+/**
+ * The TCP connections process `pid` holds open to 127.0.0.1:`port` (from `ss`), e.g. a coordinator's sessions on one
+ * PostgreSQL server: what the process holds, which the server's pg_stat_activity does not tell (a backend outlives
+ * its client while it waits without reading the socket).
+ */
+export async function connectionsTo(pid: number, port: number): Promise<string[]> {
+  const { stdout } = await promisify(execFile)('ss', ['-Htnp', 'state', 'established', 'dst', `127.0.0.1:${port}`]);
+  return stdout.split('\n').filter((line) => line.includes(`pid=${pid},`));
+}
