@@ -155,7 +155,10 @@ describe('a PostgreSQL failover (kill -9 of the primary, its synchronous standby
     let held: string[] = [];
     await eventually(
       'no coordinator connection to the read-only server',
-      async () => (held = await connectionsTo(coordinator.pid, oldPort)).length === 0,
+      async () => {
+        held = await connectionsTo(coordinator.pid, oldPort);
+        return held.length === 0;
+      },
       15_000,
     ).catch((error: Error) => {
       throw new Error(`${error.message}; still open:\n${held.join('\n')}`);

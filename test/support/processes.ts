@@ -127,6 +127,7 @@ export async function runCommand(
  * its client while it waits without reading the socket).
  */
 export async function connectionsTo(pid: number, port: number): Promise<string[]> {
-  const { stdout } = await promisify(execFile)('ss', ['-Htnp', 'state', 'established', 'dst', `127.0.0.1:${port}`]);
+  // Close-wait too: the server closed its end and the process still holds its own, which is as much a leak.
+  const { stdout } = await execFileAsync('ss', ['-Htnp', 'state', 'established', 'state', 'close-wait', 'dst', `127.0.0.1:${port}`]);
   return stdout.split('\n').filter((line) => line.includes(`pid=${pid},`));
 }

@@ -62,8 +62,10 @@ export class PrimaryLocator {
 
   /**
    * `session` connected (and passed the check): it is tracked until it ends, unless the primary was found on another
-   * server while it connected (false: its connect began before the switch, after leave() ran, and nothing would
-   * close it; idle in a pool, it would stay on the former primary).
+   * server while it connected (false: its connect began before that search and ended after leave() closed the old
+   * server's sessions, so nothing would close it; idle in a pool, it would stay on the former primary). The caller
+   * then fails as for a lost connection (a 503; a pg Client cannot connect twice), and the next session goes to the
+   * primary found.
    */
   opened(session: Client): boolean {
     if (this.known && !on(session, this.known)) return false;
