@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Pool } from 'pg';
 import { eventually } from '../../../../test/support/poll';
+import { TEST_SERVER_URL } from '../../../../test/support/database';
 import { SilentPostgres } from '../../../../test/support/silent-postgres';
 import { isConnectionLoss } from '../connection-loss';
 import { parseDatabaseUrl } from './database-url';
@@ -78,5 +79,36 @@ describe("a primary's session (PrimaryLocator's Client) is bounded by its connec
     // Forgotten: the next session searches again.
     await locator.primary();
     expect(probes).toBe(4);
+  });
+});
+
+describe("a primary's session whose connect ends after the primary was found elsewhere", () => {
+  it('is closed and fails as a lost connection (it would idle in a pool on the former primary), the new primary kept', async () => {
+    const server = new URL(TEST_SERVER_URL);
+    const [port, other] = [Number(server.port || 5432), 1];
+    let primaryPort = port;
+    const target = parseDatabaseUrl(`postgres://${server.username}@${server.hostname}:${port},${server.hostname}:${other}/postgres`);
+    const locator = new PrimaryLocator(target, 'test', async (endpoint) => endpoint.port === primaryPort);
+    // The check of the new session passes on the server it reached; meanwhile a search finds the primary elsewhere.
+    const check = locator.passes.bind(locator);
+    locator.passes = async (session) => {
+      const passes = await check(session);
+      primaryPort = other;
+      locator.forget({ host: server.hostname, port });
+      await locator.primary();
+      return passes;
+    };
+    const session = new locator.Client({ connectionString: locator.connectionString, connectionTimeoutMillis: BOUND_MS });
+    const error = await session.connect().then(
+      async () => {
+        await session.end();
+        return new Error('connected, on the former primary');
+      },
+      (caught: unknown) => caught,
+    );
+    expect(error).toBeInstanceOf(NoPrimaryError);
+    expect(isConnectionLoss(error)).toBe(true);
+    expect((session as unknown as { connection: { stream: { destroyed: boolean } } }).connection.stream.destroyed).toBe(true);
+    expect(await locator.primary()).toEqual({ host: server.hostname, port: other });
   });
 });
