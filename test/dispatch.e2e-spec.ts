@@ -33,6 +33,18 @@ describe('reliable dispatch', () => {
       .then((r) => r.body as { id: string });
   /** The runs whose wake-ups a sorted set holds (members are `<runId>:<outbox id>`). */
   const members = async (key: string) => (await redis.zrange(key, '0', '-1')).map((m) => ({ runId: m.split(':')[0] }));
+  /** The first wake-up to reach `key`, waited for up to `timeoutMs`. */
+  const firstMember = async (key: string, timeoutMs: number) => {
+    const [member] = await eventually(
+      `a wake-up in ${key}`,
+      async () => {
+        const found = await members(key);
+        return found.length > 0 ? found : undefined;
+      },
+      timeoutMs,
+    );
+    return member;
+  };
   /** The run a stream entry's wake-up names. */
   const runOf = (fields: string[]) => fields[fields.indexOf('run') + 1];
   /**
@@ -67,15 +79,7 @@ describe('reliable dispatch', () => {
     const id = uuidv7();
     await makeReady(id);
     // The bound: 10 s, far from the poll's 60 s.
-    const [member] = await eventually(
-      'the run in Redis',
-      async () => {
-        const found = await members(sortedSetKey(prefix, 'echo:1'));
-        return found.length > 0 ? found : undefined;
-      },
-      10_000,
-    );
-    expect(member).toEqual({ runId: id });
+    expect(await firstMember(sortedSetKey(prefix, 'echo:1'), 10_000)).toEqual({ runId: id });
     await eventually('the sent row to be deleted', async () => (await outboxCount()) === 0);
   });
 
@@ -110,15 +114,7 @@ describe('reliable dispatch', () => {
     jest.spyOn(c.app.get(OutboxEnqueuer), 'publishTaken').mockImplementationOnce(async () => undefined);
     const run = await start(c);
     expect(await db.sql<{ status: string }>('SELECT status FROM outbox')).toEqual([{ status: 'in_flight' }]);
-    const [member] = await eventually(
-      'the wake-up in Redis',
-      async () => {
-        const found = await members(sortedSetKey(prefix, 'echo:1'));
-        return found.length > 0 ? found : undefined;
-      },
-      15_000,
-    );
-    expect(member).toEqual({ runId: run.id });
+    expect(await firstMember(sortedSetKey(prefix, 'echo:1'), 15_000)).toEqual({ runId: run.id });
     await eventually('the sent row to be deleted', async () => (await outboxCount()) === 0);
   });
 
