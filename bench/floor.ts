@@ -12,11 +12,28 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import { join } from 'node:path';
 import { Pool } from 'pg';
 import { Agent } from 'undici';
-import { BenchDatabase, freePort, log, machineNow, percentile, Proc, ROOT, round, WARMUP_CHAINS, WARMUP_PROBES } from './support';
-
-const W2_RUNS = 300;
-const W3A_CHAINS = 50;
-const CHAIN_STEPS = 10;
+import {
+  BenchDatabase,
+  CHAIN_STEPS,
+  freePort,
+  type LatencyColumns,
+  latencyColumns,
+  log,
+  machineNow,
+  measureW2,
+  measureW3a,
+  type ProbeTimes,
+  Proc,
+  ROOT,
+  round,
+  type ShortLatencyColumns,
+  shortLatency,
+  W2_RUNS,
+  W3A_CHAINS,
+  WARMUP_CHAINS,
+  WARMUP_PROBES,
+  warmUp,
+} from './support';
 
 const SCHEMA = `CREATE TABLE runs (id uuid PRIMARY KEY, workflow text NOT NULL, status text NOT NULL, input jsonb, output jsonb,
                                    created_at timestamptz NOT NULL DEFAULT now(), finished_at timestamptz);
@@ -149,25 +166,19 @@ export async function startFloor(): Promise<{ url: string; coordinator: Proc; wo
 }
 
 /** W2's and W3a's columns of the bench's table for the floor (it runs no other workload). */
-export interface FloorResult {
+export interface FloorResult extends LatencyColumns, ShortLatencyColumns {
   mode: 'floor';
-  w2StartP50: number;
-  w2StartP95: number;
-  w2StartP99: number;
-  w2ResultP50: number;
-  w2ResultP99: number;
-  w3aP50: number;
-  w3aP95: number;
 }
 
 export async function floor(): Promise<FloorResult> {
   const { url, coordinator, worker, stop } = await startFloor();
   try {
-    const probe = async () => {
+    const probe = async (): Promise<ProbeTimes> => {
       const t0 = machineNow();
       const { id } = await call<{ id: string }>(url, 'POST', '/v1/runs', { workflow: 'probe' });
+      const started = machineNow();
       const { output } = await call<{ output: { startedAt: number } }>(url, 'GET', `/v1/runs/${id}/result`);
-      return { start: output.startedAt - t0, result: machineNow() - t0 };
+      return { start: output.startedAt - t0, roundTrip: started - t0, result: machineNow() - t0 };
     };
     const chain = async () => {
       const t0 = performance.now();
@@ -175,31 +186,19 @@ export async function floor(): Promise<FloorResult> {
       await call(url, 'GET', `/v1/runs/${id}/result`);
       return performance.now() - t0;
     };
-    for (let i = 0; i < WARMUP_PROBES; i++) await probe();
-    for (let i = 0; i < WARMUP_CHAINS; i++) await chain();
+    const short = await shortLatency(probe, chain);
+    await warmUp(probe, chain, WARMUP_PROBES, WARMUP_CHAINS, 'long');
     // CPU milliseconds of the stand-in coordinator and worker per run (per chain) over `count` of them, from /proc.
-    const cpu = async <T>(count: number, one: () => Promise<T>): Promise<{ values: T[]; cpu: string }> => {
+    const cpu = async <T>(count: number, measure: () => Promise<T>): Promise<{ values: T; cpu: string }> => {
       const before = [coordinator.cpuSeconds(), worker.cpuSeconds()];
-      const values: T[] = [];
-      for (let i = 0; i < count; i++) values.push(await one());
+      const values = await measure();
       const [c, w] = [coordinator.cpuSeconds() - before[0], worker.cpuSeconds() - before[1]].map((seconds) => round((seconds * 1000) / count, 2));
       return { values, cpu: `CPU ${c} ms coordinator, ${w} ms worker` };
     };
-    const w2 = await cpu(W2_RUNS, probe);
-    const w3a = await cpu(W3A_CHAINS, chain);
-    const starts = w2.values.map((run) => run.start);
-    const results = w2.values.map((run) => run.result);
+    const w2 = await cpu(W2_RUNS, () => measureW2(probe));
+    const w3a = await cpu(W3A_CHAINS, () => measureW3a(chain, 'w3a'));
     log(`floor: ${w2.cpu} a W2 run; ${w3a.cpu} a W3a chain`);
-    return {
-      mode: 'floor',
-      w2StartP50: round(percentile(starts, 50), 2),
-      w2StartP95: round(percentile(starts, 95), 2),
-      w2StartP99: round(percentile(starts, 99), 2),
-      w2ResultP50: round(percentile(results, 50), 2),
-      w2ResultP99: round(percentile(results, 99), 2),
-      w3aP50: round(percentile(w3a.values, 50), 1),
-      w3aP95: round(percentile(w3a.values, 95), 1),
-    };
+    return { mode: 'floor', ...latencyColumns(w2.values, w3a.values), ...short };
   } finally {
     await stop();
     await agent.close();

@@ -10,46 +10,51 @@ import { performance } from 'node:perf_hooks';
 import {
   api,
   BenchDatabase,
+  CHAIN_STEPS,
+  type LatencyColumns,
+  latencyColumns,
   log,
   machineNow,
   MODES,
   type Mode,
+  measureW2,
+  measureW3a,
+  type ProbeTimes,
   percentile,
+  postgresCpuSeconds,
   type Proc,
   REDIS_URL,
   ROOT,
   round,
+  type ShortLatencyColumns,
+  shortLatency,
   startCoordinator,
   startInBatches,
   startWorker,
   until,
+  W2_RUNS,
+  W3A_CHAINS,
   WARMUP,
   WARMUP_CHAINS,
   WARMUP_PROBES,
+  warmUp,
 } from './support';
 import { type FloorResult, floor } from './floor';
 import { scale } from './scale';
 
 const W1_RUNS = 5_000;
-const W2_RUNS = 300;
-const W3A_CHAINS = 50;
 const W3B_CHAINS = 200;
-const CHAIN_STEPS = 10;
 const W4_RUNS = 1_000;
 const W4_FIRST_MS = 6_000;
 const W4_SPREAD_MS = 3_000;
 
-interface Result {
+interface Result extends LatencyColumns, ShortLatencyColumns {
   mode: string;
   w1DrainPerSecond: number;
   w1CreateDrainPerSecond: number;
-  w2StartP50: number;
-  w2StartP95: number;
-  w2StartP99: number;
-  w2ResultP50: number;
-  w2ResultP99: number;
-  w3aP50: number;
-  w3aP95: number;
+  /** PostgreSQL's CPU over W1 (create and drain): cores kept busy, and runs per CPU-second of it (saturation). */
+  w1DbCpuCores: number;
+  w1RunsPerDbCpuSecond: number;
   w3bStepsPerSecond: number;
   w4LatenessP50: number;
   w4LatenessP99: number;
@@ -78,8 +83,33 @@ async function benchMode(mode: Mode): Promise<Result> {
       return Number(/^wf_http_requests_total (\d+)/m.exec(text)?.[1] ?? 0);
     };
     const completed = (workflow: string) => db.completed(workflow);
-    const span = async (workflow: string) =>
-      Number((await db.client.query(`SELECT extract(epoch FROM max(finished_at) - min(started_at)) AS s FROM runs WHERE workflow = $1`, [workflow])).rows[0].s);
+    /** Seconds from the first start to the last finish of the `chain` runs that `where` selects. */
+    const span = async (where: string) =>
+      Number(
+        (await db.client.query(`SELECT extract(epoch FROM max(finished_at) - min(started_at)) AS s FROM runs WHERE workflow = 'chain' AND ${where}`)).rows[0].s,
+      );
+
+    /** One W2 run: when its handler began, its start call returned and its result was in hand, in ms. */
+    const probe = async (): Promise<ProbeTimes> => {
+      const t0 = machineNow();
+      const run = await api<{ id: string }>(base, 'POST', '/v1/runs', { workflow: 'probe', version: '1' });
+      const started = machineNow();
+      const done = await api<{ status: string; output: { startedAt: number } }>(base, 'GET', `/v1/runs/${run.id}/result?waitMs=10000`);
+      const t1 = machineNow();
+      if (done.status !== 'completed') throw new Error(`probe run ${run.id} is ${done.status}`);
+      return { start: done.output.startedAt - t0, roundTrip: started - t0, result: t1 - t0 };
+    };
+    /** One W3a chain, started and waited for: its latency in ms. */
+    const chain = async (key: string): Promise<number> => {
+      const t0 = performance.now();
+      const run = await api<{ id: string }>(base, 'POST', '/v1/runs', { workflow: 'chain', version: '1', input: { steps: CHAIN_STEPS }, idempotencyKey: key });
+      await api(base, 'GET', `/v1/runs/${run.id}/result?waitMs=20000`);
+      return performance.now() - t0;
+    };
+
+    // What a fresh deployment meets: the one-at-a-time paths right after start, after a short warm-up.
+    log(`${mode}: short warm-up, then W2 and W3a`);
+    const short = await shortLatency(probe, chain);
 
     // Warm-up: JIT, connections, prepared plans.
     log(`${mode}: warm-up (${WARMUP} runs)`);
@@ -90,60 +120,35 @@ async function benchMode(mode: Mode): Promise<Result> {
     log(`${mode}: W1 throughput (${W1_RUNS} single-task runs)`);
     const commitsBeforeW1 = await commits();
     const requestsBeforeW1 = await requests();
+    const chainsBeforeW1 = await completed('chain');
+    const benchBackend = [Number((await db.client.query('SELECT pg_backend_pid() AS pid')).rows[0].pid)];
+    const dbCpuBeforeW1 = postgresCpuSeconds(benchBackend);
     const w1Start = performance.now();
     await startInBatches(base, W1_RUNS, () => ({ workflow: 'chain', version: '1', input: { steps: 1 } }));
-    await until('W1 drained', async () => (await completed('chain')) === W1_RUNS, 300_000);
+    await until('W1 drained', async () => (await completed('chain')) === chainsBeforeW1 + W1_RUNS, 300_000);
     const w1Elapsed = (performance.now() - w1Start) / 1000;
-    const w1Drain = await span('chain');
+    const w1DbCpu = postgresCpuSeconds(benchBackend) - dbCpuBeforeW1;
+    const w1Drain = await span('idempotency_key IS NULL');
     const requestsPerRun = ((await requests()) - requestsBeforeW1 - 1) / W1_RUNS;
     const commitsPerRun = ((await commits()) - commitsBeforeW1) / W1_RUNS;
 
-    /** One W2 run: its start latency (the handler's own clock) and its result latency, in ms. */
-    const probe = async (): Promise<{ start: number; result: number }> => {
-      const t0 = machineNow();
-      const run = await api<{ id: string }>(base, 'POST', '/v1/runs', { workflow: 'probe', version: '1' });
-      const done = await api<{ status: string; output: { startedAt: number } }>(base, 'GET', `/v1/runs/${run.id}/result?waitMs=10000`);
-      const t1 = machineNow();
-      if (done.status !== 'completed') throw new Error(`probe run ${run.id} is ${done.status}`);
-      return { start: done.output.startedAt - t0, result: t1 - t0 };
-    };
-    /** One W3a chain, started and waited for: its latency in ms. */
-    const chain = async (key: string): Promise<number> => {
-      const t0 = performance.now();
-      const run = await api<{ id: string }>(base, 'POST', '/v1/runs', { workflow: 'chain', version: '1', input: { steps: CHAIN_STEPS }, idempotencyKey: key });
-      await api(base, 'GET', `/v1/runs/${run.id}/result?waitMs=20000`);
-      return performance.now() - t0;
-    };
     log(`${mode}: warm-up of W2 and W3a (${WARMUP_PROBES} runs, ${WARMUP_CHAINS} chains)`);
-    for (let i = 0; i < WARMUP_PROBES; i++) await probe();
-    for (let i = 0; i < WARMUP_CHAINS; i++) await chain(`warm-${i}`);
+    await warmUp(probe, chain, WARMUP_PROBES, WARMUP_CHAINS, 'long');
 
     // W2: one run at a time: start latency (request -> handler begins) and result latency.
     log(`${mode}: W2 idle latency (${W2_RUNS} runs one after another)`);
-    const startLatency: number[] = [];
-    const resultLatency: number[] = [];
-    for (let i = 0; i < W2_RUNS; i++) {
-      const { start, result } = await probe();
-      startLatency.push(start);
-      resultLatency.push(result);
-    }
+    const w2 = await measureW2(probe);
 
     // W3a: 10-step chains one after another; W3b: 200 at once.
     log(`${mode}: W3 chains (${W3A_CHAINS} sequential, ${W3B_CHAINS} concurrent, ${CHAIN_STEPS} steps)`);
-    const chainLatency: number[] = [];
-    for (let i = 0; i < W3A_CHAINS; i++) chainLatency.push(await chain(`w3a-${i}`));
+    const w3a = await measureW3a(chain, 'w3a');
     const commitsBeforeW3b = await commits();
+    const chainsBeforeW3b = await completed('chain');
     await api(base, 'POST', '/v1/runs/batch', {
       runs: Array.from({ length: W3B_CHAINS }, (_, i) => ({ workflow: 'chain', version: '1', input: { steps: CHAIN_STEPS }, idempotencyKey: `w3b-${i}` })),
     });
-    await until('W3b drained', async () => (await completed('chain')) === W1_RUNS + WARMUP_CHAINS + W3A_CHAINS + W3B_CHAINS, 300_000);
-    const w3bSpan = Number(
-      (
-        await db.client.query(
-          `SELECT extract(epoch FROM max(finished_at) - min(started_at)) AS s FROM runs WHERE workflow = 'chain' AND idempotency_key LIKE 'w3b-%'`,
-        )
-      ).rows[0].s,
-    );
+    await until('W3b drained', async () => (await completed('chain')) === chainsBeforeW3b + W3B_CHAINS, 300_000);
+    const w3bSpan = await span(`idempotency_key LIKE 'w3b-%'`);
     const w3bSteps = W3B_CHAINS * CHAIN_STEPS;
     const commitsPerStep = ((await commits()) - commitsBeforeW3b) / w3bSteps;
 
@@ -177,13 +182,10 @@ async function benchMode(mode: Mode): Promise<Result> {
       mode,
       w1DrainPerSecond: round(W1_RUNS / w1Drain, 0),
       w1CreateDrainPerSecond: round(W1_RUNS / w1Elapsed, 0),
-      w2StartP50: round(percentile(startLatency, 50), 2),
-      w2StartP95: round(percentile(startLatency, 95), 2),
-      w2StartP99: round(percentile(startLatency, 99), 2),
-      w2ResultP50: round(percentile(resultLatency, 50), 2),
-      w2ResultP99: round(percentile(resultLatency, 99), 2),
-      w3aP50: round(percentile(chainLatency, 50), 1),
-      w3aP95: round(percentile(chainLatency, 95), 1),
+      w1DbCpuCores: round(w1DbCpu / w1Elapsed, 2),
+      w1RunsPerDbCpuSecond: round(W1_RUNS / w1DbCpu, 0),
+      ...latencyColumns(w2, w3a),
+      ...short,
       w3bStepsPerSecond: round(w3bSteps / w3bSpan, 0),
       w4LatenessP50: round(percentile(w4Lateness, 50), 2),
       w4LatenessP99: round(percentile(w4Lateness, 99), 2),
@@ -208,9 +210,12 @@ function markdown(results: Column[], when: string): string {
   const rows: [string, (r: Partial<Result>) => number | string | undefined][] = [
     ['W1 drain (runs/s)', (r) => r.w1DrainPerSecond],
     ['W1 create+drain (runs/s)', (r) => r.w1CreateDrainPerSecond],
+    ['W1 PostgreSQL CPU: cores busy / runs per CPU-second', (r) => `${r.w1DbCpuCores} / ${r.w1RunsPerDbCpuSecond}`],
     ['W2 start latency p50 / p95 / p99 (ms)', (r) => `${r.w2StartP50} / ${r.w2StartP95} / ${r.w2StartP99}`],
+    ['W2 start call round trip p50 / p99 (ms)', (r) => `${r.startRoundTripP50} / ${r.startRoundTripP99}`],
     ['W2 result latency p50 / p99 (ms)', (r) => `${r.w2ResultP50} / ${r.w2ResultP99}`],
     ['W3a 10-step chain p50 / p95 (ms)', (r) => `${r.w3aP50} / ${r.w3aP95}`],
+    ['short warm-up: W2 start / result p50, W3a p50 (ms)', (r) => `${r.shortW2StartP50} / ${r.shortW2ResultP50} / ${r.shortW3aP50}`],
     ['W3b chain steps/s (200 chains at once)', (r) => r.w3bStepsPerSecond],
     ['W4 timer lateness p50 / p99 / max (ms)', (r) => `${r.w4LatenessP50} / ${r.w4LatenessP99} / ${r.w4LatenessMax}`],
     ['PostgreSQL commits per single-task run (W1)', (r) => r.commitsPerRun],

@@ -2,7 +2,7 @@
 // and the API with the bench's tokens.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { type HttpMethod, JsonHttpClient } from '@nest-durable/client';
@@ -25,6 +25,111 @@ export type Mode = (typeof MODES)[number];
 export const WARMUP = 2_000;
 export const WARMUP_PROBES = 1_000;
 export const WARMUP_CHAINS = 200;
+/**
+ * The short warm-up (issue 36): what a fresh deployment meets in its first minute. Right after the processes are
+ * ready, SHORT_WARMUP_PROBES W2 runs and SHORT_WARMUP_CHAINS W3a chains unmeasured, then W2 and W3a measured once
+ * (the `short…` fields), before anything else runs. The long warm-up and the warm columns follow as before.
+ */
+export const SHORT_WARMUP_PROBES = 500;
+export const SHORT_WARMUP_CHAINS = 50;
+export const W2_RUNS = 300;
+export const W3A_CHAINS = 50;
+export const CHAIN_STEPS = 10;
+
+/** One W2 run, in ms from just before its start request: the handler began, the start call returned, the result was in hand. */
+export interface ProbeTimes {
+  start: number;
+  roundTrip: number;
+  result: number;
+}
+
+/** W2's and W3a's fields of a column (the engine's, the floor's, a peer's), from one measured phase. */
+export interface LatencyColumns {
+  w2StartP50: number;
+  w2StartP95: number;
+  w2StartP99: number;
+  w2ResultP50: number;
+  w2ResultP99: number;
+  startRoundTripP50: number;
+  startRoundTripP99: number;
+  w3aP50: number;
+  w3aP95: number;
+}
+
+/** The same after the short warm-up only (p50s). */
+export interface ShortLatencyColumns {
+  shortW2StartP50: number;
+  shortW2ResultP50: number;
+  shortW3aP50: number;
+}
+
+/** `probes` W2 runs and `chains` W3a chains, unmeasured; `key` makes each chain's idempotency key unique. */
+export async function warmUp(
+  probe: () => Promise<ProbeTimes>,
+  chain: (key: string) => Promise<number>,
+  probes: number,
+  chains: number,
+  label: string,
+): Promise<void> {
+  for (let i = 0; i < probes; i++) await probe();
+  for (let i = 0; i < chains; i++) await chain(`${label}-warm-${i}`);
+}
+
+/** W2_RUNS probes one after another. */
+export async function measureW2(probe: () => Promise<ProbeTimes>): Promise<ProbeTimes[]> {
+  const times: ProbeTimes[] = [];
+  for (let i = 0; i < W2_RUNS; i++) times.push(await probe());
+  return times;
+}
+
+/** W3A_CHAINS chains one after another: each one's latency in ms. */
+export async function measureW3a(chain: (key: string) => Promise<number>, label: string): Promise<number[]> {
+  const latencies: number[] = [];
+  for (let i = 0; i < W3A_CHAINS; i++) latencies.push(await chain(`${label}-${i}`));
+  return latencies;
+}
+
+export function latencyColumns(probes: ProbeTimes[], chains: number[]): LatencyColumns {
+  const of = (pick: (times: ProbeTimes) => number, p: number) => round(percentile(probes.map(pick), p), 2);
+  return {
+    w2StartP50: of((t) => t.start, 50),
+    w2StartP95: of((t) => t.start, 95),
+    w2StartP99: of((t) => t.start, 99),
+    w2ResultP50: of((t) => t.result, 50),
+    w2ResultP99: of((t) => t.result, 99),
+    startRoundTripP50: of((t) => t.roundTrip, 50),
+    startRoundTripP99: of((t) => t.roundTrip, 99),
+    w3aP50: round(percentile(chains, 50), 1),
+    w3aP95: round(percentile(chains, 95), 1),
+  };
+}
+
+/** The short warm-up, then W2 and W3a measured: run first thing on fresh processes. */
+export async function shortLatency(probe: () => Promise<ProbeTimes>, chain: (key: string) => Promise<number>): Promise<ShortLatencyColumns> {
+  await warmUp(probe, chain, SHORT_WARMUP_PROBES, SHORT_WARMUP_CHAINS, 'short');
+  const columns = latencyColumns(await measureW2(probe), await measureW3a(chain, 'short'));
+  return { shortW2StartP50: columns.w2StartP50, shortW2ResultP50: columns.w2ResultP50, shortW3aP50: columns.w3aP50 };
+}
+
+/**
+ * CPU seconds used so far by the PostgreSQL server (the postmaster and every backend: each process whose name is
+ * `postgres`), from /proc; `except` leaves out backends by pid (the bench's own polling connection). Other users of
+ * the same server add to it: the bench runs one system at a time.
+ */
+export function postgresCpuSeconds(except: number[] = []): number {
+  let ticks = 0;
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid) || except.includes(Number(pid))) continue;
+    try {
+      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() !== 'postgres') continue;
+      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+      ticks += Number(fields[11]) + Number(fields[12]);
+    } catch {
+      // The process ended between the listing and the read.
+    }
+  }
+  return ticks / 100;
+}
 
 export function log(message: string): void {
   process.stdout.write(`[bench] ${message}\n`);
