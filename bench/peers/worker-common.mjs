@@ -34,8 +34,9 @@ process.on('message', (m) => {
 // If the orchestrator dies, do not linger.
 process.on('disconnect', () => process.exit(0));
 
-export function ready() {
-  process.send({ type: 'ready' });
+/** Tell the orchestrator the worker is ready; `details` (such as a port) go with it. */
+export function ready(details = {}) {
+  process.send({ type: 'ready', ...details });
 }
 
 /** Run `stop` on SIGTERM, then exit. */
