@@ -172,7 +172,12 @@ export class Proc {
   constructor(entry: string, env: Record<string, string>, nodeArgs: string[] = []) {
     // BENCH_CPU_PROF=<dir>: each app writes a V8 CPU profile there when it exits (open it in Chrome's DevTools).
     const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
-    this.child = spawn(process.execPath, [...profile, ...nodeArgs, join(ROOT, entry)], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    // BENCH_NODE_ARGS: flags for Node and V8 in every app the bench starts (space-separated), to try one.
+    const flags = process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+    this.child = spawn(process.execPath, [...profile, ...flags, ...nodeArgs, join(ROOT, entry)], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     this.child.stdout!.on('data', (chunk) => (this.output += chunk));
     this.child.stderr!.on('data', (chunk) => (this.output += chunk));
   }
