@@ -3,14 +3,15 @@
 //
 //   node -r ./scripts/register-ts.js bench/retention.ts [--runs 1000000] [--seconds 20]
 //
-// Fills a fresh database with SQL (generate_series): N runs finished 8 to 38 days ago (past the default
-// 7-day window), each with 2 steps and 3 transitions, one in ten tagged; and 50,000 queued runs of the
-// workflow the claimers take. Then, twice for the same time (with RUN_RETENTION_MS=0, then with 7 days and
+// Fills a fresh database with SQL (fill.ts): N runs of the bench's workflows finished 8 to 38 days ago (past the
+// default 7-day window), each with 0 to 3 steps and 3 transitions, one in ten tagged; and 50,000 queued runs of
+// the workflow the claimers take. Then, twice for the same time (with RUN_RETENTION_MS=0, then with 7 days and
 // the daemon deleting), 4 claimers loop: claim up to 10 runs (no long-poll), complete them one by one.
 // Reports the claim requests' latency (p50/p99/max) and how fast retention deleted meanwhile.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
 import { DELETE_FINISHED_RUNS } from '../libs/persistence/src/sql/retention.sql';
+import { fillHistory, v7 } from './fill';
 import { BenchDatabase, freePort, log, percentile, Proc, ROOT, round, until } from './support';
 
 const args = process.argv.slice(2);
@@ -24,36 +25,14 @@ const QUEUED_RUNS = 50_000;
 const CLAIMERS = 4;
 const DAY_MS = 86_400_000;
 
-/** Time-ordered ids like the coordinator's UUIDv7: 48 bits of epoch ms, then the row number. */
-const v7 = (ms: string, n: string) => `(lpad(to_hex((${ms})::bigint), 12, '0') || '7000' || '8' || lpad(to_hex(${n}), 15, '0'))::uuid`;
-
+/** N runs of the bench's shapes that finished 8 to 38 days ago (fill.ts), then the queued runs the claimers take. */
 async function fill(db: BenchDatabase): Promise<void> {
-  const sql = (text: string) => db.client.query(text);
-  await sql(`SET synchronous_commit = off`);
-  log(`filling ${FINISHED_RUNS.toLocaleString()} finished runs with 2 steps and 3 transitions each…`);
   const started = performance.now();
-  await sql(`CREATE TEMP TABLE fill AS
-       SELECT i, now() - interval '38 days' + (i::float8 / ${FINISHED_RUNS}) * interval '30 days' AS finished_at
-         FROM generate_series(1, ${FINISHED_RUNS}) i`);
-  await sql(`INSERT INTO runs (id, workflow, version, queue, status, revision, input, output, tags, due_at,
-                               created_at, updated_at, started_at, finished_at)
-       SELECT ${v7(`extract(epoch FROM finished_at) * 1000`, 'i')}, 'report', '1', 'report:1',
-              CASE WHEN i % 20 = 0 THEN 'failed' ELSE 'completed' END, 2, jsonb_build_object('n', i), jsonb_build_object('ok', true),
-              CASE WHEN i % 10 = 0 THEN jsonb_build_object('tenant', 't' || (i / 10) % 100, 'env', 'prod') ELSE '{}' END,
-              finished_at - interval '2 seconds', finished_at - interval '2 seconds', finished_at,
-              finished_at - interval '1 second', finished_at
-         FROM fill`);
-  await sql(`INSERT INTO tasks (run_id, key, kind, seq, name, status, attempts, output, created_at)
-       SELECT r.id, s.name || '#1', 'task', s.seq, s.name, 'completed', 1, jsonb_build_object('step', s.seq), r.finished_at
-         FROM runs r CROSS JOIN (VALUES (0, 'fetch'), (1, 'render')) AS s(seq, name) WHERE r.workflow = 'report'`);
-  await sql(`INSERT INTO run_transitions (run_id, from_status, to_status, revision, created_at)
-       SELECT r.id, t.from_status, t.to_status, t.revision, r.finished_at
-         FROM runs r CROSS JOIN (VALUES (NULL, 'queued', 0), ('queued', 'running', 1), ('running', 'completed', 2)) AS t(from_status, to_status, revision)
-        WHERE r.workflow = 'report'`);
-  await sql(`INSERT INTO runs (id, workflow, version, queue, status, input)
+  await fillHistory(db.client, { runs: FINISHED_RUNS, oldestDays: 38, newestDays: 8 });
+  await db.client.query(`INSERT INTO runs (id, workflow, version, queue, status, input)
        SELECT ${v7(`extract(epoch FROM now()) * 1000`, `${FINISHED_RUNS} + i`)}, 'claimed', '1', 'claimed:1', 'queued', '{}'::jsonb
          FROM generate_series(1, ${QUEUED_RUNS}) i`);
-  await sql(`ANALYZE`);
+  await db.client.query(`ANALYZE runs`);
   const size = (await db.client.query(`SELECT pg_size_pretty(pg_database_size(current_database())) AS size`)).rows[0].size;
   log(`filled in ${round((performance.now() - started) / 1000)} s (${size})`);
 }
@@ -77,8 +56,8 @@ async function plans(db: BenchDatabase): Promise<void> {
   );
   await explain(
     db,
-    'list ?tag=tenant:t7&tag=env:prod&workflow=report',
-    `SELECT ${columns} FROM runs WHERE workflow = 'report' AND tags <> '{}' AND tags @> '{"tenant":"t7","env":"prod"}' ORDER BY id DESC LIMIT 51`,
+    'list ?tag=tenant:t7&tag=env:prod&workflow=chain',
+    `SELECT ${columns} FROM runs WHERE workflow = 'chain' AND tags <> '{}' AND tags @> '{"tenant":"t7","env":"prod"}' ORDER BY id DESC LIMIT 51`,
   );
   await explain(db, 'list ?tag=tenant:nobody', `SELECT ${columns} FROM runs WHERE tags <> '{}' AND tags @> '{"tenant":"nobody"}' ORDER BY id DESC LIMIT 51`);
 }
@@ -118,7 +97,7 @@ interface Phase {
 
 /** CLAIMERS loops of claim (up to 10, no wait) then complete each, for SECONDS; the claims' latencies in ms. */
 async function claimLoad(db: BenchDatabase, url: string): Promise<Phase> {
-  const before = await finishedReports(db);
+  const before = await historyRuns(db);
   const claims: number[] = [];
   let runsClaimed = 0;
   const deadline = Date.now() + SECONDS * 1000;
@@ -138,11 +117,11 @@ async function claimLoad(db: BenchDatabase, url: string): Promise<Phase> {
       }
     }),
   );
-  return { claims, runsClaimed, deleted: before - (await finishedReports(db)) };
+  return { claims, runsClaimed, deleted: before - (await historyRuns(db)) };
 }
 
-async function finishedReports(db: BenchDatabase): Promise<number> {
-  return Number((await db.client.query(`SELECT count(*) FROM runs WHERE workflow = 'report'`)).rows[0].count);
+async function historyRuns(db: BenchDatabase): Promise<number> {
+  return Number((await db.client.query(`SELECT count(*) FROM runs WHERE workflow <> 'claimed'`)).rows[0].count);
 }
 
 function summary(name: string, phase: Phase): string {
@@ -164,10 +143,10 @@ async function main(): Promise<void> {
     await coordinator.proc.stop();
 
     coordinator = await startCoordinator(db, { RUN_RETENTION_MS: String(7 * DAY_MS), RETENTION_INTERVAL_MS: '1000' });
-    await until('retention to start deleting', async () => (await finishedReports(db)) < FINISHED_RUNS, 60_000, 100);
+    await until('retention to start deleting', async () => (await historyRuns(db)) < FINISHED_RUNS, 60_000, 100);
     log(`claiming for ${SECONDS} s while retention deletes…`);
     const withRetention = await claimLoad(db, coordinator.url);
-    const left = await finishedReports(db);
+    const left = await historyRuns(db);
     // The daemon's own statement, with the default window and no overrides (it deletes the batch it plans).
     await db.client.query(`SET jit = off`); // as the daemon runs it (tuneRetentionBatch)
     await db.client.query(`PREPARE retention_batch(bigint, text[], bigint[], integer) AS ${DELETE_FINISHED_RUNS}`);
