@@ -1,12 +1,14 @@
 // `npm run bench`: measures the engine as users deploy it (built coordinator and worker processes,
 // PostgreSQL with fsync on) in each dispatch mode, against fresh databases and key prefixes.
-// Writes bench/results/<timestamp>.{json,md} and bench/results/latest.md. With --scale: see scale.ts.
+// Writes bench/results/<timestamp>.{json,md} and bench/results/latest.md. With --scale: see scale.ts; with
+// --history: history.ts.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { uuidv7Floor } from '../libs/persistence/src/ids';
 import {
   api,
   BenchDatabase,
@@ -40,6 +42,7 @@ import {
   warmUp,
 } from './support';
 import { type FloorResult, floor } from './floor';
+import { history } from './history';
 import { scale } from './scale';
 
 const W1_RUNS = 5_000;
@@ -48,32 +51,47 @@ const W4_RUNS = 1_000;
 const W4_FIRST_MS = 6_000;
 const W4_SPREAD_MS = 3_000;
 
-interface Result extends LatencyColumns, ShortLatencyColumns {
+export interface Result extends LatencyColumns, ShortLatencyColumns {
   mode: string;
   w1DrainPerSecond: number;
   w1CreateDrainPerSecond: number;
   /** PostgreSQL's CPU over W1 (create and drain): cores kept busy, and runs per CPU-second of it (saturation). */
   w1DbCpuCores: number;
   w1RunsPerDbCpuSecond: number;
-  w3bStepsPerSecond: number;
-  w4LatenessP50: number;
-  w4LatenessP99: number;
-  w4LatenessMax: number;
+  w3bStepsPerSecond: number | null;
+  w4LatenessP50: number | null;
+  w4LatenessP99: number | null;
+  w4LatenessMax: number | null;
   commitsPerRun: number;
-  commitsPerStep: number;
+  commitsPerStep: number | null;
   requestsPerRun: number;
   coordinatorPeakRssMb: number | null;
   workerPeakRssMb: number | null;
 }
 
-async function benchMode(mode: Mode): Promise<Result> {
-  const db = await BenchDatabase.create(mode);
+export interface BenchOptions {
+  /** The database to run on (the caller's, who drops it), instead of a fresh one. */
+  database?: BenchDatabase;
+  /** More environment for the coordinator. */
+  coordinatorEnv?: Record<string, string>;
+  /** Workloads not to run (their fields are null). */
+  skip?: ('W3b' | 'W4')[];
+}
+
+async function benchMode(mode: Mode, options: BenchOptions = {}): Promise<Result> {
+  const db = options.database ?? (await BenchDatabase.create(mode));
+  const skip = new Set(options.skip);
+  // This measurement's runs: on a database that had runs before (a copy of bench/history.ts's template, or one
+  // measured already), the counts and spans leave those out, and its chains' idempotency keys are its own.
+  const since = Date.now();
+  const ours = uuidv7Floor(since);
+  const keys = `${since}-`;
   const prefix = `bench:${randomBytes(4).toString('hex')}:`;
   const redis = { REDIS_URL, REDIS_PREFIX: prefix };
   let coordinator: Proc | undefined;
   let worker: Proc | undefined;
   try {
-    const started = await startCoordinator(db, mode === 'http' ? 'none' : mode, redis);
+    const started = await startCoordinator(db, mode === 'http' ? 'none' : mode, { ...redis, ...options.coordinatorEnv });
     coordinator = started.proc;
     const base = started.url;
     worker = await startWorker([base], mode, redis);
@@ -82,11 +100,16 @@ async function benchMode(mode: Mode): Promise<Result> {
       const text = await (await fetch(`${base}/metrics`)).text();
       return Number(/^wf_http_requests_total (\d+)/m.exec(text)?.[1] ?? 0);
     };
-    const completed = (workflow: string) => db.completed(workflow);
+    const completed = (workflow: string) => db.completed(workflow, since);
     /** Seconds from the first start to the last finish of the `chain` runs that `where` selects. */
     const span = async (where: string) =>
       Number(
-        (await db.client.query(`SELECT extract(epoch FROM max(finished_at) - min(started_at)) AS s FROM runs WHERE workflow = 'chain' AND ${where}`)).rows[0].s,
+        (
+          await db.client.query(
+            `SELECT extract(epoch FROM max(finished_at) - min(started_at)) AS s FROM runs WHERE workflow = 'chain' AND id >= $1 AND ${where}`,
+            [ours],
+          )
+        ).rows[0].s,
       );
 
     /** One W2 run: when its handler began, its start call returned and its result was in hand, in ms. */
@@ -102,7 +125,12 @@ async function benchMode(mode: Mode): Promise<Result> {
     /** One W3a chain, started and waited for: its latency in ms. */
     const chain = async (key: string): Promise<number> => {
       const t0 = performance.now();
-      const run = await api<{ id: string }>(base, 'POST', '/v1/runs', { workflow: 'chain', version: '1', input: { steps: CHAIN_STEPS }, idempotencyKey: key });
+      const run = await api<{ id: string }>(base, 'POST', '/v1/runs', {
+        workflow: 'chain',
+        version: '1',
+        input: { steps: CHAIN_STEPS },
+        idempotencyKey: keys + key,
+      });
       await api(base, 'GET', `/v1/runs/${run.id}/result?waitMs=20000`);
       return performance.now() - t0;
     };
@@ -140,43 +168,56 @@ async function benchMode(mode: Mode): Promise<Result> {
     const w2 = await measureW2(probe);
 
     // W3a: 10-step chains one after another; W3b: 200 at once.
-    log(`${mode}: W3 chains (${W3A_CHAINS} sequential, ${W3B_CHAINS} concurrent, ${CHAIN_STEPS} steps)`);
+    log(`${mode}: W3 chains (${W3A_CHAINS} sequential${skip.has('W3b') ? '' : `, ${W3B_CHAINS} concurrent`}, ${CHAIN_STEPS} steps)`);
     const w3a = await measureW3a(chain, 'w3a');
-    const commitsBeforeW3b = await commits();
-    const chainsBeforeW3b = await completed('chain');
-    await api(base, 'POST', '/v1/runs/batch', {
-      runs: Array.from({ length: W3B_CHAINS }, (_, i) => ({ workflow: 'chain', version: '1', input: { steps: CHAIN_STEPS }, idempotencyKey: `w3b-${i}` })),
-    });
-    await until('W3b drained', async () => (await completed('chain')) === chainsBeforeW3b + W3B_CHAINS, 300_000);
-    const w3bSpan = await span(`idempotency_key LIKE 'w3b-%'`);
-    const w3bSteps = W3B_CHAINS * CHAIN_STEPS;
-    const commitsPerStep = ((await commits()) - commitsBeforeW3b) / w3bSteps;
+    let w3bStepsPerSecond: number | null = null;
+    let commitsPerStep: number | null = null;
+    if (!skip.has('W3b')) {
+      const commitsBeforeW3b = await commits();
+      const chainsBeforeW3b = await completed('chain');
+      await api(base, 'POST', '/v1/runs/batch', {
+        runs: Array.from({ length: W3B_CHAINS }, (_, i) => ({
+          workflow: 'chain',
+          version: '1',
+          input: { steps: CHAIN_STEPS },
+          idempotencyKey: `${keys}w3b-${i}`,
+        })),
+      });
+      await until('W3b drained', async () => (await completed('chain')) === chainsBeforeW3b + W3B_CHAINS, 300_000);
+      const w3bSteps = W3B_CHAINS * CHAIN_STEPS;
+      w3bStepsPerSecond = round(w3bSteps / (await span(`idempotency_key LIKE '${keys}w3b-%'`)), 0);
+      commitsPerStep = round(((await commits()) - commitsBeforeW3b) / w3bSteps, 2);
+    }
 
     // W4: 1,000 runs sleeping 6 to 9 s (so they come due after the rush of their starts), due times spread
     // over a few seconds; lateness = when the handler resumed (the worker's clock) minus the sleep's wake
     // time (the database's; both are this machine's clock).
-    log(`${mode}: W4 timers (${W4_RUNS} sleepers, ${W4_FIRST_MS}-${W4_FIRST_MS + W4_SPREAD_MS} ms)`);
-    await api(base, 'POST', '/v1/runs/batch', {
-      runs: Array.from({ length: W4_RUNS }, (_, i) => ({
-        workflow: 'sleepy',
-        version: '1',
-        input: { ms: W4_FIRST_MS + Math.round((i * W4_SPREAD_MS) / W4_RUNS) },
-        idempotencyKey: `w4-${i}`,
-      })),
-    });
-    await until('W4 done', async () => (await completed('sleepy')) === W4_RUNS, 120_000);
-    const w4 = (
-      await db.client.query<{ lateness: number; suspended_last: boolean }>(
-        `SELECT (r.output->>'wokeAt')::float8 - extract(epoch FROM t.wake_at) * 1000 AS lateness,
-                t.wake_at > (SELECT max(created_at) FROM run_transitions WHERE to_status = 'waiting' AND run_id IN
-                               (SELECT id FROM runs WHERE workflow = 'sleepy')) AS suspended_last
-           FROM runs r JOIN tasks t ON t.run_id = r.id AND t.kind = 'sleep'
-          WHERE r.workflow = 'sleepy'`,
-      )
-    ).rows;
-    // The first wake-ups must come after the last run suspended, or W4 would measure the start rush.
-    if (!w4.every((row) => row.suspended_last)) log(`${mode}: W4 warning: some runs came due before all had suspended`);
-    const w4Lateness = w4.map((row) => Number(row.lateness));
+    let w4Lateness: number[] | null = null;
+    if (!skip.has('W4')) {
+      log(`${mode}: W4 timers (${W4_RUNS} sleepers, ${W4_FIRST_MS}-${W4_FIRST_MS + W4_SPREAD_MS} ms)`);
+      await api(base, 'POST', '/v1/runs/batch', {
+        runs: Array.from({ length: W4_RUNS }, (_, i) => ({
+          workflow: 'sleepy',
+          version: '1',
+          input: { ms: W4_FIRST_MS + Math.round((i * W4_SPREAD_MS) / W4_RUNS) },
+          idempotencyKey: `${keys}w4-${i}`,
+        })),
+      });
+      await until('W4 done', async () => (await completed('sleepy')) === W4_RUNS, 120_000);
+      const w4 = (
+        await db.client.query<{ lateness: number; suspended_last: boolean }>(
+          `SELECT (r.output->>'wokeAt')::float8 - extract(epoch FROM t.wake_at) * 1000 AS lateness,
+                  t.wake_at > (SELECT max(created_at) FROM run_transitions WHERE to_status = 'waiting' AND run_id IN
+                                 (SELECT id FROM runs WHERE workflow = 'sleepy' AND id >= $1)) AS suspended_last
+             FROM runs r JOIN tasks t ON t.run_id = r.id AND t.kind = 'sleep'
+            WHERE r.workflow = 'sleepy' AND r.id >= $1`,
+          [ours],
+        )
+      ).rows;
+      // The first wake-ups must come after the last run suspended, or W4 would measure the start rush.
+      if (!w4.every((row) => row.suspended_last)) log(`${mode}: W4 warning: some runs came due before all had suspended`);
+      w4Lateness = w4.map((row) => Number(row.lateness));
+    }
 
     return {
       mode,
@@ -186,12 +227,12 @@ async function benchMode(mode: Mode): Promise<Result> {
       w1RunsPerDbCpuSecond: round(W1_RUNS / w1DbCpu, 0),
       ...latencyColumns(w2, w3a),
       ...short,
-      w3bStepsPerSecond: round(w3bSteps / w3bSpan, 0),
-      w4LatenessP50: round(percentile(w4Lateness, 50), 2),
-      w4LatenessP99: round(percentile(w4Lateness, 99), 2),
-      w4LatenessMax: round(Math.max(...w4Lateness), 2),
+      w3bStepsPerSecond,
+      w4LatenessP50: w4Lateness && round(percentile(w4Lateness, 50), 2),
+      w4LatenessP99: w4Lateness && round(percentile(w4Lateness, 99), 2),
+      w4LatenessMax: w4Lateness && round(Math.max(...w4Lateness), 2),
       commitsPerRun: round(commitsPerRun, 2),
-      commitsPerStep: round(commitsPerStep, 2),
+      commitsPerStep,
       requestsPerRun: round(requestsPerRun, 2),
       coordinatorPeakRssMb: coordinator.peakRssMb(),
       workerPeakRssMb: worker.peakRssMb(),
@@ -199,7 +240,7 @@ async function benchMode(mode: Mode): Promise<Result> {
   } finally {
     await worker?.stop();
     await coordinator?.stop();
-    await db.drop();
+    if (!options.database) await db.drop();
   }
 }
 
@@ -207,7 +248,7 @@ async function benchMode(mode: Mode): Promise<Result> {
 type Column = Result | FloorResult;
 
 function markdown(results: Column[], when: string): string {
-  const rows: [string, (r: Partial<Result>) => number | string | undefined][] = [
+  const rows: [string, (r: Partial<Result>) => number | string | null | undefined][] = [
     ['W1 drain (runs/s)', (r) => r.w1DrainPerSecond],
     ['W1 create+drain (runs/s)', (r) => r.w1CreateDrainPerSecond],
     ['W1 PostgreSQL CPU: cores busy / runs per CPU-second', (r) => `${r.w1DbCpuCores} / ${r.w1RunsPerDbCpuSecond}`],
@@ -257,6 +298,7 @@ async function peers(): Promise<Result[]> {
 
 async function main(): Promise<void> {
   if (process.argv.includes('--scale')) return scale(process.argv);
+  if (process.argv.includes('--history')) return history(process.argv, benchMode);
   const modes = process.argv.includes('--mode') ? [process.argv[process.argv.indexOf('--mode') + 1] as Mode] : [...MODES];
   const results: Result[] = [];
   for (const mode of modes) {

@@ -1,0 +1,149 @@
+// `npm run bench -- --history`: the engine with a long history behind it. HTTP mode, W1, W2 and W3a (bench/run.ts's
+// workloads) on an empty database and on a copy of a template holding millions of finished runs (fill.ts,
+// history-template.ts), alternated; then retention deleting on such a copy, against W1's drain rate and W2 with
+// retention off on the same database. Writes bench/results/history-<time>.md and history-latest.md.
+//
+//   npm run bench -- --history [--runs 5000000] [--pairs 2] [--rebuild]
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { uuidv7Floor } from '../libs/persistence/src/ids';
+import type { HistoryShape } from './fill';
+import { freeBytes, gigabytes, historyTemplate, type Template } from './history-template';
+import type { BenchOptions, Result } from './run';
+import { BenchDatabase, log, median, ROOT, round } from './support';
+
+type BenchMode = (mode: 'http', options: BenchOptions) => Promise<Result>;
+
+const DAY_MS = 86_400_000;
+/** The history's runs finished over the last 30 days; the retention phase keeps 7 (the default): 77% past it. */
+const SPAN_DAYS = 30;
+const RETENTION_DAYS = 7;
+const WORKLOADS: BenchOptions['skip'] = ['W3b', 'W4'];
+/** Retention off: the comparison is of the history's size alone. */
+const KEEP = { RUN_RETENTION_MS: '0' };
+const DELETE = { RUN_RETENTION_MS: String(RETENTION_DAYS * DAY_MS), RETENTION_INTERVAL_MS: '1000' };
+
+/** The measures compared, and whether more is better. */
+const MEASURES: [string, (r: Result) => number, 'higher' | 'lower'][] = [
+  ['W1 drain (runs/s)', (r) => r.w1DrainPerSecond, 'higher'],
+  ['W1 create+drain (runs/s)', (r) => r.w1CreateDrainPerSecond, 'higher'],
+  ['W2 start p50 (ms)', (r) => r.w2StartP50, 'lower'],
+  ['W2 start p99 (ms)', (r) => r.w2StartP99, 'lower'],
+  ['W2 result p50 (ms)', (r) => r.w2ResultP50, 'lower'],
+  ['W2 result p99 (ms)', (r) => r.w2ResultP99, 'lower'],
+  ['W3a 10-step chain p50 (ms)', (r) => r.w3aP50, 'lower'],
+];
+/** "Within 10% of an empty database" (issue 36). */
+const TOLERANCE = 0.1;
+
+const option = (argv: string[], name: string, fallback: number) => (argv.includes(`--${name}`) ? Number(argv[argv.indexOf(`--${name}`) + 1]) : fallback);
+
+/** A file copy of the template, for one measurement (the caller drops it). */
+async function copy(template: Template): Promise<BenchDatabase> {
+  if (freeBytes() < template.bytes * 1.1) throw new Error(`history: ${gigabytes(freeBytes())} free on /, a copy takes ${gigabytes(template.bytes)}`);
+  const started = performance.now();
+  const db = await BenchDatabase.create('history', template.name);
+  log(`history: copied the template in ${round((performance.now() - started) / 1000, 0)} s`);
+  return db;
+}
+
+/** The history's own runs (older than the copy), counted from the table. */
+async function historyRuns(db: BenchDatabase): Promise<number> {
+  return Number((await db.client.query(`SELECT count(*) FROM runs WHERE id < $1`, [uuidv7Floor(db.createdAt)])).rows[0].count);
+}
+
+interface Retention {
+  kept: Result;
+  deleting: Result;
+  deletedPerSecond: number;
+  leftToDelete: number;
+}
+
+/** W1, W2 and W3a on a copy with retention off, then again with the daemon deleting; its rate counted from the table. */
+async function retention(benchMode: BenchMode, template: Template): Promise<Retention> {
+  const db = await copy(template);
+  try {
+    log('history: retention off, on a copy');
+    const kept = await benchMode('http', { database: db, coordinatorEnv: KEEP, skip: WORKLOADS });
+    const before = await historyRuns(db);
+    const started = performance.now();
+    log(`history: the same, retention deleting what finished over ${RETENTION_DAYS} days ago`);
+    // Over the whole measurement, the coordinator's start included: the daemon starts with it.
+    const deleting = await benchMode('http', { database: db, coordinatorEnv: DELETE, skip: WORKLOADS });
+    const seconds = (performance.now() - started) / 1000;
+    const deleted = before - (await historyRuns(db));
+    const { rows } = await db.client.query(`SELECT count(*) FROM runs WHERE id < $1 AND finished_at < now() - $2 * interval '1 day'`, [
+      uuidv7Floor(db.createdAt),
+      RETENTION_DAYS,
+    ]);
+    return { kept, deleting, deletedPerSecond: round(deleted / seconds, 0), leftToDelete: Number(rows[0].count) };
+  } finally {
+    await db.drop();
+  }
+}
+
+const percent = (from: number, to: number) => `${to >= from ? '+' : ''}${round(((to - from) / from) * 100, 1)}%`;
+
+function markdown(template: Template, shape: HistoryShape, empty: Result[], full: Result[], kept: Retention, when: string): string {
+  const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'CPU'}, ${round(totalmem() / 2 ** 30, 0)} GiB, Node ${process.version}`;
+  const rows = MEASURES.map(([name, value, better]) => {
+    const a = median(empty.map(value));
+    const b = median(full.map(value));
+    const worse = better === 'higher' ? (a - b) / a : (b - a) / a;
+    const verdict = worse > TOLERANCE ? `**missed** (${round(worse * 100, 1)}% worse)` : 'within 10%';
+    return `| ${name} | ${empty.map(value).join(', ')} | ${full.map(value).join(', ')} | ${a} | ${b} | ${percent(a, b)} | ${verdict} |`;
+  });
+  const { kept: off, deleting: on } = kept;
+  const w1 = median(full.map((r) => r.w1DrainPerSecond));
+  const retentionRow = (name: string, r: Result, deleted: number | string) =>
+    `| ${name} | ${r.w1DrainPerSecond} | ${r.w2StartP50} / ${r.w2StartP99} | ${r.w2ResultP50} / ${r.w2ResultP99} | ${r.w3aP50} | ${deleted} |`;
+  return [
+    `History run ${when} on ${machine}; HTTP mode, ${empty.length} pairs (empty, history, …), W3b and W4 not run, RUN_RETENTION_MS=0.`,
+    `History: template \`${template.name}\`, ${gigabytes(template.bytes)}: ${template.built}; ${shape.runs.toLocaleString()} runs of \`chain\` (1-3 steps), \`probe\` and \`echo\`, 3 transitions each.`,
+    '',
+    '| measure | empty | history | median empty | median history | difference | target: within 10% |',
+    '|---|---|---|---|---|---|---|',
+    ...rows,
+    '',
+    `Retention on a copy (window ${RETENTION_DAYS} days: ${round(((SPAN_DAYS - RETENTION_DAYS) / SPAN_DAYS) * 100, 0)}% of the history past it; RETENTION_INTERVAL_MS=1000, batches of 500):`,
+    '',
+    '| phase | W1 drain (runs/s) | W2 start p50 / p99 (ms) | W2 result p50 / p99 (ms) | W3a p50 (ms) | runs deleted/s |',
+    '|---|---|---|---|---|---|',
+    retentionRow('retention off', off, 0),
+    retentionRow('retention deleting', on, kept.deletedPerSecond),
+    '',
+    `- Keeps pace: ${kept.deletedPerSecond >= w1 ? 'yes' : '**no**'}, ${kept.deletedPerSecond} runs deleted/s against W1's drain of ${w1} runs/s (history median above)${kept.leftToDelete === 0 ? '; it ran out of runs to delete, so the rate is a lower bound' : `; ${kept.leftToDelete.toLocaleString()} were left to delete`}.`,
+    `- W2 while it deletes: result p99 ${percent(off.w2ResultP99, on.w2ResultP99)}, start p99 ${percent(off.w2StartP99, on.w2StartP99)} (same database, retention off before).`,
+    '',
+    `The template stays for the next run (\`--rebuild\` to make it again); drop it with \`psql -h 127.0.0.1 -U postgres -c 'DROP DATABASE ${template.name}'\` (older ones: \`psql -h 127.0.0.1 -U postgres -c "SELECT datname FROM pg_database WHERE datname LIKE 'wf_history_%'"\`).`,
+    '',
+  ].join('\n');
+}
+
+export async function history(argv: string[], benchMode: BenchMode): Promise<void> {
+  const shape: HistoryShape = { runs: option(argv, 'runs', 5_000_000), oldestDays: SPAN_DAYS, newestDays: 0 };
+  const pairs = option(argv, 'pairs', 2);
+  const template = await historyTemplate(shape, argv.includes('--rebuild'));
+  const empty: Result[] = [];
+  const full: Result[] = [];
+  for (let pair = 1; pair <= pairs; pair++) {
+    log(`history: pair ${pair} of ${pairs}, empty database`);
+    empty.push(await benchMode('http', { coordinatorEnv: KEEP, skip: WORKLOADS }));
+    log(`history: pair ${pair} of ${pairs}, ${shape.runs.toLocaleString()} runs behind`);
+    const db = await copy(template);
+    try {
+      full.push(await benchMode('http', { database: db, coordinatorEnv: KEEP, skip: WORKLOADS }));
+    } finally {
+      await db.drop();
+    }
+  }
+  const kept = await retention(benchMode, template);
+  const when = new Date().toISOString();
+  const table = markdown(template, shape, empty, full, kept, when);
+  process.stdout.write(`\n${table}\n`);
+  const dir = join(ROOT, 'bench', 'results');
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, `history-${when.replace(/[:.]/g, '-')}.md`), table);
+  writeFileSync(join(dir, 'history-latest.md'), table);
+}
