@@ -54,25 +54,33 @@ async function historyRuns(db: BenchDatabase): Promise<number> {
 }
 
 interface Retention {
-  kept: Result;
-  deleting: Result;
+  kept: Result[];
+  deleting: Result[];
   deletedPerSecond: number;
   leftToDelete: number;
 }
 
-/** W1, W2 and W3a on a copy with retention off, then again with the daemon deleting; its rate counted from the table. */
-async function retention(benchMode: BenchMode, template: Template): Promise<Retention> {
+/**
+ * On one copy, alternated `pairs` times: W1, W2 and W3a with retention off, then with the daemon deleting; its
+ * rate counted from the table over each measurement, the coordinator's start included (the daemon starts with it).
+ */
+async function retention(benchMode: BenchMode, template: Template, pairs: number): Promise<Retention> {
   const db = await copy(template);
   try {
-    log('history: retention off, on a copy');
-    const kept = await benchMode('http', { database: db, coordinatorEnv: KEEP, skip: WORKLOADS });
-    const before = await historyRuns(db);
-    const started = performance.now();
-    log(`history: the same, retention deleting what finished over ${RETENTION_DAYS} days ago`);
-    // Over the whole measurement, the coordinator's start included: the daemon starts with it.
-    const deleting = await benchMode('http', { database: db, coordinatorEnv: DELETE, skip: WORKLOADS });
-    const seconds = (performance.now() - started) / 1000;
-    const deleted = before - (await historyRuns(db));
+    const kept: Result[] = [];
+    const deleting: Result[] = [];
+    let deleted = 0;
+    let seconds = 0;
+    for (let pair = 1; pair <= pairs; pair++) {
+      log(`history: retention pair ${pair} of ${pairs}, retention off`);
+      kept.push(await benchMode('http', { database: db, coordinatorEnv: KEEP, skip: WORKLOADS }));
+      log(`history: retention pair ${pair} of ${pairs}, deleting what finished over ${RETENTION_DAYS} days ago`);
+      const before = await historyRuns(db);
+      const started = performance.now();
+      deleting.push(await benchMode('http', { database: db, coordinatorEnv: DELETE, skip: WORKLOADS }));
+      seconds += (performance.now() - started) / 1000;
+      deleted += before - (await historyRuns(db));
+    }
     const { rows } = await db.client.query(`SELECT count(*) FROM runs WHERE id < $1 AND finished_at < now() - $2 * interval '1 day'`, [
       uuidv7Floor(db.createdAt),
       RETENTION_DAYS,
@@ -85,19 +93,21 @@ async function retention(benchMode: BenchMode, template: Template): Promise<Rete
 
 const percent = (from: number, to: number) => `${to >= from ? '+' : ''}${round(((to - from) / from) * 100, 1)}%`;
 
-function markdown(template: Template, shape: HistoryShape, empty: Result[], full: Result[], kept: Retention, when: string): string {
+function markdown(template: Template, shape: HistoryShape, empty: Result[], full: Result[], deletion: Retention, when: string): string {
   const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'CPU'}, ${round(totalmem() / 2 ** 30, 0)} GiB, Node ${process.version}`;
   const rows = MEASURES.map(([name, value, better]) => {
     const a = median(empty.map(value));
     const b = median(full.map(value));
     const worse = better === 'higher' ? (a - b) / a : (b - a) / a;
     const verdict = worse > TOLERANCE ? `**missed** (${round(worse * 100, 1)}% worse)` : 'within 10%';
-    return `| ${name} | ${empty.map(value).join(', ')} | ${full.map(value).join(', ')} | ${a} | ${b} | ${percent(a, b)} | ${verdict} |`;
+    return `| ${name} | ${empty.map(value).join(', ')} | ${full.map(value).join(', ')} | ${round(a, 2)} | ${round(b, 2)} | ${percent(a, b)} | ${verdict} |`;
   });
-  const { kept: off, deleting: on } = kept;
   const w1 = median(full.map((r) => r.w1DrainPerSecond));
-  const retentionRow = (name: string, r: Result, deleted: number | string) =>
-    `| ${name} | ${r.w1DrainPerSecond} | ${r.w2StartP50} / ${r.w2StartP99} | ${r.w2ResultP50} / ${r.w2ResultP99} | ${r.w3aP50} | ${deleted} |`;
+  /** The median of a measure over a phase's runs, and the runs' own values. */
+  const cell = (results: Result[], value: (r: Result) => number) => `${round(median(results.map(value)), 2)} (${results.map(value).join(', ')})`;
+  const retentionRow = (name: string, results: Result[], deleted: number) =>
+    `| ${name} | ${MEASURES.map(([, value]) => cell(results, value)).join(' | ')} | ${deleted} |`;
+  const change = (value: (r: Result) => number) => percent(median(deletion.kept.map(value)), median(deletion.deleting.map(value)));
   return [
     `History run ${when} on ${machine}; HTTP mode, ${empty.length} pairs (empty, history, …), W3b and W4 not run, RUN_RETENTION_MS=0.`,
     `History: template \`${template.name}\`, ${gigabytes(template.bytes)}: ${template.built}; ${shape.runs.toLocaleString()} runs of \`chain\` (1-3 steps), \`probe\` and \`echo\`, 3 transitions each.`,
@@ -106,15 +116,15 @@ function markdown(template: Template, shape: HistoryShape, empty: Result[], full
     '|---|---|---|---|---|---|---|',
     ...rows,
     '',
-    `Retention on a copy (window ${RETENTION_DAYS} days: ${round(((SPAN_DAYS - RETENTION_DAYS) / SPAN_DAYS) * 100, 0)}% of the history past it; RETENTION_INTERVAL_MS=1000, batches of 500):`,
+    `Retention on one copy, alternated ${deletion.kept.length} times (window ${RETENTION_DAYS} days: ${round(((SPAN_DAYS - RETENTION_DAYS) / SPAN_DAYS) * 100, 0)}% of the history past it; RETENTION_INTERVAL_MS=1000, batches of 500):`,
     '',
-    '| phase | W1 drain (runs/s) | W2 start p50 / p99 (ms) | W2 result p50 / p99 (ms) | W3a p50 (ms) | runs deleted/s |',
-    '|---|---|---|---|---|---|',
-    retentionRow('retention off', off, 0),
-    retentionRow('retention deleting', on, kept.deletedPerSecond),
+    `| phase (median, then each run) | ${MEASURES.map(([name]) => name).join(' | ')} | runs deleted/s |`,
+    `|---|${MEASURES.map(() => '---|').join('')}---|`,
+    retentionRow('retention off', deletion.kept, 0),
+    retentionRow('retention deleting', deletion.deleting, deletion.deletedPerSecond),
     '',
-    `- Keeps pace: ${kept.deletedPerSecond >= w1 ? 'yes' : '**no**'}, ${kept.deletedPerSecond} runs deleted/s against W1's drain of ${w1} runs/s (history median above)${kept.leftToDelete === 0 ? '; it ran out of runs to delete, so the rate is a lower bound' : `; ${kept.leftToDelete.toLocaleString()} were left to delete`}.`,
-    `- W2 while it deletes: result p99 ${percent(off.w2ResultP99, on.w2ResultP99)}, start p99 ${percent(off.w2StartP99, on.w2StartP99)} (same database, retention off before).`,
+    `- Keeps pace: ${deletion.deletedPerSecond >= w1 ? 'yes' : '**no**'}, ${deletion.deletedPerSecond} runs deleted/s against W1's drain of ${w1} runs/s (history median above)${deletion.leftToDelete === 0 ? '; it ran out of runs to delete, so the rate is a lower bound' : `; ${deletion.leftToDelete.toLocaleString()} were left to delete`}.`,
+    `- While it deletes (medians against retention off, same database, alternated): W2 result p99 ${change((r) => r.w2ResultP99)}, start p99 ${change((r) => r.w2StartP99)}, result p50 ${change((r) => r.w2ResultP50)}; W1 drain ${change((r) => r.w1DrainPerSecond)}; W3a p50 ${change((r) => r.w3aP50)}.`,
     '',
     `The template stays for the next run (\`--rebuild\` to make it again); drop it with \`psql -h 127.0.0.1 -U postgres -c 'DROP DATABASE ${template.name}'\` (older ones: \`psql -h 127.0.0.1 -U postgres -c "SELECT datname FROM pg_database WHERE datname LIKE 'wf_history_%'"\`).`,
     '',
@@ -138,9 +148,9 @@ export async function history(argv: string[], benchMode: BenchMode): Promise<voi
       await db.drop();
     }
   }
-  const kept = await retention(benchMode, template);
+  const deletion = await retention(benchMode, template, pairs);
   const when = new Date().toISOString();
-  const table = markdown(template, shape, empty, full, kept, when);
+  const table = markdown(template, shape, empty, full, deletion, when);
   process.stdout.write(`\n${table}\n`);
   const dir = join(ROOT, 'bench', 'results');
   mkdirSync(dir, { recursive: true });
