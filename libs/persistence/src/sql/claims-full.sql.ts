@@ -161,7 +161,7 @@ const CLAIM_FULL = prepared(
   ), woken_parents AS (
     UPDATE runs p SET due_at = now(), updated_at = now()
       FROM parent_steps s
-     WHERE p.id = s.run_id AND p.status = 'waiting'
+     WHERE p.id = s.run_id AND p.status = 'waiting' COLLATE "C"
     RETURNING p.id, p.queue
   ), claimed AS (
     UPDATE runs r

@@ -68,7 +68,7 @@ export async function findLandedOutcomes(
  */
 const FIND_LANDED_SUSPENSION = `SELECT key, kind, seq, status, attempts, output, error FROM tasks
  WHERE run_id = $1 AND key = $3 AND kind = $4 AND status = 'waiting'
-   AND EXISTS (SELECT FROM runs r WHERE r.id = $1 AND r.revision = $2 + 1 AND r.status = 'waiting')`;
+   AND EXISTS (SELECT FROM runs r WHERE r.id = $1 AND r.revision = $2 + 1 AND r.status = 'waiting' COLLATE "C")`;
 
 /** The waiting step a suspension that landed before left (see above), or undefined. */
 export async function findLandedSuspension(

@@ -14,14 +14,14 @@ const REFRESH_CLAIMS = `WITH beat AS (
     SELECT * FROM unnest($1::uuid[], $2::integer[]) AS h(id, revision)
   ), held AS MATERIALIZED (
     SELECT r.id FROM runs r JOIN beat h ON r.id = h.id AND r.revision = h.revision
-     WHERE r.status = 'running'
+     WHERE r.status = 'running' COLLATE "C"
      ORDER BY r.id
      FOR UPDATE OF r SKIP LOCKED
   ), refreshed AS (
     UPDATE runs r SET heartbeat_at = now() FROM held WHERE r.id = held.id
   )
   SELECT h.id FROM beat h
-   WHERE NOT EXISTS (SELECT 1 FROM runs r WHERE r.id = h.id AND r.revision = h.revision AND r.status = 'running')`;
+   WHERE NOT EXISTS (SELECT 1 FROM runs r WHERE r.id = h.id AND r.revision = h.revision AND r.status = 'running' COLLATE "C")`;
 
 /** Refreshes claims (see above); returns the ids of the runs no longer held. */
 export async function refreshClaims(db: SqlExecutor, runs: { id: string; expectedRevision: number }[]): Promise<string[]> {

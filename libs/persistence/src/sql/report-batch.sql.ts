@@ -26,7 +26,7 @@ const RECORD_TASKS_AND_FINISH = prepared(
     SELECT r.id, r.revision
        FROM (SELECT DISTINCT run_id, revision FROM task_input ORDER BY run_id, revision) i
        CROSS JOIN LATERAL (SELECT id, revision FROM runs
-                            WHERE id = i.run_id AND revision = i.revision AND status = 'running'
+                            WHERE id = i.run_id AND revision = i.revision AND status = 'running' COLLATE "C"
                               FOR UPDATE) r
   ), refreshed AS (
     -- A task result refreshes a claim last refreshed more than $13 ms ago, except of a run whose outcome
@@ -80,7 +80,7 @@ const RECORD_TASKS_AND_FINISH = prepared(
   ), woken_parents AS (
     UPDATE runs p SET due_at = now(), updated_at = now()
       FROM parent_steps s
-     WHERE p.id = s.run_id AND p.status = 'waiting'
+     WHERE p.id = s.run_id AND p.status = 'waiting' COLLATE "C"
     RETURNING p.id, p.queue
   ), announced AS (
     SELECT (SELECT count(*) FROM (SELECT pg_notify('wf_run_finished', id::text) FROM finished) n) AS finished,

@@ -15,11 +15,18 @@ import { jsonParam } from './json-param';
  * of them cannot deadlock: a MATERIALIZED CTE (`owner`, `held`) locks, in id order, the runs of its input (rows
  * with run_id and revision; repeats allowed) still running at that revision, and yields their id and revision.
  * Each run is looked up by its id in a LATERAL subquery (never flattened: it holds a row lock), so the plan probes
- * the primary key per run (or, in a table planned while a few pages, reads those pages), never the running runs'
- * index, whatever the statistics say of it: joined to the input instead, the generic plan of a database planned
- * small or never analyzed scanned every entry of `runs_idle_claims_idx` (`status = 'running'`, dead entries
- * included until a vacuum), 0.22 ms at a few thousand (EXPLAIN in docs/benchmarks.md). The nested loop takes the
- * locks in its sorted outer order: id order.
+ * the primary key per run: joined to the input instead, the generic plan of a database planned small or never
+ * analyzed scanned every entry of `runs_idle_claims_idx` (`status = 'running'`, dead entries included until a
+ * vacuum), 0.22 ms at a few thousand (EXPLAIN in docs/benchmarks.md). The nested loop takes the locks in its sorted
+ * outer order: id order.
+ *
+ * A run looked up by its id compares its status `COLLATE "C"` (here and in every statement that does): the same
+ * test for text, but the planner can no longer prove from it the predicate of a partial index on status
+ * (`runs_idle_claims_idx`, `runs_ready_idx`, …), so it cannot read one of those instead of the primary key.
+ * Otherwise it does, once an ANALYZE saw few running or ready runs (a database of finished history, a quiet
+ * hour): that index looks a page long, and each lookup then read every running run, or every run of the ready
+ * backlog (a parent woken at its child's end: 5,000 entries and 3.9 ms of a 7 ms report batch on a 5-million-run
+ * history, docs/benchmarks.md "History").
  *
  * A batch of task results with the outcomes they lock (a run's last task result and its completion) runs both in
  * one statement instead (report-batch.sql.ts), which commits on its own: one round trip and one commit for the
@@ -94,7 +101,7 @@ const RECORD_TASKS = prepared(
     SELECT r.id, r.revision
        FROM (SELECT DISTINCT run_id, revision FROM task_input ORDER BY run_id, revision) i
        CROSS JOIN LATERAL (SELECT id, revision FROM runs
-                            WHERE id = i.run_id AND revision = i.revision AND status = 'running'
+                            WHERE id = i.run_id AND revision = i.revision AND status = 'running' COLLATE "C"
                               FOR UPDATE) r
   ), refreshed AS (
     -- A task result refreshes a claim last refreshed more than $13 ms ago, except of a run whose outcome
@@ -157,7 +164,7 @@ const FINISH_RUNS = prepared(
     SELECT r.id, r.revision
        FROM (SELECT DISTINCT run_id, revision FROM first_outcomes ORDER BY run_id, revision) i
        CROSS JOIN LATERAL (SELECT id, revision FROM runs
-                            WHERE id = i.run_id AND revision = i.revision AND status = 'running'
+                            WHERE id = i.run_id AND revision = i.revision AND status = 'running' COLLATE "C"
                               FOR UPDATE) r
   ), finished AS (
     -- By id alone: held checked the status and revision under the lock it still holds. A status
@@ -183,7 +190,7 @@ const FINISH_RUNS = prepared(
   ), woken_parents AS (
     UPDATE runs p SET due_at = now(), updated_at = now()
       FROM parent_steps s
-     WHERE p.id = s.run_id AND p.status = 'waiting'
+     WHERE p.id = s.run_id AND p.status = 'waiting' COLLATE "C"
     RETURNING p.id, p.queue
   ), announced AS (
     SELECT (SELECT count(*) FROM (SELECT pg_notify('wf_run_finished', id::text) FROM finished) n) AS finished,
@@ -215,7 +222,7 @@ const RETRY_RUN_LATER = `WITH retried AS (
     UPDATE runs
        SET status = 'waiting', attempt = attempt + 1, error = $3, revision = revision + 1,
            due_at = now() + $4 * interval '1 millisecond', heartbeat_at = NULL, updated_at = now()
-     WHERE id = $1 AND revision = $2 AND status = 'running'
+     WHERE id = $1 AND revision = $2 AND status = 'running' COLLATE "C"
     RETURNING id, revision, claimed_by, queue, due_at
   ), history AS (
     INSERT INTO run_transitions (run_id, from_status, to_status, revision, worker_id)
@@ -238,7 +245,7 @@ export async function retryRunLater(
 const RELEASE_RUN = `WITH released AS (
     UPDATE runs
        SET status = 'queued', due_at = now(), revision = revision + 1, heartbeat_at = NULL, updated_at = now()
-     WHERE id = $1 AND revision = $2 AND status = 'running'
+     WHERE id = $1 AND revision = $2 AND status = 'running' COLLATE "C"
     RETURNING id, revision, claimed_by, queue
   ), history AS (
     INSERT INTO run_transitions (run_id, from_status, to_status, revision, worker_id)

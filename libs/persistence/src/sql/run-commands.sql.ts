@@ -60,7 +60,7 @@ const CANCEL_RUN_TREE = `WITH RECURSIVE tree AS (
   ), woken_parents AS (
     UPDATE runs p SET due_at = now(), updated_at = now()
       FROM parent_steps s
-     WHERE p.id = s.run_id AND p.status = 'waiting'
+     WHERE p.id = s.run_id AND p.status = 'waiting' COLLATE "C"
     RETURNING p.id, p.queue
   )
   SELECT count(*)::int AS cancelled, (SELECT count(*) FROM (SELECT pg_notify('wf_run_finished', id::text) FROM cancelled) n),
@@ -84,7 +84,7 @@ const DELIVER_EVENT = `WITH step AS (
     RETURNING key
   ), woken AS (
     UPDATE runs SET due_at = now(), updated_at = now()
-     WHERE id = $1 AND status = 'waiting' AND EXISTS (SELECT 1 FROM step)
+     WHERE id = $1 AND status = 'waiting' COLLATE "C" AND EXISTS (SELECT 1 FROM step)
     RETURNING queue
   )
   SELECT key, (SELECT count(*) FROM (SELECT pg_notify('wf_runs_ready', queue) FROM woken) n) FROM step`;
@@ -105,7 +105,7 @@ export async function storeEvent(db: SqlExecutor, id: string, name: string, data
 /** Ends a durable sleep early: run $1, if it waits on a sleep step, becomes due now (announced on wf_runs_ready). */
 const WAKE_SLEEPING_RUN = `WITH woken AS (
     UPDATE runs r SET due_at = now(), updated_at = now()
-     WHERE r.id = $1 AND r.status = 'waiting'
+     WHERE r.id = $1 AND r.status = 'waiting' COLLATE "C"
        AND EXISTS (SELECT 1 FROM tasks s WHERE s.run_id = r.id AND s.kind = 'sleep' AND s.status = 'waiting')
     RETURNING r.queue
   )
@@ -161,7 +161,7 @@ const FAIL_STALLED_TAKEN_WITH = `WITH last_taken AS (
     UPDATE runs
        SET status = 'failed', error = jsonb_build_object('name', 'RunStalledError', 'reason', 'stalled', 'message', $4::text), revision = revision + 1,
            heartbeat_at = NULL, finished_at = now(), updated_at = now()
-     WHERE id = (SELECT id FROM last_taken) AND status = 'running' AND heartbeat_at < now() - $3 * interval '1 millisecond'
+     WHERE id = (SELECT id FROM last_taken) AND status = 'running' COLLATE "C" AND heartbeat_at < now() - $3 * interval '1 millisecond'
     RETURNING id, revision, claimed_by, parent_id, status, output, error
   ), history AS (
     INSERT INTO run_transitions (run_id, from_status, to_status, revision, worker_id)
@@ -178,7 +178,7 @@ const FAIL_STALLED_TAKEN_WITH = `WITH last_taken AS (
   ), woken_parents AS (
     UPDATE runs p SET due_at = now(), updated_at = now()
       FROM parent_steps s
-     WHERE p.id = s.run_id AND p.status = 'waiting'
+     WHERE p.id = s.run_id AND p.status = 'waiting' COLLATE "C"
     RETURNING p.id, p.queue
   )
   SELECT (SELECT id FROM last_taken) AS id, EXISTS (SELECT 1 FROM failed) AS failed,

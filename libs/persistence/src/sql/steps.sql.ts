@@ -10,7 +10,7 @@ import { jsonParam } from './json-param';
  * changes nothing.
  */
 
-const LOCK_RUNNING_RUN = `SELECT shard, tags FROM runs WHERE id = $1 AND revision = $2 AND status = 'running' FOR UPDATE`;
+const LOCK_RUNNING_RUN = `SELECT shard, tags FROM runs WHERE id = $1 AND revision = $2 AND status = 'running' COLLATE "C" FOR UPDATE`;
 
 /** Locks the run if it is running at the expected revision, and returns its shard and tags; undefined otherwise (fencing.sql.ts tells 409 from 404). */
 export async function lockRunningRun(
@@ -115,7 +115,7 @@ const SUSPEND_RUN = `WITH suspended AS (
     UPDATE runs
        SET status = 'waiting', revision = revision + 1, heartbeat_at = NULL, updated_at = now(),
            due_at = coalesce(now() + $2 * interval '1 millisecond', 'infinity')
-     WHERE id = $1 AND status = 'running'
+     WHERE id = $1 AND status = 'running' COLLATE "C"
     RETURNING id, revision, claimed_by, queue, due_at
   ), history AS (
     INSERT INTO run_transitions (run_id, from_status, to_status, revision, worker_id)
