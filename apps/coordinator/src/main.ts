@@ -1,10 +1,11 @@
-import { exitOnStartError, listenOrExit, loadConfigOrExit } from '@app/config';
+import { exitOnStartError, listenOrExit, loadConfigOrExit, optimiseHotCodeSooner } from '@app/config';
 import { describeDatabase } from '@app/persistence';
 import { Logger } from '@nestjs/common';
 import { createCoordinatorApp, listenCoordinator } from './bootstrap';
 import { loadCoordinatorConfig } from './config/coordinator.config';
 
 async function main(): Promise<void> {
+  optimiseHotCodeSooner();
   const config = loadConfigOrExit('coordinator', () => loadCoordinatorConfig(process.env));
   // A configuration the deployment refuses (e.g. a stream partition count other coordinators disagree with), or a
   // database it cannot use (no such database, a wrong password; one not up yet is waited for): one line.

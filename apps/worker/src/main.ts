@@ -1,9 +1,10 @@
-import { listenOrExit, loadConfigOrExit } from '@app/config';
+import { listenOrExit, loadConfigOrExit, optimiseHotCodeSooner } from '@app/config';
 import { Logger } from '@nestjs/common';
 import { createWorkerApp } from './bootstrap';
 import { loadWorkerConfig } from './config/worker.config';
 
 async function main(): Promise<void> {
+  optimiseHotCodeSooner();
   const config = loadConfigOrExit('worker', () => loadWorkerConfig(process.env));
   const app = await createWorkerApp(config);
   app.enableShutdownHooks();
