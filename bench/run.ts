@@ -251,7 +251,7 @@ function markdown(results: Column[], when: string): string {
   const rows: [string, (r: Partial<Result>) => number | string | null | undefined][] = [
     ['W1 drain (runs/s)', (r) => r.w1DrainPerSecond],
     ['W1 create+drain (runs/s)', (r) => r.w1CreateDrainPerSecond],
-    ['W1 PostgreSQL CPU: cores busy / runs per CPU-second', (r) => `${r.w1DbCpuCores} / ${r.w1RunsPerDbCpuSecond}`],
+    ['W1 store CPU (PostgreSQL; BullMQ: Redis): cores busy / runs per CPU-second', (r) => `${r.w1DbCpuCores} / ${r.w1RunsPerDbCpuSecond}`],
     ['W2 start latency p50 / p95 / p99 (ms)', (r) => `${r.w2StartP50} / ${r.w2StartP95} / ${r.w2StartP99}`],
     ['W2 start call round trip p50 / p99 (ms)', (r) => `${r.startRoundTripP50} / ${r.startRoundTripP99}`],
     ['W2 result latency p50 / p99 (ms)', (r) => `${r.w2ResultP50} / ${r.w2ResultP99}`],

@@ -124,9 +124,11 @@ export function postgresCpuSeconds(except: number[] = []): number {
     try {
       if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() !== 'postgres') continue;
       const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-      ticks += Number(fields[11]) + Number(fields[12]);
+      // Its own time (utime, stime) and its reaped children's (cutime, cstime): a backend that exits between the
+      // two readings moves its time into the postmaster's, so none is lost or subtracted.
+      ticks += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
     } catch {
-      // The process ended between the listing and the read.
+      // The process ended between the listing and the read: the postmaster's children's time has it next time.
     }
   }
   return ticks / 100;

@@ -42,7 +42,7 @@ export async function until(what, check, timeoutMs = 300_000, everyMs = 20) {
 }
 
 /**
- * CPU seconds (user + system) used so far by every live process whose name is `comm`: `postgres` is the
+ * CPU seconds (user + system, with reaped children's) used so far by every live process whose name is `comm`: `postgres` is the
  * PostgreSQL server with all its backends, `redis-server` Redis. Whatever else runs on those servers counts too.
  */
 export function storeCpuSeconds(comm) {
@@ -54,9 +54,11 @@ export function storeCpuSeconds(comm) {
       const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
       // The name in field 2 may hold spaces: count from the ')' closing it, where field 3 begins.
       const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      ticks += Number(fields[14 - 3]) + Number(fields[15 - 3]);
+      // Its own time (utime, stime) and its reaped children's (cutime, cstime): a backend that exits between the
+      // two readings moves its time into the postmaster's, so none is lost or subtracted.
+      ticks += Number(fields[14 - 3]) + Number(fields[15 - 3]) + Number(fields[16 - 3]) + Number(fields[17 - 3]);
     } catch {
-      // The process exited between the listing and the reading: its time is gone from both readings' sums.
+      // The process exited between the listing and the reading: its parent's children's time has it next time.
     }
   }
   return ticks / CLOCK_TICKS_PER_SECOND;

@@ -115,7 +115,7 @@ const CLAIM_FULL = prepared(
       FROM wanted w CROSS JOIN LATERAL (
            SELECT x.id, x.status, x.stalls, x.priority, x.due_at FROM runs x
             WHERE x.id IN (SELECT k.id FROM keyed_fit k WHERE k.queue = w.queue AND k.fits ORDER BY k.priority DESC, k.rate_delayed DESC, k.due_at LIMIT w.fresh)
-              AND x.status IN ('queued', 'waiting') AND x.due_at <= w.admitted_at
+              AND x.status COLLATE "C" IN ('queued', 'waiting') AND x.due_at <= w.admitted_at
             FOR NO KEY UPDATE SKIP LOCKED) r
      WHERE (w.per_key IS NOT NULL OR w.key_rate IS NOT NULL) AND w.fresh > 0
   ), candidates AS (
@@ -214,7 +214,7 @@ const CLAIM_FULL = prepared(
     SELECT k.family, k.concurrency_key AS key, count(*) AS n FROM picked p JOIN keyed_fit k USING (id) WHERE NOT p.idle GROUP BY 1, 2
   ), rate_delay AS (
     SELECT x.id, x.rate_delayed FROM runs x JOIN keyed_fit k USING (id)
-     WHERE k.rank > k.whole AND x.status IN ('queued', 'waiting') AND x.due_at <= k.window_at
+     WHERE k.rank > k.whole AND x.status COLLATE "C" IN ('queued', 'waiting') AND x.due_at <= k.window_at
      FOR NO KEY UPDATE OF x SKIP LOCKED
   ), delayed AS (
     UPDATE runs r SET due_at = d.due_at, rate_delayed = true, updated_at = now()
