@@ -161,8 +161,8 @@ async function benchMode(mode: Mode, options: BenchOptions = {}): Promise<Result
     const commitsPerRun = ((await commits()) - commitsBeforeW1) / W1_RUNS;
 
     // The database's first ANALYZE, as autovacuum makes it in a deployment's first minutes. Until then each session
-    // keeps the generic plans it made on the empty tables of the short phase, and a W3a chain took 22-34 ms against
-    // 14-16 once they were planned again (docs/benchmarks.md, "Near the floor from the first minute").
+    // keeps the generic plans it made on the empty tables of the short phase: a W3a chain took 22-34 ms in two
+    // scratch runs of three, against 16-18 once they were planned again (docs/benchmarks.md, "Near the floor…").
     await db.client.query('ANALYZE');
     log(`${mode}: warm-up of W2 and W3a (${WARMUP_PROBES} runs, ${WARMUP_CHAINS} chains)`);
     await warmUp(probe, chain, WARMUP_PROBES, WARMUP_CHAINS, 'long');
