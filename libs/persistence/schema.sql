@@ -322,6 +322,21 @@ CREATE FUNCTION public.tasks_resolved_at() RETURNS trigger
       $$;
 
 --
+-- Name: completion_tokens; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.completion_tokens (
+    token text NOT NULL,
+    run_id uuid NOT NULL,
+    wait_key text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    expires_at timestamp with time zone,
+    completed_at timestamp with time zone,
+    outcome jsonb,
+    CONSTRAINT completion_tokens_outcome_check CHECK (((completed_at IS NULL) = (outcome IS NULL)))
+);
+
+--
 -- Name: dead_letters; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -572,7 +587,7 @@ CREATE TABLE public.tasks (
     finished_at timestamp with time zone,
     started_at timestamp with time zone,
     CONSTRAINT tasks_key_check CHECK (((length(key) >= 1) AND (length(key) <= 255))),
-    CONSTRAINT tasks_kind_check CHECK ((kind = ANY (ARRAY['task'::text, 'sleep'::text, 'event'::text, 'child'::text, 'retry'::text, 'patch'::text]))),
+    CONSTRAINT tasks_kind_check CHECK ((kind = ANY (ARRAY['task'::text, 'sleep'::text, 'event'::text, 'child'::text, 'retry'::text, 'patch'::text, 'token'::text, 'external'::text]))),
     CONSTRAINT tasks_status_check CHECK ((status = ANY (ARRAY['completed'::text, 'failed'::text, 'waiting'::text])))
 );
 
@@ -670,6 +685,20 @@ ALTER TABLE ONLY public.migrations ALTER COLUMN id SET DEFAULT nextval('public.m
 
 ALTER TABLE ONLY public.migrations
     ADD CONSTRAINT "PK_8c82d7f526340ab734260ea46be" PRIMARY KEY (id);
+
+--
+-- Name: completion_tokens completion_tokens_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.completion_tokens
+    ADD CONSTRAINT completion_tokens_pkey PRIMARY KEY (token);
+
+--
+-- Name: completion_tokens completion_tokens_wait_unique; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.completion_tokens
+    ADD CONSTRAINT completion_tokens_wait_unique UNIQUE (run_id, wait_key);
 
 --
 -- Name: dead_letters dead_letters_origin_ref_key; Type: CONSTRAINT; Schema: public; Owner: -
@@ -978,6 +1007,13 @@ CREATE TRIGGER schedules_notify_due_on_update AFTER UPDATE OF next_run_at ON pub
 --
 
 CREATE TRIGGER tasks_resolved_at BEFORE UPDATE OF status ON public.tasks FOR EACH ROW WHEN (((old.status = 'waiting'::text) AND (new.status <> 'waiting'::text))) EXECUTE FUNCTION public.tasks_resolved_at();
+
+--
+-- Name: completion_tokens completion_tokens_run_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.completion_tokens
+    ADD CONSTRAINT completion_tokens_run_id_fkey FOREIGN KEY (run_id) REFERENCES public.runs(id) ON DELETE CASCADE;
 
 --
 -- Name: run_events run_events_run_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -

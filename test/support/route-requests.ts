@@ -96,10 +96,13 @@ export const ROUTE_REQUESTS: Record<keyof typeof ROUTES, RouteRequest> = {
   },
   releaseRun: { params: { id: running }, body: { expectedRevision: revision } },
   reportDeadLetter: { body: { workerId: worker, workflow: { name: 'fuzz-dead', version: '1' }, wakeup: 'w1', deliveries: 5 } },
+  createCompletionToken: { params: { id: running }, body: { expectedRevision: revision, key: 'token:pay#1', seq: 4, name: 'pay', timeoutMs: 60_000 } },
   live: {},
   ready: {},
   metrics: {},
   dashboardConfig: {},
+  // A well-formed token no run made: the route's answer is a 404 (a token is a secret: no fixture hands one out).
+  completeExternal: { params: { token: `wfct_${'A'.repeat(43)}` }, body: { data: { paid: true } } },
 };
 
 export type RouteName = keyof typeof ROUTES;

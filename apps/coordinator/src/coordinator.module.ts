@@ -15,6 +15,7 @@ import { DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD } from '@nestjs/core';
 import { ScheduleModule } from '@nestjs/schedule';
 import { BearerTokenGuard } from './auth/bearer-token.guard';
+import { CompletionsModule } from './completions/completions.module';
 import { CoordinatorConfigModule } from './config/coordinator-config.module';
 import type { CoordinatorConfig } from './config/coordinator.config';
 import { DashboardModule } from './dashboard/dashboard.module';
@@ -72,6 +73,7 @@ export class CoordinatorModule {
               CoordinatorDispatchModule,
             ]),
         RunsModule,
+        CompletionsModule,
         SchedulesModule,
         WorkerApiModule,
         DeadLettersModule,

@@ -2,6 +2,7 @@
 // of runs, each a revision-fenced statement against PostgreSQL (the statements are in @app/persistence's SQL
 // home). Used by the coordinator only.
 export * from './claims/claim.repository';
+export * from './completions/completion.repository';
 export * from './control/run-control.repository';
 export * from './heartbeats/heartbeat.repository';
 export { type FinishedRun, ReportAnswerError, type RunFinished } from './reports/report-answers';

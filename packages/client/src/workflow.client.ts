@@ -1,5 +1,7 @@
 import type { StaticEncode } from '@sinclair/typebox';
 import type {
+  CompletionAccepted,
+  CompletionError,
   DeadLetterPage,
   EventAccepted,
   FeedEvent,
@@ -239,6 +241,24 @@ export class WorkflowClient {
    */
   sendEvent(runId: string, name: string, data?: JsonValue): Promise<EventAccepted> {
     return this.http.call(API.sendEvent, { params: { id: runId, name }, body: data === undefined ? undefined : { data } });
+  }
+
+  /**
+   * Completes the step a workflow made completion token `token` for (`ctx.awaitExternal`) with `data`: `delivered`
+   * if the run was waiting on it (it resumes), otherwise kept until it waits. Needs no client token: the completion
+   * token is the credential. `404 completion_token_not_found`, `409 completion_token_used` (a token is used once),
+   * `410 completion_token_expired` (timed out, or its run ended).
+   */
+  complete(token: string, data?: JsonValue): Promise<CompletionAccepted> {
+    return this.http.call(API.completeExternal, { params: { token }, body: data === undefined ? {} : { data } });
+  }
+
+  /**
+   * Fails the step of completion token `token`: the waiting workflow's `await result` throws a CompletionFailedError
+   * carrying `error` (its `name` defaults to `Error`). Refused as `complete` is.
+   */
+  fail(token: string, error: CompletionError): Promise<CompletionAccepted> {
+    return this.http.call(API.completeExternal, { params: { token }, body: { error } });
   }
 
   /**

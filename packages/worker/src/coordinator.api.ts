@@ -3,6 +3,7 @@ import { answeredError, CoordinatorUnavailableError, isAnsweredError, isTransien
 import type {
   ClaimedRun,
   CompleteRunRequest,
+  CreateCompletionTokenRequest,
   FailRunRequest,
   StartChildRequest,
   StepResponse,
@@ -271,6 +272,10 @@ export class CoordinatorApi implements OnApplicationShutdown {
 
   startChild(runId: string, request: StartChildRequest): Promise<StepResponse> {
     return this.report(API.startChild, { params: { id: runId }, body: request });
+  }
+
+  createCompletionToken(runId: string, request: CreateCompletionTokenRequest): Promise<StoredTask> {
+    return this.report(API.createCompletionToken, { params: { id: runId }, body: request });
   }
 
   async release(runId: string, expectedRevision: number): Promise<void> {

@@ -14,8 +14,10 @@ import {
   RunSuspendedError,
   TaskTimeoutError,
   toErrorDetails,
+  type AwaitExternalOptions,
   type ChildOptions,
   type EventResult,
+  type ExternalCompletion,
   retryDelayMs,
   type TaskContext,
   type TaskOptions,
@@ -23,7 +25,8 @@ import {
 } from '@nest-durable/workflow';
 import { CoordinatorApi } from './coordinator.api';
 import { RunLease } from '@app/locking';
-import { checkChild, checkDelay } from './step-checks';
+import { checkChild, checkDelay, checkTimeout } from './step-checks';
+import { externalResultOf, LazyResult, waitKeyOf } from './external-completion';
 import { childResultOf, outcomeOf, StepHistory } from './step-history';
 import { type ResolvedWorkerOptions } from './worker.options';
 import { inJsonbOrder, toJson } from './json-values';
@@ -144,6 +147,33 @@ export class RunContext implements WorkflowContext {
     return resolved.output as unknown as EventResult<T>;
   }
 
+  async awaitExternal<T = JsonValue>({ name = 'external', timeoutMs }: AwaitExternalOptions = {}): Promise<ExternalCompletion<T>> {
+    const timeout = timeoutMs === undefined ? null : checkTimeout(timeoutMs, 'completion timeout');
+    await this.settled();
+    const step = this.begin('token', name);
+    // The coordinator makes the token; it is recorded before the workflow sees it (a replay reads it back).
+    const recorded =
+      step.recorded ??
+      (await this.call(() =>
+        this.api.createCompletionToken(this.runId, { expectedRevision: this.lease.revision, key: step.key, seq: step.seq, name, timeoutMs: timeout }),
+      ));
+    const { token } = recorded.output as { token: string };
+    const waitKey = waitKeyOf(step.key);
+    return {
+      token,
+      result: new LazyResult(async () => {
+        await this.settled();
+        const wait = this.begin('external', name, waitKey);
+        const resolved =
+          wait.recorded ??
+          (await this.suspendAt(wait.key, () =>
+            this.api.suspend(this.runId, { expectedRevision: this.lease.revision, key: wait.key, seq: wait.seq, kind: 'external', name, attempts: 0 }),
+          ));
+        return externalResultOf<T>(resolved);
+      }),
+    };
+  }
+
   async startChild<I>(name: string, workflow: WorkflowTarget, input: I, options: ChildOptions = {}): Promise<string> {
     const step = await this.childStep(name, workflow, input, options, false, null);
     return (step.output as { childId: string }).childId;
@@ -212,9 +242,9 @@ export class RunContext implements WorkflowContext {
     );
   }
 
-  private begin(kind: 'task' | 'sleep' | 'event' | 'child', name: string) {
+  private begin(kind: 'task' | 'sleep' | 'event' | 'child' | 'token' | 'external', name: string, key?: string) {
     this.lease.throwIfEnded();
-    return this.history.next(kind, name);
+    return this.history.next(kind, name, key);
   }
 
   /**

@@ -12,6 +12,12 @@ export function checkDelay(ms: number, what: string): number {
   return ms;
 }
 
+/** A timeout in ms: like a delay, but at least 1 (a token that expires as it is made could never be completed). */
+export function checkTimeout(ms: number, what: string): number {
+  if (!Number.isInteger(ms) || ms < 1 || ms > MAX_DELAY_MS) throw new InvalidStepError(`${what} must be an integer from 1 to ${MAX_DELAY_MS} ms`);
+  return ms;
+}
+
 /** A child's options, and the workflow version it starts. */
 export function checkChild(target: WorkflowTarget, { shard, tags }: ChildOptions): WorkflowName {
   if (shard !== undefined && shard !== null) parseIdentifier(shard, 'shard');

@@ -47,13 +47,12 @@ export class StepHistory {
     this.lastSeq = lastSeq;
   }
 
-  next(kind: Exclude<StepKind, 'retry' | 'patch'>, name: string): StepAddress {
-    checkStepName(name);
+  /**
+   * The next step, of `kind` called `name`, at the key its occurrence gives it, or at `key` (the wait on a completion
+   * token takes its token's key, whatever order the tokens are awaited in).
+   */
+  next(kind: Exclude<StepKind, 'retry' | 'patch'>, name: string, key = this.keyOf(kind, name)): StepAddress {
     const seq = this.nextSeq++;
-    const counter = `${kind}:${name}`;
-    const occurrence = (this.calls.get(counter) ?? 0) + 1;
-    this.calls.set(counter, occurrence);
-    const key = kind === 'task' ? `${name}#${occurrence}` : `${kind}:${name}#${occurrence}`;
 
     const recorded = this.byKey.get(key);
     const atSeq = this.bySeq.get(seq);
@@ -61,6 +60,15 @@ export class StepHistory {
       throw divergence(seq, atSeq, { kind, key });
     }
     return { key, seq, recorded };
+  }
+
+  /** The key of the next occurrence of a step of `kind` called `name` (`name#n` for a task, `kind:name#n` otherwise). */
+  private keyOf(kind: StepKind, name: string): string {
+    checkStepName(name);
+    const counter = `${kind}:${name}`;
+    const occurrence = (this.calls.get(counter) ?? 0) + 1;
+    this.calls.set(counter, occurrence);
+    return kind === 'task' ? `${name}#${occurrence}` : `${kind}:${name}#${occurrence}`;
   }
 
   /** `ctx.patched(id)` at the current position (see the class). */

@@ -5,6 +5,9 @@ export * from './workflow';
 export {
   ChildRunFailedError,
   ChildRunTimeoutError,
+  CompletionFailedError,
+  type CompletionFailure,
+  CompletionTimeoutError,
   type CheckedSchedule,
   checkDeclaredSchedules,
   DEFAULT_TIMEZONE,

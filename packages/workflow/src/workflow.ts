@@ -33,6 +33,29 @@ export interface TaskContext {
 
 export type EventResult<T = JsonValue> = { timedOut: false; data: T } | { timedOut: true };
 
+/** Where and how long `ctx.awaitExternal` waits. */
+export interface AwaitExternalOptions {
+  /** Names the step in the run's history (default `external`): 1-200 characters, no ':' or '#'. */
+  name?: string;
+  /** The token expires this long after it was made: its wait then throws CompletionTimeoutError (default: never). */
+  timeoutMs?: number;
+}
+
+/**
+ * A completion token and the outcome the workflow will wait for (`ctx.awaitExternal`). `result` is lazy: the run
+ * suspends only when it is awaited, so the workflow can hand the token out first (from a task).
+ */
+export interface ExternalCompletion<T = JsonValue> {
+  /** Unguessable (256 random bits), single use: `POST /v1/completions/{token}` completes or fails the step. */
+  readonly token: string;
+  /**
+   * The data the outside system completed the step with. Awaiting it suspends the run until then (an outcome that
+   * came earlier is kept for it); throws CompletionFailedError when it failed the step, CompletionTimeoutError
+   * when the token expired first.
+   */
+  readonly result: PromiseLike<T>;
+}
+
 /** A workflow to start as a child: a definition or just its name and version (a `@Workflow` class is one too). */
 export interface WorkflowRef {
   readonly name: string;
@@ -86,6 +109,18 @@ export interface WorkflowContext {
     input: I,
     options?: ChildOptions & { timeoutMs?: number },
   ): Promise<O>;
+  /**
+   * Makes a completion token for an outside system (a payment provider, an approval page) to finish a step with.
+   * The token is recorded in the run's history before this resolves, and is the same on every re-execution: hand
+   * it out from a task, then await `result`.
+   *
+   * ```ts
+   * const { token, result } = await ctx.awaitExternal<{ paid: boolean }>({ name: 'payment', timeoutMs: 3_600_000 });
+   * await ctx.task('request-payment', () => payments.request(order, `${publicUrl}/v1/completions/${token}`));
+   * const { paid } = await result;
+   * ```
+   */
+  awaitExternal<T = JsonValue>(options?: AwaitExternalOptions): Promise<ExternalCompletion<T>>;
   /**
    * Guards a change to the code of runs already in flight: true for a run that reaches this point under the new
    * code, false for a run whose recorded history went past it under the old code. The answer is recorded in the

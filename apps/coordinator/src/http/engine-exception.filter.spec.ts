@@ -2,6 +2,9 @@ import { afterEach, describe, expect, it, jest } from '@jest/globals';
 import * as common from '@nest-durable/common';
 import {
   ANSWERED_ERROR_CLASSES,
+  CompletionTokenExpiredError,
+  CompletionTokenNotFoundError,
+  CompletionTokenUsedError,
   DatabaseUnavailableError,
   DeadLetterNotFoundError,
   DurableError,
@@ -39,6 +42,7 @@ const REFUSALS: [DurableError, number][] = [
   [new ScheduleNotFoundError('s-1'), 404],
   [new OfferNotFoundError('o-1'), 404],
   [new DeadLetterNotFoundError('d-1'), 404],
+  [new CompletionTokenNotFoundError(), 404],
   [new RevisionConflictError(RUN, 3), 409],
   [new StepConflictError(RUN, 'a#1', 'task', 'sleep'), 409],
   [new RunAlreadyTerminalError(RUN, 'completed'), 409],
@@ -46,6 +50,8 @@ const REFUSALS: [DurableError, number][] = [
   [new RunNotFailedError(RUN, 'running'), 409],
   [new ScheduleDeclaredInCodeError('s-1', 'w 1 nightly'), 409],
   [new OfferExistsError('o-1'), 409],
+  [new CompletionTokenUsedError(RUN), 409],
+  [new CompletionTokenExpiredError(RUN, 'it timed out'), 410],
   [new PayloadTooLargeError(2_097_152), 413],
   [new UnsupportedMediaTypeError('text/plain'), 415],
   [new UnsupportedContentEncodingError('compress'), 415],

@@ -1,9 +1,10 @@
-import { StartChildRequest, StepResponse, SuspendRequest } from '@nest-durable/common';
+import { CreateCompletionTokenRequest, StartChildRequest, StepResponse, StoredTask, SuspendRequest } from '@nest-durable/common';
 import { StepRepository } from '@app/run-store';
 import { uuidv7 } from '@app/persistence';
 import { Injectable } from '@nestjs/common';
+import { randomBytes } from 'node:crypto';
 
-/** A worker's steps that change its run's course: suspensions (sleep, event, retry wait) and child runs. */
+/** A worker's steps that change its run's course: suspensions (sleep, event, retry wait, completion wait), child runs and completion tokens. */
 @Injectable()
 export class StepsService {
   constructor(private readonly steps: StepRepository) {}
@@ -16,5 +17,10 @@ export class StepsService {
   /** Starts a child run (in the parent's shard unless it names one); with `wait` the parent suspends until the child is terminal. */
   startChild(runId: string, request: StartChildRequest): Promise<StepResponse> {
     return this.steps.startChild(runId, request, uuidv7());
+  }
+
+  /** Records a completion token at its step: 256 random bits made here, so no worker can make a guessable one. */
+  createCompletionToken(runId: string, request: CreateCompletionTokenRequest): Promise<StoredTask> {
+    return this.steps.createToken(runId, request, `wfct_${randomBytes(32).toString('base64url')}`);
   }
 }

@@ -6,6 +6,7 @@ import {
   type ReportsResponse,
   type RevisionResponse,
   type StepResponse,
+  type StoredTask,
   type StreamDeadLetterResponse,
   type TakeRunsResponse,
   type TaskResultResponse,
@@ -106,6 +107,12 @@ export class WorkerApiController {
   @Route(API.startChild)
   startChild(@Input() { params, body }: EndpointInput<typeof API.startChild>): Promise<StepResponse> {
     return this.steps.startChild(params.id, body);
+  }
+
+  /** Records a completion token (ctx.awaitExternal) at its step; the step holds the token the coordinator made. */
+  @Route(API.createCompletionToken)
+  createCompletionToken(@Input() { params, body }: EndpointInput<typeof API.createCompletionToken>): Promise<StoredTask> {
+    return this.steps.createCompletionToken(params.id, body);
   }
 
   /** Gives the run back (worker shutting down) so another worker takes it at once. */

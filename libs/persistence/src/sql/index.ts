@@ -23,6 +23,7 @@ export { type HandOffTarget, startHandedPublishedRuns, startHandedRuns } from '.
 export { insertChildRun, type NewRun, type StartedRun, startPublishedRuns, startRuns } from './runs-start.sql';
 export { consumeEvent, insertChildStep, insertResolvedStep, lockRunningRun, suspendRun, upsertWaitingStep } from './steps.sql';
 export * from './clock.sql';
+export * from './completions.sql';
 export * from './due-times.sql';
 export * from './feed.sql';
 export * from './stats.sql';

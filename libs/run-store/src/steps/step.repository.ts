@@ -1,4 +1,6 @@
 import {
+  type CreateCompletionTokenRequest,
+  InvalidRequestError,
   JsonValue,
   RevisionConflictError,
   StartChildRequest,
@@ -16,18 +18,23 @@ import {
   insertChildRun,
   insertChildStep,
   insertResolvedStep,
+  insertTokenStep,
   lockRunningRun,
   type SqlExecutor,
   suspendRun,
+  tokenForWait,
   upsertWaitingStep,
 } from '@app/persistence';
 import { Injectable } from '@nestjs/common';
 import { conflictFor } from '../runs/conflicts';
 
 /**
- * Steps where a run suspends (sleeps, event waits, retry waits) and child starts. Each runs in one
- * transaction under the run's row lock, taken by the revision check.
+ * Steps where a run suspends (sleeps, event waits, retry waits, waits on completion tokens), child starts and
+ * completion tokens. Each runs in one transaction under the run's row lock, taken by the revision check.
  */
+/** A `token` step's key, `token:<name>#<n>`; its wait is `external:<name>#<n>`. */
+const TOKEN_KEY_PREFIX = 'token:';
+
 @Injectable()
 export class StepRepository {
   constructor(private readonly db: Database) {}
@@ -50,10 +57,19 @@ export class StepRepository {
       if (existing && existing.status !== 'waiting' && step.kind !== 'retry') return { suspended: false, task: existing };
 
       let resolvedOutput: JsonValue | undefined;
+      let delayMs = step.kind === 'external' ? null : step.delayMs;
       if (step.kind === 'sleep' && step.delayMs === 0) resolvedOutput = null;
       if (step.kind === 'event') {
         const event = await consumeEvent(tx, runId, step.name, step.key);
         if (event) resolvedOutput = { timedOut: false, data: event.data };
+      }
+      if (step.kind === 'external') {
+        // Resolves at once with an outcome kept for it, or as timed out once its token expired.
+        const token = await tokenForWait(tx, runId, step.key);
+        if (!token) throw new InvalidRequestError('invalid_key', `run ${runId} recorded no completion token for the wait ${step.key}`);
+        if (token.outcome !== null) resolvedOutput = { timedOut: false, ...(token.outcome as object) };
+        else if (token.remainingMs === 0) resolvedOutput = { timedOut: true };
+        delayMs = token.remainingMs;
       }
       if (resolvedOutput !== undefined) {
         const task = await insertResolvedStep(tx, { runId, key: step.key, kind: step.kind, seq: step.seq, name: step.name, output: resolvedOutput });
@@ -67,10 +83,28 @@ export class StepRepository {
         seq: step.seq,
         name: step.name,
         attempts: step.attempts,
-        delayMs: step.delayMs,
+        delayMs,
       });
-      await suspendRun(tx, runId, step.delayMs);
+      await suspendRun(tx, runId, delayMs);
       return { suspended: true, task };
+    });
+  }
+
+  /**
+   * Records a completion token at a `token` step, with its row, its wait to be the `external` step of the same
+   * name and occurrence. Sent again (the answer to the first was lost), the recorded step is the answer: the
+   * token does not change, and the run's revision neither (no suspension).
+   */
+  async createToken(runId: string, request: CreateCompletionTokenRequest, token: string): Promise<StoredTask> {
+    if (!request.key.startsWith(TOKEN_KEY_PREFIX)) {
+      throw new InvalidRequestError('invalid_key', `a completion token's step key must start with '${TOKEN_KEY_PREFIX}'`);
+    }
+    return this.db.transaction(async (tx) => {
+      await this.lockRunning(tx, runId, request.expectedRevision);
+      const existing = await this.findStepOfKind(tx, runId, request.key, 'token');
+      if (existing) return existing;
+      const waitKey = `external:${request.key.slice(TOKEN_KEY_PREFIX.length)}`;
+      return insertTokenStep(tx, { runId, key: request.key, seq: request.seq, name: request.name, token, timeoutMs: request.timeoutMs, waitKey });
     });
   }
 

@@ -2,6 +2,7 @@ import { Command, CommanderError } from 'commander';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describeFailure, UsageError } from './cli-errors';
+import { registerCompletionCommands } from './completions.commands';
 import { registerDeadLetterCommands } from './dead-letters.commands';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE } from './exit-codes';
 import { type CliEnvironment, type CliStreams, DEFAULT_URL, Invocation } from './invocation';
@@ -40,6 +41,7 @@ function buildProgram(invocation: Invocation): Command {
   registerStatsCommand(program, invocation);
   registerWorkerCommands(program, invocation);
   registerWorkflowCommands(program, invocation);
+  registerCompletionCommands(program, invocation);
   return program;
 }
 

@@ -16,7 +16,7 @@ export interface Endpoint extends ApiRoute {
   status: number;
   responses: Record<number, { description: string; schema?: TSchema; contentType?: string }>;
   /** Refusals of this route beyond the ones every route has (400 for bad input, 401, 503). */
-  errors?: Partial<Record<404 | 409, string>>;
+  errors?: Partial<Record<404 | 409 | 410, string>>;
 }
 
 /** What a route's handler gets: its path parameters, query and body, validated and decoded. */

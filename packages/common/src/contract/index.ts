@@ -1,3 +1,4 @@
+export * from './completions.contracts';
 export * from './dashboard-config.contracts';
 export * from './dashboard.contracts';
 export * from './dead-letter.contracts';

@@ -1,3 +1,4 @@
+import { CompleteRequest, CompletionAccepted, CompletionTokenPath } from './completions.contracts';
 import { DashboardConfig } from './dashboard-config.contracts';
 import { ROUTES } from './routes';
 import { endpoint, json, type Endpoint } from './endpoint';
@@ -17,7 +18,7 @@ const HealthReport = Type.Object(
   { title: 'HealthReport' },
 );
 
-/** The routes that take no token: health, metrics, the dashboard's settings. */
+/** The routes that take no token: health, metrics, the dashboard's settings, and completions (the completion token is the credential). */
 export const PUBLIC_ENDPOINTS = {
   live: endpoint({
     ...ROUTES.live,
@@ -50,5 +51,23 @@ export const PUBLIC_ENDPOINTS = {
     summary: "The web dashboard's settings (its pages are served under /ui without a token; the API calls they make take one)",
     status: 200,
     responses: { 200: json('Whether API calls need the client token', DashboardConfig) },
+  }),
+  completeExternal: endpoint({
+    ...ROUTES.completeExternal,
+    audience: 'public',
+    tag: 'completions',
+    summary:
+      'Complete (`data`) or fail (`error`) the step a workflow made this completion token for (ctx.awaitExternal). ' +
+      'Takes no API token: the unguessable completion token is the credential, good for one completion',
+    params: CompletionTokenPath,
+    body: CompleteRequest,
+    bodyOptional: true,
+    status: 202,
+    responses: { 202: json('Accepted: delivered to the waiting run, or kept until it waits', CompletionAccepted) },
+    errors: {
+      404: 'completion_token_not_found: no such token (or its run was deleted)',
+      409: 'completion_token_used: the token was completed or failed already',
+      410: 'completion_token_expired: the token timed out (its wait resolved as timed out), or its run ended',
+    },
   }),
 } satisfies Record<string, Endpoint>;

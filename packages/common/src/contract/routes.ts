@@ -59,11 +59,14 @@ export const ROUTES = {
   startChild: { method: 'post', path: '/v1/worker/runs/{id}/children' },
   releaseRun: { method: 'post', path: '/v1/worker/runs/{id}/release' },
   reportDeadLetter: { method: 'post', path: '/v1/worker/dead-letters' },
+  createCompletionToken: { method: 'post', path: '/v1/worker/runs/{id}/completion-tokens' },
   // ---- no token (public) ----
   live: { method: 'get', path: '/health/live' },
   ready: { method: 'get', path: '/health/ready' },
   metrics: { method: 'get', path: '/metrics' },
   dashboardConfig: { method: 'get', path: '/ui/config.json' },
+  // ---- completion tokens (no token but the completion token itself) ----
+  completeExternal: { method: 'post', path: '/v1/completions/{token}' },
 } as const satisfies Record<string, ApiRoute>;
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'DELETE';

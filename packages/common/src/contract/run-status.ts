@@ -19,8 +19,9 @@ export type TaskOutcome = (typeof TASK_STATUSES)[number];
 export type TaskStatus = TaskOutcome | 'waiting';
 
 /**
- * What a recorded step is: a task, a point where the run suspended, or a patch marker (where the run first reached
- * a `ctx.patched` change, recorded so that its replays take the same branch).
+ * What a recorded step is: a task, a point where the run suspended, a patch marker (where the run first reached
+ * a `ctx.patched` change, recorded so that its replays take the same branch), or a completion token (`token`:
+ * made by `ctx.awaitExternal`; `external`: the wait on it).
  */
-export const STEP_KINDS = ['task', 'sleep', 'event', 'child', 'retry', 'patch'] as const;
+export const STEP_KINDS = ['task', 'sleep', 'event', 'child', 'retry', 'patch', 'token', 'external'] as const;
 export type StepKind = (typeof STEP_KINDS)[number];

@@ -239,7 +239,8 @@ const Attempts = Type.Optional(IntegerIn('attempts', 0, ATTEMPTS_MAX));
 /**
  * Suspends the run at a step until it is due again (the run's worker slot is freed):
  * `sleep` for `delayMs`; `event` until an event called `name` arrives (or `delayMs` passes, if not null);
- * `retry` of task `name` after `delayMs` (with `attempts` made so far).
+ * `retry` of task `name` after `delayMs` (with `attempts` made so far); `external` until the completion token
+ * recorded at `token:<same name and occurrence>` is completed or failed, or expires.
  */
 export const SuspendRequest = Type.Union(
   [
@@ -252,6 +253,8 @@ export const SuspendRequest = Type.Union(
       },
     ),
     withDefaults(Closed({ ...stepFields, kind: Tag('kind', 'retry'), name: Key('name'), delayMs: Delay('delayMs'), attempts: Attempts }), { attempts: 0 }),
+    // No delay: the wait ends when its token expires, a time the coordinator recorded with the token.
+    withDefaults(Closed({ ...stepFields, kind: Tag('kind', 'external'), name: Key('name'), attempts: Attempts }), { attempts: 0 }),
   ],
   { title: 'SuspendRequest', ...discriminated('kind') },
 );

@@ -1,3 +1,4 @@
+import { CreateCompletionTokenRequest } from './completions.contracts';
 import { ROUTES } from './routes';
 import { endpoint, json, revisioned, type Endpoint } from './endpoint';
 import { WorkerIdPath, WorkerRegistration } from './worker-registry.contracts';
@@ -16,6 +17,7 @@ import {
   RevisionResponse,
   StartChildRequest,
   StepResponse,
+  StoredTask,
   StreamDeadLetterReport,
   StreamDeadLetterResponse,
   SuspendRequest,
@@ -169,5 +171,16 @@ export const WORKER_ENDPOINTS = {
     body: StreamDeadLetterReport,
     status: 200,
     responses: { 200: json('The dead letter', StreamDeadLetterResponse) },
+  }),
+  createCompletionToken: endpoint({
+    ...ROUTES.createCompletionToken,
+    audience: 'worker',
+    tag: 'worker protocol',
+    summary: 'Record a completion token at a `token` step (ctx.awaitExternal); sent again for a recorded key, the recorded step',
+    params: WorkerPath,
+    body: CreateCompletionTokenRequest,
+    status: 200,
+    responses: { 200: json('The token step: its output holds the token and when it expires', StoredTask) },
+    errors: { ...revisioned, 409: `${revisioned[409]}; step_conflict: the key was recorded as another kind of step` },
   }),
 } satisfies Record<string, Endpoint>;

@@ -1,3 +1,4 @@
+import { CompletionTokenExpiredError, CompletionTokenNotFoundError, CompletionTokenUsedError } from './completion.errors';
 import { DurableError } from './durable.error';
 import {
   DatabaseUnavailableError,
@@ -41,6 +42,9 @@ const BY_REASON = new Map<string, AnsweredErrorClass>(
     OfferExistsError,
     DeadLetterNotFoundError,
     DatabaseUnavailableError,
+    CompletionTokenNotFoundError,
+    CompletionTokenUsedError,
+    CompletionTokenExpiredError,
   ].map((errorClass) => [errorClass.reason, errorClass]),
 );
 

@@ -1,3 +1,4 @@
+export * from './completion.errors';
 export * from './durable.error';
 export * from './engine.errors';
 export * from './error-registry';

@@ -1,14 +1,17 @@
 import { type JsonValue, parseIdentifier, type StoredTask, type WorkflowTarget } from '@nest-durable/common';
 import {
+  type AwaitExternalOptions,
   type ChildOptions,
   type EventResult,
+  type ExternalCompletion,
   NonDeterminismError,
   type TaskContext,
   type TaskOptions,
   type WorkflowContext,
   WorkflowError,
 } from '@nest-durable/workflow';
-import { checkChild, checkDelay } from '../step-checks';
+import { externalResultOf, LazyResult, waitKeyOf } from '../external-completion';
+import { checkChild, checkDelay, checkTimeout } from '../step-checks';
 import { childResultOf, outcomeOf, StepHistory } from '../step-history';
 
 /** Thrown into a replayed handler where its run's recorded history ends: the run got no further than this. */
@@ -86,6 +89,16 @@ export class ReplayContext implements WorkflowContext {
     return (await this.step('event', name)).output as unknown as EventResult<T>;
   }
 
+  async awaitExternal<T = JsonValue>({ name = 'external', timeoutMs }: AwaitExternalOptions = {}): Promise<ExternalCompletion<T>> {
+    if (timeoutMs !== undefined) checkTimeout(timeoutMs, 'completion timeout');
+    const tokenStep = await this.step('token', name);
+    const waitKey = waitKeyOf(tokenStep.key);
+    return {
+      token: (tokenStep.output as { token: string }).token,
+      result: new LazyResult(async () => externalResultOf<T>(await this.step('external', name, waitKey))),
+    };
+  }
+
   async startChild<I>(name: string, workflow: WorkflowTarget, _input: I, options: ChildOptions = {}): Promise<string> {
     checkChild(workflow, options);
     return ((await this.step('child', name)).output as { childId: string }).childId;
@@ -108,10 +121,10 @@ export class ReplayContext implements WorkflowContext {
     this.guard(() => this.history.deprecatePatch(id));
   }
 
-  private async step(kind: 'task' | 'sleep' | 'event' | 'child', name: string): Promise<StoredTask> {
+  private async step(kind: 'task' | 'sleep' | 'event' | 'child' | 'token' | 'external', name: string, key?: string): Promise<StoredTask> {
     await SETTLED;
     this.throwIfStopped();
-    const { recorded } = this.guard(() => this.history.next(kind, name));
+    const { recorded } = this.guard(() => this.history.next(kind, name, key));
     if (!recorded || recorded.status === 'waiting') throw this.stopWith(new HistoryEndedSignal(this.runId));
     return recorded;
   }
