@@ -170,7 +170,8 @@ describe('HTTP contract', () => {
         path
           .replace('{id}', path.startsWith('/v1/dead-letters') ? '9' : NO_SUCH_RUN)
           .replace('{name}', 'approved')
-          .replace('{version}', '1');
+          .replace('{version}', '1')
+          .replace('{token}', `wfct_${'A'.repeat(43)}`);
       const response = await sendWithBody(url, method, '{"contractProbe":1}');
       const readsBody = response.status === 400 && response.reason === 'unknown_field';
       const described = document.paths[path]?.[method]?.requestBody?.content?.['application/json']?.schema !== undefined;
@@ -223,6 +224,17 @@ describe('HTTP contract', () => {
         body: { expectedRevision: again.revision, error: { name: 'Error', message: 'boom' } },
       });
       expect((await call('post', '/v1/runs/{id}/retry', { params: { id: sleeper.id } })).body).toMatchObject({ status: 'queued', attempt: 2 });
+    });
+
+    it('completion tokens: a worker records one, an outside caller completes it once', async () => {
+      await db.sql('TRUNCATE runs CASCADE');
+      const run = await start();
+      const held = await claimOne();
+      const body = { expectedRevision: held.revision, key: 'token:pay#1', seq: 0, name: 'pay', timeoutMs: 3_600_000 };
+      const { token } = (await call('post', '/v1/worker/runs/{id}/completion-tokens', { params: { id: run.id }, body })).body.output;
+      expect((await call('post', '/v1/completions/{token}', { params: { token }, body: { data: { paid: true } } })).body).toEqual({ delivered: false });
+      expect((await call('post', '/v1/completions/{token}', { params: { token }, body: {} })).status).toBe(409);
+      expect((await call('post', '/v1/completions/{token}', { params: { token: `wfct_${'B'.repeat(43)}` } })).status).toBe(404);
     });
 
     it('worker protocol: claims, takes, heartbeats, task results, reports, outcomes, suspensions, children, releases', async () => {
