@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createTestEnvironment, type TestEnvironment, TestEnvironmentError } from '@nest-durable/testing';
 import { Workflow } from '@nest-durable/worker';
-import { ChildRunTimeoutError, type WorkflowContext, WorkflowError } from '@nest-durable/workflow';
+import { ChildRunTimeoutError, CompletionTimeoutError, type WorkflowContext, WorkflowError } from '@nest-durable/workflow';
 import { Injectable } from '@nestjs/common';
 import { Client } from 'pg';
 import { TEST_SERVER_URL } from './support/database';
@@ -77,6 +77,20 @@ class ImpatientParentWorkflow {
   }
 }
 
+/** Waits a day for an outside system to complete its token. */
+@Workflow({ name: 'awaits-payment', version: '1' })
+class AwaitsPaymentWorkflow {
+  async run(ctx: WorkflowContext): Promise<string> {
+    const { result } = await ctx.awaitExternal<string>({ name: 'payment', timeoutMs: DAY });
+    try {
+      return await result;
+    } catch (error) {
+      if (error instanceof CompletionTimeoutError) return 'payment timed out';
+      throw error;
+    }
+  }
+}
+
 /** What an hourly schedule starts. */
 @Workflow({ name: 'hourly', version: '1' })
 class HourlyWorkflow {
@@ -97,7 +111,7 @@ describe('createTestEnvironment and skipTime', () => {
   beforeAll(async () => {
     env = await createTestEnvironment({
       databaseUrl: TEST_SERVER_URL,
-      providers: [Journal, TrialWorkflow, FlakyWorkflow, ApprovalWorkflow, SlowChildWorkflow, ImpatientParentWorkflow, HourlyWorkflow],
+      providers: [Journal, TrialWorkflow, FlakyWorkflow, ApprovalWorkflow, SlowChildWorkflow, ImpatientParentWorkflow, AwaitsPaymentWorkflow, HourlyWorkflow],
       // The claims' re-check of the database, the safety net that would find due runs late, is as rare as it can be:
       // only skipTime's hand-over to the due timers makes anything come due in time.
       coordinator: { claimPollIntervalMs: 60_000 },
@@ -166,6 +180,14 @@ describe('createTestEnvironment and skipTime', () => {
     const run = await env.client.start(ImpatientParentWorkflow, {});
     await env.skipTime(DAY);
     expect(await env.client.waitForResult(run, { timeoutMs: 1_000 })).toMatchObject({ status: 'completed', output: 'child timed out' });
+  });
+
+  it("fires a completion token's timeout; its token then refuses a completion (410)", async () => {
+    const run = await env.client.start(AwaitsPaymentWorkflow, {});
+    await env.skipTime(DAY);
+    expect(await env.client.waitForResult(run, { timeoutMs: 1_000 })).toMatchObject({ status: 'completed', output: 'payment timed out' });
+    const { token } = (await env.client.get(run.id)).tasks?.find((step) => step.kind === 'token')?.output as { token: string };
+    await expect(env.client.complete(token, 'paid')).rejects.toMatchObject({ statusCode: 410, reason: 'completion_token_expired' });
   });
 
   it('fires an interval schedule once per interval of the window, in order, each an hour after the last', async () => {
