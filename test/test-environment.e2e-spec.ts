@@ -187,7 +187,7 @@ describe('createTestEnvironment and skipTime', () => {
     await env.skipTime(DAY);
     expect(await env.client.waitForResult(run, { timeoutMs: 1_000 })).toMatchObject({ status: 'completed', output: 'payment timed out' });
     const tokenStep = (await env.client.get(run.id)).tasks?.find((step) => step.kind === 'token');
-    const { token } = tokenStep?.output as { token: string };
+    const { token } = tokenStep!.output as { token: string };
     await expect(env.client.complete(token, 'paid')).rejects.toMatchObject({ statusCode: 410, reason: 'completion_token_expired' });
   });
 
