@@ -17,8 +17,10 @@ const step = (key: string, kind: StoredTask['kind'], seq: number, output: Stored
 describe('completion tokens on the worker', () => {
   it('LazyResult starts its step at the first await only, and once however often it is awaited', async () => {
     let started = 0;
-    const result = new LazyResult(async () => ++started);
+    const result = new LazyResult('pay', 'external:pay#1', async () => ++started);
     await Promise.resolve();
+    expect(started).toBe(0);
+    expect(result).toMatchObject({ kind: 'external', name: 'pay', key: 'external:pay#1' });
     expect(started).toBe(0);
     expect(await result).toBe(1);
     expect(await result).toBe(1);

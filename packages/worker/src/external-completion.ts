@@ -1,5 +1,5 @@
 import type { ExternalStepOutput, StoredTask } from '@nest-durable/common';
-import { CompletionFailedError, CompletionTimeoutError } from '@nest-durable/workflow';
+import { CompletionFailedError, CompletionTimeoutError, type ExternalResult } from '@nest-durable/workflow';
 
 /** A `token` step's key is `token:<name>#<n>`; the wait on that token is `external:<name>#<n>`. */
 export function waitKeyOf(tokenKey: string): string {
@@ -7,13 +7,18 @@ export function waitKeyOf(tokenKey: string): string {
 }
 
 /**
- * A durable step's result that starts only when it is first awaited (`then`), and then once: `ctx.awaitExternal`'s
- * `result`, so the run suspends where the workflow waits for it, not where it made the token.
+ * `ctx.awaitExternal`'s `result`: the wait at step `key` starts only when it is first awaited (`then`), and then
+ * once, so the run suspends where the workflow waits for it, not where it made the token.
  */
-export class LazyResult<T> implements PromiseLike<T> {
+export class LazyResult<T> implements ExternalResult<T> {
+  readonly kind = 'external';
   private started?: Promise<T>;
 
-  constructor(private readonly start: () => Promise<T>) {}
+  constructor(
+    readonly name: string,
+    readonly key: string,
+    private readonly start: () => Promise<T>,
+  ) {}
 
   // biome-ignore lint/suspicious/noThenProperty: a thenable on purpose, so that `await` starts it
   then<A = T, B = never>(

@@ -161,7 +161,7 @@ export class RunContext implements WorkflowContext {
     const waitKey = waitKeyOf(step.key);
     return {
       token,
-      result: new LazyResult(async () => {
+      result: new LazyResult(name, waitKey, async () => {
         await this.settled();
         const wait = this.begin('external', name, waitKey);
         const resolved =

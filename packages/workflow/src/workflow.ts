@@ -53,7 +53,19 @@ export interface ExternalCompletion<T = JsonValue> {
    * came earlier is kept for it); throws CompletionFailedError when it failed the step, CompletionTimeoutError
    * when the token expired first.
    */
-  readonly result: PromiseLike<T>;
+  readonly result: ExternalResult<T>;
+}
+
+/**
+ * The lazy outcome of a completion token: the wait starts at its first `await` (`then`), once. It also says which
+ * step it waits at, so that a wait over several steps can take it as one of them without awaiting it.
+ */
+export interface ExternalResult<T = JsonValue> extends PromiseLike<T> {
+  readonly kind: 'external';
+  /** The step's name, its token's. */
+  readonly name: string;
+  /** The wait's step key, `external:<name>#<n>`: its token's name and occurrence (`token:<name>#<n>`). */
+  readonly key: string;
 }
 
 /** A workflow to start as a child: a definition or just its name and version (a `@Workflow` class is one too). */

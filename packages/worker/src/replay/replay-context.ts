@@ -95,7 +95,7 @@ export class ReplayContext implements WorkflowContext {
     const waitKey = waitKeyOf(tokenStep.key);
     return {
       token: (tokenStep.output as { token: string }).token,
-      result: new LazyResult(async () => externalResultOf<T>(await this.step('external', name, waitKey))),
+      result: new LazyResult(name, waitKey, async () => externalResultOf<T>(await this.step('external', name, waitKey))),
     };
   }
 
