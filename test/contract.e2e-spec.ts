@@ -232,6 +232,10 @@ describe('HTTP contract', () => {
       const held = await claimOne();
       const body = { expectedRevision: held.revision, key: 'token:pay#1', seq: 0, name: 'pay', timeoutMs: 3_600_000 };
       const { token } = (await call('post', '/v1/worker/runs/{id}/completion-tokens', { params: { id: run.id }, body })).body.output;
+      // Sent again (its answer lost), the recorded step: the same token. A stale revision changes nothing.
+      expect((await call('post', '/v1/worker/runs/{id}/completion-tokens', { params: { id: run.id }, body })).body.output).toEqual({ token });
+      const stale = { ...body, expectedRevision: held.revision - 1, key: 'token:pay#2', seq: 1 };
+      expect((await call('post', '/v1/worker/runs/{id}/completion-tokens', { params: { id: run.id }, body: stale })).body.reason).toBe('revision_conflict');
       expect((await call('post', '/v1/completions/{token}', { params: { token }, body: { data: { paid: true } } })).body).toEqual({ delivered: false });
       expect((await call('post', '/v1/completions/{token}', { params: { token }, body: {} })).status).toBe(409);
       expect((await call('post', '/v1/completions/{token}', { params: { token: `wfct_${'B'.repeat(43)}` } })).status).toBe(404);
