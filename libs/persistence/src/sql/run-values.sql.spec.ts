@@ -1,6 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { eventually } from '../../../../test/support/poll';
-import { createSqlTestDatabase, holdTransaction, type Listener, listenTo, newRun, type SqlTestDatabase, startClaimed } from '../../../../test/support/sql-database';
+import {
+  createSqlTestDatabase,
+  holdTransaction,
+  type Listener,
+  listenTo,
+  newRun,
+  type SqlTestDatabase,
+  startClaimed,
+} from '../../../../test/support/sql-database';
 import { watchFeed } from './feed.sql';
 import { finishRuns } from './reports.sql';
 import { queryRun, recordRunValues } from './run-values.sql';
@@ -20,7 +28,8 @@ describe('run values', () => {
   });
 
   const valuesOf = (id: string) => database.sql<{ name: string; value: unknown }>(`SELECT name, value FROM run_values WHERE run_id = $1 ORDER BY name`, [id]);
-  const progressOf = async (id: string) => (await database.sql<{ progress: unknown; at: Date | null }>(`SELECT progress, progress_at AS at FROM runs WHERE id = $1`, [id]))[0];
+  const progressOf = async (id: string) =>
+    (await database.sql<{ progress: unknown; at: Date | null }>(`SELECT progress, progress_at AS at FROM runs WHERE id = $1`, [id]))[0];
 
   it('records values and progress under the claim, and refuses them (writing nothing) at a stale revision or for an ended run', async () => {
     const [held, ended] = [newRun('values'), newRun('values-ended')];
