@@ -88,8 +88,9 @@ async function* follow(
   for (;;) {
     if (read) {
       const run = await client.get(runId);
-      yield { type: 'run', run };
+      // Its progress first: the run (the terminal one last of all) is what ends the watch.
       yield* seen.event(run.progress, run.progressAt);
+      yield { type: 'run', run };
       if (isTerminalStatus(run.status)) return true;
       read = false;
     }
@@ -113,9 +114,9 @@ async function* poll(client: WorkflowClient, runId: string, seen: ProgressSeen, 
   let state = '';
   for (;;) {
     const run = await client.waitForResult(runId, { timeoutMs: POLL_WAIT_MS, signal });
+    yield* seen.event(run.progress, run.progressAt);
     if (everyRead || `${run.status} ${run.revision}` !== state) yield { type: 'run', run };
     state = `${run.status} ${run.revision}`;
-    yield* seen.event(run.progress, run.progressAt);
     if (isTerminalStatus(run.status)) return;
   }
 }

@@ -65,21 +65,31 @@ export class RunValues {
     checkProgress(json);
     if (this.closed) return;
     this.progress = { value: json };
-    if (this.timer) return;
+    this.arm();
+  }
+
+  /** Sends the pending progress once its interval has passed (if no timer does already). */
+  private arm(): void {
+    if (this.timer || this.closed) return;
     const waitMs = Math.max(0, this.lastProgressAt + this.options.progressIntervalMs - performance.now());
     this.timer = setTimeout(() => {
       this.timer = undefined;
-      if (!this.options.replaying()) this.flush();
+      // Its interval has passed (a timer may fire a fraction of a millisecond before performance.now() says so).
+      this.flush(true);
+      // Not sent (still replaying, or the run is not ours to write now): tried again an interval later.
+      if (!this.progress) return;
+      this.lastProgressAt = performance.now();
+      this.arm();
     }, waitMs);
     this.timer.unref();
   }
 
   /**
    * Hands what changed since the last flush to `send` (nothing while replaying, nothing when nothing changed).
-   * Progress goes with it once its interval has passed, or always when `final` (before the run suspends or ends:
-   * its last progress is kept); otherwise its timer sends it.
+   * Progress goes with it once its interval has passed, or always with `withProgress` (its timer's flush, and
+   * before the run suspends or ends: its last progress is kept); otherwise its timer sends it.
    */
-  flush(final = false): void {
+  flush(withProgress = false): void {
     if (this.closed || this.options.replaying()) return;
     const changed: Record<string, JsonValue> = {};
     let count = 0;
@@ -89,7 +99,7 @@ export class RunValues {
       changed[name] = value;
       count++;
     }
-    const due = final || performance.now() >= this.lastProgressAt + this.options.progressIntervalMs;
+    const due = withProgress || performance.now() >= this.lastProgressAt + this.options.progressIntervalMs;
     const progress = due ? this.progress : undefined;
     if (count === 0 && !progress) return;
     const update: RunValuesUpdate = { ...(count > 0 ? { exposed: changed } : {}), ...(progress ? { progress: progress.value } : {}) };
