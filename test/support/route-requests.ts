@@ -81,7 +81,7 @@ export const ROUTE_REQUESTS: Record<keyof typeof ROUTES, RouteRequest> = {
     body: {
       reports: [
         { type: 'task', runId: running, task },
-        { type: 'values', runId: running, values: { expectedRevision: revision, exposed: { status: 'shipping' }, progress: { done: 1 } } },
+        { type: 'values', runId: running, values: { expectedRevision: revision, exposed: { status: 'shipping' }, progress: { step: 'ship' } } },
         { type: 'fail', runId: running, fail: { expectedRevision: revision, error: { message: 'boom' }, retryDelayMs: 60_000 } },
       ],
     },
