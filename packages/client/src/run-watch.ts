@@ -13,8 +13,9 @@ export interface WatchOptions {
   /** Stops watching: iteration throws the signal's reason. */
   signal?: AbortSignal;
   /**
-   * Also read a running run every this many ms (task results recorded inside the running state are no transition:
-   * the feed does not announce them). Default: only on changes.
+   * Also read the run every this many ms while it runs (task results recorded inside the running state are no
+   * transition: the feed does not announce them; a sleeping or waiting run is not read again). Default: only on
+   * changes.
    */
   refreshMs?: number;
 }
@@ -85,6 +86,7 @@ async function* follow(
   };
   let next = nextEvent();
   let read = true;
+  let running = false;
   for (;;) {
     if (read) {
       const run = await client.get(runId);
@@ -92,10 +94,12 @@ async function* follow(
       yield* seen.event(run.progress, run.progressAt);
       yield { type: 'run', run };
       if (isTerminalStatus(run.status)) return true;
+      running = run.status === 'running';
       read = false;
     }
+    // Only a running run records steps the feed does not announce: a sleeping one costs no requests.
     let timer: NodeJS.Timeout | undefined;
-    const pause = refreshMs === undefined ? [] : [new Promise<'refresh'>((resolve) => (timer = setTimeout(() => resolve('refresh'), refreshMs)))];
+    const pause = refreshMs === undefined || !running ? [] : [new Promise<'refresh'>((resolve) => (timer = setTimeout(() => resolve('refresh'), refreshMs)))];
     const woken = await Promise.race([next, ...pause]);
     clearTimeout(timer);
     if (woken === 'refresh') {
