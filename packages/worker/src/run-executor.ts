@@ -45,9 +45,11 @@ export class RunExecutor {
       if (context.refusal !== undefined) throw context.refusal;
       outcome = { ok: true, output: toJson(output) };
     } catch (error) {
-      if (lease.isSuspended || error instanceof RunSuspendedError || lease.isLost || error instanceof RunLostError) {
+      const suspended = lease.isSuspended || error instanceof RunSuspendedError;
+      if (suspended || lease.isLost || error instanceof RunLostError) {
+        // This execution writes nothing more: no progress timer is left behind.
         context?.flushValues(false, true);
-        return lease.isSuspended || error instanceof RunSuspendedError ? undefined : this.stopped(run, lease);
+        return suspended ? undefined : this.stopped(run, lease);
       }
       outcome = { ok: false, error };
     }
