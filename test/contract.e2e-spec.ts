@@ -287,11 +287,15 @@ describe('HTTP contract', () => {
       await call('post', '/v1/worker/runs/{id}/children', { params: { id: held.id }, body: child });
       const reports = [
         { type: 'task', runId: held.id, task: { ...task, key: 'ship#1', seq: 2, name: 'ship' } },
+        { type: 'values', runId: held.id, values: { expectedRevision: held.revision, exposed: { stage: 'shipped' }, progress: { done: 2 } } },
         { type: 'complete', runId: held.id, complete: { expectedRevision: held.revision, output: 'done' } },
         { type: 'fail', runId: NO_SUCH_RUN, fail: { expectedRevision: 1, error: { message: 'boom' } } },
       ];
       const { body } = await call('post', '/v1/worker/reports', { body: { reports } });
-      expect(body.outcomes.map((outcome: { ok: boolean }) => outcome.ok)).toEqual([true, true, false]);
+      expect(body.outcomes.map((outcome: { ok: boolean }) => outcome.ok)).toEqual([true, true, true, false]);
+      const query = (name: string) => call('get', '/v1/runs/{id}/queries/{name}', { params: { id: held.id, name } });
+      expect((await query('stage')).body).toMatchObject({ source: 'value', value: 'shipped' });
+      expect((await query('nothing')).body.reason).toBe('query_not_found');
 
       const taken = await call('post', '/v1/worker/takes', { body: { workerId: 'contract', workflows: [{ ...ECHO, wakeups: ['0/1-0', '0/2-0'] }] } });
       expect(taken.body.runs.map((run: { id: string }) => run.id).sort()).toEqual([second.id, third.id].sort());

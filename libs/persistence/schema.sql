@@ -499,6 +499,18 @@ ALTER TABLE public.run_transitions ALTER COLUMN id ADD GENERATED ALWAYS AS IDENT
 );
 
 --
+-- Name: run_values; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.run_values (
+    run_id uuid NOT NULL,
+    name text NOT NULL,
+    value jsonb NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT run_values_name_check CHECK (((length(name) >= 1) AND (length(name) <= 128)))
+);
+
+--
 -- Name: runs; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -531,6 +543,8 @@ CREATE TABLE public.runs (
     tags jsonb DEFAULT '{}'::jsonb NOT NULL,
     rate_delayed boolean DEFAULT false NOT NULL,
     build_id text,
+    progress jsonb,
+    progress_at timestamp with time zone,
     CONSTRAINT runs_concurrency_key_check CHECK (((length(concurrency_key) >= 1) AND (length(concurrency_key) <= 255))),
     CONSTRAINT runs_idempotency_key_check CHECK (((length(idempotency_key) >= 1) AND (length(idempotency_key) <= 255))),
     CONSTRAINT runs_status_check CHECK ((status = ANY (ARRAY['queued'::text, 'running'::text, 'waiting'::text, 'completed'::text, 'failed'::text, 'cancelled'::text]))),
@@ -748,6 +762,13 @@ ALTER TABLE ONLY public.run_events
 
 ALTER TABLE ONLY public.run_transitions
     ADD CONSTRAINT run_transitions_pkey PRIMARY KEY (id);
+
+--
+-- Name: run_values run_values_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.run_values
+    ADD CONSTRAINT run_values_pkey PRIMARY KEY (run_id, name);
 
 --
 -- Name: runs runs_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -1028,6 +1049,13 @@ ALTER TABLE ONLY public.run_events
 
 ALTER TABLE ONLY public.run_transitions
     ADD CONSTRAINT run_transitions_run_id_fkey FOREIGN KEY (run_id) REFERENCES public.runs(id) ON DELETE CASCADE;
+
+--
+-- Name: run_values run_values_run_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.run_values
+    ADD CONSTRAINT run_values_run_id_fkey FOREIGN KEY (run_id) REFERENCES public.runs(id) ON DELETE CASCADE;
 
 --
 -- Name: runs runs_parent_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -

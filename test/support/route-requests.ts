@@ -40,6 +40,7 @@ export const ROUTE_REQUESTS: Record<keyof typeof ROUTES, RouteRequest> = {
   wakeRun: { params: { id: waiting } },
   retryRun: { params: { id: queued } },
   runTransitions: { params: { id: running }, query: { limit: 10, after: '1' } },
+  queryRun: { params: { id: running, name: 'status' } },
   stats: { query: { window: '1h' } },
   feed: { query: { workflow: 'fuzz-queued' } },
   // Paused (and kept so by the fuzzer, see PINNED): a schedule that fired would write while a refusal is checked.
@@ -80,6 +81,7 @@ export const ROUTE_REQUESTS: Record<keyof typeof ROUTES, RouteRequest> = {
     body: {
       reports: [
         { type: 'task', runId: running, task },
+        { type: 'values', runId: running, values: { expectedRevision: revision, exposed: { status: 'shipping' }, progress: { step: 'ship' } } },
         { type: 'fail', runId: running, fail: { expectedRevision: revision, error: { message: 'boom' }, retryDelayMs: 60_000 } },
       ],
     },

@@ -6,6 +6,7 @@ import {
   OutboxModule,
   RUN_CHANGES_CHANNEL,
   RUN_FINISHED_CHANNEL,
+  RUN_PROGRESS_CHANNEL,
   RUNS_DUE_CHANNEL,
   RUNS_READY_CHANNEL,
 } from '@app/outbox';
@@ -58,7 +59,14 @@ export class CoordinatorModule {
         }),
         NotificationsModule.forRoot({
           applicationName: config.applicationName,
-          channels: [RUNS_READY_CHANNEL, RUN_FINISHED_CHANNEL, RUNS_DUE_CHANNEL, RUN_CHANGES_CHANNEL, ...(config.dispatch === 'none' ? [] : [OUTBOX_CHANNEL])],
+          channels: [
+            RUNS_READY_CHANNEL,
+            RUN_FINISHED_CHANNEL,
+            RUNS_DUE_CHANNEL,
+            RUN_CHANGES_CHANNEL,
+            RUN_PROGRESS_CHANNEL,
+            ...(config.dispatch === 'none' ? [] : [OUTBOX_CHANNEL]),
+          ],
           probeIntervalMs: config.listenerProbeIntervalMs,
         }),
         ScheduleModule.forRoot(),

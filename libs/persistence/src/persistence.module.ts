@@ -32,6 +32,7 @@ import { WorkflowInputSchemas1766200000000 } from './migrations/1766200000000-wo
 import { PatchMarkers1766300000000 } from './migrations/1766300000000-patch-markers';
 import { BuildIds1766400000000 } from './migrations/1766400000000-build-ids';
 import { CompletionTokens1766500000000 } from './migrations/1766500000000-completion-tokens';
+import { RunValues1766600000000 } from './migrations/1766600000000-run-values';
 
 export const ENTITIES = [RunEntity, TaskEntity];
 export const MIGRATIONS = [
@@ -56,6 +57,7 @@ export const MIGRATIONS = [
   PatchMarkers1766300000000,
   BuildIds1766400000000,
   CompletionTokens1766500000000,
+  RunValues1766600000000,
 ];
 
 export interface PersistenceOptions {

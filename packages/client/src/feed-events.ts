@@ -1,7 +1,7 @@
-import type { FeedEvent, RunChange } from '@nest-durable/common';
+import type { FeedEvent, RunChange, RunProgress } from '@nest-durable/common';
 
 /**
- * The events of a `text/event-stream` body, as the live feed (GET /v1/feed) sends them: `run` and `resync`;
+ * The events of a `text/event-stream` body, as the live feed (GET /v1/feed) sends them: `run`, `progress` and `resync`;
  * comments (keep-alives) and events of other types are skipped. Ends when the body ends.
  */
 export async function* readFeedEvents(body: AsyncIterable<Uint8Array>): AsyncGenerator<FeedEvent> {
@@ -28,6 +28,7 @@ function parseEvent(block: string): FeedEvent | undefined {
     else if (line.startsWith('data:')) data += line.slice(5).trim();
   }
   if (type === 'run') return { type, data: JSON.parse(data) as RunChange };
+  if (type === 'progress') return { type, data: JSON.parse(data) as RunProgress };
   if (type === 'resync') return { type };
   return undefined;
 }

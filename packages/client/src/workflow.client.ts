@@ -6,6 +6,7 @@ import type {
   EventAccepted,
   FeedEvent,
   JsonValue,
+  QueryAnswer,
   RedriveResult,
   RunPage,
   RunStatus,
@@ -32,6 +33,7 @@ import type {
 } from '@nest-durable/common';
 import { API, type InputOf, isTerminalStatus, type OutputOf, tagFilters, WAIT_MS_MAX, workflowNameOf } from '@nest-durable/common';
 import { readFeedEvents } from './feed-events';
+import { type WatchEvent, type WatchOptions, watchRun } from './run-watch';
 import { JsonHttpClient } from './json-http.client';
 
 export interface WorkflowClientOptions {
@@ -289,6 +291,27 @@ export class WorkflowClient {
       // Left at `open` (or by an abort) the body may not have been read to its end: close the connection.
       body.destroy();
     }
+  }
+
+  /**
+   * What the run recorded under `name`: the value it exposed (`ctx.expose`, or its query handler's answer), or
+   * else its last completed task of that name. Read from stored state (nothing runs), also after the run ended;
+   * `404 query_not_found` when it has neither, `404 run_not_found` when there is no such run.
+   */
+  query(run: string | { id: string }, name: string): Promise<QueryAnswer> {
+    return this.http.call(API.queryRun, { params: { id: typeof run === 'string' ? run : run.id, name } });
+  }
+
+  /**
+   * Follows a run until it ends, as an async iterator (see WatchEvent): `run` when it changes, `progress` for each
+   * progress it reports (`ctx.progress`), live through the coordinator's feed. Ends after the terminal `run`.
+   *
+   * ```ts
+   * for await (const event of client.watch(started)) if (event.type === 'progress') console.log(event.progress);
+   * ```
+   */
+  watch(run: string | { id: string }, options: WatchOptions = {}): AsyncGenerator<WatchEvent, void> {
+    return watchRun(this, typeof run === 'string' ? run : run.id, options);
   }
 
   /** One page of dead letters (what dispatch gave up on), newest first. */

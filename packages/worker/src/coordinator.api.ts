@@ -5,6 +5,7 @@ import type {
   CompleteRunRequest,
   CreateCompletionTokenRequest,
   FailRunRequest,
+  RunValuesRequest,
   StartChildRequest,
   StepResponse,
   StoredTask,
@@ -154,6 +155,11 @@ export class CoordinatorApi implements OnApplicationShutdown {
    */
   recordTask(runId: string, task: TaskResultRequest): Promise<StoredTask> {
     return this.enqueue({ type: 'task', runId, task }) as Promise<StoredTask>;
+  }
+
+  /** Sends a run's exposed values and progress (see RunValues): checked here like a task result, then batched. */
+  recordValues(runId: string, values: RunValuesRequest): Promise<unknown> {
+    return this.enqueue({ type: 'values', runId, values });
   }
 
   async complete(runId: string, request: CompleteRunRequest): Promise<void> {

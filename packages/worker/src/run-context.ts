@@ -23,6 +23,7 @@ import {
   type TaskOptions,
   type WorkflowContext,
 } from '@nest-durable/workflow';
+import { Logger } from '@nestjs/common';
 import { CoordinatorApi } from './coordinator.api';
 import { RunLease } from '@app/locking';
 import { checkChild, checkDelay, checkTimeout } from './step-checks';
@@ -30,6 +31,9 @@ import { externalResultOf, LazyResult, waitKeyOf } from './external-completion';
 import { childResultOf, outcomeOf, StepHistory } from './step-history';
 import { type ResolvedWorkerOptions } from './worker.options';
 import { inJsonbOrder, toJson } from './json-values';
+import { RunValues, type RunValuesUpdate } from './run-values';
+
+const logger = new Logger('RunContext');
 
 type AttemptOutcome = { ok: true; output: JsonValue; attempts: number } | { ok: false; error: ErrorDetails; attempts: number; nonRetryable: boolean };
 
@@ -43,6 +47,7 @@ export class RunContext implements WorkflowContext {
   /** The task results sent and not yet known recorded (see `unsettle`). */
   private unsettled: Promise<void> = Promise.resolve();
   private refused: unknown;
+  private readonly values: RunValues;
 
   constructor(
     run: ClaimedRun,
@@ -55,6 +60,12 @@ export class RunContext implements WorkflowContext {
     this.version = run.version;
     this.attempt = run.attempt;
     this.history = new StepHistory(run.tasks);
+    this.values = new RunValues({
+      progressIntervalMs: options.progressIntervalMs,
+      replaying: () => this.history.replaying,
+      send: (update) => this.sendValues(update),
+      handlerFailed: (name, error) => logger.warn(`query handler ${name} of run ${this.runId} failed (its last answer stays): ${(error as Error).message}`),
+    });
   }
 
   get signal(): AbortSignal {
@@ -119,9 +130,47 @@ export class RunContext implements WorkflowContext {
     this.unsettled.catch(() => undefined);
   }
 
-  /** Waits until the task results sent so far are recorded (throws RunLostError if one was refused). */
+  /**
+   * Waits until the task results sent so far are recorded (throws RunLostError if one was refused). A step is about
+   * to begin: the values that changed since the last one go out first, without being waited for (they need only land
+   * before the run moves on: a suspension or the outcome waits for them, see `flushValues`).
+   */
   private async settled(): Promise<void> {
-    await this.unsettled;
+    const before = this.unsettled;
+    this.values.flush();
+    await before;
+  }
+
+  expose(name: string, value: JsonValue): void {
+    this.lease.throwIfEnded();
+    this.values.expose(name, value);
+  }
+
+  onQuery(name: string, handler: () => JsonValue): void {
+    this.values.onQuery(name, handler);
+  }
+
+  progress(value: JsonValue): void {
+    this.lease.throwIfEnded();
+    this.values.report(value);
+  }
+
+  /**
+   * Before the run suspends or reports its outcome (`send`): every value that changed and the last progress go out
+   * now, in the batch before (or with) that write. `end` when this execution is done with the run: no progress
+   * timer is left behind (a suspended or lost run sends nothing more).
+   */
+  flushValues(send = true, end = false): void {
+    if (send) this.values.flush(true);
+    if (end) this.values.close();
+  }
+
+  /** Sent as a task result is (see `unsettle`): no round trip of its own, and refused with the run's later reports. */
+  private sendValues(update: RunValuesUpdate): boolean {
+    if (!this.lease.isHeld) return false;
+    const recording = this.api.recordValues(this.runId, { expectedRevision: this.lease.revision, ...update });
+    this.unsettle(this.call(() => recording));
+    return true;
   }
 
   async sleep(name: string, durationMs: number): Promise<void> {
@@ -265,10 +314,12 @@ export class RunContext implements WorkflowContext {
 
   /** Sends a suspending step; if the run did suspend, this execution ends here. */
   private async suspendAt(key: string, send: () => Promise<{ suspended: boolean; task: StoredTask }>): Promise<StoredTask> {
-    // A suspension moves the revision on: the task results sent before it must have landed first.
+    // A suspension moves the revision on: the task results and values sent before it must have landed first.
+    this.values.flush(true);
     await this.settled();
     const response = await this.call(() => this.lease.whileEnding(send));
     if (!response.suspended) return response.task;
+    this.values.close();
     this.lease.suspend();
     throw new RunSuspendedError(this.runId, key);
   }

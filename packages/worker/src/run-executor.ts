@@ -35,19 +35,26 @@ export class RunExecutor {
   async execute(run: ClaimedRun, lease: RunLease): Promise<void> {
     const workflow = this.registry.get(run.workflow, run.version);
     let outcome: HandlerOutcome;
+    let context: RunContext | undefined;
     try {
       if (!workflow) throw new WorkflowNotHostedError(run.workflow, run.version);
-      const context = new RunContext(run, lease, this.api, this.options);
+      context = new RunContext(run, lease, this.api, this.options);
       const output = await workflow.handler(context, run.input);
       lease.throwIfEnded();
       // A task result refused after the handler went past it (see RunContext.unsettle) fails the run as it would have at the task.
       if (context.refusal !== undefined) throw context.refusal;
       outcome = { ok: true, output: toJson(output) };
     } catch (error) {
-      if (lease.isSuspended || error instanceof RunSuspendedError) return;
-      if (lease.isLost || error instanceof RunLostError) return this.stopped(run, lease);
+      const suspended = lease.isSuspended || error instanceof RunSuspendedError;
+      if (suspended || lease.isLost || error instanceof RunLostError) {
+        // This execution writes nothing more: no progress timer is left behind.
+        context?.flushValues(false, true);
+        return suspended ? undefined : this.stopped(run, lease);
+      }
       outcome = { ok: false, error };
     }
+    // The values the handler left (its query handlers' last answers, its last progress) go in the outcome's batch.
+    context?.flushValues(true, true);
 
     // Reporting is apart from the handler: a report that cannot get through (the worker is shutting down
     // while no coordinator answers) must never turn into a failure of the run. The run stays claimed and is

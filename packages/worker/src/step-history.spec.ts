@@ -132,3 +132,15 @@ describe('StepHistory.checkEnd', () => {
     expect(() => done.checkEnd()).not.toThrow();
   });
 });
+
+describe('StepHistory: replaying', () => {
+  it('is true while recorded steps lie ahead, false from the first new position on', () => {
+    const history = new StepHistory([task('a#1', 0), task('b#1', 1)]);
+    expect(history.replaying).toBe(true);
+    history.next('task', 'a');
+    expect(history.replaying).toBe(true);
+    history.next('task', 'b');
+    expect(history.replaying).toBe(false);
+    expect(new StepHistory([]).replaying).toBe(false);
+  });
+});

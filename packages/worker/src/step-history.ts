@@ -97,6 +97,11 @@ export class StepHistory {
     this.patches.set(id, true);
   }
 
+  /** Whether recorded steps lie ahead: the execution is replaying what an earlier one did. */
+  get replaying(): boolean {
+    return this.nextSeq <= this.lastSeq;
+  }
+
   /** The retry-wait record of a task: how many attempts earlier executions already made. */
   retryOf(taskKey: string): StoredTask | undefined {
     return this.byKey.get(`retry:${taskKey}`);

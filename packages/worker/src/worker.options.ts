@@ -44,6 +44,11 @@ export interface WorkflowWorkerOptions {
   shutdownGraceMs?: number;
   /** Task retry waits up to this long happen in process; longer ones suspend the run. Default 5 s. */
   inProcessRetryMaxMs?: number;
+  /**
+   * The least time between two recordings of a run's progress (`ctx.progress`): the last value reported within it
+   * is the one recorded and streamed. 100 ms to 60 s; default 500 ms.
+   */
+  progressIntervalMs?: number;
   /** Extra headers on every request to the coordinator. */
   headers?: Record<string, string>;
 }
@@ -58,6 +63,7 @@ export const WORKER_DEFAULTS = {
   registrationIntervalMs: 5_000,
   shutdownGraceMs: 10_000,
   inProcessRetryMaxMs: 5_000,
+  progressIntervalMs: 500,
 } as const;
 
 /** Fills in the defaults and refuses what cannot work, once, when the worker starts. */
@@ -89,6 +95,9 @@ export function resolveWorkerOptions(options: WorkflowWorkerOptions): ResolvedWo
     resolved.registrationIntervalMs > REGISTRATION_INTERVAL_MAX_MS
   ) {
     throw new WorkerSetupError(`registrationIntervalMs must be an integer from 100 to ${REGISTRATION_INTERVAL_MAX_MS}, got ${resolved.registrationIntervalMs}`);
+  }
+  if (!Number.isInteger(resolved.progressIntervalMs) || resolved.progressIntervalMs < 100 || resolved.progressIntervalMs > 60_000) {
+    throw new WorkerSetupError(`progressIntervalMs must be an integer from 100 to 60000, got ${resolved.progressIntervalMs}`);
   }
   return resolved;
 }

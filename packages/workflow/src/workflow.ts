@@ -134,6 +134,32 @@ export interface WorkflowContext {
    */
   awaitExternal<T = JsonValue>(options?: AwaitExternalOptions): Promise<ExternalCompletion<T>>;
   /**
+   * Exposes `value` under `name` for `GET /v1/runs/:id/queries/:name` (`client.query`, `wf runs query`): the last
+   * value exposed under a name is the answer, kept after the run ends. It is recorded with the run's next write (a
+   * step, its suspension or its outcome), never with a request of its own; a replay exposing it again changes
+   * nothing. `name`: an identifier (letters, digits, '.', '_', '-'); a value at most 64 KiB of JSON; at most 100 names
+   * a run (exposed values and query handlers together). Refused at once (InvalidRequestError) otherwise.
+   */
+  expose(name: string, value: JsonValue): void;
+  /**
+   * A query handler: its answer is what `GET /v1/runs/:id/queries/:name` returns. The coordinator runs no workflow
+   * code, so the worker calls `handler` after each step and before the run suspends or ends, and records its answer
+   * as `expose` would (only when it changed). Keep it a cheap, pure read of the handler's state.
+   *
+   * ```ts
+   * let shipped = 0;
+   * ctx.onQuery('shipped', () => shipped);
+   * ```
+   */
+  onQuery(name: string, handler: () => JsonValue): void;
+  /**
+   * Reports progress (any JSON of at most 4 KiB, e.g. `{ done: 40, of: 100 }` or a long step's partial output):
+   * kept as the run's `progress` (the last value, also after it ends) and streamed live to `client.watch`, `wf runs
+   * watch` and the feed. Coalesced: at most one value per `progressIntervalMs` of the worker (500 ms) is recorded,
+   * the last one reported; the last before the run suspends or ends always is. Call it freely, even inside a task.
+   */
+  progress(value: JsonValue): void;
+  /**
    * Guards a change to the code of runs already in flight: true for a run that reaches this point under the new
    * code, false for a run whose recorded history went past it under the old code. The answer is recorded in the
    * run's history (a `patch` step, on new ground), so its replays take the same branch. A run decides each id once:

@@ -1,11 +1,11 @@
-import type { FeedQuery, RunChange } from '@nest-durable/common';
+import type { FeedQuery, RunChange, RunProgress } from '@nest-durable/common';
 import { MetricsService } from '@app/metrics';
-import { NotificationListener, RUN_CHANGES_CHANNEL } from '@app/outbox';
+import { NotificationListener, RUN_CHANGES_CHANNEL, RUN_PROGRESS_CHANNEL } from '@app/outbox';
 import { Database, unwatchFeed, watchFeed } from '@app/persistence';
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import type { ServerResponse } from 'node:http';
 import { COORDINATOR_CONFIG, type CoordinatorConfig } from '../config/coordinator.config';
-import { parseRunChanges } from './run-changes';
+import { parseRunChanges, parseRunProgress } from './run-changes';
 
 /**
  * A client too slow to read its feed is disconnected once this much is waiting for it, rather than
@@ -41,7 +41,7 @@ interface Follower {
 export class FeedService implements OnModuleInit, BeforeApplicationShutdown, OnModuleDestroy {
   private readonly logger = new Logger(FeedService.name);
   private readonly followers = new Set<Follower>();
-  private unsubscribe: (() => void) | undefined;
+  private readonly unsubscribe: (() => void)[] = [];
   private keepAlive: NodeJS.Timeout | undefined;
   private refresh: NodeJS.Timeout | undefined;
   private starting: Promise<void> | undefined;
@@ -59,11 +59,18 @@ export class FeedService implements OnModuleInit, BeforeApplicationShutdown, OnM
   }
 
   onModuleInit(): void {
-    this.unsubscribe = this.listener.subscribe(RUN_CHANGES_CHANNEL, {
-      notified: (payload) => this.publish(parseRunChanges(payload)),
-      // Changes committed while the session was down were not announced: followers re-read.
-      reconnected: () => this.broadcast('event: resync\ndata: {}\n\n'),
-    });
+    this.unsubscribe.push(
+      this.listener.subscribe(RUN_CHANGES_CHANNEL, {
+        notified: (payload) => this.publish('run', parseRunChanges(payload)),
+        // Changes committed while the session was down were not announced: followers re-read.
+        reconnected: () => this.broadcast('event: resync\ndata: {}\n\n'),
+      }),
+      // Progress missed while the session was down is on the run (re-read at the resync above).
+      this.listener.subscribe(RUN_PROGRESS_CHANNEL, {
+        notified: (payload) => this.publish('progress', parseRunProgress(payload)),
+        reconnected: () => undefined,
+      }),
+    );
     this.keepAlive = setInterval(() => this.broadcast(': keep-alive\n\n'), this.config.feedKeepAliveMs);
     this.keepAlive.unref();
   }
@@ -80,8 +87,7 @@ export class FeedService implements OnModuleInit, BeforeApplicationShutdown, OnM
     clearInterval(this.keepAlive);
     clearInterval(this.refresh);
     this.refresh = undefined;
-    this.unsubscribe?.();
-    this.unsubscribe = undefined;
+    for (const unsubscribe of this.unsubscribe.splice(0)) unsubscribe();
   }
 
   /**
@@ -157,12 +163,13 @@ export class FeedService implements OnModuleInit, BeforeApplicationShutdown, OnM
     setTimeout(() => this.broadcast('event: resync\ndata: {}\n\n'), SETTLE_MS).unref();
   }
 
-  private publish(changes: RunChange[]): void {
+  /** `run` events of transitions, `progress` events of progress reported. */
+  private publish(event: 'run' | 'progress', changes: (RunChange | RunProgress)[]): void {
     for (const follower of this.followers) {
       const { runId, workflow } = follower.filter;
       const text = changes
         .filter((change) => (!runId || change.id === runId) && (!workflow || change.workflow === workflow))
-        .map((change) => `event: run\ndata: ${JSON.stringify(change)}\n\n`)
+        .map((change) => `event: ${event}\ndata: ${JSON.stringify(change)}\n\n`)
         .join('');
       if (text) this.send(follower, text);
     }

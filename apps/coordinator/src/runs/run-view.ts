@@ -27,6 +27,9 @@ export function toRunView(run: RunEntity, tasks?: TaskEntity[], paused = false):
     updatedAt: run.updatedAt.toISOString(),
     startedAt: run.startedAt?.toISOString() ?? null,
     finishedAt: run.finishedAt?.toISOString() ?? null,
+    // A run a start returns has reported none yet (those statements leave the columns out).
+    progress: (run.progress ?? null) as JsonValue,
+    progressAt: run.progressAt?.toISOString() ?? null,
   };
   if (tasks) view.tasks = tasks.map(toTaskView);
   return view;

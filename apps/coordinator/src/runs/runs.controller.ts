@@ -2,6 +2,7 @@ import {
   API,
   type EndpointInput,
   type EventAccepted,
+  type QueryAnswer,
   type RunPage,
   type RunTransitions,
   type RunView,
@@ -45,6 +46,12 @@ export class RunsController {
   @Route(API.runTransitions)
   transitions(@Input() { params, query }: EndpointInput<typeof API.runTransitions>): Promise<RunTransitions> {
     return this.runs.transitions(params.id, query);
+  }
+
+  /** Answered from the run's recorded state (exposed values, task results): nothing runs. */
+  @Route(API.queryRun)
+  query(@Input() { params }: EndpointInput<typeof API.queryRun>): Promise<QueryAnswer> {
+    return this.runs.query(params.id, params.name);
   }
 
   @Route(API.runResult)

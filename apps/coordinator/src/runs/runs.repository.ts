@@ -3,6 +3,8 @@ import {
   Database,
   listRuns,
   pausedQueues,
+  queryRun,
+  type QueryRow,
   type RunEntity,
   runById,
   runExists,
@@ -38,6 +40,11 @@ export class RunsRepository {
 
   findTasks(runId: string): Promise<TaskEntity[]> {
     return tasksOfRun(this.db, runId);
+  }
+
+  /** What the run recorded under a query's name; undefined when there is no such run. */
+  query(runId: string, name: string): Promise<QueryRow | undefined> {
+    return queryRun(this.db, runId, name);
   }
 
   list(query: ListRunsQuery): Promise<RunEntity[]> {

@@ -4,6 +4,8 @@ import {
   isTerminalStatus,
   JsonValue,
   ListRunsQuery,
+  type QueryAnswer,
+  QueryNotFoundError,
   RunAlreadyTerminalError,
   RunNotFoundError,
   RunNotSleepingError,
@@ -198,6 +200,19 @@ export class RunsService {
     const outcome = await this.control.sendEvent(id, name, data);
     this.check(id, outcome, (status) => new RunAlreadyTerminalError(id, status));
     return { delivered: outcome.delivered };
+  }
+
+  /**
+   * What the run recorded under `name` (GET /v1/runs/{id}/queries/{name}): the value it exposed (or its query
+   * handler answered) if any, else the output of its last completed task of that name. Read from stored state
+   * only, so a run answers the same while it runs, sleeps, or long after it ended.
+   */
+  async query(id: string, name: string): Promise<QueryAnswer> {
+    const row = await this.repository.query(id, name);
+    if (!row) throw new RunNotFoundError(id);
+    if (row.hasValue) return { runId: id, name, source: 'value', value: row.value as JsonValue, updatedAt: row.valueAt!.toISOString() };
+    if (row.hasTask) return { runId: id, name, source: 'task', value: row.taskOutput as JsonValue, updatedAt: row.taskAt!.toISOString() };
+    throw new QueryNotFoundError(id, name);
   }
 
   /** Ends a durable sleep early. */

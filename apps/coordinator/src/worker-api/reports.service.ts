@@ -14,7 +14,7 @@ import { refusalOf } from '../http/error-statuses';
 type Finished = EndedRun | undefined;
 
 /**
- * A worker's reports under its claims: task results, completions and failures, alone or coalesced (a batch
+ * A worker's reports under its claims: task results, exposed values and progress, completions and failures, alone or coalesced (a batch
  * of reports runs in one transaction, one commit for all of them). Each is revision-checked on its own, so a
  * stale one is refused (409) without affecting the others. The runs they end are told to RunLifecycle.
  */
@@ -120,7 +120,7 @@ export class ReportsService {
   }
 
   private async applyTogether(tx: SqlExecutor, plan: BatchPlan, finishing: Finishing): Promise<{ outcome: ReportOutcome; finished: Finished }[]> {
-    const { reports, tasks, finals, tasksLockAll } = plan;
+    const { reports, tasks, values, finals, tasksLockAll } = plan;
     const applied = new Array<{ outcome: ReportOutcome; finished: Finished }>(reports.length);
     const runs = [...new Set(reports.map((report) => report.runId))];
     if (runs.length > 1 && plan.statements > 1) {
@@ -139,6 +139,15 @@ export class ReportsService {
     // A run's outcome depends on its task results before it (the worker sends its last ones together
     // with it, see RunContext.unsettle in the worker): one of them refused, the outcome is refused with it.
     const refused = new Map<string, ReportOutcome>();
+    if (values.length > 0) {
+      // First: values do not move a run on, and the outcomes after them do (a run's values land before its end).
+      const results = await this.reports.recordValues(values, tx);
+      values.forEach(({ index, runId }, i) => {
+        const outcome = toOutcome(results[i]);
+        applied[index] = { outcome, finished: undefined };
+        if (!outcome.ok && !refused.has(runId)) refused.set(runId, outcome);
+      });
+    }
     if (tasks.length > 0) {
       const results = await this.reports.recordTasks(
         tasks,
@@ -197,6 +206,11 @@ export class ReportsService {
           const { result, finished } = await this.failOn(on, report.runId, report.fail, finishing);
           return { outcome: { ok: true, result }, finished };
         }
+        case 'values': {
+          const [result] = await this.reports.recordValues([{ runId: report.runId, values: report.values }], on);
+          if (result instanceof Error) throw result;
+          return { outcome: { ok: true, result }, finished: undefined };
+        }
       }
     } catch (error) {
       // A report that landed, but whose answer could not be read, is no answer either (see apply).
@@ -233,7 +247,7 @@ export class ReportsService {
   }
 }
 
-function toOutcome(result: StoredTask | Error): ReportOutcome {
+function toOutcome(result: StoredTask | { revision: number } | Error): ReportOutcome {
   if (!(result instanceof Error)) return { ok: true, result };
   const refusal = refusalOf(result);
   if (!refusal) throw result;

@@ -1,5 +1,5 @@
 // The channels are named where the statements that notify them live (the SQL home).
-export { RUN_CHANGES_CHANNEL, RUN_FINISHED_CHANNEL, RUNS_DUE_CHANNEL, RUNS_READY_CHANNEL } from '@app/persistence';
+export { RUN_CHANGES_CHANNEL, RUN_FINISHED_CHANNEL, RUN_PROGRESS_CHANNEL, RUNS_DUE_CHANNEL, RUNS_READY_CHANNEL } from '@app/persistence';
 
 export const NOTIFICATION_LISTENER_OPTIONS = Symbol('NOTIFICATION_LISTENER_OPTIONS');
 

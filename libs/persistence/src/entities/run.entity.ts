@@ -87,4 +87,12 @@ export class RunEntity {
 
   @Column('timestamptz', { name: 'finished_at', nullable: true })
   finishedAt: Date | null;
+
+  /** JSON: the last value `ctx.progress` reported (see `progressAt`). */
+  @Column('jsonb', { nullable: true })
+  progress: unknown;
+
+  /** When the last progress was recorded; null until one was (the statements that return a run for a start leave both out). */
+  @Column('timestamptz', { name: 'progress_at', nullable: true })
+  progressAt?: Date | null;
 }

@@ -92,7 +92,7 @@ const RECORD_TASKS_AND_FINISH = prepared(
     LEFT JOIN LATERAL (SELECT id, workflow, version, queue, shard, status, revision, attempt, priority, stalls, input, output, error,
                               idempotency_key AS "idempotencyKey", concurrency_key AS "concurrencyKey", tags, parent_id AS "parentId",
                               due_at AS "dueAt", claimed_by AS "claimedBy", build_id AS "buildId", heartbeat_at AS "heartbeatAt", created_at AS "createdAt",
-                              updated_at AS "updatedAt", started_at AS "startedAt", finished_at AS "finishedAt",
+                              updated_at AS "updatedAt", started_at AS "startedAt", finished_at AS "finishedAt", progress, progress_at AS "progressAt",
                               EXISTS (SELECT FROM tasks t WHERE t.run_id = e.id) OR EXISTS (SELECT FROM inserted t WHERE t.run_id = e.id) AS "hasSteps"
                          FROM (SELECT f.*) e WHERE i.return_run AND f.id IS NOT NULL) v ON true
     CROSS JOIN announced

@@ -1,18 +1,20 @@
-import { ErrorDetails, StoredTask, TaskResultRequest } from '@nest-durable/common';
+import { ErrorDetails, RunValuesRequest, StoredTask, TaskResultRequest } from '@nest-durable/common';
 import {
   Database,
   finishRuns,
   lockRunsInOrder,
   type OutcomeReport,
   recordTaskResults,
+  recordRunValues,
   recordTaskResultsAndFinishRuns,
   releaseRun,
   retryRunLater,
   type RunOutcome,
   type SqlExecutor,
+  type ValuesReport,
 } from '@app/persistence';
 import { Injectable } from '@nestjs/common';
-import { conflictFor, unwrap } from '../runs/conflicts';
+import { conflictFor, conflictsFor, unwrap } from '../runs/conflicts';
 import { answering, finishedResults, type RunFinished, recordedResults } from './report-answers';
 
 export type { RunOutcome } from '@app/persistence';
@@ -71,6 +73,34 @@ export class ReportRepository {
       tasks: await recordedResults(on, tasks, rows[0].recorded ?? []),
       outcomes: await finishedResults(on, outcomes, rows),
     }));
+  }
+
+  /**
+   * Records runs' exposed values and progress under their claims, in one statement (recordRunValues). A worker may
+   * send several reports of one run in one batch (a progress flushed while the one before was in flight): they are
+   * merged first, the later value of a name or progress winning, as if applied one after another. Each report
+   * comes back as the run's revision (unchanged: values do not move a run on) or the error (409 stale, 404 unknown).
+   */
+  async recordValues(items: { runId: string; values: RunValuesRequest }[], on: SqlExecutor = this.db): Promise<({ revision: number } | Error)[]> {
+    const merged = new Map<string, ValuesReport>();
+    const slots = items.map(({ runId, values }) => {
+      const slot = `${runId} ${values.expectedRevision}`;
+      const report = merged.get(slot) ?? { runId, expectedRevision: values.expectedRevision, exposed: {} };
+      Object.assign(report.exposed, values.exposed);
+      if (values.progress !== undefined) report.progress = { value: values.progress };
+      merged.set(slot, report);
+      return slot;
+    });
+    const reports = [...merged.values()];
+    const recorded = await recordRunValues(on, reports);
+    const refused = reports.filter((_, i) => !recorded[i]);
+    const errors = new Map<ValuesReport, Error>();
+    const conflicts = await answering(on === this.db, () => conflictsFor(on, refused));
+    for (const [i, report] of refused.entries()) errors.set(report, conflicts[i]);
+    return slots.map((slot, i) => {
+      const report = merged.get(slot)!;
+      return errors.get(report) ?? { revision: items[i].values.expectedRevision };
+    });
   }
 
   /**

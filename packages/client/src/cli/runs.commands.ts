@@ -164,8 +164,18 @@ export function registerRunCommands(program: Command, invocation: Invocation): v
     );
 
   runs
+    .command('query <id> <name>')
+    .description('what the run recorded under a name: a value it exposed (or its query handler answered), else its last task of that name')
+    .action(
+      invocation.action(async ({ client, output }, id: string, name: string) => {
+        const answer = await client.query(id, name);
+        output.result(answer, () => JSON.stringify(answer.value, null, 2));
+      }),
+    );
+
+  runs
     .command('watch <id>')
-    .description('print steps as they are recorded until the run ends; exit 1 if it failed or was cancelled')
+    .description('print steps and progress as they are recorded until the run ends; exit 1 if it failed or was cancelled')
     .action(invocation.action(async (context, id: string) => exitCodeOf(await watchRun(context, id))));
 
   runs

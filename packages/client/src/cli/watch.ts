@@ -1,74 +1,27 @@
-import { type FeedEvent, isTerminalStatus, type RunView } from '@nest-durable/common';
-import { isAnsweredError } from '../json-http.client';
-import type { WorkflowClient } from '../workflow.client';
+import { isTerminalStatus, type JsonValue, type RunView } from '@nest-durable/common';
 import { formatRunLine, formatStepLine } from './format';
 import type { CommandContext } from './invocation';
 import type { Output } from './output';
 
 /**
- * How long each poll of a watched run may wait (the coordinator answers at once when the run ends), and how
- * often a running run is read again while following the feed: the feed carries transitions, not the task
- * results a running run records in between.
+ * How often a running run is read again while following it: the feed carries transitions and progress, not the
+ * task results a running run records in between.
  */
-const POLL_WAIT_MS = 500;
+const REFRESH_MS = 500;
 
 /**
- * Prints the run's status and each step as it is recorded or resolves, until the run ends (however
- * long that takes: no deadline); with `--json`, one `{type: 'status'|'step', …}` document per line.
- * Follows the coordinator's live feed, so a run that sleeps or waits costs no requests; against a
- * coordinator without one (404), polls. Returns the run as it ended.
+ * Prints the run's status, each step as it is recorded or resolves, and each progress it reports, until the run
+ * ends (however long that takes: no deadline); with `--json`, one `{type: 'status'|'step'|'progress', …}` document
+ * per line. Follows the run with `client.watch` (the coordinator's live feed, so a run that sleeps or waits costs no
+ * requests; polling against a coordinator without one). Returns the run as it ended.
  */
 export async function watchRun({ client, output }: CommandContext, runId: string): Promise<RunView> {
   const printer = new RunPrinter(output, runId);
-  const controller = new AbortController();
-  try {
-    const feed = await openFeed(client, runId, controller.signal);
-    return feed ? await follow(client, runId, feed, printer) : await poll(client, runId, printer);
-  } finally {
-    controller.abort();
+  for await (const event of client.watch(runId, { refreshMs: REFRESH_MS })) {
+    if (event.type === 'progress') printer.progress(event.progress, event.at);
+    else if (printer.print(event.run)) return event.run;
   }
-}
-
-/** The run's feed once open; undefined if the coordinator has none. */
-async function openFeed(client: WorkflowClient, runId: string, signal: AbortSignal): Promise<AsyncGenerator<FeedEvent> | undefined> {
-  const feed = client.feed({ runId }, signal);
-  try {
-    await feed.next();
-    return feed;
-  } catch (error) {
-    if (isAnsweredError(error) && error.statusCode === 404) return undefined;
-    throw error;
-  }
-}
-
-/** Reads the run after each change the feed announces (and every POLL_WAIT_MS while it runs), until it ends. */
-async function follow(client: WorkflowClient, runId: string, feed: AsyncGenerator<FeedEvent>, printer: RunPrinter): Promise<RunView> {
-  // Settled unawaited when the run ends (the feed is aborted then): handled here, awaited below.
-  const nextEvent = () => {
-    const pending = feed.next();
-    pending.catch(() => undefined);
-    return pending;
-  };
-  let next = nextEvent();
-  for (;;) {
-    const run = await client.get(runId);
-    if (printer.print(run)) return run;
-    let timer: NodeJS.Timeout | undefined;
-    const pause = run.status === 'running' ? new Promise<'poll'>((resolve) => (timer = setTimeout(() => resolve('poll'), POLL_WAIT_MS))) : undefined;
-    const woken = await Promise.race(pause ? [next, pause] : [next]);
-    clearTimeout(timer);
-    if (woken === 'poll') continue;
-    // The coordinator closed the feed (it is shutting down): go on polling, maybe another one answers.
-    if (woken.done) return poll(client, runId, printer);
-    next = nextEvent();
-  }
-}
-
-async function poll(client: WorkflowClient, runId: string, printer: RunPrinter): Promise<RunView> {
-  for (;;) {
-    const run = await client.waitForResult(runId, { timeoutMs: POLL_WAIT_MS });
-    if (printer.print(run)) return run;
-  }
+  throw new Error(`the watch of run ${runId} ended before the run did`);
 }
 
 /** Prints what changed since the run was last printed. */
@@ -80,6 +33,10 @@ class RunPrinter {
     private readonly output: Output,
     private readonly runId: string,
   ) {}
+
+  progress(progress: JsonValue, at: string): void {
+    this.output.event({ type: 'progress', runId: this.runId, progress, at }, () => `${at}  progress ${JSON.stringify(progress)}`);
+  }
 
   /** Prints the run's new status and steps; true once it ended. */
   print(run: RunView): boolean {

@@ -16,6 +16,7 @@ import {
   StartRunRequest,
   StartRunsBatch,
 } from './run.contracts';
+import { QueryAnswer, QueryPath } from './run-values.contracts';
 import { CreateScheduleRequest, ListSchedulesQuery, SchedulePage, SchedulePath, ScheduleView, TriggeredSchedule } from './schedule.contracts';
 import { WorkerList } from './worker-registry.contracts';
 import { PauseRequest, WorkflowLimits, WorkflowList, WorkflowPath, WorkflowView } from './workflow-control.contracts';
@@ -131,6 +132,18 @@ export const CLIENT_ENDPOINTS = {
     status: 200,
     responses: { 200: json('Its transitions', RunTransitions) },
     errors: { 404: RUN_NOT_FOUND },
+  }),
+
+  queryRun: endpoint({
+    ...ROUTES.queryRun,
+    audience: 'client',
+    tag: 'runs',
+    summary:
+      'What the run recorded under a name: the value it exposed (ctx.expose, a query handler) or else its last completed task of that name; answered from stored state, also for ended runs, without running anything',
+    params: QueryPath,
+    status: 200,
+    responses: { 200: json('The answer', QueryAnswer) },
+    errors: { 404: `${RUN_NOT_FOUND}, or query_not_found: the run exposed no value and completed no task of that name` },
   }),
 
   // ---- operators' views (clients) ----

@@ -1,6 +1,7 @@
 import { type Static, type StaticDecode, Type } from '@sinclair/typebox';
 import { Closed, Identifier, IntegerIn, OneOf, REASON, RunId, withDefaults } from './fields';
 import { RUN_STATUSES } from './run-status';
+import type { RunProgress } from './run-values.contracts';
 
 /** What an operator's view (the dashboard, `wf stats`, `wf runs history`, `wf runs watch`) reads. */
 
@@ -117,12 +118,13 @@ export type RunChange = Static<typeof RunChange>;
 
 /**
  * What WorkflowClient.feed yields: `open` first, once the coordinator accepted the feed (every change committed
- * from then on comes: read the state you show after it, not before); then `run` for each transition, and
- * `resync` when changes may have been missed (the coordinator's LISTEN session reconnected): re-read what is
- * shown. (On the wire, `run` and `resync` are events; `open` is the response itself; comments keep it alive.)
+ * from then on comes: read the state you show after it, not before); then `run` for each transition, `progress`
+ * for each progress a run reported (ctx.progress), and `resync` when changes may have been missed (the coordinator's LISTEN session reconnected): re-read what is
+ * shown. (On the wire, `run`, `progress` and `resync` are events; `open` is the response itself; comments keep it alive.)
  */
-export type FeedEvent = { type: 'open' } | { type: 'run'; data: RunChange } | { type: 'resync' };
+export type FeedEvent = { type: 'open' } | { type: 'run'; data: RunChange } | { type: 'progress'; data: RunProgress } | { type: 'resync' };
 
 export const FEED_DESCRIPTION =
   'Server-sent events: `event: run` with a RunChange for every transition of a matching run, in commit order per coordinator; ' +
+  '`event: progress` with a RunProgress for every progress a matching run reported (ctx.progress); ' +
   '`event: resync` when changes may have been missed (re-read); a comment line every FEED_KEEPALIVE_MS.';

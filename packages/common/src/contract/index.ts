@@ -12,6 +12,7 @@ export * from './openapi-document';
 export * from './routes';
 export * from './run-status';
 export * from './run.contracts';
+export * from './run-values.contracts';
 export { TAG_KEY_MAX_LENGTH, TAG_VALUE_MAX_LENGTH, TAGS_MAX, Tags, tagFilters } from './tags';
 export * from './schedule.contracts';
 export * from './validation';

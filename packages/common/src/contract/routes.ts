@@ -21,6 +21,7 @@ export const ROUTES = {
   wakeRun: { method: 'post', path: '/v1/runs/{id}/wake' },
   retryRun: { method: 'post', path: '/v1/runs/{id}/retry' },
   runTransitions: { method: 'get', path: '/v1/runs/{id}/transitions' },
+  queryRun: { method: 'get', path: '/v1/runs/{id}/queries/{name}' },
   // ---- operators' views (clients) ----
   stats: { method: 'get', path: '/v1/stats' },
   feed: { method: 'get', path: '/v1/feed' },

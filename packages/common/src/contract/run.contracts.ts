@@ -77,6 +77,8 @@ export const RunView = Closed(
     updatedAt: Time,
     startedAt: NullableTime,
     finishedAt: NullableTime,
+    progress: AnyJson('the last progress the run reported (ctx.progress), kept after it ended; null until one was (see progressAt)'),
+    progressAt: Type.Union([Time, Type.Null()], { description: 'when the last progress was recorded; null until one was' }),
     tasks: Type.Optional(Type.Array(TaskView, { description: 'its steps (with a single run, not in lists)' })),
   },
   { title: 'RunView' },

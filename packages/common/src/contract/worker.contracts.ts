@@ -1,8 +1,9 @@
 import { type Static, type StaticDecode, Type } from '@sinclair/typebox';
-import { AnyJson, BuildId, Closed, Flag, Identifier, IntegerIn, Key, ListOf, Nullable, OneOf, REASON, RunId, withDefaults } from './fields';
+import { AnyJson, BuildId, Closed, RECORD_KEY, Flag, Identifier, IntegerIn, Key, ListOf, Nullable, OneOf, REASON, RunId, withDefaults } from './fields';
 import { JsonDocument } from './json-document';
 import { STEP_KINDS, TASK_STATUSES } from './run-status';
 import { ErrorDetails } from './run.contracts';
+import { checkExposedValue, checkProgress, EXPOSED_NAMES_MAX, ValueName } from './run-values.contracts';
 import { Tags } from './tags';
 import { decode, fail } from './validation';
 
@@ -354,6 +355,37 @@ export const StreamDeadLetterResponse = Closed(
 export type StreamDeadLetterResponse = Static<typeof StreamDeadLetterResponse>;
 
 /**
+ * What a run exposes, sent by its worker under the claim (revision-fenced; nothing moves the run on): values by
+ * name (`ctx.expose`, and its query handlers' answers), each the last one for its name, and its progress
+ * (`ctx.progress`, the last value; null is one too). Sizes are checked as the worker checks them before sending.
+ */
+export const RunValuesRequest = Type.Transform(
+  Closed(
+    {
+      expectedRevision: Revision,
+      exposed: Type.Optional(
+        Type.Record(ValueName, JsonDocument('value'), {
+          maxProperties: EXPOSED_NAMES_MAX,
+          additionalProperties: false,
+          description: `values by name (at most ${EXPOSED_NAMES_MAX})`,
+          [REASON]: 'invalid_exposed',
+          [RECORD_KEY]: ValueName,
+        }),
+      ),
+      progress: Type.Optional(JsonDocument('progress')),
+    },
+    { title: 'RunValuesRequest' },
+  ),
+)
+  .Decode((request) => {
+    for (const [name, value] of Object.entries(request.exposed ?? {})) checkExposedValue(name, value);
+    if (request.progress !== undefined) checkProgress(request.progress);
+    return request;
+  })
+  .Encode((request) => request);
+export type RunValuesRequest = StaticDecode<typeof RunValuesRequest>;
+
+/**
  * Several writes of one worker in one request and one transaction (`POST /v1/worker/reports`): the
  * worker coalesces the task results and outcomes of its concurrent runs, so a busy worker pays one
  * round trip and one commit for many of them. Each report is checked on its own.
@@ -363,6 +395,7 @@ export const WorkerReport = Type.Union(
     Closed({ type: Tag('type', 'task'), runId: RunId('runId'), task: TaskResultRequest }),
     Closed({ type: Tag('type', 'complete'), runId: RunId('runId'), complete: CompleteRunRequest }),
     Closed({ type: Tag('type', 'fail'), runId: RunId('runId'), fail: FailRunRequest }),
+    Closed({ type: Tag('type', 'values'), runId: RunId('runId'), values: RunValuesRequest }),
   ],
   { title: 'WorkerReport', ...discriminated('type') },
 );
@@ -379,7 +412,7 @@ export const ReportOutcome = Type.Union(
   [
     Closed({
       ok: Type.Literal(true),
-      result: Type.Union([StoredTask, RevisionResponse], { description: 'a task report: the recorded task; an outcome: the revision' }),
+      result: Type.Union([StoredTask, RevisionResponse], { description: 'a task report: the recorded task; an outcome or values: the revision' }),
     }),
     Closed(
       { ok: Type.Literal(false), statusCode: Type.Integer(), reason: Type.String(), message: Type.String() },

@@ -120,6 +120,15 @@ export class RunNotFailedError extends DurableError {
   }
 }
 
+/** The run exposed no value and completed no task of the name a query asked for (GET /v1/runs/{id}/queries/{name}). */
+export class QueryNotFoundError extends DurableError {
+  static readonly reason = 'query_not_found';
+
+  constructor(runId: string, name: string) {
+    super(QueryNotFoundError.reason, `run ${runId} has no value or completed task called ${JSON.stringify(name)}`);
+  }
+}
+
 export class ScheduleNotFoundError extends DurableError {
   static readonly reason = 'schedule_not_found';
 

@@ -1,4 +1,4 @@
-import { type JsonValue, parseIdentifier, type StoredTask, type WorkflowTarget } from '@nest-durable/common';
+import { checkExposedValue, checkProgress, type JsonValue, parseIdentifier, type StoredTask, type WorkflowTarget } from '@nest-durable/common';
 import {
   type AwaitExternalOptions,
   type ChildOptions,
@@ -108,6 +108,20 @@ export class ReplayContext implements WorkflowContext {
     if (options.timeoutMs !== undefined) checkDelay(options.timeoutMs, 'child timeout');
     checkChild(workflow, options);
     return childResultOf<O>(await this.step('child', name));
+  }
+
+  /** Exposed values, query handlers and progress are not part of a run's history: a replay checks them and records nothing. */
+  expose(name: string, value: JsonValue): void {
+    parseIdentifier(name, 'value_name');
+    checkExposedValue(name, value);
+  }
+
+  onQuery(name: string, _handler: () => JsonValue): void {
+    parseIdentifier(name, 'value_name');
+  }
+
+  progress(value: JsonValue): void {
+    checkProgress(value);
   }
 
   patched(id: string): boolean {

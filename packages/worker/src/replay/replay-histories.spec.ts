@@ -55,6 +55,8 @@ function history(id: string, status: RunStatus, steps: TaskView[]): RecordedHist
     updatedAt: AT,
     startedAt: AT,
     finishedAt: null,
+    progress: null,
+    progressAt: null,
   };
   return { run, steps };
 }
