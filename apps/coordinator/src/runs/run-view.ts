@@ -1,4 +1,4 @@
-import type { JsonValue, RunView, TaskView } from '@nest-durable/common';
+import type { AttemptTime, JsonValue, RunView, TaskView } from '@nest-durable/common';
 import type { RunEntity, TaskEntity } from '@app/persistence';
 
 /** `paused`: the run's version or shard is paused (it is shown so only while it waits). */
@@ -50,7 +50,21 @@ function toTaskView(task: TaskEntity): TaskView {
     finishedAt: task.status === 'waiting' ? null : (task.finishedAt ?? task.createdAt).toISOString(),
     wakeAt: task.wakeAt ? isoOrNull(task.wakeAt) : null,
     childId: task.childId,
+    ...(task.attemptTimes && task.startedAt && { attemptTimes: attemptViews(task.attemptTimes, task.startedAt, task.attempts) }),
   };
+}
+
+/**
+ * A task's attempts on the coordinator's clock: each one's offset from the start of the execution (which the
+ * coordinator dated, see startedAt) added to that start. The last attempt is the one `attempts` counts.
+ */
+function attemptViews(times: AttemptTime[], startedAt: Date, attempts: number): NonNullable<TaskView['attemptTimes']> {
+  const first = attempts - times.length + 1;
+  return times.map((time, index) => ({
+    attempt: first + index,
+    startedAt: new Date(startedAt.getTime() + time.offsetMs).toISOString(),
+    durationMs: time.durationMs,
+  }));
 }
 
 /** 'infinity' (a run waiting for an event or a child) comes back from node-postgres as the number Infinity. */

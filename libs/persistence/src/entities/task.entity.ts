@@ -1,4 +1,4 @@
-import type { ErrorDetails, StepKind, TaskStatus } from '@nest-durable/common';
+import type { AttemptTime, ErrorDetails, StepKind, TaskStatus } from '@nest-durable/common';
 import { Column, Entity, PrimaryColumn } from 'typeorm';
 
 /**
@@ -47,6 +47,10 @@ export class TaskEntity {
   /** When a task began (from the duration its worker reported; null if it reported none, and for suspension steps). */
   @Column('timestamptz', { name: 'started_at', nullable: true })
   startedAt: Date | null;
+
+  /** A task's attempts in the execution that recorded it (their offsets from startedAt, on the worker's clock); null if its worker sent none. */
+  @Column('jsonb', { name: 'attempt_times', nullable: true })
+  attemptTimes: AttemptTime[] | null;
 
   /** When a suspension step resolved (null while waiting, and for task results: they are recorded when they end). */
   @Column('timestamptz', { name: 'finished_at', nullable: true })

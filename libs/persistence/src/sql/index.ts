@@ -33,6 +33,7 @@ export * from './retention.sql';
 export * from './input-schemas.sql';
 export * from './dead-letters.sql';
 export * from './runs-list.sql';
+export * from './run-selection.sql';
 export * from './leader.sql';
 export * from './migration-lock.sql';
 export * from './notifications.sql';

@@ -160,6 +160,19 @@ export const ReportedError = Type.Transform(
 /** A day: a task that runs longer is still recorded, its duration capped there. */
 export const TASK_DURATION_MS_MAX = 86_400_000;
 
+/** The most attempts of one execution of a task whose times are recorded (a worker sends the last ones). */
+export const ATTEMPT_TIMES_MAX = 100;
+
+/** One attempt of a task, timed on the worker's monotonic clock from the start of the execution (`durationMs`'s). */
+export const AttemptTime = Closed(
+  {
+    offsetMs: IntegerIn('offsetMs', 0, TASK_DURATION_MS_MAX),
+    durationMs: IntegerIn('durationMs', 0, TASK_DURATION_MS_MAX),
+  },
+  { title: 'AttemptTime' },
+);
+export type AttemptTime = Static<typeof AttemptTime>;
+
 const taskFields = {
   expectedRevision: Revision,
   key: Key('key'),
@@ -167,6 +180,8 @@ const taskFields = {
   name: Key('name'),
   /** Measured on the worker (a monotonic clock): its start is recorded as this long before the result. */
   durationMs: Type.Optional(IntegerIn('durationMs', 0, TASK_DURATION_MS_MAX)),
+  /** Each attempt of this execution (the last ATTEMPT_TIMES_MAX), oldest first: absent from older workers. */
+  attemptTimes: Type.Optional(ListOf('attemptTimes', AttemptTime, 1, ATTEMPT_TIMES_MAX, 'attempts')),
 };
 
 /**
