@@ -17,9 +17,6 @@ export const RerunRequest = Closed(
 );
 export type RerunRequest = StaticDecode<typeof RerunRequest>;
 
-/** The tag a rerun carries: the id of the run it reran (`GET /v1/runs?tag=rerun-of:<id>` lists a run's reruns). */
-export const RERUN_OF_TAG = 'rerun-of';
-
 /** The most runs one bulk request acts on (each in a transaction of its own, as a single cancel or retry). */
 export const BULK_LIMIT_MAX = 1_000;
 /** A dry run counts up to this many matching runs (`capped` past it), so a count costs the same whatever the history. */
