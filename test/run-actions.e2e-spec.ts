@@ -113,6 +113,8 @@ describe('run actions', () => {
     const failed = await finish((await client.start(twoSteps, { order: 'o-1' }, { tags: { tenant: 'acme' }, priority: 5 })).id);
     expect(failed).toMatchObject({ status: 'failed', error: { message: 'the carrier is down' } });
     expect(executions.prepare).toBe(1);
+    // A task of one attempt is its own start and duration: no attempt times are sent or shown for it.
+    expect(failed.tasks!.find((task) => task.name === 'prepare')).not.toHaveProperty('attemptTimes');
 
     // A rerun is a new run of the same version, priority and tags, linked by its rerun-of tag.
     const rerun = (

@@ -25,9 +25,12 @@ export class AttemptClock {
     return capped(performance.now() - this.began);
   }
 
-  /** The attempts timed, oldest first (absent when none were: the report then has no `attemptTimes`). */
+  /**
+   * The attempts timed, oldest first; none for an execution of one attempt (the report then has no `attemptTimes`):
+   * that attempt is the task's own start and duration, so the common case sends and stores nothing more.
+   */
   attemptTimes(): AttemptTime[] | undefined {
-    return this.times.length > 0 ? [...this.times] : undefined;
+    return this.times.length > 1 ? [...this.times] : undefined;
   }
 }
 

@@ -44,7 +44,7 @@ export const TaskView = Closed(
     attemptTimes: Type.Optional(
       Type.Array(Closed({ attempt: Type.Integer(), startedAt: Time, durationMs: Type.Integer() }, { title: 'TaskAttemptView' }), {
         description:
-          "a task: each attempt of the execution that recorded it (the last 100), oldest first, its start on the coordinator's clock; absent when its worker sent none",
+          "a task retried in its worker: each attempt of the execution that recorded it (the last 100), oldest first, its start on the coordinator's clock; absent for a single attempt (the task's own start and end) and from workers that send none",
       }),
     ),
     childId: Type.Union([Type.String({ format: 'uuid' }), Type.Null()], { description: 'a child step: the child run' }),

@@ -180,7 +180,7 @@ const taskFields = {
   name: Key('name'),
   /** Measured on the worker (a monotonic clock): its start is recorded as this long before the result. */
   durationMs: Type.Optional(IntegerIn('durationMs', 0, TASK_DURATION_MS_MAX)),
-  /** Each attempt of this execution (the last ATTEMPT_TIMES_MAX), oldest first: absent from older workers. */
+  /** Each attempt of this execution (the last ATTEMPT_TIMES_MAX), oldest first; absent for one attempt, and from older workers. */
   attemptTimes: Type.Optional(ListOf('attemptTimes', AttemptTime, 1, ATTEMPT_TIMES_MAX, 'attempts')),
 };
 
