@@ -27,6 +27,22 @@ const flaky = defineWorkflow<null, string>({
     ),
 });
 
+/** Its task fails twice, each time waiting 250 ms to retry: longer than the worker waits in process, so the run suspends. */
+const backoff = defineWorkflow<null, string>({
+  name: 'actions-backoff',
+  version: '1',
+  handler: (ctx) =>
+    ctx.task(
+      'reserve',
+      async ({ attempt }) => {
+        await new Promise((resolve) => setTimeout(resolve, 30));
+        if (attempt < 3) throw new Error(`no stock yet (${attempt})`);
+        return 'reserved';
+      },
+      { retry: { maxAttempts: 3, delayMs: 250, backoff: 'fixed', jitter: false } },
+    ),
+});
+
 /** How often `prepare` ran: a retry from the failed step must not run it again. */
 const executions = { prepare: 0 };
 /** While set, `ship` fails (nonRetryable): the run fails at its second step. */
@@ -68,7 +84,8 @@ describe('run actions', () => {
       REDIS_BLOCK_MS: '500',
       WORKER_ID: 'actions-worker',
     });
-    worker = await startCustomWorker(coordinator.url, workerModuleOptions(config, [flaky, twoSteps]));
+    // Retry waits over 100 ms suspend the run (backoff's); flaky's 40 ms ones are waited in the worker.
+    worker = await startCustomWorker(coordinator.url, { ...workerModuleOptions(config, [flaky, twoSteps, backoff]), inProcessRetryMaxMs: 100 });
     client = new WorkflowClient({ url: coordinator.url });
     await eventually('the worker registered', async () => (await client.listWorkers()).items.some((w) => w.id === 'actions-worker' && w.online));
   }, 60_000);
@@ -107,6 +124,22 @@ describe('run actions', () => {
     }
     const lastEnd = Date.parse(attempts[2].startedAt) + attempts[2].durationMs;
     expect(lastEnd).toBeLessThanOrEqual(Date.parse(charge.finishedAt!) + 1);
+  });
+
+  it('keeps the attempts of executions that ended in a retry wait, and shows them with the task on the same axis', async () => {
+    const run = await finish((await client.start(backoff, null)).id);
+    expect(run.status).toBe('completed');
+    const reserve = run.tasks!.find((task) => task.key === 'reserve#1') as TaskView;
+    const wait = run.tasks!.find((task) => task.key === 'retry:reserve#1') as TaskView;
+    expect(wait).not.toHaveProperty('attemptTimes'); // shown with the task, once it has its result
+    const attempts = reserve.attemptTimes!;
+    expect(attempts.map((attempt) => attempt.attempt)).toEqual([1, 2, 3]);
+    for (const attempt of attempts) expect(attempt.durationMs).toBeGreaterThanOrEqual(25);
+    // Each execution began after the 250 ms wait that ended the one before it.
+    for (let i = 1; i < attempts.length; i++) {
+      const previousEnd = Date.parse(attempts[i - 1].startedAt) + attempts[i - 1].durationMs;
+      expect(Date.parse(attempts[i].startedAt) - previousEnd).toBeGreaterThanOrEqual(200);
+    }
   });
 
   it('retries a failed run from its failed step (its completed steps kept) and reruns it as a new run with edited input', async () => {

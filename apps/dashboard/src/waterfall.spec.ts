@@ -56,4 +56,20 @@ describe('waterfall', () => {
     ]);
     expect(toMs - T0).toBe(1_000);
   });
+
+  it("shows a retry wait's failed attempts before the wait while its task has no result", () => {
+    const wait = step({
+      kind: 'retry',
+      status: 'waiting',
+      attempts: 1,
+      createdAt: at(40),
+      startedAt: at(40),
+      attemptTimes: [{ attempt: 1, startedAt: at(10), durationMs: 30 }],
+    });
+    const { rows } = waterfall([wait], { createdAt: at(0), startedAt: at(5), finishedAt: null }, T0 + 100);
+    expect(rows[0].map((bar) => [bar.attempt, bar.startMs - T0, bar.durationMs, bar.tone])).toEqual([
+      [1, 10, 30, 'failed'],
+      [undefined, 40, 60, 'waiting'],
+    ]);
+  });
 });

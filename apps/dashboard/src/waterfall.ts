@@ -43,22 +43,18 @@ function barsOf(step: TaskView, now: number): Bar[] {
     const started = Date.parse(step.startedAt ?? step.createdAt);
     const end = ended ?? now;
     const tone = step.status === 'waiting' ? 'waiting' : 'waited';
-    return [
-      { startMs: started, durationMs: end - started, tone, label: `${step.kind} ${step.status === 'waiting' ? 'waiting for' : 'took'} ${ms(end - started)}` },
-    ];
+    const wait: Bar = {
+      startMs: started,
+      durationMs: end - started,
+      tone,
+      label: `${step.kind} ${step.status === 'waiting' ? 'waiting for' : 'took'} ${ms(end - started)}`,
+    };
+    // A retry wait whose task has no result yet shows the attempts that failed before it.
+    return [...(step.attemptTimes ?? []).map((time) => attemptBar(time, 'failed')), wait];
   }
   if (step.attemptTimes && step.attemptTimes.length > 0) {
     const last = step.attemptTimes.length - 1;
-    return step.attemptTimes.map((time, index) => {
-      const tone = index === last ? (step.status === 'failed' ? 'failed' : 'completed') : 'failed';
-      return {
-        startMs: Date.parse(time.startedAt),
-        durationMs: time.durationMs,
-        tone,
-        label: `attempt ${time.attempt}: ${ms(time.durationMs)}, ${tone}`,
-        attempt: time.attempt,
-      };
-    });
+    return step.attemptTimes.map((time, index) => attemptBar(time, index === last && step.status !== 'failed' ? 'completed' : 'failed'));
   }
   const end = ended ?? Date.parse(step.createdAt);
   const started = step.startedAt ? Date.parse(step.startedAt) : end;
@@ -67,6 +63,16 @@ function barsOf(step: TaskView, now: number): Bar[] {
     ? `${step.attempts} attempt${step.attempts === 1 ? '' : 's'} took ${ms(end - started)}, ${tone}`
     : `${tone} (its start was not reported)`;
   return [{ startMs: started, durationMs: end - started, tone, label }];
+}
+
+function attemptBar(time: NonNullable<TaskView['attemptTimes']>[number], tone: 'failed' | 'completed'): Bar {
+  return {
+    startMs: Date.parse(time.startedAt),
+    durationMs: time.durationMs,
+    tone,
+    label: `attempt ${time.attempt}: ${ms(time.durationMs)}, ${tone}`,
+    attempt: time.attempt,
+  };
 }
 
 /** A duration in whole milliseconds (the bars' labels: the precision the worker measured). */

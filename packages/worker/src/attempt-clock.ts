@@ -25,6 +25,11 @@ export class AttemptClock {
     return capped(performance.now() - this.began);
   }
 
+  /** Every attempt timed so far, oldest first (an execution that suspends for a retry wait sends them with it). */
+  timesSoFar(): AttemptTime[] {
+    return [...this.times];
+  }
+
   /**
    * The attempts timed, oldest first; none for an execution of one attempt (the report then has no `attemptTimes`):
    * that attempt is the task's own start and duration, so the common case sends and stores nothing more.

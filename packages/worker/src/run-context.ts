@@ -260,7 +260,18 @@ export class RunContext implements WorkflowContext {
         if (delayMs > this.options.inProcessRetryMaxMs) {
           // A long wait would hold a worker slot: suspend the run and retry when it is due.
           await this.suspendAt(`retry:${key}`, () =>
-            this.api.suspend(this.runId, { expectedRevision: this.lease.revision, key: `retry:${key}`, seq, kind: 'retry', name, delayMs, attempts: attempt }),
+            this.api.suspend(this.runId, {
+              expectedRevision: this.lease.revision,
+              key: `retry:${key}`,
+              seq,
+              kind: 'retry',
+              name,
+              delayMs,
+              attempts: attempt,
+              // This execution ends here: its attempts are kept with the wait (the task's result will not carry them).
+              durationMs: clock.elapsedMs(),
+              attemptTimes: clock.timesSoFar(),
+            }),
           );
         }
         await abortableDelay(delayMs, this.lease.signal);

@@ -1,10 +1,11 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
- * Per-attempt task times (issue 37, the dashboard's waterfall): `tasks.attempt_times`, the attempts of the
- * execution that recorded a task, as its worker timed them (`[{offsetMs, durationMs}]`, offsets from the task's
- * `started_at`). Written once, with the task's result, by the statements that insert it; NULL from workers that
- * send none (older ones) and for steps that are not tasks. Nullable without a default, so adding it rewrites no
+ * Per-attempt task times (issue 37, the dashboard's waterfall): `tasks.attempt_times`, on a task the attempts of
+ * the execution that recorded it, as its worker timed them (`[{offsetMs, durationMs}]`, offsets from the task's
+ * `started_at`), written once with its result; on a retry wait the attempts of the executions that ended in it,
+ * dated (`[{attempt, startedAt, durationMs}]`), appended as it is re-armed. NULL when none were sent (older
+ * workers, a task of one attempt) and for other steps. Nullable without a default, so adding it rewrites no
  * row (a catalog change only); no index reads it.
  */
 export class TaskAttemptTimes1766900000000 implements MigrationInterface {

@@ -266,7 +266,20 @@ export const SuspendRequest = Type.Union(
         attempts: 0,
       },
     ),
-    withDefaults(Closed({ ...stepFields, kind: Tag('kind', 'retry'), name: Key('name'), delayMs: Delay('delayMs'), attempts: Attempts }), { attempts: 0 }),
+    withDefaults(
+      Closed({
+        ...stepFields,
+        kind: Tag('kind', 'retry'),
+        name: Key('name'),
+        delayMs: Delay('delayMs'),
+        attempts: Attempts,
+        /** The execution that ends in this wait, as a task result times it (its start is recorded this long before now)... */
+        durationMs: Type.Optional(IntegerIn('durationMs', 0, TASK_DURATION_MS_MAX)),
+        /** ...and its attempts (the last ones are `attempts`): kept with the wait, shown with the task. */
+        attemptTimes: Type.Optional(ListOf('attemptTimes', AttemptTime, 1, ATTEMPT_TIMES_MAX, 'attempts')),
+      }),
+      { attempts: 0 },
+    ),
   ],
   { title: 'SuspendRequest', ...discriminated('kind') },
 );
