@@ -224,6 +224,10 @@ describe('HTTP contract', () => {
         body: { expectedRevision: again.revision, error: { name: 'Error', message: 'boom' } },
       });
       expect((await call('post', '/v1/runs/{id}/retry', { params: { id: sleeper.id } })).body).toMatchObject({ status: 'queued', attempt: 2 });
+      expect((await call('post', '/v1/runs/{id}/rerun', { params: { id: sleeper.id } })).status).toBe(409);
+      expect((await call('post', '/v1/runs/retry', { body: { filter: { workflow: 'echo' }, dryRun: true } })).body).toMatchObject({ matched: 0 });
+      expect((await call('post', '/v1/runs/cancel', { body: { filter: { workflow: 'echo' } } })).body).toMatchObject({ matched: 1, acted: 1 });
+      expect((await call('post', '/v1/runs/{id}/rerun', { params: { id: sleeper.id }, body: { input: { n: 1 } } })).status).toBe(201);
     });
 
     it('completion tokens: a worker records one, an outside caller completes it once', async () => {

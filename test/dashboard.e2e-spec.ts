@@ -39,6 +39,22 @@ const fragileWorkflow = defineWorkflow<null, string>({
   },
 });
 
+/** Its task's first two attempts throw, the third succeeds: the waterfall shows three bars, each its own duration. */
+const flakyWorkflow = defineWorkflow<null, string>({
+  name: 'dashboard-flaky',
+  version: '1',
+  handler: (ctx) =>
+    ctx.task(
+      'charge',
+      async ({ attempt }) => {
+        await new Promise((resolve) => setTimeout(resolve, 40));
+        if (attempt < 3) throw new Error(`card declined (attempt ${attempt})`);
+        return 'charged';
+      },
+      { retry: { maxAttempts: 3, delayMs: 60, backoff: 'fixed', jitter: false } },
+    ),
+});
+
 /** A task, a durable sleep, then two more tasks: the timeline shows all four in order. */
 const stepsWorkflow = defineWorkflow<null, string>({
   name: 'dashboard-steps',
@@ -88,7 +104,7 @@ describe('dashboard', () => {
     db = await createTestDatabase('dashboard');
     coordinator = await startCoordinator(db.url, { authDisabled: false, clientToken: CLIENT_TOKEN, workerToken: WORKER_TOKEN, dashboardDir });
     worker = await startCustomWorker(coordinator.url, {
-      workflows: [fragileWorkflow, stepsWorkflow, approvalWorkflow, parentWorkflow],
+      workflows: [fragileWorkflow, stepsWorkflow, approvalWorkflow, parentWorkflow, flakyWorkflow],
       workerId: 'dashboard-worker',
       buildId: 'dashboard-build.7',
       claimWaitMs: 1_000,
@@ -270,11 +286,112 @@ describe('dashboard', () => {
 
     fragile.failing = false;
     await markDocument();
-    await page.getByRole('button', { name: 'Retry run' }).click();
+    await page.getByRole('button', { name: 'Retry from failed step' }).click();
     await confirmDialog('Retry');
     await eventually('the page to show the retried run completed', async () => (await shownStatus(page)) === 'completed', LIVE_MS);
     expect(await stillSameDocument()).toBe(true);
     expect(await api('GET', `/v1/runs/${run.id}`)).toMatchObject({ status: 'completed', attempt: 2, output: 'called' });
+  });
+
+  it("shows a task's attempts as a waterfall on the run's time axis, each at its own start with its own duration", async () => {
+    const run = await start('dashboard-flaky');
+    await eventually('the run to complete', async () => (await runStatus(run.id)) === 'completed', LIVE_MS);
+    await page.goto(`${coordinator.url}/ui/runs/${run.id}`);
+    const step = page.locator('li.step[data-step="charge"]');
+    await step.locator('.waterfall-bar').nth(2).waitFor();
+    const bars = await step
+      .locator('.waterfall-bar')
+      .evaluateAll((elements) => elements.map((bar) => ({ attempt: bar.getAttribute('data-attempt'), tone: bar.className, box: bar.getBoundingClientRect() })));
+    expect(bars.map((bar) => [bar.attempt, bar.tone])).toEqual([
+      ['1', 'waterfall-bar bar-failed'],
+      ['2', 'waterfall-bar bar-failed'],
+      ['3', 'waterfall-bar bar-completed'],
+    ]);
+    // One axis: each attempt begins right of where the one before it ended (the 60 ms retry wait between them).
+    for (let i = 1; i < bars.length; i++) expect(bars[i].box.left).toBeGreaterThan(bars[i - 1].box.left + bars[i - 1].box.width);
+    // Durations per attempt, not summed.
+    const attempts = await step.getByRole('list', { name: 'Attempts of charge' }).getByRole('listitem').allTextContents();
+    expect(attempts.map((text) => text.replace(/\d+ ms$/, 'N ms'))).toEqual(['attempt 1: N ms', 'attempt 2: N ms', 'attempt 3: N ms']);
+    for (const text of attempts) expect(shownMs(text.replace(/^attempt \d: /, ''))).toBeGreaterThanOrEqual(35);
+    await screenshot('run-waterfall');
+  });
+
+  it('reruns a finished run as a new run with edited input, whose page links back to it', async () => {
+    const failed = await api('POST', '/v1/runs', { workflow: 'dashboard-fragile', version: '1', input: { order: 'o-1' }, tags: { tenant: 'acme' } });
+    await eventually('the run to fail', async () => (await runStatus(failed.id)) === 'failed', LIVE_MS);
+    fragile.failing = false;
+    await page.goto(`${coordinator.url}/ui/runs/${failed.id}`);
+    await page.getByRole('button', { name: 'Rerun with new input…' }).click();
+    const input = page.getByLabel('New input (JSON)');
+    expect(JSON.parse(await input.inputValue())).toEqual({ order: 'o-1' });
+    await input.fill('{"order": "o-1-fixed"}');
+    await page.getByRole('button', { name: 'Start the new run' }).click();
+    await confirmDialog('Start run');
+    await eventually('the page to open the new run', async () => new URL(page.url()).pathname !== `/ui/runs/${failed.id}`, LIVE_MS);
+    const rerunId = new URL(page.url()).pathname.split('/').pop()!;
+    await fact('Rerun of').getByRole('link', { name: failed.id }).waitFor();
+    expect(await api('GET', `/v1/runs/${rerunId}`)).toMatchObject({
+      workflow: 'dashboard-fragile',
+      input: { order: 'o-1-fixed' },
+      tags: { tenant: 'acme', 'rerun-of': failed.id },
+    });
+    await eventually('the page to show the rerun completed', async () => (await shownStatus(page)) === 'completed', LIVE_MS);
+  });
+
+  it('filters the runs by tag, and cancels every matching run after a confirmation that says how many', async () => {
+    const batch = `b-${randomUUID().slice(0, 8)}`;
+    const parked: RunView[] = [];
+    for (let i = 0; i < 3; i++) parked.push(await api('POST', '/v1/runs', { workflow: 'dashboard-parked', version: '1', input: null, tags: { batch } }));
+    const other = await api('POST', '/v1/runs', { workflow: 'dashboard-parked', version: '1', input: null, tags: { batch: 'other' } });
+    await page.goto(`${coordinator.url}/ui/runs?workflow=dashboard-parked`);
+    // A tag in the table filters by itself.
+    await page
+      .locator(`tr[data-run-id="${parked[0].id}"]`)
+      .getByRole('button', { name: `batch=${batch}` })
+      .click();
+    await page.locator(`tr[data-run-id="${other.id}"]`).waitFor({ state: 'detached' });
+    expect(new URL(page.url()).searchParams.getAll('tag')).toEqual([`batch:${batch}`]);
+    expect(new Set(await page.locator('tr[data-run-id]').evaluateAll((rows) => rows.map((row) => row.getAttribute('data-run-id'))))).toEqual(
+      new Set(parked.map((run) => run.id)),
+    );
+    await page.getByRole('button', { name: 'Cancel matching runs…' }).click();
+    await page.getByRole('dialog', { name: 'Cancel 3 runs?' }).waitFor();
+    await screenshot('runs-bulk-cancel');
+    await confirmDialog('Cancel 3 runs');
+    await page.getByRole('status').filter({ hasText: 'Cancelled 3 runs.' }).waitFor();
+    expect(await Promise.all(parked.map((run) => runStatus(run.id)))).toEqual(['cancelled', 'cancelled', 'cancelled']);
+    expect(await runStatus(other.id)).toBe('queued');
+
+    // A filter typed in: retrying matches only failed runs, and says so when there are none.
+    await page.getByRole('button', { name: `Remove tag filter batch:${batch}` }).click();
+    await page.getByLabel('Tag', { exact: true }).fill('batch=other');
+    await page.getByRole('button', { name: 'Add tag filter' }).click();
+    await page.locator(`tr[data-run-id="${other.id}"]`).waitFor();
+    expect(new URL(page.url()).searchParams.getAll('tag')).toEqual(['batch:other']);
+    await page.getByRole('button', { name: 'Retry matching runs…' }).click();
+    await page.getByRole('status').filter({ hasText: 'No failed runs match this filter.' }).waitFor();
+    await api('POST', `/v1/runs/${other.id}/cancel`);
+  });
+
+  it('retries every failed run the filter matches, each from its failed step', async () => {
+    const wave = `w-${randomUUID().slice(0, 8)}`;
+    const runs: RunView[] = [];
+    for (let i = 0; i < 2; i++) runs.push(await api('POST', '/v1/runs', { workflow: 'dashboard-fragile', version: '1', input: null, tags: { wave } }));
+    await eventually(
+      'both runs to fail',
+      async () => (await Promise.all(runs.map((run) => runStatus(run.id)))).every((status) => status === 'failed'),
+      LIVE_MS,
+    );
+    fragile.failing = false;
+    await page.goto(`${coordinator.url}/ui/runs?status=failed&tag=wave:${wave}`);
+    await page.locator(`tr[data-run-id="${runs[1].id}"]`).waitFor();
+    await page.getByRole('button', { name: 'Retry matching runs…' }).click();
+    await confirmDialog('Retry 2 runs');
+    await page.getByRole('status').filter({ hasText: 'Retried 2 runs.' }).waitFor();
+    for (const run of runs) {
+      await eventually('the retried run to complete', async () => (await runStatus(run.id)) === 'completed', LIVE_MS);
+      expect((await api('GET', `/v1/runs/${run.id}`)).attempt).toBe(2);
+    }
   });
 
   it("shows a run's tags, in the runs table and on its page", async () => {

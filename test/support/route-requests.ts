@@ -27,7 +27,17 @@ const deadLetter = new Ref('dead letter', (f) => f.deadLetter);
 const offerId = '0b4f2d9e-6a51-4c1e-9d3f-2f7c8e1a5b60';
 const worker = 'fuzz-worker';
 const limited = { name: 'fuzz-limited', version: '1' };
-const task = { expectedRevision: revision, key: 'ship#1', seq: 1, name: 'ship', status: 'completed', attempts: 1, durationMs: 5, output: { shipped: true } };
+const task = {
+  expectedRevision: revision,
+  key: 'ship#1',
+  seq: 1,
+  name: 'ship',
+  status: 'completed',
+  attempts: 1,
+  durationMs: 5,
+  attemptTimes: [{ offsetMs: 1, durationMs: 4 }],
+  output: { shipped: true },
+};
 
 export const ROUTE_REQUESTS: Record<keyof typeof ROUTES, RouteRequest> = {
   startRun: { body: { workflow: 'fuzz-started', version: '1', input: { n: 1 }, priority: 10 } },
@@ -41,6 +51,10 @@ export const ROUTE_REQUESTS: Record<keyof typeof ROUTES, RouteRequest> = {
   retryRun: { params: { id: queued } },
   runTransitions: { params: { id: running }, query: { limit: 10, after: '1' } },
   queryRun: { params: { id: running, name: 'status' } },
+  rerunRun: { params: { id: queued }, body: { input: { n: 2 } } },
+  // A workflow no run has: the bulk actions' bounds and refusals are checked without cancelling the suite's runs.
+  cancelRuns: { body: { filter: { workflow: 'fuzz-unmatched' }, limit: 10 } },
+  retryRuns: { body: { filter: { workflow: 'fuzz-unmatched' }, limit: 10 } },
   stats: { query: { window: '1h' } },
   feed: { query: { workflow: 'fuzz-queued' } },
   // Paused (and kept so by the fuzzer, see PINNED): a schedule that fired would write while a refusal is checked.

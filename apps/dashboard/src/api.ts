@@ -69,7 +69,9 @@ type ListRunsQuery = NonNullable<EndpointCall<Api['listRuns']>['query']>;
  */
 export type RunFilter = Partial<
   Pick<Record<keyof ListRunsQuery, string>, 'workflow' | 'version' | 'status' | 'createdAfter' | 'createdBefore' | 'idempotencyKey'>
->;
+> & { /** `key:value` each: runs with every one. */ tag?: string[] };
+
+type BulkFilter = EndpointCall<Api['cancelRuns']>['body']['filter'];
 
 /** The fields of a filter that are set (an empty one filters nothing). */
 export function setFields<T extends object>(filter: T): Partial<T> {
@@ -88,6 +90,10 @@ export const api = {
   cancel: (id: string) => call('cancelRun', { params: { id } }),
   retry: (id: string) => call('retryRun', { params: { id } }),
   wake: (id: string) => call('wakeRun', { params: { id } }),
+  rerun: (id: string, input: JsonValue) => call('rerunRun', { params: { id }, body: { input } }),
+  /** One request of a bulk cancel or retry of the runs `filter` matches (`dryRun`: count them). */
+  bulk: (action: 'cancel' | 'retry', filter: RunFilter, options: { dryRun?: boolean; before?: string }) =>
+    call(action === 'cancel' ? 'cancelRuns' : 'retryRuns', { body: { filter: setFields(filter) as BulkFilter, ...options } }),
   sendEvent: (id: string, name: string, data: JsonValue) => call('sendEvent', { params: { id, name }, body: { data } }),
   workers: () => call('listWorkers', {}),
   schedules: (cursor?: string) => call('listSchedules', { query: { cursor, limit: 50 } }),

@@ -2,6 +2,7 @@ import type { StaticEncode } from '@sinclair/typebox';
 import type {
   CompletionAccepted,
   CompletionError,
+  BulkRunsResult,
   DeadLetterPage,
   EventAccepted,
   FeedEvent,
@@ -81,6 +82,19 @@ export interface ListRunsOptions {
   limit?: number;
   /** The `nextCursor` of the previous page. */
   cursor?: string;
+}
+
+/** The runs list's filter: which runs a bulk cancel or retry acts on. */
+export type RunFilterOptions = Omit<ListRunsOptions, 'limit' | 'cursor'>;
+
+/** One request of a bulk cancel or retry. */
+export interface BulkRunsOptions {
+  /** Only count the runs it would act on (and answer the `before` that leaves out runs created after the count). */
+  dryRun?: boolean;
+  /** The `before` the previous answer gave (or the dry run's): runs below it only. */
+  before?: string;
+  /** 1–1,000 runs this request acts on, default 500. */
+  limit?: number;
 }
 
 export interface ListDeadLettersOptions {
@@ -230,6 +244,27 @@ export class WorkflowClient {
   /** Runs a failed run again as its next attempt, keeping its completed steps; `409 run_not_failed` otherwise. */
   retry(runId: string): Promise<RunView> {
     return this.http.call(API.retryRun, { params: { id: runId } });
+  }
+
+  /**
+   * Starts a new run as the finished run was started (its workflow version, shard, priority, concurrency key and
+   * tags, or `tags`), with `input` or else its input, tagged `rerun-of: <runId>`; `409 run_not_finished` while it runs.
+   */
+  rerun(runId: string, options: { input?: JsonValue; tags?: Tags } = {}): Promise<StartedRunView> {
+    return this.http.call(API.rerunRun, { params: { id: runId }, body: options });
+  }
+
+  /**
+   * Cancels up to `limit` of the unfinished runs `filter` matches, newest first (each as `cancel` does); call again
+   * with the answer's `before` until it is null. `dryRun` counts them first (what a confirmation says).
+   */
+  cancelRuns(filter: RunFilterOptions, options: BulkRunsOptions = {}): Promise<BulkRunsResult> {
+    return this.http.call(API.cancelRuns, { body: bulkBody(filter, options) });
+  }
+
+  /** Retries up to `limit` of the failed runs `filter` matches, newest first (each as `retry` does); as `cancelRuns` goes on. */
+  retryRuns(filter: RunFilterOptions, options: BulkRunsOptions = {}): Promise<BulkRunsResult> {
+    return this.http.call(API.retryRuns, { body: bulkBody(filter, options) });
   }
 
   /** Ends the run's durable sleep now; `409 run_not_sleeping` if it is not sleeping. */
@@ -420,4 +455,9 @@ function startBody({ workflow, input, idempotencyKey, shard, priority, runAt, co
     concurrencyKey,
     tags,
   };
+}
+
+/** A bulk request's body: the filter with its tags as `key:value` filters, as the runs list takes them. */
+function bulkBody({ tags, ...filter }: RunFilterOptions, options: BulkRunsOptions) {
+  return { filter: { ...filter, ...(tags && { tag: tagFilters(tags) }) }, ...options };
 }

@@ -1,12 +1,4 @@
-import {
-  type ClaimedRun,
-  type ErrorDetails,
-  type JsonValue,
-  parseIdentifier,
-  type StoredTask,
-  TASK_DURATION_MS_MAX,
-  type WorkflowTarget,
-} from '@nest-durable/common';
+import { type ClaimedRun, type ErrorDetails, type JsonValue, parseIdentifier, type StoredTask, type WorkflowTarget } from '@nest-durable/common';
 import { isRevisionConflict, isTransient } from '@nest-durable/client';
 import {
   isNonRetryable,
@@ -24,6 +16,7 @@ import {
   type WorkflowContext,
 } from '@nest-durable/workflow';
 import { Logger } from '@nestjs/common';
+import { AttemptClock } from './attempt-clock';
 import { CoordinatorApi } from './coordinator.api';
 import { RunLease } from '@app/locking';
 import { checkChild, checkDelay, checkTimeout } from './step-checks';
@@ -79,10 +72,11 @@ export class RunContext implements WorkflowContext {
     if (step.recorded) return outcomeOf<T>(step.recorded);
 
     const retry = this.history.retryOf(step.key);
-    const began = performance.now();
-    const done = await this.runAttempts(step.key, step.seq, name, fn, options, retry ? Number(retry.attempts) : 0);
+    const clock = new AttemptClock();
+    const done = await this.runAttempts(step.key, step.seq, name, fn, options, retry ? Number(retry.attempts) : 0, clock);
     // Monotonic, so the coordinator can date the start from its own clock (the attempts of this execution).
-    const durationMs = Math.min(Math.round(performance.now() - began), TASK_DURATION_MS_MAX);
+    const durationMs = clock.elapsedMs();
+    const attemptTimes = clock.attemptTimes();
     this.lease.throwIfEnded();
     const result = done.ok
       ? { status: 'completed' as const, output: done.output, error: null }
@@ -94,6 +88,7 @@ export class RunContext implements WorkflowContext {
       seq: step.seq,
       name,
       durationMs,
+      ...(attemptTimes && { attemptTimes }),
       attempts: done.attempts,
       ...result,
     });
@@ -331,11 +326,12 @@ export class RunContext implements WorkflowContext {
     fn: (task: TaskContext) => Promise<T> | T,
     options: TaskOptions,
     attemptsBefore: number,
+    clock: AttemptClock,
   ): Promise<AttemptOutcome> {
     const maxAttempts = Math.max(1, options.retry?.maxAttempts ?? 1);
     for (let attempt = attemptsBefore + 1; ; attempt++) {
       try {
-        const output = await this.attemptOnce(key, fn, attempt, options.timeoutMs);
+        const output = await clock.time(() => this.attemptOnce(key, fn, attempt, options.timeoutMs));
         return { ok: true, output: toJson(output), attempts: attempt };
       } catch (error) {
         this.lease.throwIfEnded();
@@ -345,7 +341,18 @@ export class RunContext implements WorkflowContext {
         if (delayMs > this.options.inProcessRetryMaxMs) {
           // A long wait would hold a worker slot: suspend the run and retry when it is due.
           await this.suspendAt(`retry:${key}`, () =>
-            this.api.suspend(this.runId, { expectedRevision: this.lease.revision, key: `retry:${key}`, seq, kind: 'retry', name, delayMs, attempts: attempt }),
+            this.api.suspend(this.runId, {
+              expectedRevision: this.lease.revision,
+              key: `retry:${key}`,
+              seq,
+              kind: 'retry',
+              name,
+              delayMs,
+              attempts: attempt,
+              // This execution ends here: its attempts are kept with the wait (the task's result will not carry them).
+              durationMs: clock.elapsedMs(),
+              attemptTimes: clock.timesSoFar(),
+            }),
           );
         }
         await abortableDelay(delayMs, this.lease.signal);

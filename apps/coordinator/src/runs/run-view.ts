@@ -1,5 +1,5 @@
-import type { JsonValue, RunView, TaskView } from '@nest-durable/common';
-import type { RunEntity, TaskEntity } from '@app/persistence';
+import { ATTEMPT_TIMES_MAX, type AttemptTime, type JsonValue, type RunView, type TaskView } from '@nest-durable/common';
+import type { DatedAttempt, RunEntity, TaskEntity } from '@app/persistence';
 
 /** `paused`: the run's version or shard is paused (it is shown so only while it waits). */
 export function toRunView(run: RunEntity, tasks?: TaskEntity[], paused = false): RunView {
@@ -31,9 +31,41 @@ export function toRunView(run: RunEntity, tasks?: TaskEntity[], paused = false):
     progress: (run.progress ?? null) as JsonValue,
     progressAt: run.progressAt?.toISOString() ?? null,
   };
-  if (tasks) view.tasks = tasks.map(toTaskView);
+  if (tasks) view.tasks = withAttempts(tasks.map(toTaskView), tasks);
   return view;
 }
+
+/**
+ * A task's attempts on one axis: those of the executions that ended in its retry wait (kept with the wait, already
+ * dated), then those of the execution that recorded it; while the task has no result yet, its retry wait shows
+ * the attempts so far.
+ */
+function withAttempts(views: TaskView[], tasks: TaskEntity[]): TaskView[] {
+  const recorded = new Set(tasks.filter((task) => task.kind === 'task').map((task) => task.key));
+  const waited = new Map<string, DatedAttempt[]>();
+  for (const task of tasks)
+    if (task.kind === 'retry' && task.attemptTimes) waited.set(task.key.slice(RETRY_PREFIX.length), task.attemptTimes as DatedAttempt[]);
+  return views.map((view, index) => {
+    const task = tasks[index];
+    if (task.kind === 'retry') {
+      const earlier = !recorded.has(task.key.slice(RETRY_PREFIX.length)) && waited.get(task.key.slice(RETRY_PREFIX.length));
+      return earlier ? { ...view, attemptTimes: earlier.map(dated) } : view;
+    }
+    const earlier = task.kind === 'task' ? waited.get(task.key) : undefined;
+    if (!earlier) return view;
+    // The last execution's attempts; one attempt is the task's own start to its record.
+    const last =
+      view.attemptTimes ??
+      (task.startedAt
+        ? [{ attempt: task.attempts, startedAt: task.startedAt.toISOString(), durationMs: task.createdAt.getTime() - task.startedAt.getTime() }]
+        : []);
+    return { ...view, attemptTimes: [...earlier.map(dated), ...last].slice(-ATTEMPT_TIMES_MAX) };
+  });
+}
+
+const RETRY_PREFIX = 'retry:';
+
+const dated = (attempt: DatedAttempt) => ({ attempt: attempt.attempt, startedAt: new Date(attempt.startedAt).toISOString(), durationMs: attempt.durationMs });
 
 function toTaskView(task: TaskEntity): TaskView {
   return {
@@ -53,7 +85,23 @@ function toTaskView(task: TaskEntity): TaskView {
     finishedAt: task.status === 'waiting' ? null : (task.finishedAt ?? task.createdAt).toISOString(),
     wakeAt: task.wakeAt ? isoOrNull(task.wakeAt) : null,
     childId: task.childId,
+    ...(task.kind === 'task' &&
+      task.attemptTimes &&
+      task.startedAt && { attemptTimes: attemptViews(task.attemptTimes as AttemptTime[], task.startedAt, task.attempts) }),
   };
+}
+
+/**
+ * A task's attempts on the coordinator's clock: each one's offset from the start of the execution (which the
+ * coordinator dated, see startedAt) added to that start. The last attempt is the one `attempts` counts.
+ */
+function attemptViews(times: AttemptTime[], startedAt: Date, attempts: number): NonNullable<TaskView['attemptTimes']> {
+  const first = attempts - times.length + 1;
+  return times.map((time, index) => ({
+    attempt: first + index,
+    startedAt: new Date(startedAt.getTime() + time.offsetMs).toISOString(),
+    durationMs: time.durationMs,
+  }));
 }
 
 /** 'infinity' (a run waiting for an event or a child) comes back from node-postgres as the number Infinity. */

@@ -1,5 +1,6 @@
 import {
   API,
+  type BulkRunsResult,
   type EndpointInput,
   type EventAccepted,
   type QueryAnswer,
@@ -12,12 +13,16 @@ import {
 import { Controller, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { Input, Route } from '../http/route.decorators';
+import { BulkRunsService } from './bulk-runs.service';
 import { RunsService } from './runs.service';
 
 /** The client API: start, inspect, wait for and cancel runs. */
 @Controller()
 export class RunsController {
-  constructor(private readonly runs: RunsService) {}
+  constructor(
+    private readonly runs: RunsService,
+    private readonly bulk: BulkRunsService,
+  ) {}
 
   @Route(API.startRun)
   async start(@Input() { body }: EndpointInput<typeof API.startRun>, @Res({ passthrough: true }) reply: FastifyReply): Promise<StartedRunView> {
@@ -81,5 +86,23 @@ export class RunsController {
   @Route(API.retryRun)
   retry(@Input() { params }: EndpointInput<typeof API.retryRun>): Promise<RunView> {
     return this.runs.retry(params.id);
+  }
+
+  /** A new run of a finished run's version, with its input or a new one, tagged rerun-of. */
+  @Route(API.rerunRun)
+  rerun(@Input() { params, body }: EndpointInput<typeof API.rerunRun>): Promise<StartedRunView> {
+    return this.runs.rerun(params.id, body);
+  }
+
+  /** Cancels (or counts, dryRun) a page of the unfinished runs a filter matches. */
+  @Route(API.cancelRuns)
+  cancelMatching(@Input() { body }: EndpointInput<typeof API.cancelRuns>): Promise<BulkRunsResult> {
+    return this.bulk.act('cancel', body);
+  }
+
+  /** Retries (or counts, dryRun) a page of the failed runs a filter matches. */
+  @Route(API.retryRuns)
+  retryMatching(@Input() { body }: EndpointInput<typeof API.retryRuns>): Promise<BulkRunsResult> {
+    return this.bulk.act('retry', body);
   }
 }

@@ -1,13 +1,16 @@
-import type { ListRunsQuery } from '@nest-durable/common';
+import type { ListRunsQuery, RunStatus } from '@nest-durable/common';
 import {
+  countMatchingRuns,
   Database,
   listRuns,
+  matchingRunIds,
   pausedQueues,
   queryRun,
   type QueryRow,
   type RunEntity,
   runById,
   runExists,
+  type RunFilterValues,
   runsByIdempotencyKeys,
   type TaskEntity,
   tasksOfRun,
@@ -49,6 +52,16 @@ export class RunsRepository {
 
   list(query: ListRunsQuery): Promise<RunEntity[]> {
     return listRuns(this.db, query);
+  }
+
+  /** Up to `limit` ids of runs the filter matches in one of `statuses`, newest first (see run-selection.sql.ts). */
+  matchingIds(filter: RunFilterValues, statuses: RunStatus[], limit: number): Promise<string[]> {
+    return matchingRunIds(this.db, filter, statuses, limit);
+  }
+
+  /** How many runs the filter matches in one of `statuses`, counted up to `max`. */
+  countMatching(filter: RunFilterValues, statuses: RunStatus[], max: number): Promise<number> {
+    return countMatchingRuns(this.db, filter, statuses, max);
   }
 
   /** The first `limit` transitions of a run after the one with id `after`, or undefined if the run does not exist (checked only when there are no rows). */

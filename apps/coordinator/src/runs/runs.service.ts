@@ -10,7 +10,11 @@ import {
   RunNotFoundError,
   RunNotSleepingError,
   RunNotFailedError,
+  RunNotFinishedError,
   RunPage,
+  RERUN_OF_TAG,
+  type RerunRequest,
+  TAGS_MAX,
   RunTransitions,
   RunView,
   StartRunRequest,
@@ -117,6 +121,30 @@ export class RunsService {
   private async existing(duplicates: NewRun[]): Promise<{ runs: Map<string, RunEntity>; paused: Set<string> }> {
     const runs = await this.repository.findByIdempotencyKeys(duplicates.map((run) => ({ workflow: run.workflow, idempotencyKey: run.idempotencyKey! })));
     return { runs, paused: await this.repository.pausedQueues([...runs.values()]) };
+  }
+
+  /**
+   * Starts a new run as the finished run `id` was started (its workflow version, shard, priority, concurrency key
+   * and tags, or `tags`), with `input` or else its input, tagged `rerun-of: <id>`: a start in every other way (its
+   * input checked, handed off, published). Not its idempotency key (that would answer the old run), runAt or parent.
+   */
+  async rerun(id: string, request: RerunRequest): Promise<StartedRunView> {
+    const previous = await this.require(id);
+    if (!isTerminalStatus(previous.status)) throw new RunNotFinishedError(id, previous.status);
+    const tags = { ...(request.tags ?? previous.tags), [RERUN_OF_TAG]: id };
+    if (Object.keys(tags).length > TAGS_MAX) {
+      throw new InvalidRequestError('invalid_tags', `a rerun is tagged ${RERUN_OF_TAG}: it takes at most ${TAGS_MAX - 1} other tags (pass fewer in tags)`);
+    }
+    const { run } = await this.start({
+      workflow: previous.workflow,
+      version: previous.version,
+      input: request.input === undefined ? (previous.input as JsonValue) : request.input,
+      priority: previous.priority,
+      ...(previous.shard !== null && { shard: previous.shard }),
+      ...(previous.concurrencyKey !== null && { concurrencyKey: previous.concurrencyKey }),
+      tags,
+    });
+    return run;
   }
 
   async get(id: string): Promise<RunView> {

@@ -1,5 +1,5 @@
-import type { RunTransition, RunView, TaskView } from '@nest-durable/common';
-import { isTerminalStatus } from '@nest-durable/common/run-status';
+import type { RunTransition, RunView } from '@nest-durable/common';
+import { isTerminalStatus, RERUN_OF_TAG } from '@nest-durable/common/run-status';
 import { Link } from 'wouter-preact';
 import { api } from '../api';
 import { Json } from '../components/Json';
@@ -14,6 +14,7 @@ import { runningMs } from '../running-time';
 import { useAction } from '../use-action';
 import { useLoad } from '../use-load';
 import { RunActions } from './RunActions';
+import { RunSteps } from './RunSteps';
 
 export function RunDetail({ id }: { id: string }) {
   const run = useLoad(() => api.getRun(id), [id]);
@@ -51,11 +52,12 @@ export function RunDetail({ id }: { id: string }) {
         </div>
       )}
       <Facts run={data} worker={worker} ranFor={transitions.data && runningTimeText(data, transitions.data.items, !transitions.data.truncated)} />
+      {/* The run's live surface (issue 37's updates, queries, progress and trace id) goes here, a section each. */}
       <Json label="Input" value={data.input} open />
       <Json label="Output" value={data.output} />
       {data.error && <Json label="Error" value={data.error} />}
       <h2>Steps</h2>
-      <Timeline steps={data.tasks ?? []} />
+      <RunSteps run={data} />
       <h2>Transitions</h2>
       <Problem error={transitions.error} />
       <Transitions items={history} />
@@ -108,6 +110,16 @@ function Facts({ run, worker, ranFor }: { run: RunView; worker: string | null | 
         '—'
       ),
     ],
+    [
+      'Rerun of',
+      run.tags[RERUN_OF_TAG] ? (
+        <Link href={`/runs/${run.tags[RERUN_OF_TAG]}`} class="mono" key="rerun-of">
+          {run.tags[RERUN_OF_TAG]}
+        </Link>
+      ) : (
+        '—'
+      ),
+    ],
     ['Created', <Time at={run.createdAt} key="c" />],
     ['Started', <Time at={run.startedAt} key="s" />],
     ['Finished', <Time at={run.finishedAt} key="f" />],
@@ -126,63 +138,6 @@ function Facts({ run, worker, ranFor }: { run: RunView; worker: string | null | 
         </div>
       ))}
     </dl>
-  );
-}
-
-/** The steps in the order the run recorded them: each task, sleep, event wait and child, failed ones highlighted. */
-function Timeline({ steps }: { steps: TaskView[] }) {
-  if (steps.length === 0) return <p class="muted">No steps recorded yet.</p>;
-  return (
-    <ol class="timeline" aria-label="Steps">
-      {steps.map((step) => {
-        // A task is recorded when it ends (its start is not reported); a suspension step when the run suspends there.
-        const started = step.startedAt ?? (step.kind === 'task' ? undefined : step.createdAt);
-        const ended = step.finishedAt ?? (step.kind === 'task' ? step.createdAt : undefined);
-        return (
-          <li key={step.key} class={`step step-${step.status}`} data-step={step.name}>
-            <div class="step-head">
-              <span class="step-kind">{step.kind}</span> <strong class="step-name">{step.name}</strong> <Status status={step.status} />
-              <span class="muted">
-                {' '}
-                {/* A patch marker is not tried: it records which branch of a ctx.patched change the run takes. */}
-                {step.kind === 'patch'
-                  ? ' · the run takes the patched branch'
-                  : [
-                      step.attempts > 0 && ` · ${step.attempts} attempt${step.attempts === 1 ? '' : 's'}`,
-                      between(started, ended) && ` · took ${between(started, ended)}`,
-                    ]}
-              </span>
-            </div>
-            <div class="step-times">
-              {[
-                started && ['started', <Time at={started} compact key="s" />],
-                ended && ['ended', <Time at={ended} compact key="e" />],
-                step.wakeAt && step.status === 'waiting' && ['wakes', <Time at={step.wakeAt} compact key="w" />],
-                step.childId && [
-                  'child',
-                  <Link href={`/runs/${step.childId}`} class="mono" key="c">
-                    {step.childId}
-                  </Link>,
-                ],
-              ]
-                .filter((part): part is [string, preact.JSX.Element] => !!part)
-                .map(([label, value], index) => (
-                  <span key={label}>
-                    {index > 0 && ' · '}
-                    {label} {value}
-                  </span>
-                ))}
-            </div>
-            {step.error && (
-              <p class="step-error">
-                <strong>{step.error.name}</strong>: {step.error.message}
-              </p>
-            )}
-            {step.output !== null && step.output !== undefined && <Json label="Output" value={step.output} />}
-          </li>
-        );
-      })}
-    </ol>
   );
 }
 

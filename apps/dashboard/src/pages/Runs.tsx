@@ -12,6 +12,8 @@ import { useLiveRuns } from '../feed';
 import { between } from '../format';
 import { useLoad } from '../use-load';
 import { Pager } from '../components/Pager';
+import { TagFilters } from '../components/TagFilters';
+import { BulkRunActions } from './BulkRunActions';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const RANGES = { '': 'any time', '15m': 'last 15 minutes', '1h': 'last hour', '24h': 'last day', '7d': 'last 7 days', custom: 'between…' } as const;
@@ -40,8 +42,12 @@ function toQuery(filters: Record<string, string>): RunFilter {
     idempotencyKey: filters.key,
     createdAfter: custom ? isoOf(filters.from) : range ? new Date(Date.now() - RANGE_MS[range]).toISOString() : undefined,
     createdBefore: custom ? isoOf(filters.to) : undefined,
+    tag: tagsOf(filters),
   };
 }
+
+/** The address's tag filters (`key:value` each; kept as one value, a line each: a tag's value has no line breaks). */
+const tagsOf = (filters: Record<string, string>): string[] | undefined => (filters.tag ? filters.tag.split('\n') : undefined);
 
 /**
  * The filters live in the address (so they survive a reload and can be linked to, as the overview does), and so
@@ -50,12 +56,23 @@ function toQuery(filters: Record<string, string>): RunFilter {
 function useFilters(): [Record<string, string>, (next: Record<string, string>, state?: PagesBefore) => void] {
   const search = useSearch();
   const [, navigate] = useLocation();
-  const current = Object.fromEntries(new URLSearchParams(search));
+  const current = readFilters(search);
   const set = (next: Record<string, string>, state?: PagesBefore) => {
-    const params = new URLSearchParams(Object.entries(next).filter(([, value]) => value !== ''));
+    const params = new URLSearchParams(Object.entries(next).filter(([name, value]) => value !== '' && name !== 'tag'));
+    // Tags as the API takes them: `tag=key:value`, once per tag.
+    for (const tag of tagsOf(next) ?? []) params.append('tag', tag);
     navigate(`/runs${params.size ? `?${params}` : ''}`, { replace: true, state });
   };
   return [current, set];
+}
+
+/** The address's filters, its repeated `tag` as one value (see tagsOf). */
+function readFilters(search: string): Record<string, string> {
+  const params = new URLSearchParams(search);
+  const filters = Object.fromEntries(params);
+  const tags = params.getAll('tag');
+  if (tags.length > 0) filters.tag = tags.join('\n');
+  return filters;
 }
 
 /** What "Previous page" needs: the cursors of the pages up to this one, kept in the history entry's state. */
@@ -87,7 +104,7 @@ export function Runs() {
   const change = (name: string, value: string) => {
     // From the address as it is now: two changes in one event (Enter fires `change`, then `submit`) keep both.
     // Other filters start again from the first page.
-    setFilters({ ...Object.fromEntries(new URLSearchParams(window.location.search)), cursor: '', [name]: value });
+    setFilters({ ...readFilters(window.location.search), cursor: '', [name]: value });
   };
   const onSearch = async (event: Event) => {
     event.preventDefault();
@@ -146,9 +163,16 @@ export function Runs() {
           <button type="submit">Search</button>
         </form>
       </search>
+      <TagFilters tags={tagsOf(filters) ?? []} onChange={(tags) => change('tag', tags.join('\n'))} />
       {filters.key && !filters.workflow && <p class="muted">An idempotency key belongs to one workflow: choose the workflow to search by key.</p>}
+      <BulkRunActions filter={toQuery(filters)} onDone={page.reload} />
       <Problem error={page.error} />
-      <RunTable runs={page.data?.runs ?? []} loading={page.loading && !page.data} hosted={hosted} />
+      <RunTable
+        runs={page.data?.runs ?? []}
+        loading={page.loading && !page.data}
+        hosted={hosted}
+        onTag={(tag) => change('tag', [...new Set([...(tagsOf(filters) ?? []), tag])].join('\n'))}
+      />
       <Pager label="Pages of runs" cursors={cursors} next={page.data?.nextCursor} onChange={setCursors} />
     </section>
   );
@@ -169,7 +193,7 @@ function hostedVersions({ items }: WorkerList): Set<string> {
   return new Set(items.filter((worker) => worker.online).flatMap((worker) => worker.workflows.map((workflow) => `${workflow.name}@${workflow.version}`)));
 }
 
-function RunTable({ runs, loading, hosted }: { runs: RunView[]; loading: boolean; hosted: Set<string> | undefined }) {
+function RunTable({ runs, loading, hosted, onTag }: { runs: RunView[]; loading: boolean; hosted: Set<string> | undefined; onTag: (tag: string) => void }) {
   return (
     <table class="runs">
       <thead>
@@ -208,7 +232,7 @@ function RunTable({ runs, loading, hosted }: { runs: RunView[]; loading: boolean
             <td>{between(run.startedAt, run.finishedAt) ?? '—'}</td>
             <td class="mono">{run.idempotencyKey ?? ''}</td>
             <td>
-              <Tags tags={run.tags} />
+              <Tags tags={run.tags} onSelect={onTag} />
             </td>
           </tr>
         ))}

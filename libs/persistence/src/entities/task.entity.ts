@@ -1,5 +1,12 @@
-import type { ErrorDetails, StepKind, TaskStatus } from '@nest-durable/common';
+import type { AttemptTime, ErrorDetails, StepKind, TaskStatus } from '@nest-durable/common';
 import { Column, Entity, PrimaryColumn } from 'typeorm';
+
+/** An attempt dated on the database's clock (a retry wait's; `startedAt` as PostgreSQL writes a timestamptz in JSON). */
+export interface DatedAttempt {
+  attempt: number;
+  startedAt: string;
+  durationMs: number;
+}
 
 /**
  * A step of a run: a checkpointed task result (written once per key, replayed on re-execution) or a
@@ -47,6 +54,13 @@ export class TaskEntity {
   /** When a task began (from the duration its worker reported; null if it reported none, and for suspension steps). */
   @Column('timestamptz', { name: 'started_at', nullable: true })
   startedAt: Date | null;
+
+  /**
+   * A task's attempts in the execution that recorded it (offsets from startedAt, on the worker's clock: AttemptTime),
+   * or a retry wait's, of the executions that ended in it (dated: DatedAttempt); null when none were sent.
+   */
+  @Column('jsonb', { name: 'attempt_times', nullable: true })
+  attemptTimes: AttemptTime[] | DatedAttempt[] | null;
 
   /** When a suspension step resolved (null while waiting, and for task results: they are recorded when they end). */
   @Column('timestamptz', { name: 'finished_at', nullable: true })

@@ -35,6 +35,7 @@ export * from './input-schemas.sql';
 export * from './dead-letters.sql';
 export * from './runs-list.sql';
 export * from './run-values.sql';
+export * from './run-selection.sql';
 export * from './leader.sql';
 export * from './migration-lock.sql';
 export * from './notifications.sql';

@@ -1,8 +1,16 @@
 import { prepared, type SqlExecutor } from '../database';
-import { type FinishedRow, type OutcomeReport, outcomeReportValues, type RecordedRow, type TaskReport, taskReportValues } from './reports.sql';
+import {
+  type FinishedRow,
+  type OutcomeReport,
+  outcomeReportValues,
+  type RecordedRow,
+  type TaskReport,
+  taskAttemptTimes,
+  taskReportValues,
+} from './reports.sql';
 
 /**
- * Task results ($1-$13, as wf_record_tasks's) and outcomes ($14-$19, as wf_finish_runs's) in one statement, which
+ * Task results ($1-$13 and $20, as wf_record_tasks's $1-$14) and outcomes ($14-$19, as wf_finish_runs's) in one statement, which
  * commits on its own (or in the caller's transaction): for outcomes each at a run and revision one of the task
  * results is at (a batch of runs' last task results with their outcomes). One round trip and one commit for the
  * batch, instead of BEGIN, two statements and COMMIT.
@@ -20,8 +28,8 @@ const RECORD_TASKS_AND_FINISH = prepared(
   'wf_record_tasks_and_finish',
   `WITH task_input AS (
     SELECT * FROM unnest($1::uuid[], $2::integer[], $3::text[], $4::integer[], $5::text[], $6::text[],
-                         $7::integer[], $8::jsonb[], $9::jsonb[], $10::integer[], $11::text[])
-             WITH ORDINALITY AS i(run_id, revision, key, seq, name, status, attempts, output, error, duration_ms, kind, n)
+                         $7::integer[], $8::jsonb[], $9::jsonb[], $10::integer[], $11::text[], $20::jsonb[])
+             WITH ORDINALITY AS i(run_id, revision, key, seq, name, status, attempts, output, error, duration_ms, kind, attempt_times, n)
   ), owner AS MATERIALIZED (
     SELECT r.id, r.revision
        FROM (SELECT DISTINCT run_id, revision FROM task_input ORDER BY run_id, revision) i
@@ -37,9 +45,9 @@ const RECORD_TASKS_AND_FINISH = prepared(
      WHERE r.id = o.id AND r.id <> ALL ($12::uuid[])
        AND (r.heartbeat_at IS NULL OR r.heartbeat_at < now() - $13 * interval '1 millisecond')
   ), inserted AS (
-    INSERT INTO tasks (run_id, key, kind, seq, name, status, attempts, output, error, started_at)
+    INSERT INTO tasks (run_id, key, kind, seq, name, status, attempts, output, error, started_at, attempt_times)
     SELECT i.run_id, i.key, i.kind, i.seq, i.name, i.status, i.attempts, i.output, i.error,
-           now() - i.duration_ms * interval '1 millisecond'
+           now() - i.duration_ms * interval '1 millisecond', i.attempt_times
       FROM task_input i JOIN owner o ON o.id = i.run_id AND o.revision = i.revision
     ON CONFLICT (run_id, key) DO NOTHING
     RETURNING run_id, key, kind, seq, status, attempts, output, error
@@ -112,5 +120,6 @@ export async function recordTaskResultsAndFinishRuns(
     outcomes.map((item) => item.runId),
     refreshAfterMs,
     ...outcomeReportValues(outcomes),
+    taskAttemptTimes(tasks),
   ]);
 }

@@ -67,6 +67,14 @@ export function taskReportValues(items: TaskReport[]): unknown[] {
   ];
 }
 
+/**
+ * The task results' attempt times (one more parallel array, after the statements' other parameters: wf_record_tasks's
+ * $14, wf_record_tasks_and_finish's $20): each a JSON array, or null from a worker that sent none.
+ */
+export function taskAttemptTimes(items: TaskReport[]): unknown[] {
+  return items.map(({ task }) => (task.attemptTimes ? JSON.stringify(task.attemptTimes) : null));
+}
+
 /** The outcomes' six parallel arrays. */
 export function outcomeReportValues(items: OutcomeReport[]): unknown[] {
   return [
@@ -80,7 +88,7 @@ export function outcomeReportValues(items: OutcomeReport[]): unknown[] {
 }
 
 /**
- * Records task results ($1-$11, parallel arrays; $12 runs whose outcome the same transaction writes next; $13 the
+ * Records task results ($1-$11 and $14, parallel arrays; $12 runs whose outcome the same transaction writes next; $13 the
  * claim refresh age in ms): the runs still held at each revision are locked (`owner`), their claims refreshed,
  * and the results inserted through them only. The first result recorded for a key wins (ON CONFLICT DO NOTHING,
  * under the run's lock): a later writer finds its key taken (`owned`, no task) and adopts the stored one, so each
@@ -95,8 +103,8 @@ const RECORD_TASKS = prepared(
   'wf_record_tasks',
   `WITH task_input AS (
     SELECT * FROM unnest($1::uuid[], $2::integer[], $3::text[], $4::integer[], $5::text[], $6::text[],
-                         $7::integer[], $8::jsonb[], $9::jsonb[], $10::integer[], $11::text[])
-             WITH ORDINALITY AS i(run_id, revision, key, seq, name, status, attempts, output, error, duration_ms, kind, n)
+                         $7::integer[], $8::jsonb[], $9::jsonb[], $10::integer[], $11::text[], $14::jsonb[])
+             WITH ORDINALITY AS i(run_id, revision, key, seq, name, status, attempts, output, error, duration_ms, kind, attempt_times, n)
   ), owner AS MATERIALIZED (
     SELECT r.id, r.revision
        FROM (SELECT DISTINCT run_id, revision FROM task_input ORDER BY run_id, revision) i
@@ -112,9 +120,9 @@ const RECORD_TASKS = prepared(
      WHERE r.id = o.id AND r.id <> ALL ($12::uuid[])
        AND (r.heartbeat_at IS NULL OR r.heartbeat_at < now() - $13 * interval '1 millisecond')
   ), inserted AS (
-    INSERT INTO tasks (run_id, key, kind, seq, name, status, attempts, output, error, started_at)
+    INSERT INTO tasks (run_id, key, kind, seq, name, status, attempts, output, error, started_at, attempt_times)
     SELECT i.run_id, i.key, i.kind, i.seq, i.name, i.status, i.attempts, i.output, i.error,
-           now() - i.duration_ms * interval '1 millisecond'
+           now() - i.duration_ms * interval '1 millisecond', i.attempt_times
       FROM task_input i JOIN owner o ON o.id = i.run_id AND o.revision = i.revision
     ON CONFLICT (run_id, key) DO NOTHING
     RETURNING run_id, key, kind, seq, status, attempts, output, error
@@ -134,7 +142,7 @@ export async function recordTaskResults(
   items: TaskReport[],
   options: { finishing: string[]; refreshAfterMs: number },
 ): Promise<RecordedRow[]> {
-  return db.query<RecordedRow>(RECORD_TASKS, [...taskReportValues(items), options.finishing, options.refreshAfterMs]);
+  return db.query<RecordedRow>(RECORD_TASKS, [...taskReportValues(items), options.finishing, options.refreshAfterMs, taskAttemptTimes(items)]);
 }
 
 /**

@@ -28,7 +28,7 @@ export async function runById(db: SqlExecutor, id: string): Promise<RunEntity | 
 const TASKS_OF_RUN = prepared(
   'wf_tasks_of_run',
   `SELECT run_id AS "runId", key, kind, seq, name, status, attempts, output, error, wake_at AS "wakeAt", child_id AS "childId",
-          created_at AS "createdAt", started_at AS "startedAt", finished_at AS "finishedAt"
+          created_at AS "createdAt", started_at AS "startedAt", finished_at AS "finishedAt", attempt_times AS "attemptTimes"
      FROM tasks WHERE run_id = $1 ORDER BY seq, created_at`,
 );
 
@@ -44,9 +44,8 @@ export async function runExists(db: SqlExecutor, id: string): Promise<boolean> {
   return (await db.query(RUN_EXISTS, [id])).length > 0;
 }
 
-/** What GET /v1/runs filters by (its query, decoded). */
-export interface RunListFilter {
-  limit: number;
+/** What GET /v1/runs filters by (its query, decoded), and the bulk cancels and retries (run-selection.sql.ts). */
+export interface RunFilterValues {
   workflow?: string;
   version?: string;
   status?: RunStatus;
@@ -57,16 +56,35 @@ export interface RunListFilter {
   createdBefore?: Date;
   /** Every tag named. */
   tag?: Record<string, string> | null;
-  /** The last id of the previous page. */
+  /** Ids below this one only (the last id of the previous page). */
   cursor?: string;
 }
 
-const LIST_RUNS = `SELECT ${RUN_COLUMNS} FROM runs
-   WHERE ($2::text IS NULL OR workflow = $2) AND ($3::text IS NULL OR version = $3) AND ($4::text IS NULL OR status = $4)
+export interface RunListFilter extends RunFilterValues {
+  limit: number;
+}
+
+/** The filter's conditions on `runs`, its values $2-$8 (runFilterValues): every one given applies. */
+export const RUN_FILTER = `($2::text IS NULL OR workflow = $2) AND ($3::text IS NULL OR version = $3) AND ($4::text IS NULL OR status = $4)
      AND ($5::text IS NULL OR idempotency_key = $5)
      AND ($6::uuid IS NULL OR id < $6) AND ($7::uuid IS NULL OR id >= $7)
-     AND ($8::jsonb IS NULL OR (tags <> '{}' AND tags @> $8::jsonb))
-   ORDER BY id DESC LIMIT $1`;
+     AND ($8::jsonb IS NULL OR (tags <> '{}' AND tags @> $8::jsonb))`;
+
+/** RUN_FILTER's $2-$8: a creation time range is a range of ids, as is the cursor (the lower of the two upper bounds). */
+export function runFilterValues(query: RunFilterValues): unknown[] {
+  const before = [query.cursor, query.createdBefore && uuidv7Floor(query.createdBefore.getTime())].filter((id): id is string => !!id).sort()[0];
+  return [
+    query.workflow ?? null,
+    query.version ?? null,
+    query.status ?? null,
+    query.idempotencyKey ?? null,
+    before ?? null,
+    query.createdAfter ? uuidv7Floor(query.createdAfter.getTime()) : null,
+    query.tag ? JSON.stringify(query.tag) : null,
+  ];
+}
+
+const LIST_RUNS = `SELECT ${RUN_COLUMNS} FROM runs WHERE ${RUN_FILTER} ORDER BY id DESC LIMIT $1`;
 
 /**
  * Newest first, at most `query.limit`; every filter given applies (`tag`: every tag named; a null `tag`, which
@@ -78,17 +96,7 @@ const LIST_RUNS = `SELECT ${RUN_COLUMNS} FROM runs
  * given fold away and each form gets the plan of its own.
  */
 export function listRuns(db: SqlExecutor, query: RunListFilter): Promise<RunEntity[]> {
-  const before = [query.cursor, query.createdBefore && uuidv7Floor(query.createdBefore.getTime())].filter((id): id is string => !!id).sort()[0];
-  return db.query<RunEntity>(LIST_RUNS, [
-    query.limit,
-    query.workflow ?? null,
-    query.version ?? null,
-    query.status ?? null,
-    query.idempotencyKey ?? null,
-    before ?? null,
-    query.createdAfter ? uuidv7Floor(query.createdAfter.getTime()) : null,
-    query.tag ? JSON.stringify(query.tag) : null,
-  ]);
+  return db.query<RunEntity>(LIST_RUNS, [query.limit, ...runFilterValues(query)]);
 }
 
 const RUNS_BY_IDEMPOTENCY_KEYS = `SELECT ${RUN_COLUMNS} FROM runs

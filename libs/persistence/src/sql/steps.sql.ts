@@ -1,4 +1,4 @@
-import type { JsonValue, StepKind, StoredTask } from '@nest-durable/common';
+import { ATTEMPT_TIMES_MAX, type AttemptTime, type JsonValue, type StepKind, type StoredTask } from '@nest-durable/common';
 import type { SqlExecutor } from '../database';
 import { jsonParam } from './json-param';
 
@@ -53,18 +53,41 @@ export async function insertResolvedStep(
 
 /**
  * A waiting step (sleep, event wait, retry wait), waking after $8 ms (null: never by itself). A retry wait is the
- * one step re-armed (ON CONFLICT: the same key), each time its task fails again with a long backoff.
+ * one step re-armed (ON CONFLICT: the same key), each time its task fails again with a long backoff. A retry wait
+ * keeps the attempts of the executions that ended in it ($9: `[{attempt, offsetMs, durationMs}]`, offsets from the
+ * start of an execution that began $10 ms ago), dated here on the database's clock as a task's start is
+ * (`[{attempt, startedAt, durationMs}]`), each re-arm appending its own, the last ATTEMPT_TIMES_MAX ($11) kept.
+ * Under the run's lock (the caller's lockRunning), so two re-arms of one step do not interleave.
  */
-const UPSERT_WAITING_STEP = `INSERT INTO tasks (run_id, key, kind, seq, name, status, attempts, output, wake_at)
-VALUES ($1, $2, $3, $4, $5, 'waiting', $6, $7, now() + $8 * interval '1 millisecond')
-ON CONFLICT (run_id, key) DO UPDATE
-  SET status = 'waiting', attempts = excluded.attempts, output = excluded.output, wake_at = excluded.wake_at
-RETURNING key, kind, seq, status, attempts, output, error`;
+const UPSERT_WAITING_STEP = `WITH dated AS (
+    SELECT jsonb_agg(jsonb_build_object('attempt', a->'attempt', 'durationMs', a->'durationMs',
+                                        'startedAt', now() + ((a->>'offsetMs')::bigint - $10) * interval '1 millisecond') ORDER BY n) AS times
+      FROM jsonb_array_elements($9::jsonb) WITH ORDINALITY AS e(a, n)
+  )
+  INSERT INTO tasks (run_id, key, kind, seq, name, status, attempts, output, wake_at, attempt_times)
+  VALUES ($1, $2, $3, $4, $5, 'waiting', $6, $7, now() + $8 * interval '1 millisecond', (SELECT times FROM dated))
+  ON CONFLICT (run_id, key) DO UPDATE
+    SET status = 'waiting', attempts = excluded.attempts, output = excluded.output, wake_at = excluded.wake_at,
+        attempt_times = (SELECT jsonb_agg(t ORDER BY n) FROM (
+                           SELECT t, n FROM jsonb_array_elements(coalesce(tasks.attempt_times, '[]') || coalesce(excluded.attempt_times, '[]'))
+                                              WITH ORDINALITY AS k(t, n)
+                            ORDER BY n DESC LIMIT $11) kept)
+  RETURNING key, kind, seq, status, attempts, output, error`;
 
 /** Records (or re-arms) a waiting step (see above). */
 export async function upsertWaitingStep(
   db: SqlExecutor,
-  step: { runId: string; key: string; kind: StepKind; seq: number; name: string; attempts: number; delayMs: number | null },
+  step: {
+    runId: string;
+    key: string;
+    kind: StepKind;
+    seq: number;
+    name: string;
+    attempts: number;
+    delayMs: number | null;
+    /** A retry wait: the attempts of the execution ending in it, numbered, and how long ago it began. */
+    executed?: { durationMs: number; attemptTimes: (AttemptTime & { attempt: number })[] };
+  },
 ): Promise<StoredTask> {
   const [task] = await db.query<StoredTask>(UPSERT_WAITING_STEP, [
     step.runId,
@@ -75,6 +98,9 @@ export async function upsertWaitingStep(
     step.attempts,
     jsonParam({ attempts: step.attempts }),
     step.delayMs,
+    JSON.stringify(step.executed?.attemptTimes ?? []),
+    step.executed?.durationMs ?? 0,
+    ATTEMPT_TIMES_MAX,
   ]);
   return task;
 }

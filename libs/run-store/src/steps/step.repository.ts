@@ -1,6 +1,7 @@
 import {
   type CreateCompletionTokenRequest,
   InvalidRequestError,
+  type AttemptTime,
   JsonValue,
   RevisionConflictError,
   StartChildRequest,
@@ -84,6 +85,7 @@ export class StepRepository {
         name: step.name,
         attempts: step.attempts,
         delayMs,
+        ...(step.kind === 'retry' && step.attemptTimes && { executed: numbered(step.attemptTimes, step.attempts, step.durationMs) }),
       });
       await suspendRun(tx, runId, delayMs);
       return { suspended: true, task };
@@ -192,4 +194,14 @@ export class StepRepository {
     if (!row) throw await conflictFor(tx, runId, expectedRevision);
     return row;
   }
+}
+
+/** The attempts of an execution ending in a retry wait, numbered (the last one is the `attempts` made so far). */
+function numbered(times: AttemptTime[], attempts: number, durationMs: number | undefined) {
+  const first = attempts - times.length + 1;
+  const last = times[times.length - 1];
+  return {
+    durationMs: durationMs ?? last.offsetMs + last.durationMs,
+    attemptTimes: times.map((time, index) => ({ ...time, attempt: first + index })),
+  };
 }

@@ -1,10 +1,10 @@
-import { UsageError } from './cli-errors';
-import { type Command, Option } from 'commander';
+import { type Command } from 'commander';
 import { type JsonValue, RUN_STATUSES, type RunStatus, type RunView } from '@nest-durable/common';
 import { parseIntegerArgument, parseJsonArgument, parseStatusesArgument, parseTimeArgument, tagArgument } from './arguments';
 import { EXIT_FAILED, EXIT_OK } from './exit-codes';
 import { formatRun, formatRunLine, formatRunList, formatTransitions } from './format';
 import type { Invocation } from './invocation';
+import { registerRunActionCommands, type RunFilterArguments, runFilterOf, withRunFilterOptions } from './run-actions.commands';
 import { watchRun } from './watch';
 import { fetchHistories, historyLine } from '../run-histories';
 import { createWriteStream } from 'node:fs';
@@ -28,14 +28,7 @@ interface ExportOptions {
   out?: string;
 }
 
-interface ListOptions {
-  workflow?: string;
-  workflowVersion?: string;
-  status?: RunStatus;
-  key?: string;
-  since?: Date;
-  until?: Date;
-  tag?: Record<string, string>;
+interface ListOptions extends RunFilterArguments {
   limit?: number;
   cursor?: string;
 }
@@ -85,30 +78,12 @@ export function registerRunCommands(program: Command, invocation: Invocation): v
       }),
     );
 
-  runs
-    .command('list')
-    .description('list runs, newest first')
-    .option('--workflow <name>', 'only runs of this workflow')
-    .option('--workflow-version <version>', 'only runs of this version')
-    .addOption(new Option('--status <status>', 'only runs in this status').choices(RUN_STATUSES))
-    .option('--key <idempotencyKey>', 'the run started with this idempotency key (with --workflow)')
-    .option('--since <time>', 'only runs created at or after this ISO 8601 time', parseTimeArgument)
-    .option('--until <time>', 'only runs created before this ISO 8601 time', parseTimeArgument)
-    .option('--tag <key:value>', 'only runs with this tag (repeatable: all must match)', tagArgument(':'))
+  withRunFilterOptions(runs.command('list').description('list runs, newest first'))
     .option('--limit <n>', 'at most this many (1..500, default 50)', parseIntegerArgument)
     .option('--cursor <cursor>', 'the page after this cursor (printed after a full page)')
     .action(
-      invocation.action(async ({ client, output }, { workflowVersion, key, since, until, tag, ...options }: ListOptions) => {
-        // An idempotency key is per workflow (the API refuses it alone: a usage error, not the coordinator's).
-        if (key !== undefined && options.workflow === undefined) throw new UsageError('--key needs --workflow: an idempotency key is per workflow');
-        const page = await client.list({
-          ...options,
-          version: workflowVersion,
-          idempotencyKey: key,
-          createdAfter: since?.toISOString(),
-          createdBefore: until?.toISOString(),
-          tags: tag,
-        });
+      invocation.action(async ({ client, output }, { limit, cursor, ...filter }: ListOptions) => {
+        const page = await client.list({ ...runFilterOf(filter), limit, cursor });
         output.result(page, () => formatRunList(page.runs, page.nextCursor));
       }),
     );
@@ -220,4 +195,6 @@ export function registerRunCommands(program: Command, invocation: Invocation): v
         );
       }),
     );
+
+  registerRunActionCommands(runs, invocation);
 }

@@ -1,6 +1,7 @@
 import { FEED_DESCRIPTION, FeedQuery, RunTransitions, RunTransitionsQuery, Stats, StatsQuery } from './dashboard.contracts';
 import { DeadLetterPage, DeadLetterPath, ListDeadLettersQuery, RedriveResult } from './dead-letter.contracts';
 import { ROUTES } from './routes';
+import { BulkRunsRequest, BulkRunsResult, RerunRequest } from './run-actions.contracts';
 import { endpoint, json, RUN_NOT_FOUND, type Endpoint } from './endpoint';
 import {
   EventAccepted,
@@ -144,6 +145,39 @@ export const CLIENT_ENDPOINTS = {
     status: 200,
     responses: { 200: json('The answer', QueryAnswer) },
     errors: { 404: `${RUN_NOT_FOUND}, or query_not_found: the run exposed no value and completed no task of that name` },
+  }),
+  rerunRun: endpoint({
+    ...ROUTES.rerunRun,
+    audience: 'client',
+    tag: 'runs',
+    summary:
+      'Start a new run of a finished run’s workflow version, shard, priority, concurrency key and tags, with its input or a new one (checked against the input schema), tagged `rerun-of: <id>`',
+    params: RunPath,
+    body: RerunRequest,
+    bodyOptional: true,
+    status: 201,
+    responses: { 201: json('The new run', StartedRunView) },
+    errors: { 404: RUN_NOT_FOUND, 409: 'run_not_finished: only a completed, failed or cancelled run can be rerun' },
+  }),
+  cancelRuns: endpoint({
+    ...ROUTES.cancelRuns,
+    audience: 'client',
+    tag: 'runs',
+    summary:
+      'Cancel the unfinished runs a filter matches (each with its unfinished children, as a single cancel), newest first, up to `limit` a request; `dryRun` counts them',
+    body: BulkRunsRequest,
+    status: 200,
+    responses: { 200: json('How many matched and were cancelled, and where to go on', BulkRunsResult) },
+  }),
+  retryRuns: endpoint({
+    ...ROUTES.retryRuns,
+    audience: 'client',
+    tag: 'runs',
+    summary:
+      'Retry the failed runs a filter matches (each as a single retry: its next attempt, completed steps kept), newest first, up to `limit` a request; `dryRun` counts them',
+    body: BulkRunsRequest,
+    status: 200,
+    responses: { 200: json('How many matched and were retried, and where to go on', BulkRunsResult) },
   }),
 
   // ---- operators' views (clients) ----

@@ -19,3 +19,4 @@ export * from './validation';
 export * from './worker.contracts';
 export * from './workflow-control.contracts';
 export * from './worker-registry.contracts';
+export * from './run-actions.contracts';

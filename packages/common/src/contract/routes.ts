@@ -22,6 +22,9 @@ export const ROUTES = {
   retryRun: { method: 'post', path: '/v1/runs/{id}/retry' },
   runTransitions: { method: 'get', path: '/v1/runs/{id}/transitions' },
   queryRun: { method: 'get', path: '/v1/runs/{id}/queries/{name}' },
+  rerunRun: { method: 'post', path: '/v1/runs/{id}/rerun' },
+  cancelRuns: { method: 'post', path: '/v1/runs/cancel' },
+  retryRuns: { method: 'post', path: '/v1/runs/retry' },
   // ---- operators' views (clients) ----
   stats: { method: 'get', path: '/v1/stats' },
   feed: { method: 'get', path: '/v1/feed' },

@@ -12,6 +12,9 @@ export function isTerminalStatus(status: RunStatus): boolean {
   return TERMINAL_RUN_STATUSES.includes(status);
 }
 
+/** The tag a rerun carries: the id of the run it reran (`GET /v1/runs?tag=rerun-of:<id>` lists a run's reruns). */
+export const RERUN_OF_TAG = 'rerun-of';
+
 export const TASK_STATUSES = ['completed', 'failed'] as const;
 /** How a task ended, as the worker reports it. */
 export type TaskOutcome = (typeof TASK_STATUSES)[number];

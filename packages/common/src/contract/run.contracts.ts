@@ -41,6 +41,12 @@ export const TaskView = Closed(
     }),
     finishedAt: Type.Union([Time, Type.Null()], { description: 'when it ended: a task when its result was recorded, a suspension step when it resolved' }),
     wakeAt: Type.Union([Time, Type.Null()], { description: 'a sleep, a retry wait, or a wait with a timeout: when it is (or was) due to end' }),
+    attemptTimes: Type.Optional(
+      Type.Array(Closed({ attempt: Type.Integer(), startedAt: Time, durationMs: Type.Integer() }, { title: 'TaskAttemptView' }), {
+        description:
+          "a task retried in its worker: each attempt of the execution that recorded it (the last 100), oldest first, its start on the coordinator's clock; absent for a single attempt (the task's own start and end) and from workers that send none",
+      }),
+    ),
     childId: Type.Union([Type.String({ format: 'uuid' }), Type.Null()], { description: 'a child step: the child run' }),
   },
   { title: 'TaskView' },
@@ -172,19 +178,24 @@ export type StartRunsBatch = StaticDecode<typeof StartRunsBatch>;
 
 export const LIST_LIMIT_MAX = 500;
 
+/** What the runs list filters by: the same filter selects the runs a bulk cancel or retry acts on (run-actions.contracts.ts). */
+export const runFilterFields = {
+  workflow: Type.Optional(Identifier('workflow')),
+  version: Type.Optional(Identifier('version')),
+  status: Type.Optional(OneOf('status', RUN_STATUSES)),
+  /** Keys are unique per workflow: searching by one needs `workflow` too (400 otherwise). */
+  idempotencyKey: Type.Optional(Key('idempotencyKey')),
+  /** Runs created from this time on (inclusive)... */
+  createdAfter: Type.Optional(Timestamp('createdAfter')),
+  /** ...and before this one (exclusive). */
+  createdBefore: Type.Optional(Timestamp('createdBefore')),
+  /** Only runs with every tag named (null: two filters named one key with different values, so none match). */
+  tag: Type.Optional(TagFilters),
+};
+
 export const ListRunsQuery = withDefaults(
   Closed({
-    workflow: Type.Optional(Identifier('workflow')),
-    version: Type.Optional(Identifier('version')),
-    status: Type.Optional(OneOf('status', RUN_STATUSES)),
-    /** Keys are unique per workflow: searching by one needs `workflow` too (400 otherwise). */
-    idempotencyKey: Type.Optional(Key('idempotencyKey')),
-    /** Runs created from this time on (inclusive)... */
-    createdAfter: Type.Optional(Timestamp('createdAfter')),
-    /** ...and before this one (exclusive). */
-    createdBefore: Type.Optional(Timestamp('createdBefore')),
-    /** Only runs with every tag named (null: two filters named one key with different values, so none match). */
-    tag: Type.Optional(TagFilters),
+    ...runFilterFields,
     limit: Type.Optional(IntegerIn('limit', 1, LIST_LIMIT_MAX)),
     cursor: Type.Optional(RunId('cursor')),
   }),

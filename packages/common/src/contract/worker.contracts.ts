@@ -161,6 +161,19 @@ export const ReportedError = Type.Transform(
 /** A day: a task that runs longer is still recorded, its duration capped there. */
 export const TASK_DURATION_MS_MAX = 86_400_000;
 
+/** The most attempts of one execution of a task whose times are recorded (a worker sends the last ones). */
+export const ATTEMPT_TIMES_MAX = 100;
+
+/** One attempt of a task, timed on the worker's monotonic clock from the start of the execution (`durationMs`'s). */
+export const AttemptTime = Closed(
+  {
+    offsetMs: IntegerIn('offsetMs', 0, TASK_DURATION_MS_MAX),
+    durationMs: IntegerIn('durationMs', 0, TASK_DURATION_MS_MAX),
+  },
+  { title: 'AttemptTime' },
+);
+export type AttemptTime = Static<typeof AttemptTime>;
+
 const taskFields = {
   expectedRevision: Revision,
   key: Key('key'),
@@ -168,6 +181,8 @@ const taskFields = {
   name: Key('name'),
   /** Measured on the worker (a monotonic clock): its start is recorded as this long before the result. */
   durationMs: Type.Optional(IntegerIn('durationMs', 0, TASK_DURATION_MS_MAX)),
+  /** Each attempt of this execution (the last ATTEMPT_TIMES_MAX), oldest first; absent for one attempt, and from older workers. */
+  attemptTimes: Type.Optional(ListOf('attemptTimes', AttemptTime, 1, ATTEMPT_TIMES_MAX, 'attempts')),
 };
 
 /**
@@ -253,7 +268,20 @@ export const SuspendRequest = Type.Union(
         attempts: 0,
       },
     ),
-    withDefaults(Closed({ ...stepFields, kind: Tag('kind', 'retry'), name: Key('name'), delayMs: Delay('delayMs'), attempts: Attempts }), { attempts: 0 }),
+    withDefaults(
+      Closed({
+        ...stepFields,
+        kind: Tag('kind', 'retry'),
+        name: Key('name'),
+        delayMs: Delay('delayMs'),
+        attempts: Attempts,
+        /** The execution that ends in this wait, as a task result times it (its start is recorded this long before now)... */
+        durationMs: Type.Optional(IntegerIn('durationMs', 0, TASK_DURATION_MS_MAX)),
+        /** ...and its attempts (the last ones are `attempts`): kept with the wait, shown with the task. */
+        attemptTimes: Type.Optional(ListOf('attemptTimes', AttemptTime, 1, ATTEMPT_TIMES_MAX, 'attempts')),
+      }),
+      { attempts: 0 },
+    ),
     // No delay: the wait ends when its token expires, a time the coordinator recorded with the token.
     withDefaults(Closed({ ...stepFields, kind: Tag('kind', 'external'), name: Key('name'), attempts: Attempts }), { attempts: 0 }),
   ],

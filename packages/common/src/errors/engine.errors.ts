@@ -104,6 +104,14 @@ export class RunAlreadyTerminalError extends DurableError {
   }
 }
 
+export class RunNotFinishedError extends DurableError {
+  static readonly reason = 'run_not_finished';
+
+  constructor(runId: string, status: string) {
+    super(RunNotFinishedError.reason, `run ${runId} can only be rerun once finished (it is ${status})`);
+  }
+}
+
 export class RunNotSleepingError extends DurableError {
   static readonly reason = 'run_not_sleeping';
 
