@@ -40,6 +40,9 @@ export const ROUTE_REQUESTS: Record<keyof typeof ROUTES, RouteRequest> = {
   wakeRun: { params: { id: waiting } },
   retryRun: { params: { id: queued } },
   runTransitions: { params: { id: running }, query: { limit: 10, after: '1' } },
+  // The fixtures' workflows declare no update: refused (404) before any wait.
+  sendUpdate: { params: { id: waiting, name: 'approve' }, body: { input: { ok: true }, waitMs: 0 } },
+  getUpdate: { params: { id: waiting, updateId: offerId }, query: { waitMs: 0 } },
   stats: { query: { window: '1h' } },
   feed: { query: { workflow: 'fuzz-queued' } },
   // Paused (and kept so by the fuzzer, see PINNED): a schedule that fired would write while a refusal is checked.
@@ -95,6 +98,10 @@ export const ROUTE_REQUESTS: Record<keyof typeof ROUTES, RouteRequest> = {
     body: { expectedRevision: revision, key: 'child:bill#1', seq: 3, name: 'bill', workflow: 'fuzz-child', version: '1', wait: true, timeoutMs: 60_000 },
   },
   releaseRun: { params: { id: running }, body: { expectedRevision: revision } },
+  recordUpdates: {
+    params: { id: running },
+    body: { expectedRevision: revision, seq: 2, updates: [{ id: offerId, key: 'update:approve#1', status: 'completed', output: { ok: true } }] },
+  },
   reportDeadLetter: { body: { workerId: worker, workflow: { name: 'fuzz-dead', version: '1' }, wakeup: 'w1', deliveries: 5 } },
   live: {},
   ready: {},

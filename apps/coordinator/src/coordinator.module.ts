@@ -9,7 +9,7 @@ import {
   RUNS_DUE_CHANNEL,
   RUNS_READY_CHANNEL,
 } from '@app/outbox';
-import { PersistenceModule } from '@app/persistence';
+import { PersistenceModule, UPDATE_ANSWERED_CHANNEL } from '@app/persistence';
 import { PublisherModule } from '@app/streams';
 import { DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD } from '@nestjs/core';
@@ -34,6 +34,7 @@ import { TimersModule } from './timers/timers.module';
 import { WorkerApiModule } from './worker-api/worker-api.module';
 import { WorkflowsModule } from './workflows/workflows.module';
 import { WorkersModule } from './workers/workers.module';
+import { UpdatesModule } from './updates/updates.module';
 
 /**
  * The whole coordinator, from its validated config (loadCoordinatorConfig): the one module that takes the config as
@@ -57,7 +58,14 @@ export class CoordinatorModule {
         }),
         NotificationsModule.forRoot({
           applicationName: config.applicationName,
-          channels: [RUNS_READY_CHANNEL, RUN_FINISHED_CHANNEL, RUNS_DUE_CHANNEL, RUN_CHANGES_CHANNEL, ...(config.dispatch === 'none' ? [] : [OUTBOX_CHANNEL])],
+          channels: [
+            RUNS_READY_CHANNEL,
+            RUN_FINISHED_CHANNEL,
+            RUNS_DUE_CHANNEL,
+            RUN_CHANGES_CHANNEL,
+            UPDATE_ANSWERED_CHANNEL,
+            ...(config.dispatch === 'none' ? [] : [OUTBOX_CHANNEL]),
+          ],
           probeIntervalMs: config.listenerProbeIntervalMs,
         }),
         ScheduleModule.forRoot(),
@@ -72,6 +80,7 @@ export class CoordinatorModule {
               CoordinatorDispatchModule,
             ]),
         RunsModule,
+        UpdatesModule,
         SchedulesModule,
         WorkerApiModule,
         DeadLettersModule,

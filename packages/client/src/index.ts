@@ -3,3 +3,4 @@ export * from '@nest-durable/common';
 export * from './json-http.client';
 export * from './workflow.client';
 export * from './run-histories';
+export { UpdatePendingError, type UpdateOptions } from './updates';

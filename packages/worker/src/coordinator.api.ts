@@ -4,6 +4,7 @@ import type {
   ClaimedRun,
   CompleteRunRequest,
   FailRunRequest,
+  RecordUpdatesRequest,
   StartChildRequest,
   StepResponse,
   StoredTask,
@@ -271,6 +272,11 @@ export class CoordinatorApi implements OnApplicationShutdown {
 
   startChild(runId: string, request: StartChildRequest): Promise<StepResponse> {
     return this.report(API.startChild, { params: { id: runId }, body: request });
+  }
+
+  /** Records the answers to the updates the run applied at a wait (fenced by the run's revision, like every write of a run). */
+  async recordUpdates(runId: string, request: RecordUpdatesRequest): Promise<void> {
+    await this.report(API.recordUpdates, { params: { id: runId }, body: request });
   }
 
   async release(runId: string, expectedRevision: number): Promise<void> {

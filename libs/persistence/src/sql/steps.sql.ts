@@ -108,13 +108,15 @@ export async function insertChildStep(
 
 /**
  * running -> waiting at revision + 1 (which fences the worker's claim off), due after $2 ms (null: until
- * something wakes it), with its transition; announced now only if it is due now. The caller holds the row lock
- * (lockRunningRun).
+ * something wakes it), or, with a step key $3, when that waiting step is due (its `wake_at`: the run suspends again
+ * at a wait it was woken at to apply updates, which keeps its deadline), with its transition; announced now only if
+ * it is due now. The caller holds the row lock (lockRunningRun).
  */
 const SUSPEND_RUN = `WITH suspended AS (
     UPDATE runs
        SET status = 'waiting', revision = revision + 1, heartbeat_at = NULL, updated_at = now(),
-           due_at = coalesce(now() + $2 * interval '1 millisecond', 'infinity')
+           due_at = CASE WHEN $3::text IS NULL THEN coalesce(now() + $2 * interval '1 millisecond', 'infinity')
+                         ELSE coalesce((SELECT wake_at FROM tasks WHERE run_id = $1 AND key = $3), 'infinity') END
      WHERE id = $1 AND status = 'running' COLLATE "C"
     RETURNING id, revision, claimed_by, queue, due_at
   ), history AS (
@@ -123,7 +125,7 @@ const SUSPEND_RUN = `WITH suspended AS (
   )
   SELECT CASE WHEN due_at <= now() THEN (SELECT count(*) FROM (SELECT pg_notify('wf_runs_ready', queue) FROM suspended) n) END FROM suspended`;
 
-/** Suspends a running run (see above). */
-export async function suspendRun(db: SqlExecutor, runId: string, delayMs: number | null): Promise<void> {
-  await db.query(SUSPEND_RUN, [runId, delayMs]);
+/** Suspends a running run (see above): for `delayMs`, or (`atStep`) until that waiting step is due. */
+export async function suspendRun(db: SqlExecutor, runId: string, delayMs: number | null, atStep: string | null = null): Promise<void> {
+  await db.query(SUSPEND_RUN, [runId, delayMs, atStep]);
 }

@@ -1,5 +1,6 @@
 import {
   JsonValue,
+  PENDING_UPDATES_MAX,
   RevisionConflictError,
   StartChildRequest,
   StepConflictError,
@@ -12,6 +13,7 @@ import {
   consumeEvent,
   Database,
   findLandedSuspension,
+  findPendingUpdates,
   findSteps,
   insertChildRun,
   insertChildStep,
@@ -41,6 +43,9 @@ export class StepRepository {
    * A recorded step keeps its kind and result: a suspend naming the key of a step of another kind (a
    * task result, say) is refused. A resolved sleep or event step is returned as it is; a retry wait is
    * the one step re-armed, each time its task fails again with a long backoff.
+   *
+   * Updates (see `waitOrApplyUpdates`): at a sleep or event wait, pending updates are handed back to be applied
+   * there first; a wait still waiting (its run was woken to apply updates) keeps its deadline.
    */
   async suspend(runId: string, step: SuspendRequest): Promise<StepResponse> {
     return this.db.transaction(async (tx) => {
@@ -48,6 +53,7 @@ export class StepRepository {
       if ('landed' in locked) return { suspended: true, task: locked.landed };
       const existing = await this.findStepOfKind(tx, runId, step.key, step.kind);
       if (existing && existing.status !== 'waiting' && step.kind !== 'retry') return { suspended: false, task: existing };
+      if (existing && step.kind !== 'retry') return this.waitOrApplyUpdates(tx, runId, existing);
 
       let resolvedOutput: JsonValue | undefined;
       if (step.kind === 'sleep' && step.delayMs === 0) resolvedOutput = null;
@@ -69,9 +75,25 @@ export class StepRepository {
         attempts: step.attempts,
         delayMs: step.delayMs,
       });
+      if (step.kind !== 'retry') return this.waitOrApplyUpdates(tx, runId, task);
       await suspendRun(tx, runId, step.delayMs);
       return { suspended: true, task };
     });
+  }
+
+  /**
+   * The run is at waiting step `step` (a sleep, an event or a child wait, recorded `waiting`): with updates pending,
+   * it does not suspend, and gets them (up to PENDING_UPDATES_MAX, in arrival order) to apply at this wait first; it
+   * sends the step again once they are recorded. Without, it suspends until the step is due (its `wake_at`: a wait
+   * recorded just now is due after its delay, one its run was woken at to apply updates keeps its deadline). Under
+   * the run's row lock, which a send takes too (updates.sql.ts), so an update sent meanwhile is either handed back
+   * here or wakes the suspended run.
+   */
+  private async waitOrApplyUpdates(tx: SqlExecutor, runId: string, step: StoredTask): Promise<StepResponse> {
+    const updates = await findPendingUpdates(tx, runId, PENDING_UPDATES_MAX);
+    if (updates.length > 0) return { suspended: false, task: step, updates };
+    await suspendRun(tx, runId, null, step.key);
+    return { suspended: true, task: step };
   }
 
   /**
@@ -88,6 +110,7 @@ export class StepRepository {
       if ('landed' in locked) return { suspended: true, task: locked.landed };
       const parent = locked.run;
       const existing = await this.findStepOfKind(tx, runId, request.key, 'child');
+      if (existing?.status === 'waiting' && request.wait) return this.waitOrApplyUpdates(tx, runId, existing);
       if (existing) return { suspended: false, task: existing };
 
       await insertChildRun(tx, {
@@ -111,8 +134,8 @@ export class StepRepository {
         childId,
         timeoutMs: request.timeoutMs,
       });
-      if (request.wait) await suspendRun(tx, runId, request.timeoutMs);
-      return { suspended: request.wait, task };
+      if (request.wait) return this.waitOrApplyUpdates(tx, runId, task);
+      return { suspended: false, task };
     });
   }
 

@@ -21,6 +21,9 @@ export const ROUTES = {
   wakeRun: { method: 'post', path: '/v1/runs/{id}/wake' },
   retryRun: { method: 'post', path: '/v1/runs/{id}/retry' },
   runTransitions: { method: 'get', path: '/v1/runs/{id}/transitions' },
+  // ---- updates (clients; the worker's record is with the worker protocol) ----
+  sendUpdate: { method: 'post', path: '/v1/runs/{id}/updates/{name}' },
+  getUpdate: { method: 'get', path: '/v1/runs/{id}/updates/{updateId}' },
   // ---- operators' views (clients) ----
   stats: { method: 'get', path: '/v1/stats' },
   feed: { method: 'get', path: '/v1/feed' },
@@ -58,6 +61,7 @@ export const ROUTES = {
   suspendRun: { method: 'post', path: '/v1/worker/runs/{id}/suspend' },
   startChild: { method: 'post', path: '/v1/worker/runs/{id}/children' },
   releaseRun: { method: 'post', path: '/v1/worker/runs/{id}/release' },
+  recordUpdates: { method: 'post', path: '/v1/worker/runs/{id}/updates' },
   reportDeadLetter: { method: 'post', path: '/v1/worker/dead-letters' },
   // ---- no token (public) ----
   live: { method: 'get', path: '/health/live' },

@@ -20,7 +20,8 @@ export type TaskStatus = TaskOutcome | 'waiting';
 
 /**
  * What a recorded step is: a task, a point where the run suspended, or a patch marker (where the run first reached
- * a `ctx.patched` change, recorded so that its replays take the same branch).
+ * a `ctx.patched` change, recorded so that its replays take the same branch), or an update the run applied where it
+ * waited (its input and answer, at the position of that wait, so that its replays apply it there again).
  */
-export const STEP_KINDS = ['task', 'sleep', 'event', 'child', 'retry', 'patch'] as const;
+export const STEP_KINDS = ['task', 'sleep', 'event', 'child', 'retry', 'patch', 'update'] as const;
 export type StepKind = (typeof STEP_KINDS)[number];
