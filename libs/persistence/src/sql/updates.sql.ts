@@ -70,7 +70,7 @@ export async function findUpdate(db: SqlExecutor, runId: string, id: string): Pr
 const REFUSE_PENDING_UPDATES = `WITH refused AS (
     UPDATE run_updates u SET status = 'refused', answered_at = now()
       FROM runs r
-     WHERE u.run_id = $1 AND u.status = 'pending' AND r.id = u.run_id AND r.status IN ('completed', 'failed', 'cancelled')
+     WHERE u.run_id = $1 AND u.status = 'pending' AND r.id = u.run_id AND r.status COLLATE "C" IN ('completed', 'failed', 'cancelled')
     RETURNING u.id
   )
   SELECT (SELECT count(*) FROM (SELECT pg_notify('wf_update_answered', id::text) FROM refused) n) AS refused`;
