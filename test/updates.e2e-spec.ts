@@ -186,18 +186,17 @@ describe('updates', () => {
       .expect(202);
     expect(pending.body).toMatchObject({ status: 'pending', name: 'addItem', input: { sku: 'late' } });
     await expect(client.update(id, 'addItem', { sku: 'later' }, { timeoutMs: 200 })).rejects.toBeInstanceOf(UpdatePendingError);
-    const waiting = client.getUpdate(id, pending.body.id, 10_000);
+    const waiting = client.getUpdate(id, 'addItem', pending.body.id, 10_000);
     const refused = client.update(id, 'addItem', { sku: 'never' }).catch((error: unknown) => error);
 
     openGate();
     expect((await client.waitForResult(id, { timeoutMs: 10_000 })).output).toEqual([]);
     expect(await waiting).toMatchObject({ status: 'refused', answeredAt: expect.any(String) });
-    await expect(client.getUpdate(id, pending.body.id)).resolves.toMatchObject({ status: 'refused' });
+    await expect(client.getUpdate(id, 'addItem', pending.body.id)).resolves.toMatchObject({ status: 'refused' });
     expect(await refused).toBeInstanceOf(UpdateRefusedError);
     const statuses = await db.sql<{ status: string }>(`SELECT status FROM run_updates WHERE run_id = $1`, [id]);
     expect(statuses).toEqual([{ status: 'refused' }, { status: 'refused' }, { status: 'refused' }]);
-    await http()
-      .get(`/v1/runs/${id}/updates/${id}`)
-      .expect(404, /update_not_found/);
+    await http().get(`/v1/runs/${id}/updates/addItem/${id}`).expect(404, /update_not_found/);
+    await http().get(`/v1/runs/${id}/updates/note/${pending.body.id}`).expect(404, /update_not_found/);
   }, 20_000);
 });

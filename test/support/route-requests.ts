@@ -42,7 +42,7 @@ export const ROUTE_REQUESTS: Record<keyof typeof ROUTES, RouteRequest> = {
   runTransitions: { params: { id: running }, query: { limit: 10, after: '1' } },
   // The fixtures' workflows declare no update: refused (404) before any wait.
   sendUpdate: { params: { id: waiting, name: 'approve' }, body: { input: { ok: true }, waitMs: 0 } },
-  getUpdate: { params: { id: waiting, updateId: offerId }, query: { waitMs: 0 } },
+  getUpdate: { params: { id: waiting, name: 'approve', updateId: offerId }, query: { waitMs: 0 } },
   stats: { query: { window: '1h' } },
   feed: { query: { workflow: 'fuzz-queued' } },
   // Paused (and kept so by the fuzzer, see PINNED): a schedule that fired would write while a refusal is checked.

@@ -10,7 +10,7 @@ export interface UpdateOptions {
 
 /**
  * The update was sent and accepted, but the run did not answer within `timeoutMs` (it is busy in a task, or waits
- * for a worker): it will still be applied. `getUpdate(runId, updateId)` waits for its answer.
+ * for a worker): it will still be applied. `getUpdate(runId, name, updateId)` waits for its answer.
  */
 export class UpdatePendingError extends DurableError {
   constructor(
@@ -37,7 +37,7 @@ export async function sendUpdate(http: JsonHttpClient, runId: string, name: stri
   while (view.status === 'pending') {
     if (Date.now() >= deadline) throw new UpdatePendingError(runId, view.id);
     options.signal?.throwIfAborted();
-    view = await http.call(API.getUpdate, { params: { id: runId, updateId: view.id }, query: { waitMs: waitMs() } }, { signal: options.signal });
+    view = await http.call(API.getUpdate, { params: { id: runId, name, updateId: view.id }, query: { waitMs: waitMs() } }, { signal: options.signal });
   }
   return answerOf(view);
 }

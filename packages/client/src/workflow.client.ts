@@ -255,8 +255,8 @@ export class WorkflowClient {
   }
 
   /** An update sent to a run, as it is, or once answered within `waitMs` (at most 60 s): pending, completed, failed or refused. */
-  getUpdate(runId: string, updateId: string, waitMs = 0): Promise<UpdateView> {
-    return this.http.call(API.getUpdate, { params: { id: runId, updateId }, query: { waitMs } });
+  getUpdate(runId: string, name: string, updateId: string, waitMs = 0): Promise<UpdateView> {
+    return this.http.call(API.getUpdate, { params: { id: runId, name, updateId }, query: { waitMs } });
   }
 
   /**

@@ -26,7 +26,7 @@ export class UpdatesController {
 
   @Route(API.getUpdate)
   get(@Input() { params, query }: EndpointInput<typeof API.getUpdate>): Promise<UpdateView> {
-    return this.updates.get(params.id, params.updateId, query.waitMs);
+    return this.updates.get(params.id, params.name, params.updateId, query.waitMs);
   }
 
   /** The worker holding the run records the answers to the updates it applied at a wait. */

@@ -64,8 +64,10 @@ export class UpdatesService {
     return answered;
   }
 
-  /** The update as it is, or once answered within `waitMs` (404 `update_not_found`). */
-  async get(runId: string, id: string, waitMs: number): Promise<UpdateView> {
+  /** The update as it is, or once answered within `waitMs` (404 `update_not_found`, also for one of another name). */
+  async get(runId: string, name: string, id: string, waitMs: number): Promise<UpdateView> {
+    const update = await this.read(runId, id);
+    if (update.name !== name) throw new UpdateNotFoundError(runId, id);
     return this.answer(runId, id, waitMs);
   }
 

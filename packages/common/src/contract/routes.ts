@@ -23,7 +23,7 @@ export const ROUTES = {
   runTransitions: { method: 'get', path: '/v1/runs/{id}/transitions' },
   // ---- updates (clients; the worker's record is with the worker protocol) ----
   sendUpdate: { method: 'post', path: '/v1/runs/{id}/updates/{name}' },
-  getUpdate: { method: 'get', path: '/v1/runs/{id}/updates/{updateId}' },
+  getUpdate: { method: 'get', path: '/v1/runs/{id}/updates/{name}/{updateId}' },
   // ---- operators' views (clients) ----
   stats: { method: 'get', path: '/v1/stats' },
   feed: { method: 'get', path: '/v1/feed' },

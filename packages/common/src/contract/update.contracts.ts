@@ -26,7 +26,7 @@ export const UPDATE_STATUSES = ['pending', 'completed', 'failed', 'refused'] as 
 export type UpdateStatus = (typeof UPDATE_STATUSES)[number];
 
 export const RunUpdatePath = Type.Object({ id: RunId('run_id'), name: Identifier('update_name') });
-export const UpdateIdPath = Type.Object({ id: RunId('run_id'), updateId: RunId('update_id') });
+export const UpdateIdPath = Type.Object({ id: RunId('run_id'), name: Identifier('update_name'), updateId: RunId('update_id') });
 
 export const SendUpdateRequest = withDefaults(
   Closed(
