@@ -196,7 +196,11 @@ describe('updates', () => {
     expect(await refused).toBeInstanceOf(UpdateRefusedError);
     const statuses = await db.sql<{ status: string }>(`SELECT status FROM run_updates WHERE run_id = $1`, [id]);
     expect(statuses).toEqual([{ status: 'refused' }, { status: 'refused' }, { status: 'refused' }]);
-    await http().get(`/v1/runs/${id}/updates/addItem/${id}`).expect(404, /update_not_found/);
-    await http().get(`/v1/runs/${id}/updates/note/${pending.body.id}`).expect(404, /update_not_found/);
+    await http()
+      .get(`/v1/runs/${id}/updates/addItem/${id}`)
+      .expect(404, /update_not_found/);
+    await http()
+      .get(`/v1/runs/${id}/updates/note/${pending.body.id}`)
+      .expect(404, /update_not_found/);
   }, 20_000);
 });
