@@ -40,6 +40,7 @@ describe('UpdateHandlers', () => {
     const handlers = new UpdateHandlers(new Set(['add', 'note']));
     handlers.register('add', async (sku) => {
       if (sku === 'bad') throw new Error('out of stock');
+      if ((sku as string).length > 100) return sku; // an answer over the coordinator's limit
       return items.push(sku as string);
     });
     let n = 0;
@@ -49,6 +50,7 @@ describe('UpdateHandlers', () => {
         { id: 'b', name: 'add', input: 'bad' },
         { id: 'c', name: 'note', input: null },
         { id: 'd', name: 'add', input: 'y' },
+        { id: 'e', name: 'add', input: 'x'.repeat(2_000_000) },
       ],
       (name) => `update:${name}#${++n}`,
     );
@@ -57,6 +59,13 @@ describe('UpdateHandlers', () => {
       { id: 'b', key: 'update:add#2', status: 'failed', error: expect.objectContaining({ name: 'Error', message: 'out of stock' }) },
       { id: 'c', key: 'update:note#3', status: 'failed', error: expect.objectContaining({ name: 'UpdateNotHandled' }) },
       { id: 'd', key: 'update:add#4', status: 'completed', output: 2 },
+      // An answer the coordinator would refuse fails the update, not the record (nor the run).
+      {
+        id: 'e',
+        key: 'update:add#5',
+        status: 'failed',
+        error: expect.objectContaining({ name: 'InvalidRequestError', message: expect.stringContaining('the answer of update add is') }),
+      },
     ]);
     expect(items).toEqual(['x', 'y']);
   });

@@ -1,4 +1,4 @@
-import type { ErrorDetails, JsonValue, PendingUpdate, RecordUpdatesRequest, StoredTask } from '@nest-durable/common';
+import { decode, type ErrorDetails, type JsonValue, type PendingUpdate, type RecordUpdatesRequest, type StoredTask, UpdateOutput } from '@nest-durable/common';
 import { InvalidStepError, toErrorDetails } from '@nest-durable/workflow';
 import { toJson } from './json-values';
 
@@ -57,7 +57,10 @@ export class UpdateHandlers {
         continue;
       }
       try {
-        applied.push({ id: update.id, key, status: 'completed', output: toJson(await this.run(handler, update.input)) });
+        const output = toJson(await this.run(handler, update.input));
+        // One the coordinator would refuse (too large, a NUL) fails the update, rather than the record and the run with it.
+        decode(UpdateOutput, output, `the answer of update ${update.name}`);
+        applied.push({ id: update.id, key, status: 'completed', output });
       } catch (error) {
         applied.push({ id: update.id, key, status: 'failed', error: toErrorDetails(error) });
       }

@@ -78,9 +78,12 @@ export type UpdateFailedBody = Static<typeof UpdateFailedBody>;
 export const PendingUpdate = Closed({ id: Type.String({ format: 'uuid' }), name: Type.String(), input: AnyJson() }, { title: 'PendingUpdate' });
 export type PendingUpdate = Static<typeof PendingUpdate>;
 
+/** A handler's answer, as the coordinator takes it (a worker checks it before recording it). */
+export const UpdateOutput = JsonDocument('output');
+
 const AppliedUpdate = Type.Union(
   [
-    Closed({ id: RunId('id'), key: Key('key'), status: Type.Literal('completed'), output: Type.Optional(JsonDocument('output')) }),
+    Closed({ id: RunId('id'), key: Key('key'), status: Type.Literal('completed'), output: Type.Optional(UpdateOutput) }),
     Closed({ id: RunId('id'), key: Key('key'), status: Type.Literal('failed'), error: ErrorDetails }),
   ],
   { [REASON]: 'invalid_updates' },
