@@ -57,6 +57,25 @@ describe('updates sent to runs (updates.sql.ts)', () => {
     ]);
   });
 
+  it('suspendRun at a wait: not while updates are pending; then until the wait is due, its deadline kept', async () => {
+    const run = newRun('updates-resuspend');
+    await startClaimed(database.db, run);
+    await upsertWaitingStep(database.db, { runId: run.id, key: 'sleep:nap#1', kind: 'sleep', seq: 0, name: 'nap', attempts: 0, delayMs: 3_600_000 });
+    const id = uuidv7();
+    await insertUpdate(database.db, { id, runId: run.id, name: 'add', input: null });
+
+    expect(await suspendRun(database.db, run.id, null, 'sleep:nap#1')).toBe(false);
+    expect(await database.sql(`SELECT status, revision FROM runs WHERE id = $1`, [run.id])).toEqual([{ status: 'running', revision: 1 }]);
+    await recordAppliedUpdates(database.db, run.id, 0, [{ id, key: 'update:add#1', status: 'completed', output: 1, error: null }]);
+    expect(await suspendRun(database.db, run.id, null, 'sleep:nap#1')).toBe(true);
+    expect(
+      await database.sql(
+        `SELECT r.status, r.due_at = t.wake_at AS kept FROM runs r JOIN tasks t ON t.run_id = r.id AND t.key = 'sleep:nap#1' WHERE r.id = $1`,
+        [run.id],
+      ),
+    ).toEqual([{ status: 'waiting', kept: true }]);
+  });
+
   it('insertUpdate: positions follow the order sends took the run lock in', async () => {
     const run = newRun('updates-order');
     await startClaimed(database.db, run);

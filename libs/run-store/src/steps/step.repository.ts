@@ -90,10 +90,8 @@ export class StepRepository {
    * here or wakes the suspended run.
    */
   private async waitOrApplyUpdates(tx: SqlExecutor, runId: string, step: StoredTask): Promise<StepResponse> {
-    const updates = await findPendingUpdates(tx, runId, PENDING_UPDATES_MAX);
-    if (updates.length > 0) return { suspended: false, task: step, updates };
-    await suspendRun(tx, runId, null, step.key);
-    return { suspended: true, task: step };
+    if (await suspendRun(tx, runId, null, step.key)) return { suspended: true, task: step };
+    return { suspended: false, task: step, updates: await findPendingUpdates(tx, runId, PENDING_UPDATES_MAX) };
   }
 
   /**
