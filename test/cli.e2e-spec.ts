@@ -319,6 +319,23 @@ describe('wf (the command line)', () => {
       expect(kept).toMatchObject({ code: 0, stderr: '' });
       expect(JSON.parse(kept.stdout)).toEqual({ delivered: false });
     });
+
+    it("sends an update and prints the handler's answer; a refused one exits 1 with its reason", async () => {
+      const run = await client.start(approvalWorkflow, { timeoutMs: 3_600_000 });
+      await eventually('the run waiting for its event', async () => (await client.get(run.id)).status === 'waiting');
+      expect(await wf(['runs', 'update', run.id, 'comment', '--input', '"ship it"'], env)).toMatchObject({
+        code: 0,
+        stdout: 'update comment answered: {"comments":1}\n',
+      });
+      const json = await wf(['runs', 'update', run.id, 'comment', '--input', '"again"', '--json'], env);
+      expect(JSON.parse(json.stdout)).toEqual({ comments: 2 });
+      expect(await wf(['runs', 'update', run.id, 'comment', '--input', '""'], env)).toMatchObject({
+        code: 1,
+        stderr: expect.stringMatching(/^wf: invalid_input: update comment: input: /),
+      });
+      expect(await wf(['runs', 'update', run.id, 'approve'], env)).toMatchObject({ code: 1, stderr: expect.stringMatching(/^wf: update_not_declared: /) });
+      await client.cancel(run.id);
+    });
   });
 
   describe('dead letters', () => {

@@ -154,7 +154,9 @@ describe('HTTP contract', () => {
           expect([where, status === '204' || contents.length > 0]).toEqual([where, true]);
           for (const content of contents) expect([where, content.schema !== undefined]).toEqual([where, true]);
           if (/^[45]/.test(status) && !path.startsWith('/health')) {
-            expect([where, response.content?.['application/json']?.schema]).toEqual([where, { $ref: '#/components/schemas/ErrorBody' }]);
+            // An update's 422 carries the update beside the error body's fields.
+            const body = where === 'post /v1/runs/{id}/updates/{name} 422' ? 'UpdateFailedBody' : 'ErrorBody';
+            expect([where, response.content?.['application/json']?.schema]).toEqual([where, { $ref: `#/components/schemas/${body}` }]);
           }
         }
       }
@@ -243,6 +245,43 @@ describe('HTTP contract', () => {
       expect((await call('post', '/v1/completions/{token}', { params: { token }, body: { data: { paid: true } } })).body).toEqual({ delivered: false });
       expect((await call('post', '/v1/completions/{token}', { params: { token }, body: {} })).status).toBe(409);
       expect((await call('post', '/v1/completions/{token}', { params: { token: `wfct_${'B'.repeat(43)}` } })).status).toBe(404);
+    });
+
+    it('updates: sent (202 past waitMs, 422 when the handler threw), handed to the run at its wait, recorded, read', async () => {
+      await db.sql('TRUNCATE runs CASCADE');
+      await db.sql(`INSERT INTO workflows (workflow, version, updates) VALUES ('echo', '1', '[{"name": "add", "inputSchema": {"type": "object"}}]')
+                    ON CONFLICT (workflow, version) DO UPDATE SET updates = excluded.updates`);
+      const run = await start();
+      const held = await claimOne();
+      const send = (waitMs: number) => call('post', '/v1/runs/{id}/updates/{name}', { params: { id: run.id, name: 'add' }, body: { input: {}, waitMs } });
+      const pending = await send(0);
+      expect(pending).toMatchObject({ status: 202, body: { status: 'pending' } });
+      const sleep = { expectedRevision: held.revision, key: 'sleep:nap#1', seq: 0, kind: 'sleep', name: 'nap', delayMs: 3_600_000 };
+      const suspend = () => call('post', '/v1/worker/runs/{id}/suspend', { params: { id: run.id }, body: sleep });
+      expect((await suspend()).body).toMatchObject({ suspended: false, updates: [{ id: pending.body.id, name: 'add', input: {} }] });
+      const record = (id: string, answer: object) =>
+        call('post', '/v1/worker/runs/{id}/updates', {
+          params: { id: run.id },
+          body: { expectedRevision: held.revision, seq: 0, updates: [{ id, key: `update:add#${id}`, ...answer }] },
+        });
+      expect((await record(pending.body.id, { status: 'completed', output: 1 })).status).toBe(204);
+      const read = await call('get', '/v1/runs/{id}/updates/{name}/{updateId}', {
+        params: { id: run.id, name: 'add', updateId: pending.body.id },
+        query: '?waitMs=0',
+      });
+      expect(read.body).toMatchObject({ status: 'completed', output: 1 });
+
+      const failing = send(10_000);
+      const [{ id }] = await eventually('the second update', async () => {
+        const rows = await db.sql<{ id: string }>(`SELECT id FROM run_updates WHERE status = 'pending'`);
+        return rows.length > 0 && rows;
+      });
+      await record(id, { status: 'failed', error: { name: 'Error', message: 'no' } });
+      expect(await failing).toMatchObject({ status: 422, body: { reason: 'update_failed', update: { status: 'failed', error: { message: 'no' } } } });
+      expect((await suspend()).body.suspended).toBe(true);
+      expect((await call('post', '/v1/runs/{id}/updates/{name}', { params: { id: run.id, name: 'remove' }, body: {} })).body.reason).toBe(
+        'update_not_declared',
+      );
     });
 
     it('worker protocol: claims, takes, heartbeats, task results, reports, outcomes, suspensions, children, releases', async () => {

@@ -499,6 +499,38 @@ ALTER TABLE public.run_transitions ALTER COLUMN id ADD GENERATED ALWAYS AS IDENT
 );
 
 --
+-- Name: run_updates; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.run_updates (
+    id uuid NOT NULL,
+    run_id uuid NOT NULL,
+    "position" bigint NOT NULL,
+    name text NOT NULL,
+    input jsonb,
+    status text DEFAULT 'pending'::text NOT NULL,
+    output jsonb,
+    error jsonb,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    answered_at timestamp with time zone,
+    CONSTRAINT run_updates_name_check CHECK (((length(name) >= 1) AND (length(name) <= 128))),
+    CONSTRAINT run_updates_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'completed'::text, 'failed'::text, 'refused'::text])))
+);
+
+--
+-- Name: run_updates_position_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+ALTER TABLE public.run_updates ALTER COLUMN "position" ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.run_updates_position_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+--
 -- Name: run_values; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -602,7 +634,7 @@ CREATE TABLE public.tasks (
     started_at timestamp with time zone,
     attempt_times jsonb,
     CONSTRAINT tasks_key_check CHECK (((length(key) >= 1) AND (length(key) <= 255))),
-    CONSTRAINT tasks_kind_check CHECK ((kind = ANY (ARRAY['task'::text, 'sleep'::text, 'event'::text, 'child'::text, 'retry'::text, 'patch'::text, 'token'::text, 'external'::text]))),
+    CONSTRAINT tasks_kind_check CHECK ((kind = ANY (ARRAY['task'::text, 'sleep'::text, 'event'::text, 'child'::text, 'retry'::text, 'patch'::text, 'token'::text, 'external'::text, 'update'::text]))),
     CONSTRAINT tasks_status_check CHECK ((status = ANY (ARRAY['completed'::text, 'failed'::text, 'waiting'::text])))
 );
 
@@ -685,6 +717,7 @@ CREATE TABLE public.workflows (
     last_seen_at timestamp with time zone DEFAULT now() NOT NULL,
     retention_ms bigint,
     input_schema jsonb,
+    updates jsonb,
     CONSTRAINT workflows_retention_ms_check CHECK ((retention_ms >= 0))
 );
 
@@ -763,6 +796,13 @@ ALTER TABLE ONLY public.run_events
 
 ALTER TABLE ONLY public.run_transitions
     ADD CONSTRAINT run_transitions_pkey PRIMARY KEY (id);
+
+--
+-- Name: run_updates run_updates_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.run_updates
+    ADD CONSTRAINT run_updates_pkey PRIMARY KEY (id);
 
 --
 -- Name: run_values run_values_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -873,6 +913,18 @@ CREATE INDEX run_events_run_idx ON public.run_events USING btree (run_id);
 --
 
 CREATE INDEX run_transitions_run_idx ON public.run_transitions USING btree (run_id, id);
+
+--
+-- Name: run_updates_pending_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX run_updates_pending_idx ON public.run_updates USING btree (run_id, "position") WHERE (status = 'pending'::text);
+
+--
+-- Name: run_updates_run_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX run_updates_run_idx ON public.run_updates USING btree (run_id);
 
 --
 -- Name: runs_due_idx; Type: INDEX; Schema: public; Owner: -
@@ -1050,6 +1102,13 @@ ALTER TABLE ONLY public.run_events
 
 ALTER TABLE ONLY public.run_transitions
     ADD CONSTRAINT run_transitions_run_id_fkey FOREIGN KEY (run_id) REFERENCES public.runs(id) ON DELETE CASCADE;
+
+--
+-- Name: run_updates run_updates_run_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.run_updates
+    ADD CONSTRAINT run_updates_run_id_fkey FOREIGN KEY (run_id) REFERENCES public.runs(id) ON DELETE CASCADE;
 
 --
 -- Name: run_values run_values_run_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -

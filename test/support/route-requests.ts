@@ -55,6 +55,9 @@ export const ROUTE_REQUESTS: Record<keyof typeof ROUTES, RouteRequest> = {
   // A workflow no run has: the bulk actions' bounds and refusals are checked without cancelling the suite's runs.
   cancelRuns: { body: { filter: { workflow: 'fuzz-unmatched' }, limit: 10 } },
   retryRuns: { body: { filter: { workflow: 'fuzz-unmatched' }, limit: 10 } },
+  // The fixtures' workflows declare no update: refused (404) before any wait.
+  sendUpdate: { params: { id: waiting, name: 'approve' }, body: { input: { ok: true }, waitMs: 0 } },
+  getUpdate: { params: { id: waiting, name: 'approve', updateId: offerId }, query: { waitMs: 0 } },
   stats: { query: { window: '1h' } },
   feed: { query: { workflow: 'fuzz-queued' } },
   // Paused (and kept so by the fuzzer, see PINNED): a schedule that fired would write while a refusal is checked.
@@ -111,6 +114,10 @@ export const ROUTE_REQUESTS: Record<keyof typeof ROUTES, RouteRequest> = {
     body: { expectedRevision: revision, key: 'child:bill#1', seq: 3, name: 'bill', workflow: 'fuzz-child', version: '1', wait: true, timeoutMs: 60_000 },
   },
   releaseRun: { params: { id: running }, body: { expectedRevision: revision } },
+  recordUpdates: {
+    params: { id: running },
+    body: { expectedRevision: revision, seq: 2, updates: [{ id: offerId, key: 'update:approve#1', status: 'completed', output: { ok: true } }] },
+  },
   reportDeadLetter: { body: { workerId: worker, workflow: { name: 'fuzz-dead', version: '1' }, wakeup: 'w1', deliveries: 5 } },
   createCompletionToken: { params: { id: running }, body: { expectedRevision: revision, key: 'token:pay#1', seq: 4, name: 'pay', timeoutMs: 60_000 } },
   live: {},

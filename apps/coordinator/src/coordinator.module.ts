@@ -10,7 +10,7 @@ import {
   RUNS_DUE_CHANNEL,
   RUNS_READY_CHANNEL,
 } from '@app/outbox';
-import { PersistenceModule } from '@app/persistence';
+import { PersistenceModule, UPDATE_ANSWERED_CHANNEL } from '@app/persistence';
 import { PublisherModule } from '@app/streams';
 import { DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD } from '@nestjs/core';
@@ -36,6 +36,7 @@ import { TimersModule } from './timers/timers.module';
 import { WorkerApiModule } from './worker-api/worker-api.module';
 import { WorkflowsModule } from './workflows/workflows.module';
 import { WorkersModule } from './workers/workers.module';
+import { UpdatesModule } from './updates/updates.module';
 
 /**
  * The whole coordinator, from its validated config (loadCoordinatorConfig): the one module that takes the config as
@@ -65,6 +66,7 @@ export class CoordinatorModule {
             RUNS_DUE_CHANNEL,
             RUN_CHANGES_CHANNEL,
             RUN_PROGRESS_CHANNEL,
+            UPDATE_ANSWERED_CHANNEL,
             ...(config.dispatch === 'none' ? [] : [OUTBOX_CHANNEL]),
           ],
           probeIntervalMs: config.listenerProbeIntervalMs,
@@ -82,6 +84,7 @@ export class CoordinatorModule {
             ]),
         RunsModule,
         CompletionsModule,
+        UpdatesModule,
         SchedulesModule,
         WorkerApiModule,
         DeadLettersModule,

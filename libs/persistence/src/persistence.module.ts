@@ -33,6 +33,7 @@ import { PatchMarkers1766300000000 } from './migrations/1766300000000-patch-mark
 import { BuildIds1766400000000 } from './migrations/1766400000000-build-ids';
 import { CompletionTokens1766500000000 } from './migrations/1766500000000-completion-tokens';
 import { RunValues1766600000000 } from './migrations/1766600000000-run-values';
+import { Updates1766700000000 } from './migrations/1766700000000-updates';
 import { TaskAttemptTimes1766900000000 } from './migrations/1766900000000-task-attempt-times';
 
 export const ENTITIES = [RunEntity, TaskEntity];
@@ -59,6 +60,7 @@ export const MIGRATIONS = [
   BuildIds1766400000000,
   CompletionTokens1766500000000,
   RunValues1766600000000,
+  Updates1766700000000,
   TaskAttemptTimes1766900000000,
 ];
 

@@ -9,3 +9,4 @@ export { type FinishedRun, ReportAnswerError, type RunFinished } from './reports
 export * from './reports/report.repository';
 export * from './run-store.module';
 export * from './steps/step.repository';
+export * from './updates/update.repository';

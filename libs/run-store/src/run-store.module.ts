@@ -5,8 +5,9 @@ import { RunControlRepository } from './control/run-control.repository';
 import { HeartbeatRepository } from './heartbeats/heartbeat.repository';
 import { ReportRepository } from './reports/report.repository';
 import { StepRepository } from './steps/step.repository';
+import { UpdateRepository } from './updates/update.repository';
 
-const REPOSITORIES = [ClaimRepository, HeartbeatRepository, ReportRepository, StepRepository, RunControlRepository, CompletionRepository];
+const REPOSITORIES = [ClaimRepository, HeartbeatRepository, ReportRepository, StepRepository, RunControlRepository, CompletionRepository, UpdateRepository];
 
 /** The run store: claims and every state change of a run. Needs PersistenceModule (global) in the importing app. */
 @Module({ providers: REPOSITORIES, exports: REPOSITORIES })

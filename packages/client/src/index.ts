@@ -4,3 +4,4 @@ export * from './json-http.client';
 export * from './workflow.client';
 export * from './run-histories';
 export type { WatchEvent, WatchOptions } from './run-watch';
+export { UpdatePendingError, type UpdateOptions } from './updates';

@@ -16,11 +16,11 @@ import {
  * An error answer of the coordinator: the DurableError subclass its `reason` names (`run_not_found`: a
  * RunNotFoundError; a reason this client does not know: a DurableError), with the answer's HTTP `statusCode`.
  */
-export type AnsweredError<E extends DurableError = DurableError> = E & { readonly statusCode: number };
+export type AnsweredError<E extends DurableError = DurableError> = E & { readonly statusCode: number; readonly body?: unknown };
 
-/** The error an answer of `statusCode` with `reason` and `message` reports (see AnsweredError). */
-export function answeredError(statusCode: number, reason: string, message: string): AnsweredError {
-  return Object.assign(rebuildError(reason, message), { statusCode });
+/** The error an answer of `statusCode` with `reason` and `message` reports (see AnsweredError); `body`: the answer's whole body. */
+export function answeredError(statusCode: number, reason: string, message: string, body?: unknown): AnsweredError {
+  return Object.assign(rebuildError(reason, message), body === undefined ? { statusCode } : { statusCode, body });
 }
 
 /** Whether `error` is an error answer of the coordinator, rather than an error of this process. */
@@ -142,7 +142,13 @@ export class JsonHttpClient {
     }
     if (response.statusCode >= 300) {
       const error = parsed as Partial<ErrorBody> | undefined;
-      throw answeredError(response.statusCode, error?.reason ?? `http_${response.statusCode}`, error?.message ?? (text || `HTTP ${response.statusCode}`));
+      // The body goes with the error: some answers carry more than the error body (an update's 422 carries the update).
+      throw answeredError(
+        response.statusCode,
+        error?.reason ?? `http_${response.statusCode}`,
+        error?.message ?? (text || `HTTP ${response.statusCode}`),
+        parsed,
+      );
     }
     return parsed as T;
   }

@@ -31,11 +31,13 @@ import type {
   WorkflowName,
   WorkflowTarget,
   WorkflowView,
+  UpdateView,
 } from '@nest-durable/common';
 import { API, type InputOf, isTerminalStatus, type OutputOf, tagFilters, WAIT_MS_MAX, workflowNameOf } from '@nest-durable/common';
 import { readFeedEvents } from './feed-events';
 import { type WatchEvent, type WatchOptions, watchRun } from './run-watch';
 import { JsonHttpClient } from './json-http.client';
+import { sendUpdate, type UpdateOptions } from './updates';
 
 export interface WorkflowClientOptions {
   /** Coordinator base URL, e.g. http://127.0.0.1:3000 */
@@ -296,6 +298,22 @@ export class WorkflowClient {
    */
   fail(token: string, error: CompletionError): Promise<CompletionAccepted> {
     return this.http.call(API.completeExternal, { params: { token }, body: { error } });
+  }
+
+  /**
+   * Sends update `name` (declared by the run's workflow) to the run and resolves with its handler's answer. The run
+   * applies it where it waits, after the updates sent before it, and records it in its history. Rejects with
+   * UpdateFailedError when the handler threw (`update.error`; the run goes on), UpdateRefusedError when the run ended
+   * before applying it, UpdateNotDeclaredError, InvalidRequestError (`invalid_input`: the declared schema refused it)
+   * or RunAlreadyTerminalError (nothing sent), and UpdatePendingError when `timeoutMs` passed first (it stays sent).
+   */
+  update<O = JsonValue>(run: string | { readonly id: string }, name: string, input?: JsonValue, options: UpdateOptions = {}): Promise<O> {
+    return sendUpdate(this.http, typeof run === 'string' ? run : run.id, name, input ?? null, options) as Promise<O>;
+  }
+
+  /** An update sent to a run, as it is, or once answered within `waitMs` (at most 60 s): pending, completed, failed or refused. */
+  getUpdate(runId: string, name: string, updateId: string, waitMs = 0): Promise<UpdateView> {
+    return this.http.call(API.getUpdate, { params: { id: runId, name, updateId }, query: { waitMs } });
   }
 
   /**

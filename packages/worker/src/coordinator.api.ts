@@ -6,6 +6,7 @@ import type {
   CreateCompletionTokenRequest,
   FailRunRequest,
   RunValuesRequest,
+  RecordUpdatesRequest,
   StartChildRequest,
   StepResponse,
   StoredTask,
@@ -282,6 +283,11 @@ export class CoordinatorApi implements OnApplicationShutdown {
 
   createCompletionToken(runId: string, request: CreateCompletionTokenRequest): Promise<StoredTask> {
     return this.report(API.createCompletionToken, { params: { id: runId }, body: request });
+  }
+
+  /** Records the answers to the updates the run applied at a wait (fenced by the run's revision, like every write of a run). */
+  async recordUpdates(runId: string, request: RecordUpdatesRequest): Promise<void> {
+    await this.report(API.recordUpdates, { params: { id: runId }, body: request });
   }
 
   async release(runId: string, expectedRevision: number): Promise<void> {

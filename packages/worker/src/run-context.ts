@@ -1,4 +1,12 @@
-import { type ClaimedRun, type ErrorDetails, type JsonValue, parseIdentifier, type StoredTask, type WorkflowTarget } from '@nest-durable/common';
+import {
+  type ClaimedRun,
+  type ErrorDetails,
+  type JsonValue,
+  parseIdentifier,
+  type StepResponse,
+  type StoredTask,
+  type WorkflowTarget,
+} from '@nest-durable/common';
 import { isRevisionConflict, isTransient } from '@nest-durable/client';
 import {
   isNonRetryable,
@@ -21,8 +29,9 @@ import { CoordinatorApi } from './coordinator.api';
 import { RunLease } from '@app/locking';
 import { checkChild, checkDelay, checkTimeout } from './step-checks';
 import { externalResultOf, LazyResult, waitKeyOf } from './external-completion';
-import { childResultOf, outcomeOf, StepHistory } from './step-history';
+import { childResultOf, outcomeOf, type StepAddress, StepHistory } from './step-history';
 import { type ResolvedWorkerOptions } from './worker.options';
+import { UpdateHandlers } from './update-handlers';
 import { inJsonbOrder, toJson } from './json-values';
 import { RunValues, type RunValuesUpdate } from './run-values';
 
@@ -37,6 +46,7 @@ export class RunContext implements WorkflowContext {
   readonly version: string;
   readonly attempt: number;
   private readonly history: StepHistory;
+  private readonly updates: UpdateHandlers;
   /** The task results sent and not yet known recorded (see `unsettle`). */
   private unsettled: Promise<void> = Promise.resolve();
   private refused: unknown;
@@ -47,6 +57,7 @@ export class RunContext implements WorkflowContext {
     private readonly lease: RunLease,
     private readonly api: CoordinatorApi,
     private readonly options: ResolvedWorkerOptions,
+    declaredUpdates: ReadonlySet<string> = new Set(),
   ) {
     this.runId = run.id;
     this.workflow = run.workflow;
@@ -59,6 +70,7 @@ export class RunContext implements WorkflowContext {
       send: (update) => this.sendValues(update),
       handlerFailed: (name, error) => logger.warn(`query handler ${name} of run ${this.runId} failed (its last answer stays): ${(error as Error).message}`),
     });
+    this.updates = new UpdateHandlers(declaredUpdates);
   }
 
   get signal(): AbortSignal {
@@ -172,9 +184,14 @@ export class RunContext implements WorkflowContext {
     const delayMs = checkDelay(durationMs, 'sleep duration');
     await this.settled();
     const step = this.begin('sleep', name);
-    if (step.recorded) return;
-    await this.suspendAt(step.key, () =>
-      this.api.suspend(this.runId, { expectedRevision: this.lease.revision, key: step.key, seq: step.seq, kind: 'sleep', name, delayMs, attempts: 0 }),
+    if (step.recorded) {
+      await this.waited(step);
+      return;
+    }
+    await this.suspendAt(
+      step.key,
+      () => this.api.suspend(this.runId, { expectedRevision: this.lease.revision, key: step.key, seq: step.seq, kind: 'sleep', name, delayMs, attempts: 0 }),
+      step.seq,
     );
   }
 
@@ -183,11 +200,14 @@ export class RunContext implements WorkflowContext {
     const delayMs = options.timeoutMs === undefined ? null : checkDelay(options.timeoutMs, 'event timeout');
     await this.settled();
     const step = this.begin('event', name);
-    const resolved =
-      step.recorded ??
-      (await this.suspendAt(step.key, () =>
-        this.api.suspend(this.runId, { expectedRevision: this.lease.revision, key: step.key, seq: step.seq, kind: 'event', name, delayMs, attempts: 0 }),
-      ));
+    const resolved = step.recorded
+      ? await this.waited(step)
+      : await this.suspendAt(
+          step.key,
+          () =>
+            this.api.suspend(this.runId, { expectedRevision: this.lease.revision, key: step.key, seq: step.seq, kind: 'event', name, delayMs, attempts: 0 }),
+          step.seq,
+        );
     return resolved.output as unknown as EventResult<T>;
   }
 
@@ -208,11 +228,14 @@ export class RunContext implements WorkflowContext {
       result: new LazyResult(name, waitKey, async () => {
         await this.settled();
         const wait = this.begin('external', name, waitKey);
-        const resolved =
-          wait.recorded ??
-          (await this.suspendAt(wait.key, () =>
-            this.api.suspend(this.runId, { expectedRevision: this.lease.revision, key: wait.key, seq: wait.seq, kind: 'external', name, attempts: 0 }),
-          ));
+        // A wait like the others: updates sent meanwhile are applied here (see suspendAt).
+        const resolved = wait.recorded
+          ? await this.waited(wait)
+          : await this.suspendAt(
+              wait.key,
+              () => this.api.suspend(this.runId, { expectedRevision: this.lease.revision, key: wait.key, seq: wait.seq, kind: 'external', name, attempts: 0 }),
+              wait.seq,
+            );
         return externalResultOf<T>(resolved);
       }),
     };
@@ -228,8 +251,13 @@ export class RunContext implements WorkflowContext {
     return childResultOf<O>(await this.childStep(name, workflow, input, options, true, timeoutMs));
   }
 
+  handleUpdate<I = JsonValue, O = JsonValue>(name: string, handler: (input: I) => O | Promise<O>): void {
+    this.updates.register(name, handler as (input: JsonValue) => unknown);
+  }
+
   patched(id: string): boolean {
     this.lease.throwIfEnded();
+    this.updates.checkNoStep();
     const decision = this.history.patch(id);
     if (decision.marker) {
       // Sent as a task result is (see `unsettle`): no round trip of its own, durable before the next step.
@@ -253,6 +281,7 @@ export class RunContext implements WorkflowContext {
 
   deprecatePatch(id: string): void {
     this.lease.throwIfEnded();
+    this.updates.checkNoStep();
     this.history.deprecatePatch(id);
   }
 
@@ -268,27 +297,37 @@ export class RunContext implements WorkflowContext {
     const workflow = checkChild(target, options);
     await this.settled();
     const step = this.begin('child', name);
-    if (step.recorded) return step.recorded;
-    return this.suspendAt(step.key, () =>
-      this.api.startChild(this.runId, {
-        expectedRevision: this.lease.revision,
-        key: step.key,
-        seq: step.seq,
-        name,
-        workflow: workflow.name,
-        version: workflow.version,
-        input: toJson(input),
-        wait,
-        timeoutMs,
-        shard,
-        tags,
-      }),
+    if (step.recorded) return this.waited(step);
+    return this.suspendAt(
+      step.key,
+      () =>
+        this.api.startChild(this.runId, {
+          expectedRevision: this.lease.revision,
+          key: step.key,
+          seq: step.seq,
+          name,
+          workflow: workflow.name,
+          version: workflow.version,
+          input: toJson(input),
+          wait,
+          timeoutMs,
+          shard,
+          tags,
+        }),
+      step.seq,
     );
   }
 
   private begin(kind: 'task' | 'sleep' | 'event' | 'child' | 'token' | 'external', name: string, key?: string) {
     this.lease.throwIfEnded();
+    this.updates.checkNoStep();
     return this.history.next(kind, name, key);
+  }
+
+  /** A wait an earlier execution went past: the updates applied while the run waited there are applied again first. */
+  private async waited(step: StepAddress & { recorded?: StoredTask }): Promise<StoredTask> {
+    await this.updates.replay(this.history.updatesAt(step.seq));
+    return step.recorded!;
   }
 
   /**
@@ -307,16 +346,30 @@ export class RunContext implements WorkflowContext {
     }
   }
 
-  /** Sends a suspending step; if the run did suspend, this execution ends here. */
-  private async suspendAt(key: string, send: () => Promise<{ suspended: boolean; task: StoredTask }>): Promise<StoredTask> {
+  /**
+   * Sends a suspending step; if the run did suspend, this execution ends here. At a wait (`waitSeq`, its position:
+   * a sleep, an event or a child wait), updates are applied before the run suspends: those an earlier execution
+   * applied there again, then those the coordinator answers the step with (pending ones, in arrival order), whose
+   * answers are recorded before the step is sent again (see StepRepository.suspend).
+   */
+  private async suspendAt(key: string, send: () => Promise<StepResponse>, waitSeq?: number): Promise<StoredTask> {
     // A suspension moves the revision on: the task results and values sent before it must have landed first.
     this.values.flush(true);
     await this.settled();
-    const response = await this.call(() => this.lease.whileEnding(send));
-    if (!response.suspended) return response.task;
-    this.values.close();
-    this.lease.suspend();
-    throw new RunSuspendedError(this.runId, key);
+    if (waitSeq !== undefined) await this.updates.replay(this.history.updatesAt(waitSeq));
+    for (;;) {
+      const response = await this.call(() => this.lease.whileEnding(send));
+      if (waitSeq !== undefined && response.updates && response.updates.length > 0) {
+        const applied = await this.updates.apply(response.updates, (name) => this.history.nextUpdateKey(name));
+        this.lease.throwIfEnded();
+        await this.call(() => this.api.recordUpdates(this.runId, { expectedRevision: this.lease.revision, seq: waitSeq, updates: applied }));
+        continue;
+      }
+      if (!response.suspended) return response.task;
+      this.values.close();
+      this.lease.suspend();
+      throw new RunSuspendedError(this.runId, key);
+    }
   }
 
   private async runAttempts<T>(

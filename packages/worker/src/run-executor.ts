@@ -17,6 +17,7 @@ import { WORKER_OPTIONS, type ResolvedWorkerOptions } from './worker.options';
 import { WorkflowRegistry } from './workflow.registry';
 import { RunContext } from './run-context';
 import { toJson } from './json-values';
+import { declaredUpdates } from './update-handlers';
 
 /** What a run's handler came to: its output, or what it threw (or the coordinator's refusal of what it came to). */
 type HandlerOutcome = { ok: true; output: JsonValue } | { ok: false; error: unknown; refused?: true };
@@ -38,7 +39,7 @@ export class RunExecutor {
     let context: RunContext | undefined;
     try {
       if (!workflow) throw new WorkflowNotHostedError(run.workflow, run.version);
-      context = new RunContext(run, lease, this.api, this.options);
+      context = new RunContext(run, lease, this.api, this.options, declaredUpdates(workflow));
       const output = await workflow.handler(context, run.input);
       lease.throwIfEnded();
       // A task result refused after the handler went past it (see RunContext.unsettle) fails the run as it would have at the task.

@@ -33,6 +33,9 @@ export class StepHistory {
   private readonly bySeq = new Map<number, StoredTask>();
   private readonly calls = new Map<string, number>();
   private readonly patches = new Map<string, boolean>();
+  /** The updates applied at each wait (by the wait's position), in the order they were applied. */
+  private readonly updates = new Map<number, StoredTask[]>();
+  private updateCount = 0;
   /** The last position the history holds a step at (a retry wait's included: its task was called there). */
   private readonly lastSeq: number;
   private nextSeq = 0;
@@ -41,7 +44,10 @@ export class StepHistory {
     let lastSeq = -1;
     for (const step of recorded) {
       this.byKey.set(step.key, step);
-      if (step.kind !== 'retry') this.bySeq.set(step.seq, step);
+      if (step.kind === 'update') {
+        this.updates.set(step.seq, [...(this.updates.get(step.seq) ?? []), step]);
+        this.updateCount++;
+      } else if (step.kind !== 'retry') this.bySeq.set(step.seq, step);
       lastSeq = Math.max(lastSeq, step.seq);
     }
     this.lastSeq = lastSeq;
@@ -51,7 +57,7 @@ export class StepHistory {
    * The next step, of `kind` called `name`, at the key its occurrence gives it, or at `key` (the wait on a completion
    * token takes its token's key, whatever order the tokens are awaited in).
    */
-  next(kind: Exclude<StepKind, 'retry' | 'patch'>, name: string, key = this.keyOf(kind, name)): StepAddress {
+  next(kind: Exclude<StepKind, 'retry' | 'patch' | 'update'>, name: string, key = this.keyOf(kind, name)): StepAddress {
     const seq = this.nextSeq++;
 
     const recorded = this.byKey.get(key);
@@ -102,6 +108,19 @@ export class StepHistory {
     return this.nextSeq <= this.lastSeq;
   }
 
+  /**
+   * The updates recorded at the wait at position `seq` (they take no position of their own: they happened while the
+   * run waited there), in the order they were applied (`update:<name>#<n>`, n counting the run's updates).
+   */
+  updatesAt(seq: number): StoredTask[] {
+    return (this.updates.get(seq) ?? []).sort((a, b) => updateNumber(a.key) - updateNumber(b.key));
+  }
+
+  /** The key of the next update the run applies (after every one recorded). */
+  nextUpdateKey(name: string): string {
+    return `update:${name}#${++this.updateCount}`;
+  }
+
   /** The retry-wait record of a task: how many attempts earlier executions already made. */
   retryOf(taskKey: string): StoredTask | undefined {
     return this.byKey.get(`retry:${taskKey}`);
@@ -136,6 +155,10 @@ function divergence(seq: number, atSeq: StoredTask | undefined, called: StepRef 
       'the code changed incompatibly while the run was in flight (guard the change with ctx.patched, or deploy it as a new workflow version)',
     { seq, recorded: atSeq ? { kind: atSeq.kind, key: atSeq.key } : null, called },
   );
+}
+
+function updateNumber(key: string): number {
+  return Number(key.slice(key.lastIndexOf('#') + 1));
 }
 
 function checkStepName(name: string): void {

@@ -101,6 +101,22 @@ describe('WorkerRegistrar', () => {
     }
   });
 
+  it('sends the updates each version declares, their TypeBox schemas as JSON', () => {
+    const cart = defineWorkflow({
+      name: 'cart',
+      version: '1',
+      updates: { add: { inputSchema: Type.Object({ sku: Type.String() }) }, note: {} },
+      handler: async () => null,
+    });
+    const options = resolveWorkerOptions({ workflows: [cart, workflow], coordinatorUrl: 'http://unused' });
+    const [declared, plain] = registeredWorkflows(new WorkflowRegistry(options));
+    expect(declared.updates).toEqual([
+      { name: 'add', inputSchema: { type: 'object', required: ['sku'], properties: { sku: { type: 'string' } } } },
+      { name: 'note' },
+    ]);
+    expect(plain.updates).toBeUndefined();
+  });
+
   it('sends the schedules each workflow version declares, once per version whatever its shards', () => {
     const scheduled = defineWorkflow<{ kind: string }, null>({
       name: 'report',

@@ -1,5 +1,6 @@
 import { isAnsweredError } from '@nest-durable/client';
 import { type JsonValue, type RegisteredWorkflow, type WorkerRegistration } from '@nest-durable/common';
+import type { WorkflowDeclaration } from '@nest-durable/workflow';
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { CoordinatorApi } from './coordinator.api';
 import { RegistrationGate } from './registration-gate';
@@ -14,7 +15,7 @@ export function registeredWorkflows(registry: WorkflowRegistry): RegisteredWorkf
   const byVersion = new Map<string, RegisteredWorkflow>();
   for (const { name, version, shard } of registry.refs()) {
     const key = `${name}:${version}`;
-    const { limits, retentionMs, inputSchema, schedules = [] } = registry.get(name, version)!;
+    const { limits, retentionMs, inputSchema, updates, schedules = [] } = registry.get(name, version)!;
     const entry = byVersion.get(key) ?? {
       name,
       version,
@@ -24,11 +25,19 @@ export function registeredWorkflows(registry: WorkflowRegistry): RegisteredWorkf
       ...(retentionMs === undefined ? {} : { retentionMs }),
       // As JSON: a TypeBox schema's own marks are symbols, which the coordinator neither gets nor needs.
       ...(inputSchema === undefined ? {} : { inputSchema: JSON.parse(JSON.stringify(inputSchema)) as RegisteredWorkflow['inputSchema'] }),
+      ...(updates === undefined ? {} : { updates: registeredUpdates(updates) }),
     };
     if (shard !== undefined) entry.shards.push(shard);
     byVersion.set(key, entry);
   }
   return [...byVersion.values()];
+}
+
+/** The updates a version declares, as registered: each name with its input schema as JSON. */
+function registeredUpdates(updates: NonNullable<WorkflowDeclaration['updates']>): NonNullable<RegisteredWorkflow['updates']> {
+  return Object.entries(updates).map(([name, { inputSchema }]) =>
+    inputSchema === undefined ? { name } : { name, inputSchema: JSON.parse(JSON.stringify(inputSchema)) as RegisteredWorkflow['inputSchema'] },
+  );
 }
 
 /**

@@ -122,3 +122,17 @@ describe('defineWorkflow inputSchema', () => {
     expect(define(schema, [{ name: 'daily', cron: '0 0 * * *', input: { email: 'a@b.c' } }]).schedules).toHaveLength(1);
   });
 });
+
+describe('defineWorkflow: updates', () => {
+  it('keeps declared updates, and refuses a name or an input schema the coordinator would refuse', () => {
+    const handler = async () => null;
+    expect(defineWorkflow({ name: 'cart', version: '1', updates: { add: { inputSchema: { type: 'string' } }, note: {} }, handler }).updates).toEqual({
+      add: { inputSchema: { type: 'string' } },
+      note: {},
+    });
+    expect(() => defineWorkflow({ name: 'cart', version: '1', updates: { 'add item': {} }, handler })).toThrow('update_name');
+    expect(() => defineWorkflow({ name: 'cart', version: '1', updates: { add: { inputSchema: { $ref: '#/x' } } }, handler })).toThrow(
+      'workflow cart 1: update add:',
+    );
+  });
+});

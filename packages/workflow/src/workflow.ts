@@ -1,5 +1,5 @@
 import type { InputOfSchema, JsonValue, ScheduleCatchUp, ScheduleOverlap, TypedInputSchema, WorkflowClass } from '@nest-durable/common';
-import { checkDeclaredSchedules, compileInputCheck, InvalidRequestError, readInputSchema } from '@nest-durable/common';
+import { checkDeclaredSchedules, compileInputCheck, DECLARED_UPDATES_MAX, InvalidRequestError, parseIdentifier, readInputSchema } from '@nest-durable/common';
 
 /**
  * How often a task (or a whole run) is tried. Waits grow exponentially by default, each drawn at
@@ -160,6 +160,23 @@ export interface WorkflowContext {
    */
   progress(value: JsonValue): void;
   /**
+   * Handles the update `name` (declared in the workflow's `updates`) with `handler`: a client's
+   * `update(run, name, input)` is applied where the run waits (a sleep, an event or a child wait; never in the
+   * middle of a task), after the updates sent before it, and answered with what the handler returns (or throws:
+   * the caller gets the error, the run goes on). The update and its answer are recorded in the run's history, so a
+   * replay applies it at the same wait again (the handler runs again, its recorded answer stands). Register it
+   * before the run's first wait, typically at the top of the handler; an update applied while none is registered
+   * fails with UpdateNotHandled. The handler may change the run's state (closures of the workflow's handler) and
+   * may be async, but takes no step (`ctx.task`, `ctx.sleep`, … throw InvalidStepError inside it).
+   *
+   * ```ts
+   * const items: string[] = [];
+   * ctx.handleUpdate('addItem', (item: { sku: string }) => items.push(item.sku));
+   * await ctx.waitForEvent('checkout');
+   * ```
+   */
+  handleUpdate<I = JsonValue, O = JsonValue>(name: string, handler: (input: I) => O | Promise<O>): void;
+  /**
    * Guards a change to the code of runs already in flight: true for a run that reaches this point under the new
    * code, false for a run whose recorded history went past it under the old code. The answer is recorded in the
    * run's history (a `patch` step, on new ground), so its replays take the same branch. A run decides each id once:
@@ -240,11 +257,23 @@ export interface WorkflowDeclaration<I = JsonValue> {
   /** Runs started on a schedule (a cron expression or an interval), reconciled when workers register. */
   readonly schedules?: readonly WorkflowSchedule<I>[];
   /**
+   * The updates the workflow answers (see `ctx.handleUpdate`), by name, each with the schema its input must match
+   * (TypeBox or plain JSON Schema, as `inputSchema`; absent: any JSON input). Registered by the workers that host the
+   * version: the coordinators refuse an update of a name not declared (404 `update_not_declared`) or an input that
+   * does not match (400 `invalid_input`) before it reaches the run.
+   */
+  readonly updates?: { readonly [name: string]: UpdateDeclaration };
+  /**
    * The schema a run's input must match: a TypeBox schema (`Type.Object({...})`) or a plain JSON Schema object.
    * Registered by the workers that host the version; the coordinators refuse a start whose input does not match
    * (400 `invalid_input`, nothing created). Absent: any JSON input. Refused here (an InvalidRequestError,
    * `invalid_input_schema` or `input_schema_too_large`) when it is not a JSON Schema object the check supports.
    */
+  readonly inputSchema?: object;
+}
+
+/** An update a workflow declares (see WorkflowDeclaration.updates). */
+export interface UpdateDeclaration {
   readonly inputSchema?: object;
 }
 
@@ -269,6 +298,18 @@ export function checkWorkflowDeclaration(declaration: WorkflowDeclaration<unknow
   // The coordinator's own check (it would refuse the worker's whole registration over one bad schedule).
   if (declaration.schedules) checkDeclaredSchedules(declaration.name, declaration.version, declaration.schedules);
   if (declaration.inputSchema !== undefined) checkInputSchema(declaration);
+  if (declaration.updates !== undefined) checkUpdates(declaration);
+}
+
+/** The declared updates' names and input schemas, as the coordinator reads them (it would refuse the worker's registration). */
+function checkUpdates({ name, version, updates = {} }: WorkflowDeclaration<unknown>): void {
+  const names = Object.keys(updates);
+  if (names.length > DECLARED_UPDATES_MAX) throw new TypeError(`workflow ${name} ${version}: at most ${DECLARED_UPDATES_MAX} updates`);
+  for (const update of names) {
+    parseIdentifier(update, 'update_name');
+    const { inputSchema } = updates[update];
+    if (inputSchema !== undefined) readInputSchema(inputSchema, `workflow ${name} ${version}: update ${update}: `);
+  }
 }
 
 /** The input schema as the coordinator reads it, and the declared schedules' inputs against it (their runs would start with them). */

@@ -26,6 +26,10 @@ import {
   UnauthorizedError,
   UnsupportedContentEncodingError,
   UnsupportedMediaTypeError,
+  UpdateFailedError,
+  UpdateNotDeclaredError,
+  UpdateNotFoundError,
+  UpdateRefusedError,
   WorkflowError,
 } from '@nest-durable/common';
 import { type ArgumentsHost, Logger, NotFoundException } from '@nestjs/common';
@@ -58,6 +62,10 @@ const REFUSALS: [DurableError, number][] = [
   [new UnsupportedMediaTypeError('text/plain'), 415],
   [new UnsupportedContentEncodingError('compress'), 415],
   [new DatabaseUnavailableError('ECONNREFUSED'), 503],
+  [new UpdateNotDeclaredError('cart', '1', 'addItem', ['checkout']), 404],
+  [new UpdateNotFoundError(RUN, RUN), 404],
+  [new UpdateRefusedError(RUN, RUN), 409],
+  [new UpdateFailedError('update_failed', 'update addItem failed: Error: out of stock'), 422],
 ];
 
 /** The filter, and what it answers `thrown` with. */

@@ -24,6 +24,10 @@ import {
   UnauthorizedError,
   UnsupportedContentEncodingError,
   UnsupportedMediaTypeError,
+  UpdateFailedError,
+  UpdateNotDeclaredError,
+  UpdateNotFoundError,
+  UpdateRefusedError,
 } from '@nest-durable/common';
 
 /**
@@ -54,6 +58,10 @@ const STATUS_BY_ERROR_CLASS = new Map<AnsweredErrorClass, number>([
   [UnsupportedMediaTypeError, 415],
   [UnsupportedContentEncodingError, 415],
   [DatabaseUnavailableError, 503],
+  [UpdateNotDeclaredError, 404],
+  [UpdateNotFoundError, 404],
+  [UpdateRefusedError, 409],
+  [UpdateFailedError, 422],
 ]);
 
 /** The status an error's reason is answered with; undefined for one the table does not know (a 500, logged). */

@@ -4,6 +4,7 @@ import {
   Database,
   listWorkers,
   recordDeclaredInputSchemas,
+  recordDeclaredUpdates,
   recordDeclaredWindows,
   upsertWorker,
   upsertWorkflowVersions,
@@ -45,6 +46,7 @@ export class WorkersService {
       }
       await recordDeclaredWindows(tx, registration.workflows);
       await recordDeclaredInputSchemas(tx, registration.workflows);
+      await recordDeclaredUpdates(tx, registration.workflows);
       return this.schedules.reconcile(tx, registration.workflows);
     });
     remember();

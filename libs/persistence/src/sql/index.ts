@@ -44,3 +44,4 @@ export * from './republish.sql';
 export * from './stream-partitions.sql';
 export * from './channels';
 export * from './test-clock.sql';
+export * from './updates.sql';

@@ -8,6 +8,7 @@ import { findLandedSuspension } from './fencing.sql';
 import { finishRuns, recordTaskResults, releaseRun, retryRunLater } from './reports.sql';
 import { deliverEvent, wakeSleepingRun } from './run-commands.sql';
 import { lockRunningRun } from './steps.sql';
+import { insertUpdate, refusePendingUpdates } from './updates.sql';
 
 /** An executor that runs nothing and keeps what it was asked: each statement's text and values. */
 function recorder(): SqlExecutor & { asked: { text: string; values: unknown[] }[] } {
@@ -64,6 +65,8 @@ describe('statements that look a run up by its id, on statistics of a finished h
     ['lock a running run', (db) => lockRunningRun(db, running, 2)],
     ['deliver an event to a waiting run', (db) => deliverEvent(db, running, 'e', 1)],
     ['wake a sleeping run', (db) => wakeSleepingRun(db, running)],
+    ['send an update (wakes a waiting run)', (db) => insertUpdate(db, { id: randomUUID(), runId: running, name: 'u', input: 1 })],
+    ['refuse the updates of an ended run', (db) => refusePendingUpdates(db, running)],
   ];
 
   it.each(asks)('%s: reads no partial index on status', async (_name, ask) => {

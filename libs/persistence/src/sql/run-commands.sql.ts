@@ -107,7 +107,10 @@ const WAKE_SLEEPING_RUN = `WITH woken AS (
     UPDATE runs r SET due_at = now(), updated_at = now()
      WHERE r.id = $1 AND r.status = 'waiting' COLLATE "C"
        AND EXISTS (SELECT 1 FROM tasks s WHERE s.run_id = r.id AND s.kind = 'sleep' AND s.status = 'waiting')
-    RETURNING r.queue
+    RETURNING r.id, r.queue
+  ), ended AS (
+    -- The claim resolves a wait whose time came: the sleep's time is now.
+    UPDATE tasks s SET wake_at = now() FROM woken w WHERE s.run_id = w.id AND s.kind = 'sleep' AND s.status = 'waiting'
   )
   SELECT (SELECT count(*) FROM (SELECT pg_notify('wf_runs_ready', queue) FROM woken) n) FROM woken`;
 
@@ -118,7 +121,8 @@ export async function wakeSleepingRun(db: SqlExecutor, id: string): Promise<bool
 
 /**
  * Runs failed run $1 again as attempt + 1, queued at revision + 1, due now, with its stall count reset; completed
- * steps are kept, so it resumes from its checkpoints; failed steps and retry waits are removed to run again. The
+ * steps are kept, so it resumes from its checkpoints; failed steps and retry waits are removed to run again (not a
+ * failed update: it is the answer its caller got, replayed as it was). The
  * run is locked in the statement (`target`, FOR UPDATE) before its status is judged, so a concurrent retry waits
  * and then finds it queued (not applied).
  */
@@ -135,10 +139,15 @@ const RETRY_FAILED_RUN = `WITH target AS (
     INSERT INTO run_transitions (run_id, from_status, to_status, revision, worker_id)
     SELECT id, 'failed', 'queued', revision, NULL FROM retried
   ), cleared AS (
-    DELETE FROM tasks s USING retried r WHERE s.run_id = r.id AND (s.status = 'failed' OR s.kind = 'retry')
+    DELETE FROM tasks s USING retried r WHERE s.run_id = r.id AND ((s.status = 'failed' AND s.kind <> 'update') OR s.kind = 'retry')
+  ), refused_updates AS (
+    -- Updates pending when the run failed were refused then (updates.sql.ts): the new attempt does not apply them.
+    UPDATE run_updates u SET status = 'refused', answered_at = now() FROM retried r WHERE u.run_id = r.id AND u.status = 'pending'
+    RETURNING u.id
   )
   SELECT t.status AS previous, EXISTS (SELECT 1 FROM retried) AS applied,
-         (SELECT count(*) FROM (SELECT pg_notify('wf_runs_ready', queue) FROM retried) n) FROM target t`;
+         (SELECT count(*) FROM (SELECT pg_notify('wf_runs_ready', queue) FROM retried) n),
+         (SELECT count(*) FROM (SELECT pg_notify('wf_update_answered', id::text) FROM refused_updates) m) FROM target t`;
 
 /** Retries a failed run (see above): its status before, and whether it applied; undefined when there is no such run. */
 export async function retryFailedRun(db: SqlExecutor, id: string): Promise<{ previous: RunStatus; applied: boolean } | undefined> {

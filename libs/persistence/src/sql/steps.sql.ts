@@ -134,14 +134,19 @@ export async function insertChildStep(
 
 /**
  * running -> waiting at revision + 1 (which fences the worker's claim off), due after $2 ms (null: until
- * something wakes it), with its transition; announced now only if it is due now. The caller holds the row lock
- * (lockRunningRun).
+ * something wakes it), or, with a step key $3, when that waiting step is due (its `wake_at`), with its transition;
+ * announced now only if it is due now. The caller holds the row lock (lockRunningRun). With a step key (a wait: a
+ * sleep, an event or a child wait) it does not suspend while the run has updates pending: they are applied at that
+ * wait first (updates.sql.ts; a send takes the same row lock, so none appears meanwhile). The probe is part of the
+ * statement, so a suspension without updates costs no round trip more than before them.
  */
 const SUSPEND_RUN = `WITH suspended AS (
     UPDATE runs
        SET status = 'waiting', revision = revision + 1, heartbeat_at = NULL, updated_at = now(),
-           due_at = coalesce(now() + $2 * interval '1 millisecond', 'infinity')
+           due_at = CASE WHEN $3::text IS NULL THEN coalesce(now() + $2 * interval '1 millisecond', 'infinity')
+                         ELSE coalesce((SELECT wake_at FROM tasks WHERE run_id = $1 AND key = $3), 'infinity') END
      WHERE id = $1 AND status = 'running' COLLATE "C"
+       AND ($3::text IS NULL OR NOT EXISTS (SELECT 1 FROM run_updates u WHERE u.run_id = $1 AND u.status = 'pending'))
     RETURNING id, revision, claimed_by, queue, due_at
   ), history AS (
     INSERT INTO run_transitions (run_id, from_status, to_status, revision, worker_id)
@@ -149,7 +154,10 @@ const SUSPEND_RUN = `WITH suspended AS (
   )
   SELECT CASE WHEN due_at <= now() THEN (SELECT count(*) FROM (SELECT pg_notify('wf_runs_ready', queue) FROM suspended) n) END FROM suspended`;
 
-/** Suspends a running run (see above). */
-export async function suspendRun(db: SqlExecutor, runId: string, delayMs: number | null): Promise<void> {
-  await db.query(SUSPEND_RUN, [runId, delayMs]);
+/**
+ * Suspends a running run (see above): for `delayMs`, or (`atStep`) until that waiting step is due unless updates are
+ * pending. Whether it suspended.
+ */
+export async function suspendRun(db: SqlExecutor, runId: string, delayMs: number | null, atStep: string | null = null): Promise<boolean> {
+  return (await db.query(SUSPEND_RUN, [runId, delayMs, atStep])).length > 0;
 }

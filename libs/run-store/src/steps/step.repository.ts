@@ -3,6 +3,7 @@ import {
   InvalidRequestError,
   type AttemptTime,
   JsonValue,
+  PENDING_UPDATES_MAX,
   RevisionConflictError,
   StartChildRequest,
   StepConflictError,
@@ -15,6 +16,7 @@ import {
   consumeEvent,
   Database,
   findLandedSuspension,
+  findPendingUpdates,
   findSteps,
   insertChildRun,
   insertChildStep,
@@ -49,6 +51,9 @@ export class StepRepository {
    * A recorded step keeps its kind and result: a suspend naming the key of a step of another kind (a
    * task result, say) is refused. A resolved sleep or event step is returned as it is; a retry wait is
    * the one step re-armed, each time its task fails again with a long backoff.
+   *
+   * Updates (see `waitOrApplyUpdates`): at a sleep or event wait, pending updates are handed back to be applied
+   * there first; a wait still waiting (its run was woken to apply updates) keeps its deadline.
    */
   async suspend(runId: string, step: SuspendRequest): Promise<StepResponse> {
     return this.db.transaction(async (tx) => {
@@ -56,6 +61,7 @@ export class StepRepository {
       if ('landed' in locked) return { suspended: true, task: locked.landed };
       const existing = await this.findStepOfKind(tx, runId, step.key, step.kind);
       if (existing && existing.status !== 'waiting' && step.kind !== 'retry') return { suspended: false, task: existing };
+      if (existing && step.kind !== 'retry') return this.waitOrApplyUpdates(tx, runId, existing);
 
       let resolvedOutput: JsonValue | undefined;
       let delayMs = step.kind === 'external' ? null : step.delayMs;
@@ -87,6 +93,7 @@ export class StepRepository {
         delayMs,
         ...(step.kind === 'retry' && step.attemptTimes && { executed: numbered(step.attemptTimes, step.attempts, step.durationMs) }),
       });
+      if (step.kind !== 'retry') return this.waitOrApplyUpdates(tx, runId, task);
       await suspendRun(tx, runId, delayMs);
       return { suspended: true, task };
     });
@@ -111,6 +118,19 @@ export class StepRepository {
   }
 
   /**
+   * The run is at waiting step `step` (a sleep, an event or a child wait, recorded `waiting`): with updates pending,
+   * it does not suspend, and gets them (up to PENDING_UPDATES_MAX, in arrival order) to apply at this wait first; it
+   * sends the step again once they are recorded. Without, it suspends until the step is due (its `wake_at`: a wait
+   * recorded just now is due after its delay, one its run was woken at to apply updates keeps its deadline). Under
+   * the run's row lock, which a send takes too (updates.sql.ts), so an update sent meanwhile is either handed back
+   * here or wakes the suspended run.
+   */
+  private async waitOrApplyUpdates(tx: SqlExecutor, runId: string, step: StoredTask): Promise<StepResponse> {
+    if (await suspendRun(tx, runId, null, step.key)) return { suspended: true, task: step };
+    return { suspended: false, task: step, updates: await findPendingUpdates(tx, runId, PENDING_UPDATES_MAX) };
+  }
+
+  /**
    * Starts a child run (one transaction: the child, its first transition, the parent's step and,
    * when waiting, the parent's suspension). The step row makes it idempotent per key: a re-executed
    * parent gets the child it already started. The child runs in the shard the request names, or
@@ -124,6 +144,7 @@ export class StepRepository {
       if ('landed' in locked) return { suspended: true, task: locked.landed };
       const parent = locked.run;
       const existing = await this.findStepOfKind(tx, runId, request.key, 'child');
+      if (existing?.status === 'waiting' && request.wait) return this.waitOrApplyUpdates(tx, runId, existing);
       if (existing) return { suspended: false, task: existing };
 
       await insertChildRun(tx, {
@@ -147,8 +168,8 @@ export class StepRepository {
         childId,
         timeoutMs: request.timeoutMs,
       });
-      if (request.wait) await suspendRun(tx, runId, request.timeoutMs);
-      return { suspended: request.wait, task };
+      if (request.wait) return this.waitOrApplyUpdates(tx, runId, task);
+      return { suspended: false, task };
     });
   }
 

@@ -197,4 +197,15 @@ export function registerRunCommands(program: Command, invocation: Invocation): v
     );
 
   registerRunActionCommands(runs, invocation);
+  runs
+    .command('update <id> <name>')
+    .description("send an update to a run and print its handler's answer (exit 1 if the handler threw or the run ended first)")
+    .option('--input <json>', 'the update input: JSON, or @file to read it from a file', parseJsonArgument)
+    .option('--timeout-ms <ms>', 'give up waiting for the answer after this long (the update stays sent); default 60000', parseIntegerArgument)
+    .action(
+      invocation.action(async ({ client, output }, id: string, name: string, options: { input?: JsonValue; timeoutMs?: number }) => {
+        const answer = await client.update(id, name, options.input, { timeoutMs: options.timeoutMs });
+        output.result(answer, () => `update ${name} answered: ${JSON.stringify(answer)}`);
+      }),
+    );
 }

@@ -19,6 +19,7 @@ import {
 } from './run.contracts';
 import { QueryAnswer, QueryPath } from './run-values.contracts';
 import { CreateScheduleRequest, ListSchedulesQuery, SchedulePage, SchedulePath, ScheduleView, TriggeredSchedule } from './schedule.contracts';
+import { RunUpdatePath, SendUpdateRequest, UpdateFailedBody, UpdateIdPath, UpdateResultQuery, UpdateView } from './update.contracts';
 import { WorkerList } from './worker-registry.contracts';
 import { PauseRequest, WorkflowLimits, WorkflowList, WorkflowPath, WorkflowView } from './workflow-control.contracts';
 import { Type } from '@sinclair/typebox';
@@ -178,6 +179,38 @@ export const CLIENT_ENDPOINTS = {
     body: BulkRunsRequest,
     status: 200,
     responses: { 200: json('How many matched and were retried, and where to go on', BulkRunsResult) },
+  }),
+  // ---- updates (clients) ----
+  sendUpdate: endpoint({
+    ...ROUTES.sendUpdate,
+    audience: 'client',
+    tag: 'runs',
+    summary:
+      'Send an update to a run: it is applied where the run waits, after the updates sent before it, recorded in its history, and answered by the handler (waits up to waitMs)',
+    params: RunUpdatePath,
+    body: SendUpdateRequest,
+    bodyOptional: true,
+    status: 200,
+    responses: {
+      200: json('The handler answered: the update, completed, with its output', UpdateView),
+      202: json('Not applied within waitMs: the update, pending (GET it to wait on)', UpdateView),
+      422: json('update_failed: the handler threw (the run goes on); the update carries the error', UpdateFailedBody),
+    },
+    errors: {
+      404: 'run_not_found; update_not_declared: the run’s workflow version declares no update of that name',
+      409: 'run_terminal: the run already ended (nothing sent); update_refused: the run ended before applying the update',
+    },
+  }),
+  getUpdate: endpoint({
+    ...ROUTES.getUpdate,
+    audience: 'client',
+    tag: 'runs',
+    summary: 'An update sent to a run, as it is now or once answered (waits up to waitMs while it is pending)',
+    params: UpdateIdPath,
+    query: UpdateResultQuery,
+    status: 200,
+    responses: { 200: json('The update: pending, completed, failed (its error) or refused (the run ended first)', UpdateView) },
+    errors: { 404: 'run_not_found; update_not_found' },
   }),
 
   // ---- operators' views (clients) ----

@@ -15,6 +15,7 @@ export * from './run.contracts';
 export * from './run-values.contracts';
 export { TAG_KEY_MAX_LENGTH, TAG_VALUE_MAX_LENGTH, TAGS_MAX, Tags, tagFilters } from './tags';
 export * from './schedule.contracts';
+export * from './update.contracts';
 export * from './validation';
 export * from './worker.contracts';
 export * from './workflow-control.contracts';

@@ -25,6 +25,9 @@ export const ROUTES = {
   rerunRun: { method: 'post', path: '/v1/runs/{id}/rerun' },
   cancelRuns: { method: 'post', path: '/v1/runs/cancel' },
   retryRuns: { method: 'post', path: '/v1/runs/retry' },
+  // ---- updates (clients; the worker's record is with the worker protocol) ----
+  sendUpdate: { method: 'post', path: '/v1/runs/{id}/updates/{name}' },
+  getUpdate: { method: 'get', path: '/v1/runs/{id}/updates/{name}/{updateId}' },
   // ---- operators' views (clients) ----
   stats: { method: 'get', path: '/v1/stats' },
   feed: { method: 'get', path: '/v1/feed' },
@@ -62,6 +65,7 @@ export const ROUTES = {
   suspendRun: { method: 'post', path: '/v1/worker/runs/{id}/suspend' },
   startChild: { method: 'post', path: '/v1/worker/runs/{id}/children' },
   releaseRun: { method: 'post', path: '/v1/worker/runs/{id}/release' },
+  recordUpdates: { method: 'post', path: '/v1/worker/runs/{id}/updates' },
   reportDeadLetter: { method: 'post', path: '/v1/worker/dead-letters' },
   createCompletionToken: { method: 'post', path: '/v1/worker/runs/{id}/completion-tokens' },
   // ---- no token (public) ----

@@ -4,6 +4,7 @@ import { INPUT_SCHEMA_MAX_BYTES, readInputSchema } from './input-schema';
 import type { JsonValue } from './json-document';
 import { WorkflowLimits } from './workflow-control.contracts';
 import { DeclaredSchedule } from './schedule.contracts';
+import { DECLARED_UPDATES_MAX } from './update.contracts';
 
 /**
  * The worker registry: each worker tells the coordinators, at start and then periodically, what it is
@@ -53,6 +54,10 @@ export const RegisteredWorkflow = Closed(
     retentionMs: Type.Optional(IntegerIn('retentionMs', 0, RETENTION_MAX_MS)),
     /** The schema its runs' input must match (`inputSchema`); absent: any JSON input. Starts are checked against it. */
     inputSchema: Type.Optional(InputSchemaField),
+    /** The updates its code declares (`updates`), each with the schema its input must match; absent: none. */
+    updates: Type.Optional(
+      ListOf('updates', Closed({ name: Identifier('update_name'), inputSchema: Type.Optional(InputSchemaField) }), 0, DECLARED_UPDATES_MAX, 'declared updates'),
+    ),
     /** The schedules its code declares (absent: a worker that does not say, whose registration leaves them alone). */
     schedules: Type.Optional(ListOf('schedules', DeclaredSchedule, 0, DECLARED_SCHEDULES_MAX, 'schedules declared in code')),
   },

@@ -6,6 +6,7 @@ import { ErrorDetails } from './run.contracts';
 import { checkExposedValue, checkProgress, EXPOSED_NAMES_MAX, ValueName } from './run-values.contracts';
 import { Tags } from './tags';
 import { decode, fail } from './validation';
+import { PENDING_UPDATES_MAX, PendingUpdate } from './update.contracts';
 
 /**
  * The worker protocol (worker <-> coordinator). Every write carries the revision the worker
@@ -311,8 +312,15 @@ export const StartChildRequest = withDefaults(
 );
 export type StartChildRequest = StaticDecode<typeof StartChildRequest>;
 
-/** `suspended: false` means the step resolved at once (event already sent, child already done, zero delay). */
-export const StepResponse = Closed({ suspended: Type.Boolean(), task: StoredTask }, { title: 'StepResponse' });
+/**
+ * `suspended: false` means the step resolved at once (event already sent, child already done, zero delay), or, with
+ * `updates`, that updates wait to be applied at this wait first (the step is recorded `waiting`; the worker applies
+ * and records them, then sends the step again).
+ */
+export const StepResponse = Closed(
+  { suspended: Type.Boolean(), task: StoredTask, updates: Type.Optional(Type.Array(PendingUpdate, { maxItems: PENDING_UPDATES_MAX })) },
+  { title: 'StepResponse' },
+);
 export type StepResponse = Static<typeof StepResponse>;
 
 /**

@@ -1,6 +1,7 @@
 import { CreateCompletionTokenRequest } from './completions.contracts';
 import { ROUTES } from './routes';
 import { endpoint, json, revisioned, type Endpoint } from './endpoint';
+import { RecordUpdatesRequest } from './update.contracts';
 import { WorkerIdPath, WorkerRegistration } from './worker-registry.contracts';
 import {
   ClaimRequest,
@@ -161,6 +162,17 @@ export const WORKER_ENDPOINTS = {
     body: ReleaseRunRequest,
     status: 200,
     responses: { 200: json('Queued again', RevisionResponse) },
+    errors: revisioned,
+  }),
+  recordUpdates: endpoint({
+    ...ROUTES.recordUpdates,
+    audience: 'worker',
+    tag: 'worker protocol',
+    summary: 'Record the answers to updates the run applied at the wait at `seq` (each a step of its history; their callers are answered)',
+    params: WorkerPath,
+    body: RecordUpdatesRequest,
+    status: 204,
+    responses: { 204: { description: 'Recorded' } },
     errors: revisioned,
   }),
   reportDeadLetter: endpoint({

@@ -21,6 +21,7 @@ import {
   UnsupportedContentEncodingError,
   UnsupportedMediaTypeError,
 } from './engine.errors';
+import { UpdateFailedError, UpdateNotDeclaredError, UpdateNotFoundError, UpdateRefusedError } from './update.errors';
 
 /** A class of the errors the coordinator answers with. */
 export type AnsweredErrorClass = abstract new (...args: never[]) => DurableError;
@@ -49,6 +50,10 @@ const BY_REASON = new Map<string, AnsweredErrorClass>(
     CompletionTokenNotFoundError,
     CompletionTokenUsedError,
     CompletionTokenExpiredError,
+    UpdateNotDeclaredError,
+    UpdateNotFoundError,
+    UpdateRefusedError,
+    UpdateFailedError,
   ].map((errorClass) => [errorClass.reason, errorClass]),
 );
 

@@ -13,6 +13,7 @@ import {
 import { externalResultOf, LazyResult, waitKeyOf } from '../external-completion';
 import { checkChild, checkDelay, checkTimeout } from '../step-checks';
 import { childResultOf, outcomeOf, StepHistory } from '../step-history';
+import { UpdateHandlers } from '../update-handlers';
 
 /** Thrown into a replayed handler where its run's recorded history ends: the run got no further than this. */
 export class HistoryEndedSignal extends WorkflowError {
@@ -48,15 +49,17 @@ export class ReplayContext implements WorkflowContext {
   readonly version: string;
   readonly attempt: number;
   private readonly history: StepHistory;
+  private readonly updates: UpdateHandlers;
   private readonly controller = new AbortController();
   private stopped?: HistoryEndedSignal | NonDeterminismError;
 
-  constructor(run: ReplayedRun, steps: readonly StoredTask[]) {
+  constructor(run: ReplayedRun, steps: readonly StoredTask[], declaredUpdates: ReadonlySet<string> = new Set()) {
     this.runId = run.id;
     this.workflow = run.workflow;
     this.version = run.version;
     this.attempt = run.attempt;
     this.history = new StepHistory(steps);
+    this.updates = new UpdateHandlers(declaredUpdates);
   }
 
   get signal(): AbortSignal {
@@ -124,8 +127,13 @@ export class ReplayContext implements WorkflowContext {
     checkProgress(value);
   }
 
+  handleUpdate<I = JsonValue, O = JsonValue>(name: string, handler: (input: I) => O | Promise<O>): void {
+    this.updates.register(name, handler as (input: JsonValue) => unknown);
+  }
+
   patched(id: string): boolean {
     this.throwIfStopped();
+    this.updates.checkNoStep();
     // A marker to record means new ground: the step after it finds the history ended.
     return this.guard(() => this.history.patch(id)).patched;
   }
@@ -138,8 +146,11 @@ export class ReplayContext implements WorkflowContext {
   private async step(kind: 'task' | 'sleep' | 'event' | 'child' | 'token' | 'external', name: string, key?: string): Promise<StoredTask> {
     await SETTLED;
     this.throwIfStopped();
-    const { recorded } = this.guard(() => this.history.next(kind, name, key));
+    this.updates.checkNoStep();
+    const { recorded, seq } = this.guard(() => this.history.next(kind, name, key));
     if (!recorded || recorded.status === 'waiting') throw this.stopWith(new HistoryEndedSignal(this.runId));
+    // The updates applied while the run waited here, as its execution applies them again (RunContext.waited).
+    if (kind !== 'task') await this.updates.replay(this.history.updatesAt(seq));
     return recorded;
   }
 

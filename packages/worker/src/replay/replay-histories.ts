@@ -4,6 +4,7 @@ import { fetchHistories, parseHistories, type RecordedHistory, type RunStatus, t
 import { NonDeterminismError, type StepDivergence, type WorkflowContext, type WorkflowDefinition, WorkflowError } from '@nest-durable/workflow';
 import { workflowDeclarationOf } from '../workflow.decorator';
 import { HistoryEndedSignal, ReplayContext } from './replay-context';
+import { declaredUpdates } from '../update-handlers';
 
 /** The code under test: a workflow definition, or an instance of a `@Workflow` class (its `run` is the handler). */
 // biome-ignore lint/suspicious/noExplicitAny: workflows of any input and output types
@@ -78,7 +79,8 @@ export class ReplayOutcomeError extends WorkflowError {
  * of the runs in flight are the ones the new code meets.
  */
 export async function replayHistories(workflow: ReplayedWorkflow, source: HistorySource): Promise<ReplayedRunResult[]> {
-  const { name, version, handler } = codeUnderTest(workflow);
+  const code = codeUnderTest(workflow);
+  const { name, version } = code;
   const results: ReplayedRunResult[] = [];
   for await (const history of historiesOf(source, name, version)) {
     if (history.run.workflow !== name || history.run.version !== version) {
@@ -87,15 +89,15 @@ export async function replayHistories(workflow: ReplayedWorkflow, source: Histor
         `run ${history.run.id} is of workflow ${history.run.workflow} ${history.run.version}, not of the code under test (${name} ${version})`,
       );
     }
-    results.push(await replayRun(history, handler));
+    results.push(await replayRun(history, code.handler, code.updates));
   }
   return results;
 }
 
 /** Replays one run's history (see replayHistories). */
-export async function replayRun(history: RecordedHistory, handler: ReplayedWorkflowHandler): Promise<ReplayedRunResult> {
+export async function replayRun(history: RecordedHistory, handler: ReplayedWorkflowHandler, updates?: ReadonlySet<string>): Promise<ReplayedRunResult> {
   const { run } = history;
-  const context = new ReplayContext(run, history.steps.map(storedStep));
+  const context = new ReplayContext(run, history.steps.map(storedStep), updates);
   let thrown: unknown;
   let threw = false;
   try {
@@ -120,11 +122,19 @@ export async function replayRun(history: RecordedHistory, handler: ReplayedWorkf
 
 type ReplayedWorkflowHandler = (ctx: WorkflowContext, input: unknown) => Promise<unknown>;
 
-function codeUnderTest(workflow: ReplayedWorkflow): { name: string; version: string; handler: ReplayedWorkflowHandler } {
-  if ('handler' in workflow) return { name: workflow.name, version: workflow.version, handler: workflow.handler };
+/** The code under test: its name, version, handler and declared updates. */
+interface CodeUnderTest {
+  name: string;
+  version: string;
+  handler: ReplayedWorkflowHandler;
+  updates: ReadonlySet<string>;
+}
+
+function codeUnderTest(workflow: ReplayedWorkflow): CodeUnderTest {
+  if ('handler' in workflow) return { name: workflow.name, version: workflow.version, handler: workflow.handler, updates: declaredUpdates(workflow) };
   const declaration = workflowDeclarationOf(workflow.constructor);
   if (!declaration) throw new InvalidRequestError('invalid_workflow', 'replayHistories takes a workflow definition or an instance of a @Workflow class');
-  return { name: declaration.name, version: declaration.version, handler: (ctx, input) => workflow.run(ctx, input) };
+  return { name: declaration.name, version: declaration.version, handler: (ctx, input) => workflow.run(ctx, input), updates: declaredUpdates(declaration) };
 }
 
 async function* historiesOf(source: HistorySource, workflow: string, version: string): AsyncGenerator<RecordedHistory> {
