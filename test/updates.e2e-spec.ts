@@ -188,6 +188,8 @@ describe('updates', () => {
     await expect(client.update(id, 'addItem', { sku: 'later' }, { timeoutMs: 200 })).rejects.toBeInstanceOf(UpdatePendingError);
     const waiting = client.getUpdate(id, 'addItem', pending.body.id, 10_000);
     const refused = client.update(id, 'addItem', { sku: 'never' }).catch((error: unknown) => error);
+    // Accepted before the run can end: sent after it, the update would be refused up front (409 run_terminal).
+    await eventually('the third update is accepted', async () => (await db.sql(`SELECT id FROM run_updates WHERE run_id = $1`, [id])).length === 3);
 
     openGate();
     expect((await client.waitForResult(id, { timeoutMs: 10_000 })).output).toEqual([]);
