@@ -572,7 +572,7 @@ CREATE TABLE public.tasks (
     finished_at timestamp with time zone,
     started_at timestamp with time zone,
     CONSTRAINT tasks_key_check CHECK (((length(key) >= 1) AND (length(key) <= 255))),
-    CONSTRAINT tasks_kind_check CHECK ((kind = ANY (ARRAY['task'::text, 'sleep'::text, 'event'::text, 'child'::text, 'retry'::text, 'patch'::text]))),
+    CONSTRAINT tasks_kind_check CHECK ((kind = ANY (ARRAY['task'::text, 'sleep'::text, 'event'::text, 'child'::text, 'retry'::text, 'patch'::text, 'group'::text]))),
     CONSTRAINT tasks_status_check CHECK ((status = ANY (ARRAY['completed'::text, 'failed'::text, 'waiting'::text])))
 );
 

@@ -1,4 +1,4 @@
-import type { JsonValue, StepKind, StoredTask } from '@nest-durable/common';
+import type { EventMatch, JsonValue, StepKind, StoredTask } from '@nest-durable/common';
 import type { SqlExecutor } from '../database';
 import { jsonParam } from './json-param';
 
@@ -23,17 +23,36 @@ export async function lockRunningRun(
 }
 
 /**
- * Consumes the oldest event named $2 sent to run $1 before it waited and not consumed yet, for step $3. Under the
- * run's row lock, which an event's delivery takes too (run-commands.sql.ts), so an event sent concurrently is
- * either consumed here or delivered to the waiting step, never lost.
+ * Whether event data (the SQL expression `data`) has every field value of a `match` (the jsonb expression `match`,
+ * SQL NULL: no match given): each key is a dotted path into the data, and the value there must equal the match's
+ * value as JSON (jsonb equality: objects and arrays whole, numbers by value). A path the data lacks is SQL NULL,
+ * distinct from every value, `null` included. Shared by the statements that pair a wait with an event.
+ */
+export function matchesEvent(data: string, match: string): string {
+  return `NOT EXISTS (SELECT FROM jsonb_each(coalesce(${match}, '{}'::jsonb)) m WHERE ${data} #> string_to_array(m.key, '.') IS DISTINCT FROM m.value)`;
+}
+
+/**
+ * Consumes the oldest event named $2 sent to run $1 before it waited, not consumed yet and matching $4 (null: any),
+ * for step $3. Under the run's row lock, which an event's delivery takes too (run-commands.sql.ts), so an event
+ * sent concurrently is either consumed here or delivered to the waiting step, never lost. The events of that name
+ * it passes over are bounded by PENDING_EVENTS_PER_RUN_MAX (the pending index holds them by run and name).
  */
 const CONSUME_EVENT = `UPDATE run_events SET consumed_by = $3
- WHERE id = (SELECT id FROM run_events WHERE run_id = $1 AND name = $2 AND consumed_by IS NULL ORDER BY id LIMIT 1)
-RETURNING data`;
+ WHERE id = (SELECT e.id FROM run_events e
+              WHERE e.run_id = $1 AND e.name = $2 AND e.consumed_by IS NULL AND ${matchesEvent('e.data', '$4::jsonb')}
+              ORDER BY e.id LIMIT 1)
+RETURNING data, (extract(epoch FROM created_at) * 1000)::float8 AS "sentAt"`;
 
-/** Consumes a stored event for a wait (see above): its data, or undefined when none was sent. */
-export async function consumeEvent(db: SqlExecutor, runId: string, name: string, key: string): Promise<{ data: JsonValue } | undefined> {
-  const [event] = await db.query<{ data: JsonValue }>(CONSUME_EVENT, [runId, name, key]);
+/** Consumes a stored event for a wait (see above): its data and when it was sent (epoch ms), or undefined when none was sent. */
+export async function consumeEvent(
+  db: SqlExecutor,
+  runId: string,
+  name: string,
+  key: string,
+  match: EventMatch | undefined,
+): Promise<{ data: JsonValue; sentAt: number } | undefined> {
+  const [event] = await db.query<{ data: JsonValue; sentAt: number }>(CONSUME_EVENT, [runId, name, key, jsonParam(match)]);
   return event;
 }
 
@@ -53,7 +72,8 @@ export async function insertResolvedStep(
 
 /**
  * A waiting step (sleep, event wait, retry wait), waking after $8 ms (null: never by itself). A retry wait is the
- * one step re-armed (ON CONFLICT: the same key), each time its task fails again with a long backoff.
+ * one step re-armed (ON CONFLICT: the same key), each time its task fails again with a long backoff. Its output
+ * while it waits holds the attempts made, and an event wait's `match` (which an event's delivery reads).
  */
 const UPSERT_WAITING_STEP = `INSERT INTO tasks (run_id, key, kind, seq, name, status, attempts, output, wake_at)
 VALUES ($1, $2, $3, $4, $5, 'waiting', $6, $7, now() + $8 * interval '1 millisecond')
@@ -64,7 +84,7 @@ RETURNING key, kind, seq, status, attempts, output, error`;
 /** Records (or re-arms) a waiting step (see above). */
 export async function upsertWaitingStep(
   db: SqlExecutor,
-  step: { runId: string; key: string; kind: StepKind; seq: number; name: string; attempts: number; delayMs: number | null },
+  step: { runId: string; key: string; kind: StepKind; seq: number; name: string; attempts: number; delayMs: number | null; match?: EventMatch },
 ): Promise<StoredTask> {
   const [task] = await db.query<StoredTask>(UPSERT_WAITING_STEP, [
     step.runId,
@@ -73,7 +93,7 @@ export async function upsertWaitingStep(
     step.seq,
     step.name,
     step.attempts,
-    jsonParam({ attempts: step.attempts }),
+    jsonParam(step.match ? { attempts: step.attempts, match: step.match } : { attempts: step.attempts }),
     step.delayMs,
   ]);
   return task;

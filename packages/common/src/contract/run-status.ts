@@ -20,7 +20,8 @@ export type TaskStatus = TaskOutcome | 'waiting';
 
 /**
  * What a recorded step is: a task, a point where the run suspended, or a patch marker (where the run first reached
- * a `ctx.patched` change, recorded so that its replays take the same branch).
+ * a `ctx.patched` change, recorded so that its replays take the same branch), or a wait group's outcome (`ctx.any`,
+ * `ctx.all`: which branch won; its branches are steps of their own kinds at the group's position).
  */
-export const STEP_KINDS = ['task', 'sleep', 'event', 'child', 'retry', 'patch'] as const;
+export const STEP_KINDS = ['task', 'sleep', 'event', 'child', 'retry', 'patch', 'group'] as const;
 export type StepKind = (typeof STEP_KINDS)[number];
