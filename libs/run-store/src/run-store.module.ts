@@ -3,9 +3,10 @@ import { ClaimRepository } from './claims/claim.repository';
 import { RunControlRepository } from './control/run-control.repository';
 import { HeartbeatRepository } from './heartbeats/heartbeat.repository';
 import { ReportRepository } from './reports/report.repository';
+import { GroupRepository } from './steps/group.repository';
 import { StepRepository } from './steps/step.repository';
 
-const REPOSITORIES = [ClaimRepository, HeartbeatRepository, ReportRepository, StepRepository, RunControlRepository];
+const REPOSITORIES = [ClaimRepository, HeartbeatRepository, ReportRepository, StepRepository, GroupRepository, RunControlRepository];
 
 /** The run store: claims and every state change of a run. Needs PersistenceModule (global) in the importing app. */
 @Module({ providers: REPOSITORIES, exports: REPOSITORIES })

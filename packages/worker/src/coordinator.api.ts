@@ -4,6 +4,8 @@ import type {
   ClaimedRun,
   CompleteRunRequest,
   FailRunRequest,
+  GroupRequest,
+  GroupResponse,
   StartChildRequest,
   StepResponse,
   StoredTask,
@@ -271,6 +273,10 @@ export class CoordinatorApi implements OnApplicationShutdown {
 
   startChild(runId: string, request: StartChildRequest): Promise<StepResponse> {
     return this.report(API.startChild, { params: { id: runId }, body: request });
+  }
+
+  waitGroup(runId: string, request: GroupRequest): Promise<GroupResponse> {
+    return this.report(API.waitGroup, { params: { id: runId }, body: request });
   }
 
   async release(runId: string, expectedRevision: number): Promise<void> {

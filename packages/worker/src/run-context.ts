@@ -1,6 +1,7 @@
 import {
   type ClaimedRun,
   type ErrorDetails,
+  type EventMatch,
   type JsonValue,
   parseIdentifier,
   type StoredTask,
@@ -14,6 +15,9 @@ import {
   RunSuspendedError,
   TaskTimeoutError,
   toErrorDetails,
+  type AllResult,
+  type AnyResult,
+  type Branch,
   type ChildOptions,
   type EventResult,
   retryDelayMs,
@@ -27,6 +31,7 @@ import { checkChild, checkDelay } from './step-checks';
 import { childResultOf, outcomeOf, StepHistory } from './step-history';
 import { type ResolvedWorkerOptions } from './worker.options';
 import { inJsonbOrder, toJson } from './json-values';
+import { checkBranches, checkMatch, groupResultOf, wireBranch } from './wait-groups';
 
 type AttemptOutcome = { ok: true; output: JsonValue; attempts: number } | { ok: false; error: ErrorDetails; attempts: number; nonRetryable: boolean };
 
@@ -131,17 +136,78 @@ export class RunContext implements WorkflowContext {
     );
   }
 
-  async waitForEvent<T = JsonValue>(name: string, options: { timeoutMs?: number } = {}): Promise<EventResult<T>> {
+  async waitForEvent<T = JsonValue>(name: string, options: { timeoutMs?: number; match?: EventMatch } = {}): Promise<EventResult<T>> {
     parseIdentifier(name, 'event_name');
     const delayMs = options.timeoutMs === undefined ? null : checkDelay(options.timeoutMs, 'event timeout');
+    checkMatch(options.match);
+    const match = options.match === undefined ? {} : { match: options.match };
     await this.settled();
     const step = this.begin('event', name);
     const resolved =
       step.recorded ??
-      (await this.suspendAt(step.key, () =>
-        this.api.suspend(this.runId, { expectedRevision: this.lease.revision, key: step.key, seq: step.seq, kind: 'event', name, delayMs, attempts: 0 }),
-      ));
+      (
+        await this.suspendAt(step.key, () =>
+          this.api.suspend(this.runId, {
+            expectedRevision: this.lease.revision,
+            key: step.key,
+            seq: step.seq,
+            kind: 'event',
+            name,
+            delayMs,
+            attempts: 0,
+            ...match,
+          }),
+        )
+      ).task;
     return resolved.output as unknown as EventResult<T>;
+  }
+
+  any<const B extends readonly Branch[]>(name: string, branches: B): Promise<AnyResult<B>> {
+    return this.group('any', name, branches) as Promise<AnyResult<B>>;
+  }
+
+  all<const B extends readonly Branch[]>(name: string, branches: B): Promise<AllResult<B>> {
+    return this.group('all', name, branches) as Promise<AllResult<B>>;
+  }
+
+  /**
+   * A wait group: its task branches run here first (each recorded with the group's request, once), then the
+   * coordinator arms the others and resolves the group, or suspends the run until a branch finishes; the run asks
+   * again when it wakes. The resolved group comes back with its branches' steps, read as a replay reads them.
+   */
+  private async group(mode: 'any' | 'all', name: string, branches: readonly Branch[]): Promise<unknown> {
+    checkBranches(branches);
+    await this.settled();
+    const step = this.begin('group', name);
+    let group = step.recorded;
+    if (!group) {
+      const tasks = await Promise.all(
+        branches.map(async (branch, index) => {
+          if (branch.kind !== 'task') return undefined;
+          const key = `${step.key}/${index}`;
+          const recorded = this.history.branch(step.key, index);
+          if (recorded) return recorded;
+          const retry = this.history.retryOf(key);
+          const done = await this.runAttempts(key, step.seq, name, branch.fn, branch.options ?? {}, retry ? Number(retry.attempts) : 0);
+          return done.ok
+            ? { status: 'completed' as const, attempts: done.attempts, output: done.output, error: null }
+            : { status: 'failed' as const, attempts: done.attempts, output: null, error: done.error };
+        }),
+      );
+      this.lease.throwIfEnded();
+      const request = {
+        expectedRevision: this.lease.revision,
+        key: step.key,
+        seq: step.seq,
+        name,
+        mode,
+        branches: branches.map((branch, index) => wireBranch(branch, tasks[index])),
+      };
+      const resolved = await this.suspendAt(step.key, () => this.api.waitGroup(this.runId, request));
+      this.history.remember(resolved.branches);
+      group = resolved.task;
+    }
+    return groupResultOf(mode, group, branches, (index) => this.history.branch(step.key, index));
   }
 
   async startChild<I>(name: string, workflow: WorkflowTarget, input: I, options: ChildOptions = {}): Promise<string> {
@@ -195,7 +261,7 @@ export class RunContext implements WorkflowContext {
     await this.settled();
     const step = this.begin('child', name);
     if (step.recorded) return step.recorded;
-    return this.suspendAt(step.key, () =>
+    const started = await this.suspendAt(step.key, () =>
       this.api.startChild(this.runId, {
         expectedRevision: this.lease.revision,
         key: step.key,
@@ -210,9 +276,10 @@ export class RunContext implements WorkflowContext {
         tags,
       }),
     );
+    return started.task;
   }
 
-  private begin(kind: 'task' | 'sleep' | 'event' | 'child', name: string) {
+  private begin(kind: 'task' | 'sleep' | 'event' | 'child' | 'group', name: string) {
     this.lease.throwIfEnded();
     return this.history.next(kind, name);
   }
@@ -234,11 +301,11 @@ export class RunContext implements WorkflowContext {
   }
 
   /** Sends a suspending step; if the run did suspend, this execution ends here. */
-  private async suspendAt(key: string, send: () => Promise<{ suspended: boolean; task: StoredTask }>): Promise<StoredTask> {
+  private async suspendAt<R extends { suspended: boolean }>(key: string, send: () => Promise<R>): Promise<R> {
     // A suspension moves the revision on: the task results sent before it must have landed first.
     await this.settled();
     const response = await this.call(() => this.lease.whileEnding(send));
-    if (!response.suspended) return response.task;
+    if (!response.suspended) return response;
     this.lease.suspend();
     throw new RunSuspendedError(this.runId, key);
   }

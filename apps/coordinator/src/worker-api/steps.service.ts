@@ -1,12 +1,15 @@
-import { StartChildRequest, StepResponse, SuspendRequest } from '@nest-durable/common';
-import { StepRepository } from '@app/run-store';
+import { GroupRequest, GroupResponse, StartChildRequest, StepResponse, SuspendRequest } from '@nest-durable/common';
+import { GroupRepository, StepRepository } from '@app/run-store';
 import { uuidv7 } from '@app/persistence';
 import { Injectable } from '@nestjs/common';
 
-/** A worker's steps that change its run's course: suspensions (sleep, event, retry wait) and child runs. */
+/** A worker's steps that change its run's course: suspensions (sleep, event, retry wait), child runs and wait groups. */
 @Injectable()
 export class StepsService {
-  constructor(private readonly steps: StepRepository) {}
+  constructor(
+    private readonly steps: StepRepository,
+    private readonly groups: GroupRepository,
+  ) {}
 
   /** Suspends the run at a sleep, event or retry-wait step (or resolves the step at once). */
   suspend(runId: string, request: SuspendRequest): Promise<StepResponse> {
@@ -16,5 +19,10 @@ export class StepsService {
   /** Starts a child run (in the parent's shard unless it names one); with `wait` the parent suspends until the child is terminal. */
   startChild(runId: string, request: StartChildRequest): Promise<StepResponse> {
     return this.steps.startChild(runId, request, uuidv7());
+  }
+
+  /** Waits for a group of branches (`ctx.any`, `ctx.all`): resolves it, or suspends the run until a branch finishes. */
+  waitGroup(runId: string, request: GroupRequest): Promise<GroupResponse> {
+    return this.groups.wait(runId, request);
   }
 }

@@ -14,8 +14,8 @@ import { jsonParam } from './json-param';
 export interface BranchRow extends StoredTask {
   /** When it finished: the event's sending, the child's end, the sleep's wake time, the task's record; null if it has not. */
   settledAt: number | null;
-  /** A sleep's wake time (epoch ms). */
-  wakeAt: number | null;
+  /** How long until a sleep's wake time (ms, by the database's clock, as every time here). */
+  wakeInMs: number | null;
   childId: string | null;
 }
 
@@ -25,7 +25,7 @@ export interface BranchRow extends StoredTask {
  * not finished: the group arms it again.
  */
 const FIND_BRANCHES = `SELECT t.key, t.kind, t.seq, t.status, t.attempts, t.output, t.error, t.child_id AS "childId",
-       (extract(epoch FROM t.wake_at) * 1000)::float8 AS "wakeAt",
+       ceil(extract(epoch FROM t.wake_at - now()) * 1000)::float8 AS "wakeInMs",
        (extract(epoch FROM CASE
           WHEN t.kind IN ('event', 'child') AND (t.status = 'waiting' OR t.output ->> 'timedOut' = 'true') THEN NULL
           WHEN t.kind = 'event' THEN (SELECT min(e.created_at) FROM run_events e WHERE e.run_id = t.run_id AND e.consumed_by = t.key)

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { AnyJson } from './fields';
+import { AnyJson, REASON } from './fields';
 import { documentProblem, JsonDocument, type JsonValue } from './json-document';
 
 /*
@@ -47,9 +47,12 @@ function isJson(value: unknown): boolean {
 /** The `match` of an event wait, as the coordinator accepts it (see eventMatchProblem for the worker's own check). */
 export const EventMatchSchema = JsonDocument(
   'match',
-  Type.Record(Type.String({ pattern: MATCH_PATH.source, maxLength: MATCH_PATH_MAX_LENGTH }), AnyJson(), {
+  Type.Record(Type.String({ pattern: MATCH_PATH.source, maxLength: MATCH_PATH_MAX_LENGTH, [REASON]: 'invalid_match' }), AnyJson(), {
     minProperties: 1,
     maxProperties: MATCH_FIELDS_MAX,
+    additionalProperties: false,
+    description: `an object of 1 to ${MATCH_FIELDS_MAX} field paths (names joined by dots, none empty) to the JSON values they must equal`,
+    [REASON]: 'invalid_match',
   }),
   'dotted field paths of the event data, each to the JSON value it must equal',
 );

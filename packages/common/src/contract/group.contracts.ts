@@ -1,9 +1,9 @@
-import { type StaticDecode, Type } from '@sinclair/typebox';
+import { type Static, type StaticDecode, Type } from '@sinclair/typebox';
 import { EventMatchSchema } from './event-match';
-import { Closed, Identifier, IntegerIn, Key, ListOf, Nullable, OneOf, REASON, withDefaults } from './fields';
+import { Closed, Identifier, IntegerIn, Key, ListOf, Nullable, REASON, withDefaults } from './fields';
 import { JsonDocument } from './json-document';
 import { Tags } from './tags';
-import { MAX_DELAY_MS, ReportedError } from './worker.contracts';
+import { MAX_DELAY_MS, ReportedError, StoredTask } from './worker.contracts';
 
 /** Branches of one `ctx.any` / `ctx.all` at most. */
 export const GROUP_BRANCHES_MAX = 32;
@@ -27,16 +27,13 @@ export const GroupBranch = Type.Union(
       }),
       { input: null },
     ),
-    withDefaults(
-      Closed({
-        kind: Kind('task'),
-        status: OneOf('status', ['completed', 'failed']),
-        attempts: IntegerIn('attempts', 1, 1_000_000),
-        output: Type.Optional(JsonDocument('output')),
-        error: Type.Optional(Nullable(ReportedError)),
-      }),
-      { output: null, error: null },
-    ),
+    Closed({
+      kind: Kind('task'),
+      status: Type.Union([Type.Literal('completed'), Type.Literal('failed')], { description: 'completed or failed', [REASON]: 'invalid_status' }),
+      attempts: IntegerIn('attempts', 1, 1_000_000),
+      output: JsonDocument('output'),
+      error: Nullable(ReportedError),
+    }),
   ],
   {
     description: 'an event (by name, with an optional match), a sleep, a child run to start, or a task that ran on the worker',
@@ -55,12 +52,23 @@ export const GroupRequest = Closed(
     key: Key('key'),
     seq: IntegerIn('seq', 0, 1_000_000),
     name: Key('name'),
-    mode: OneOf('mode', ['any', 'all']),
+    // Literals listed (not OneOf, whose array of literals decodes to `never` inside a transformed object).
+    mode: Type.Union([Type.Literal('any'), Type.Literal('all')], { description: 'any or all', [REASON]: 'invalid_mode' }),
     branches: ListOf('branches', GroupBranch, 1, GROUP_BRANCHES_MAX, 'branches'),
   },
   { title: 'GroupRequest' },
 );
 export type GroupRequest = StaticDecode<typeof GroupRequest>;
+
+/**
+ * The group step once resolved (`suspended: false`) with its branches' steps, or (`suspended: true`) one of its
+ * waiting branches: the run waits until a branch finishes.
+ */
+export const GroupResponse = Closed(
+  { suspended: Type.Boolean(), task: StoredTask, branches: Type.Array(StoredTask, { description: 'the branch steps of a resolved group' }) },
+  { title: 'GroupResponse' },
+);
+export type GroupResponse = Static<typeof GroupResponse>;
 
 /** The recorded outcome of a group step (its `output`): which branch won an `any`. The branches' values are their own steps. */
 export interface GroupOutcome {

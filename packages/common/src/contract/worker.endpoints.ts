@@ -1,6 +1,6 @@
 import { ROUTES } from './routes';
 import { endpoint, json, revisioned, type Endpoint } from './endpoint';
-import { GroupRequest } from './group.contracts';
+import { GroupRequest, GroupResponse } from './group.contracts';
 import { WorkerIdPath, WorkerRegistration } from './worker-registry.contracts';
 import {
   ClaimRequest,
@@ -160,7 +160,7 @@ export const WORKER_ENDPOINTS = {
     params: WorkerPath,
     body: GroupRequest,
     status: 200,
-    responses: { 200: json('The group step (resolved) or one of its waiting branches (suspended)', StepResponse) },
+    responses: { 200: json('The group step and its branches (resolved), or one of its waiting branches (suspended)', GroupResponse) },
     errors: { ...revisioned, 409: `${revisioned[409]}; step_conflict: the key was recorded as another kind of step` },
   }),
   releaseRun: endpoint({
