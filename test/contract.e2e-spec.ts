@@ -225,7 +225,7 @@ describe('HTTP contract', () => {
       expect((await call('post', '/v1/runs/{id}/retry', { params: { id: sleeper.id } })).body).toMatchObject({ status: 'queued', attempt: 2 });
     });
 
-    it('worker protocol: claims, takes, heartbeats, task results, reports, outcomes, suspensions, children, releases', async () => {
+    it('worker protocol: claims, takes, heartbeats, task results, reports, outcomes, suspensions, children, groups, releases', async () => {
       await db.sql('TRUNCATE runs CASCADE');
       const [first, second, third] = [await start(), await start(), await start()];
       const held = await claimOne();
@@ -269,6 +269,21 @@ describe('HTTP contract', () => {
         timeoutMs: null,
       };
       await call('post', '/v1/worker/runs/{id}/children', { params: { id: held.id }, body: child });
+      const group = {
+        expectedRevision: held.revision,
+        key: 'group:race#1',
+        seq: 3,
+        name: 'race',
+        mode: 'any',
+        branches: [
+          { kind: 'event', name: 'go' },
+          { kind: 'sleep', delayMs: 0 },
+        ],
+      };
+      expect((await call('post', '/v1/worker/runs/{id}/groups', { params: { id: held.id }, body: group })).body).toMatchObject({
+        suspended: false,
+        task: { kind: 'group', output: { mode: 'any', index: 1 } },
+      });
       const reports = [
         { type: 'task', runId: held.id, task: { ...task, key: 'ship#1', seq: 2, name: 'ship' } },
         { type: 'complete', runId: held.id, complete: { expectedRevision: held.revision, output: 'done' } },
