@@ -3,7 +3,7 @@ import { EventMatchSchema } from './event-match';
 import { Closed, Identifier, IntegerIn, Key, ListOf, Nullable, REASON, withDefaults } from './fields';
 import { JsonDocument } from './json-document';
 import { Tags } from './tags';
-import { MAX_DELAY_MS, ReportedError, StoredTask } from './worker.contracts';
+import { MAX_DELAY_MS, ReportedError, REVISION_MAX, StoredTask } from './worker.contracts';
 
 /** Branches of one `ctx.any` / `ctx.all` at most. */
 export const GROUP_BRANCHES_MAX = 32;
@@ -48,7 +48,7 @@ export type GroupBranch = StaticDecode<typeof GroupBranch>;
  */
 export const GroupRequest = Closed(
   {
-    expectedRevision: IntegerIn('expectedRevision', 0, 2 ** 31 - 2),
+    expectedRevision: IntegerIn('expectedRevision', 0, REVISION_MAX),
     key: Key('key'),
     seq: IntegerIn('seq', 0, 1_000_000),
     name: Key('name'),

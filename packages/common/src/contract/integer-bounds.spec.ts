@@ -55,7 +55,7 @@ describe('the numbers a request carries', () => {
   it('take no expectedRevision that a write could not follow (its revision + 1 is still an integer)', () => {
     const revisions = numbers.filter(([path]) => path.endsWith('.expectedRevision'));
     expect(new Set(revisions.map(([path]) => path.split('.')[0]))).toEqual(
-      new Set(['heartbeat', 'recordTask', 'report', 'completeRun', 'failRun', 'suspendRun', 'startChild', 'releaseRun']),
+      new Set(['heartbeat', 'recordTask', 'report', 'completeRun', 'failRun', 'suspendRun', 'startChild', 'waitGroup', 'releaseRun']),
     );
     for (const [path, schema] of revisions) expect({ path, maximum: schema.maximum }).toEqual({ path, maximum: INTEGER_MAX - 1 });
   });
