@@ -88,7 +88,7 @@ export function groupResultOf(mode: 'any' | 'all', group: StoredTask, branches: 
 function branchValue(branch: Branch, step: StoredTask | undefined, groupKey: string, index: number): unknown {
   if (!step || step.kind !== branch.kind) {
     throw new NonDeterminismError(
-      `branch ${index} of group "${groupKey}" was recorded as ${step ? `a ${step.kind} step` : 'nothing'}; the code now has a ${branch.kind} branch there`,
+      `branch ${index} of group "${groupKey}" was recorded as ${step ? `a step of kind ${step.kind}` : 'nothing'}; the code now has a branch of kind ${branch.kind} there`,
       {
         seq: step?.seq ?? -1,
         recorded: step ? { kind: step.kind, key: step.key } : null,
