@@ -7,7 +7,8 @@ import { prepared, type SqlExecutor } from '../database';
  * each queue, up to its limit of runs (and up to $6 in all): first running runs whose claim went idle (their
  * worker is presumed dead), then due queued or waiting runs, highest priority first, oldest due first. It moves
  * them to running at revision + 1 (fencing off any previous owner), appends their transitions, resolves
- * suspension steps still waiting (a sleep that ended, an event or child wait that timed out) and returns them
+ * suspension steps still waiting (a sleep that ended, an event or child wait that timed out; not a wait group's
+ * branches, which wait on until their group is decided: GroupRepository) and returns them
  * with their recorded steps, so a re-executed run replays them in the same round trip. An idle run already
  * taken over $5 times is failed with reason `stalled` instead (a run that keeps killing its workers ends); it
  * does not use up a slot.
@@ -158,7 +159,7 @@ const CLAIM_COMMON = prepared(
            output = CASE t.kind WHEN 'sleep' THEN NULL WHEN 'retry' THEN t.output
                                 ELSE '{"timedOut": true}'::jsonb END
       FROM claimed c
-     WHERE t.run_id = c.id AND t.status = 'waiting'
+     WHERE t.run_id = c.id AND t.status = 'waiting' AND NOT starts_with(t.key, 'group:')
     RETURNING t.run_id, t.key, t.kind, t.seq, t.status, t.attempts, t.output, t.error
   ), unused AS MATERIALIZED (
     SELECT u.queue, u.ref, u.k - coalesce(t.n, 0) AS rank

@@ -5,9 +5,10 @@ import { jsonParam } from './json-param';
 /*
  * Wait groups (`ctx.any`, `ctx.all`; GroupRepository): a group's branches are steps of their own kinds keyed
  * `<group key>/<index>` at the group's position, and its outcome a `group` step. Every statement here runs in the
- * group's transaction after lockRunningRun locked the run at the worker's revision: the events, child ends and
- * claims that resolve branches lock the run (or, for a child's end, the branch's row) too, so they come before
- * or after the whole of it.
+ * group's transaction after lockRunningRun locked the run at the worker's revision. An event's delivery locks the
+ * run too, so it comes before or after the whole of it. A child's end resolves a waiting branch step whatever its
+ * parent does (the claims leave branch steps waiting), and wakes the parent under its row lock: after the group's
+ * commit, which it then sees (a suspension it wakes, or a decision that set the step lost, which it re-checks).
  */
 
 /** A branch step as the group reads it: whether it finished for real, and when (epoch ms). */
@@ -20,14 +21,14 @@ export interface BranchRow extends StoredTask {
 }
 
 /**
- * The branch steps of group $2 (its key and `/`) of run $1, through the primary key's run prefix. A branch that a
- * claim resolved because the run woke (`{"timedOut": true}` for an event or child; a sleep before its wake time) has
- * not finished: the group arms it again.
+ * The branch steps of group $2 (its key and `/`) of run $1, through the primary key's run prefix, with when each
+ * finished: an event branch when its event was sent, a child when it ended, a sleep at its wake time (whether or not
+ * a statement resolved its step yet), a task when its outcome was recorded.
  */
 const FIND_BRANCHES = `SELECT t.key, t.kind, t.seq, t.status, t.attempts, t.output, t.error, t.child_id AS "childId",
        ceil(extract(epoch FROM t.wake_at - now()) * 1000)::float8 AS "wakeInMs",
        (extract(epoch FROM CASE
-          WHEN t.kind IN ('event', 'child') AND (t.status = 'waiting' OR t.output ->> 'timedOut' = 'true') THEN NULL
+          WHEN t.kind IN ('event', 'child') AND (t.status = 'waiting' OR t.output ? 'lost') THEN NULL
           WHEN t.kind = 'event' THEN (SELECT min(e.created_at) FROM run_events e WHERE e.run_id = t.run_id AND e.consumed_by = t.key)
           WHEN t.kind = 'child' THEN (SELECT c.finished_at FROM runs c WHERE c.id = t.child_id)
           WHEN t.kind = 'sleep' THEN CASE WHEN t.wake_at <= now() THEN t.wake_at END
@@ -83,32 +84,14 @@ export async function insertBranch(
 }
 
 /**
- * Sets a branch step's status and output: armed again (`waiting`) after a claim resolved it unfinished, resolved by
- * an event kept meanwhile or a child that ended meanwhile, or lost (`{"lost": true}`) once another won its `any`.
- * Its wake time is kept: a sleep armed again wakes when it was going to.
+ * Sets a branch step's status and output once its group is decided: completed (a sleep past its wake time), or lost
+ * (`{"lost": true}`) when another branch won its `any`.
  */
 const SET_BRANCH = `UPDATE tasks SET status = $3, output = $4 WHERE run_id = $1 AND key = $2`;
 
 /** Sets a branch step (see above). */
 export async function setBranch(db: SqlExecutor, runId: string, key: string, status: StoredTask['status'], output: JsonValue): Promise<void> {
   await db.query(SET_BRANCH, [runId, key, status, jsonParam(output)]);
-}
-
-/**
- * Child run $1's outcome as a child step records it, if it has ended. FOR SHARE: a finish of the child in flight
- * is waited for (it may have passed the branch's step before it was armed again, so this read is what catches its
- * end). The finish locks the child, then the parent's waiting steps, then the parent: if it got to the branch step
- * armed by this transaction first, the two wait on each other and PostgreSQL aborts one (a deadlock, retried by its
- * sender), which is rare and loses nothing.
- */
-const CHILD_OUTCOME = `SELECT jsonb_build_object('timedOut', false, 'childId', c.id, 'status', c.status, 'output', c.output, 'error', c.error) AS outcome,
-       (extract(epoch FROM c.finished_at) * 1000)::float8 AS "finishedAt"
-  FROM runs c WHERE c.id = $1 AND c.status IN ('completed', 'failed', 'cancelled') FOR SHARE`;
-
-/** The ended child's outcome and end (see above), or undefined while it runs. */
-export async function endedChildOutcome(db: SqlExecutor, childId: string): Promise<{ outcome: JsonValue; finishedAt: number } | undefined> {
-  const [row] = await db.query<{ outcome: JsonValue; finishedAt: number }>(CHILD_OUTCOME, [childId]);
-  return row;
 }
 
 /**

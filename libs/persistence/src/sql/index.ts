@@ -31,7 +31,7 @@ export {
 export { type HandOffTarget, startHandedPublishedRuns, startHandedRuns } from './runs-hand-off.sql';
 export { insertChildRun, type NewRun, type StartedRun, startPublishedRuns, startRuns } from './runs-start.sql';
 export { consumeEvent, insertChildStep, insertResolvedStep, lockRunningRun, suspendRun, upsertWaitingStep } from './steps.sql';
-export { type BranchRow, endedChildOutcome, findGroupBranches, findLandedGroupSuspension, insertBranch, releaseLosersEvents, setBranch } from './groups.sql';
+export { type BranchRow, findGroupBranches, findLandedGroupSuspension, insertBranch, releaseLosersEvents, setBranch } from './groups.sql';
 export * from './clock.sql';
 export * from './due-times.sql';
 export * from './feed.sql';

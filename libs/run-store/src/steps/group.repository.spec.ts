@@ -31,11 +31,11 @@ describe('how a wait group is decided (GroupRepository)', () => {
       await database?.close();
     });
 
-    /** What a claim does to a waiting run: running at revision + 1, every step still waiting resolved (claims.sql.ts). */
+    /** What a claim does to a waiting run: running at revision + 1, its steps still waiting resolved but a group's branches (claims.sql.ts). */
     const claim = async (runId: string) => {
       await database.sql(`UPDATE runs SET status = 'running', revision = revision + 1, due_at = now() WHERE id = $1`, [runId]);
       await database.sql(
-        `UPDATE tasks SET status = 'completed', output = CASE kind WHEN 'sleep' THEN NULL ELSE '{"timedOut": true}'::jsonb END WHERE run_id = $1 AND status = 'waiting'`,
+        `UPDATE tasks SET status = 'completed', output = CASE kind WHEN 'sleep' THEN NULL ELSE '{"timedOut": true}'::jsonb END WHERE run_id = $1 AND status = 'waiting' AND NOT starts_with(key, 'group:')`,
         [runId],
       );
     };
@@ -81,7 +81,7 @@ describe('how a wait group is decided (GroupRepository)', () => {
       expect(await groups.wait(run.id, { ...request, expectedRevision: 3 })).toMatchObject({ suspended: false, task: { output: { index: 1 } } });
     });
 
-    it('all: a branch a claim resolved before it finished is armed again (a sleep keeps its wake time)', async () => {
+    it('all: after an early wake the run waits again until the last branch finishes (a sleep keeps its wake time), then no step waits', async () => {
       const run = newRun('groups-all');
       await startClaimed(database.db, run);
       const request = group('all', 1, [
@@ -98,6 +98,16 @@ describe('how a wait group is decided (GroupRepository)', () => {
       });
       expect(await database.sql(`SELECT status, due_at > now() + interval '50 seconds' AS later FROM runs WHERE id = $1`, [run.id])).toEqual([
         { status: 'waiting', later: true },
+      ]);
+
+      // The sleep's time comes: the group resolves, and no step waits any more.
+      await database.sql(`UPDATE tasks SET wake_at = now() WHERE run_id = $1 AND key = 'group:g#1/1'`, [run.id]);
+      await claim(run.id);
+      expect(await groups.wait(run.id, { ...request, expectedRevision: 5 })).toMatchObject({ suspended: false, task: { output: { mode: 'all' } } });
+      expect(await database.sql(`SELECT key, status, output FROM tasks WHERE run_id = $1 ORDER BY key`, [run.id])).toEqual([
+        { key: 'group:g#1', status: 'completed', output: { mode: 'all' } },
+        { key: 'group:g#1/0', status: 'completed', output: { timedOut: false, data: 1 } },
+        { key: 'group:g#1/1', status: 'completed', output: null },
       ]);
     });
   });

@@ -12,7 +12,6 @@ import {
   type BranchRow,
   consumeEvent,
   Database,
-  endedChildOutcome,
   findGroupBranches,
   findLandedGroupSuspension,
   findSteps,
@@ -33,11 +32,12 @@ type Armed = BranchRow & { index: number };
 
 /**
  * Wait groups (`ctx.any`, `ctx.all`): one transaction under the run's row lock per request. Each request arms the
- * branches not armed yet (or resolved unfinished by a claim that woke the run), then decides: `any` with the branch
- * that finished first (the earliest event sent, child ended, sleep's wake time or task recorded; the first in
- * the list among equals), `all` once every branch finished; otherwise the run suspends until a branch finishes
- * (an event delivered, a child's end, the earliest sleep's wake time) and the worker asks again. The decision is
- * recorded as the group step, so every later execution resolves the group the same way.
+ * branches not armed yet, then decides: `any` with the branch that finished first (the earliest event sent, child
+ * ended, sleep's wake time or task recorded; the first in the list among equals), `all` once every branch finished;
+ * otherwise the run suspends until a branch finishes (an event delivered, a child's end, the earliest sleep's wake
+ * time) and the worker asks again. Branch steps wait until the group is decided (a claim leaves them waiting), so an
+ * event or a child's end that comes while the run is awake still resolves its branch. The decision is recorded as
+ * the group step, so every later execution resolves the group the same way.
  */
 @Injectable()
 export class GroupRepository {
@@ -60,14 +60,13 @@ export class GroupRepository {
       const arm = async (branch: GroupBranch, index: number) => {
         const row = rows.get(index);
         if (row && row.kind !== branch.kind) throw new StepConflictError(runId, row.key, row.kind, branch.kind);
-        await this.arm(tx, runId, request, branch, index, row, run);
+        if (!row) await this.arm(tx, runId, request, branch, index, run);
       };
-      // Children not started yet go last: an `any` starts none once a branch has finished (it would lose at once).
-      const unstarted = (branch: GroupBranch, index: number) => branch.kind === 'child' && !rows.has(index);
-      for (const [index, branch] of request.branches.entries()) if (!unstarted(branch, index)) await arm(branch, index);
+      // Children go last: an `any` starts none once a branch has finished (it would lose at once).
+      for (const [index, branch] of request.branches.entries()) if (branch.kind !== 'child') await arm(branch, index);
       let armed = await this.branches(tx, runId, request.key);
-      if (request.branches.some(unstarted) && (request.mode === 'all' || !armed.some((branch) => branch.settledAt !== null))) {
-        for (const [index, branch] of request.branches.entries()) if (unstarted(branch, index)) await arm(branch, index);
+      if (request.mode === 'all' || !armed.some((branch) => branch.settledAt !== null)) {
+        for (const [index, branch] of request.branches.entries()) if (branch.kind === 'child') await arm(branch, index);
         armed = await this.branches(tx, runId, request.key);
       }
 
@@ -76,46 +75,34 @@ export class GroupRepository {
         await suspendRun(tx, runId, nextWakeInMs(armed));
         return { suspended: true, task: armed.find((branch) => branch.status === 'waiting') ?? armed[0], branches: [] };
       }
-      if (outcome.index !== undefined) await this.settleLosers(tx, runId, request.key, armed, outcome.index);
+      await this.settle(tx, runId, request.key, armed, outcome.index);
       const task = await insertResolvedStep(tx, { runId, key: request.key, kind: 'group', seq: request.seq, name: request.name, output: { ...outcome } });
       return { suspended: false, task, branches: await this.finished(tx, runId, request.key) };
     });
   }
 
-  /** Arms one branch (see the class), unless it finished already. */
+  /** Arms a branch not armed yet: finished at once (an event kept earlier, a zero sleep, a task's outcome) or waiting. */
   private async arm(
     tx: SqlExecutor,
     runId: string,
     request: GroupRequest,
     branch: GroupBranch,
     index: number,
-    row: BranchRow | undefined,
     run: { shard: string | null; tags: Record<string, string> },
   ): Promise<void> {
-    if (row && (row.settledAt !== null || branch.kind === 'task')) return;
     const key = groupBranchKey(request.key, index);
     const step = { runId, key, kind: branch.kind, seq: request.seq, name: request.name };
     switch (branch.kind) {
       case 'event': {
         const event = await consumeEvent(tx, runId, branch.name, key, branch.match);
-        const status = event ? 'completed' : 'waiting';
         const output: JsonValue = event ? { timedOut: false, data: event.data } : branch.match ? { match: branch.match } : {};
-        if (row) await setBranch(tx, runId, key, status, output);
-        else await insertBranch(tx, { ...step, name: branch.name, status, output });
+        await insertBranch(tx, { ...step, name: branch.name, status: event ? 'completed' : 'waiting', output });
         return;
       }
       case 'sleep':
-        if (row) await setBranch(tx, runId, key, 'waiting', null);
-        else await insertBranch(tx, { ...step, status: branch.delayMs === 0 ? 'completed' : 'waiting', output: null, delayMs: branch.delayMs });
+        await insertBranch(tx, { ...step, status: branch.delayMs === 0 ? 'completed' : 'waiting', output: null, delayMs: branch.delayMs });
         return;
       case 'child': {
-        if (row?.childId) {
-          // Armed first, then read: a finish of the child that comes after resolves the armed step itself.
-          await setBranch(tx, runId, key, 'waiting', null);
-          const ended = await endedChildOutcome(tx, row.childId);
-          if (ended) await setBranch(tx, runId, key, 'completed', ended.outcome);
-          return;
-        }
         const childId = uuidv7();
         await insertChildRun(tx, {
           id: childId,
@@ -143,15 +130,18 @@ export class GroupRepository {
   }
 
   /**
-   * The branches that lost an `any` do not fire later: their steps stop waiting (a sleep's timer, an event wait, a
-   * child's end no longer resolve anything) and the events they consumed are kept again for a later wait. A losing
-   * child run keeps running (docs/architecture.md, "Matched events and wait groups").
+   * Once decided, no branch step waits any more. A finished one still waiting (a sleep past its wake time) is
+   * completed; the branches that lost an `any` do not fire later: their steps are set lost (a sleep's timer, an event's
+   * delivery, a child's end resolve nothing more) and the events they had consumed are kept again for a later wait. A
+   * losing child run keeps running (docs/architecture.md, "Matched events and wait groups").
    */
-  private async settleLosers(tx: SqlExecutor, runId: string, groupKey: string, armed: Armed[], winner: number): Promise<void> {
+  private async settle(tx: SqlExecutor, runId: string, groupKey: string, armed: Armed[], winner: number | undefined): Promise<void> {
     for (const branch of armed) {
-      if (branch.index !== winner && branch.kind !== 'task') await setBranch(tx, runId, branch.key, 'completed', { lost: true });
+      const lost = winner !== undefined && branch.index !== winner;
+      if (lost && branch.kind !== 'task') await setBranch(tx, runId, branch.key, 'completed', { lost: true });
+      else if (!lost && branch.status === 'waiting') await setBranch(tx, runId, branch.key, 'completed', null);
     }
-    await releaseLosersEvents(tx, runId, groupKey, groupBranchKey(groupKey, winner));
+    if (winner !== undefined) await releaseLosersEvents(tx, runId, groupKey, groupBranchKey(groupKey, winner));
   }
 
   /** The group's branches as the worker reads them back. */
