@@ -284,7 +284,7 @@ describe('HTTP contract', () => {
       );
     });
 
-    it('worker protocol: claims, takes, heartbeats, task results, reports, outcomes, suspensions, children, releases', async () => {
+    it('worker protocol: claims, takes, heartbeats, task results, reports, outcomes, suspensions, children, groups, releases', async () => {
       await db.sql('TRUNCATE runs CASCADE');
       const [first, second, third] = [await start(), await start(), await start()];
       const held = await claimOne();
@@ -328,6 +328,21 @@ describe('HTTP contract', () => {
         timeoutMs: null,
       };
       await call('post', '/v1/worker/runs/{id}/children', { params: { id: held.id }, body: child });
+      const group = {
+        expectedRevision: held.revision,
+        key: 'group:race#1',
+        seq: 3,
+        name: 'race',
+        mode: 'any',
+        branches: [
+          { kind: 'event', name: 'go' },
+          { kind: 'sleep', delayMs: 0 },
+        ],
+      };
+      expect((await call('post', '/v1/worker/runs/{id}/groups', { params: { id: held.id }, body: group })).body).toMatchObject({
+        suspended: false,
+        task: { kind: 'group', output: { mode: 'any', index: 1 } },
+      });
       const reports = [
         { type: 'task', runId: held.id, task: { ...task, key: 'ship#1', seq: 2, name: 'ship' } },
         { type: 'values', runId: held.id, values: { expectedRevision: held.revision, exposed: { stage: 'shipped' }, progress: { done: 2 } } },

@@ -634,7 +634,7 @@ CREATE TABLE public.tasks (
     started_at timestamp with time zone,
     attempt_times jsonb,
     CONSTRAINT tasks_key_check CHECK (((length(key) >= 1) AND (length(key) <= 255))),
-    CONSTRAINT tasks_kind_check CHECK ((kind = ANY (ARRAY['task'::text, 'sleep'::text, 'event'::text, 'child'::text, 'retry'::text, 'patch'::text, 'token'::text, 'external'::text, 'update'::text]))),
+    CONSTRAINT tasks_kind_check CHECK ((kind = ANY (ARRAY['task'::text, 'sleep'::text, 'event'::text, 'child'::text, 'retry'::text, 'patch'::text, 'token'::text, 'external'::text, 'update'::text, 'group'::text]))),
     CONSTRAINT tasks_status_check CHECK ((status = ANY (ARRAY['completed'::text, 'failed'::text, 'waiting'::text])))
 );
 

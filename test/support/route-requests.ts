@@ -109,6 +109,20 @@ export const ROUTE_REQUESTS: Record<keyof typeof ROUTES, RouteRequest> = {
     params: { id: running },
     body: { expectedRevision: revision, key: 'sleep:nap#1', seq: 2, kind: 'sleep', name: 'nap', delayMs: 60_000, attempts: 0 },
   },
+  waitGroup: {
+    params: { id: running },
+    body: {
+      expectedRevision: revision,
+      key: 'group:deadline#1',
+      seq: 4,
+      name: 'deadline',
+      mode: 'any',
+      branches: [
+        { kind: 'event', name: 'paid', match: { orderId: 'o-1' } },
+        { kind: 'sleep', delayMs: 60_000 },
+      ],
+    },
+  },
   startChild: {
     params: { id: running },
     body: { expectedRevision: revision, key: 'child:bill#1', seq: 3, name: 'bill', workflow: 'fuzz-child', version: '1', wait: true, timeoutMs: 60_000 },

@@ -35,6 +35,7 @@ import { CompletionTokens1766500000000 } from './migrations/1766500000000-comple
 import { RunValues1766600000000 } from './migrations/1766600000000-run-values';
 import { Updates1766700000000 } from './migrations/1766700000000-updates';
 import { TaskAttemptTimes1766900000000 } from './migrations/1766900000000-task-attempt-times';
+import { WaitGroups1767000000000 } from './migrations/1767000000000-wait-groups';
 
 export const ENTITIES = [RunEntity, TaskEntity];
 export const MIGRATIONS = [
@@ -62,6 +63,7 @@ export const MIGRATIONS = [
   RunValues1766600000000,
   Updates1766700000000,
   TaskAttemptTimes1766900000000,
+  WaitGroups1767000000000,
 ];
 
 export interface PersistenceOptions {

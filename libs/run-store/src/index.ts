@@ -8,5 +8,6 @@ export * from './heartbeats/heartbeat.repository';
 export { type FinishedRun, ReportAnswerError, type RunFinished } from './reports/report-answers';
 export * from './reports/report.repository';
 export * from './run-store.module';
+export * from './steps/group.repository';
 export * from './steps/step.repository';
 export * from './updates/update.repository';

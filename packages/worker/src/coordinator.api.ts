@@ -7,6 +7,8 @@ import type {
   FailRunRequest,
   RunValuesRequest,
   RecordUpdatesRequest,
+  GroupRequest,
+  GroupResponse,
   StartChildRequest,
   StepResponse,
   StoredTask,
@@ -288,6 +290,10 @@ export class CoordinatorApi implements OnApplicationShutdown {
   /** Records the answers to the updates the run applied at a wait (fenced by the run's revision, like every write of a run). */
   async recordUpdates(runId: string, request: RecordUpdatesRequest): Promise<void> {
     await this.report(API.recordUpdates, { params: { id: runId }, body: request });
+  }
+
+  waitGroup(runId: string, request: GroupRequest): Promise<GroupResponse> {
+    return this.report(API.waitGroup, { params: { id: runId }, body: request });
   }
 
   async release(runId: string, expectedRevision: number): Promise<void> {

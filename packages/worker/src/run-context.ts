@@ -1,6 +1,7 @@
 import {
   type ClaimedRun,
   type ErrorDetails,
+  type EventMatch,
   type JsonValue,
   parseIdentifier,
   type StepResponse,
@@ -14,7 +15,10 @@ import {
   RunSuspendedError,
   TaskTimeoutError,
   toErrorDetails,
+  type AllResult,
+  type AnyResult,
   type AwaitExternalOptions,
+  type Branch,
   type ChildOptions,
   type EventResult,
   type ExternalCompletion,
@@ -36,6 +40,7 @@ import { inJsonbOrder, toJson } from './json-values';
 import { RunValues, type RunValuesUpdate } from './run-values';
 
 const logger = new Logger('RunContext');
+import { checkBranches, checkMatch, groupResultOf, wireBranch } from './wait-groups';
 
 type AttemptOutcome = { ok: true; output: JsonValue; attempts: number } | { ok: false; error: ErrorDetails; attempts: number; nonRetryable: boolean };
 
@@ -195,19 +200,32 @@ export class RunContext implements WorkflowContext {
     );
   }
 
-  async waitForEvent<T = JsonValue>(name: string, options: { timeoutMs?: number } = {}): Promise<EventResult<T>> {
+  async waitForEvent<T = JsonValue>(name: string, options: { timeoutMs?: number; match?: EventMatch } = {}): Promise<EventResult<T>> {
     parseIdentifier(name, 'event_name');
     const delayMs = options.timeoutMs === undefined ? null : checkDelay(options.timeoutMs, 'event timeout');
+    checkMatch(options.match);
+    const match = options.match === undefined ? {} : { match: options.match };
     await this.settled();
     const step = this.begin('event', name);
     const resolved = step.recorded
       ? await this.waited(step)
-      : await this.suspendAt(
-          step.key,
-          () =>
-            this.api.suspend(this.runId, { expectedRevision: this.lease.revision, key: step.key, seq: step.seq, kind: 'event', name, delayMs, attempts: 0 }),
-          step.seq,
-        );
+      : (
+          await this.suspendAt(
+            step.key,
+            () =>
+              this.api.suspend(this.runId, {
+                expectedRevision: this.lease.revision,
+                key: step.key,
+                seq: step.seq,
+                kind: 'event',
+                name,
+                delayMs,
+                attempts: 0,
+                ...match,
+              }),
+            step.seq,
+          )
+        ).task;
     return resolved.output as unknown as EventResult<T>;
   }
 
@@ -231,14 +249,65 @@ export class RunContext implements WorkflowContext {
         // A wait like the others: updates sent meanwhile are applied here (see suspendAt).
         const resolved = wait.recorded
           ? await this.waited(wait)
-          : await this.suspendAt(
-              wait.key,
-              () => this.api.suspend(this.runId, { expectedRevision: this.lease.revision, key: wait.key, seq: wait.seq, kind: 'external', name, attempts: 0 }),
-              wait.seq,
-            );
+          : (
+              await this.suspendAt(
+                wait.key,
+                () =>
+                  this.api.suspend(this.runId, { expectedRevision: this.lease.revision, key: wait.key, seq: wait.seq, kind: 'external', name, attempts: 0 }),
+                wait.seq,
+              )
+            ).task;
         return externalResultOf<T>(resolved);
       }),
     };
+  }
+
+  any<const B extends readonly Branch[]>(name: string, branches: B): Promise<AnyResult<B>> {
+    return this.group('any', name, branches) as Promise<AnyResult<B>>;
+  }
+
+  all<const B extends readonly Branch[]>(name: string, branches: B): Promise<AllResult<B>> {
+    return this.group('all', name, branches) as Promise<AllResult<B>>;
+  }
+
+  /**
+   * A wait group: its task branches run here first (each recorded with the group's request, once), then the
+   * coordinator arms the others and resolves the group, or suspends the run until a branch finishes; the run asks
+   * again when it wakes. The resolved group comes back with its branches' steps, read as a replay reads them.
+   */
+  private async group(mode: 'any' | 'all', name: string, branches: readonly Branch[]): Promise<unknown> {
+    checkBranches(branches);
+    await this.settled();
+    const step = this.begin('group', name);
+    let group = step.recorded;
+    if (!group) {
+      const tasks = await Promise.all(
+        branches.map(async (branch, index) => {
+          if (branch.kind !== 'task') return undefined;
+          const key = `${step.key}/${index}`;
+          const recorded = this.history.branch(step.key, index);
+          if (recorded) return recorded;
+          const retry = this.history.retryOf(key);
+          const done = await this.runAttempts(key, step.seq, name, branch.fn, branch.options ?? {}, retry ? Number(retry.attempts) : 0, new AttemptClock());
+          return done.ok
+            ? { status: 'completed' as const, attempts: done.attempts, output: done.output, error: null }
+            : { status: 'failed' as const, attempts: done.attempts, output: null, error: done.error };
+        }),
+      );
+      this.lease.throwIfEnded();
+      const request = {
+        expectedRevision: this.lease.revision,
+        key: step.key,
+        seq: step.seq,
+        name,
+        mode,
+        branches: branches.map((branch, index) => wireBranch(branch, tasks[index])),
+      };
+      const resolved = await this.suspendAt(step.key, () => this.api.waitGroup(this.runId, request));
+      this.history.remember(resolved.branches);
+      group = resolved.task;
+    }
+    return groupResultOf(mode, group, branches, (index) => this.history.branch(step.key, index));
   }
 
   async startChild<I>(name: string, workflow: WorkflowTarget, input: I, options: ChildOptions = {}): Promise<string> {
@@ -298,7 +367,7 @@ export class RunContext implements WorkflowContext {
     await this.settled();
     const step = this.begin('child', name);
     if (step.recorded) return this.waited(step);
-    return this.suspendAt(
+    const started = await this.suspendAt(
       step.key,
       () =>
         this.api.startChild(this.runId, {
@@ -316,9 +385,10 @@ export class RunContext implements WorkflowContext {
         }),
       step.seq,
     );
+    return started.task;
   }
 
-  private begin(kind: 'task' | 'sleep' | 'event' | 'child' | 'token' | 'external', name: string, key?: string) {
+  private begin(kind: 'task' | 'sleep' | 'event' | 'child' | 'group' | 'token' | 'external', name: string, key?: string) {
     this.lease.throwIfEnded();
     this.updates.checkNoStep();
     return this.history.next(kind, name, key);
@@ -348,11 +418,16 @@ export class RunContext implements WorkflowContext {
 
   /**
    * Sends a suspending step; if the run did suspend, this execution ends here. At a wait (`waitSeq`, its position:
-   * a sleep, an event or a child wait), updates are applied before the run suspends: those an earlier execution
-   * applied there again, then those the coordinator answers the step with (pending ones, in arrival order), whose
-   * answers are recorded before the step is sent again (see StepRepository.suspend).
+   * a sleep, an event, a child or a completion-token wait), updates are applied before the run suspends: those an
+   * earlier execution applied there again, then those the coordinator answers the step with (pending ones, in
+   * arrival order), whose answers are recorded before the step is sent again (see StepRepository.suspend). A wait
+   * group (no `waitSeq`) applies none: see docs/architecture.md, "Updates".
    */
-  private async suspendAt(key: string, send: () => Promise<StepResponse>, waitSeq?: number): Promise<StoredTask> {
+  private async suspendAt<R extends { suspended: boolean; updates?: StepResponse['updates'] }>(
+    key: string,
+    send: () => Promise<R>,
+    waitSeq?: number,
+  ): Promise<R> {
     // A suspension moves the revision on: the task results and values sent before it must have landed first.
     this.values.flush(true);
     await this.settled();
@@ -365,7 +440,7 @@ export class RunContext implements WorkflowContext {
         await this.call(() => this.api.recordUpdates(this.runId, { expectedRevision: this.lease.revision, seq: waitSeq, updates: applied }));
         continue;
       }
-      if (!response.suspended) return response.task;
+      if (!response.suspended) return response;
       this.values.close();
       this.lease.suspend();
       throw new RunSuspendedError(this.runId, key);

@@ -2,6 +2,8 @@ import type { ErrorDetails, StepKind, StoredTask } from '@nest-durable/common';
 import { ChildRunFailedError, ChildRunTimeoutError, InvalidStepError, NonDeterminismError, type StepRef, TaskFailedError } from '@nest-durable/workflow';
 
 const STEP_NAME_MAX_LENGTH = 200;
+/** A wait group's branch: `group:<name>#<n>/<index>` (names hold no ':' or '#'). */
+const GROUP_BRANCH_KEY = /^group:[^#]*#\d+\/\d+$/;
 
 export interface StepAddress {
   key: string;
@@ -44,10 +46,11 @@ export class StepHistory {
     let lastSeq = -1;
     for (const step of recorded) {
       this.byKey.set(step.key, step);
+      // A wait group's branches share its position: the group step stands there (once the group resolved).
       if (step.kind === 'update') {
         this.updates.set(step.seq, [...(this.updates.get(step.seq) ?? []), step]);
         this.updateCount++;
-      } else if (step.kind !== 'retry') this.bySeq.set(step.seq, step);
+      } else if (step.kind !== 'retry' && !GROUP_BRANCH_KEY.test(step.key)) this.bySeq.set(step.seq, step);
       lastSeq = Math.max(lastSeq, step.seq);
     }
     this.lastSeq = lastSeq;
@@ -119,6 +122,16 @@ export class StepHistory {
   /** The key of the next update the run applies (after every one recorded). */
   nextUpdateKey(name: string): string {
     return `update:${name}#${++this.updateCount}`;
+  }
+
+  /** Branch `index` of wait group `groupKey`, as recorded (its key is `<group key>/<index>`). */
+  branch(groupKey: string, index: number): StoredTask | undefined {
+    return this.byKey.get(`${groupKey}/${index}`);
+  }
+
+  /** Steps the coordinator recorded for this execution beyond those it was claimed with (a resolved group's branches). */
+  remember(steps: readonly StoredTask[]): void {
+    for (const step of steps) this.byKey.set(step.key, step);
   }
 
   /** The retry-wait record of a task: how many attempts earlier executions already made. */

@@ -1,3 +1,4 @@
+export * from './branches';
 export * from './workflow';
 // The errors a workflow throws and catches, its schedule times and the types a workflow is known by (InputOf,
 // OutputOf, WorkflowClass) live in @nest-durable/common (one error root for every package, one typing for the

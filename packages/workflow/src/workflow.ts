@@ -1,4 +1,5 @@
-import type { InputOfSchema, JsonValue, ScheduleCatchUp, ScheduleOverlap, TypedInputSchema, WorkflowClass } from '@nest-durable/common';
+import type { AllResult, AnyResult, Branch } from './branches';
+import type { EventMatch, InputOfSchema, JsonValue, ScheduleCatchUp, ScheduleOverlap, TypedInputSchema, WorkflowClass } from '@nest-durable/common';
 import { checkDeclaredSchedules, compileInputCheck, DECLARED_UPDATES_MAX, InvalidRequestError, parseIdentifier, readInputSchema } from '@nest-durable/common';
 
 /**
@@ -101,9 +102,23 @@ export interface WorkflowContext {
   sleep(name: string, durationMs: number): Promise<void>;
   /**
    * Suspends until `POST /v1/runs/:id/events/:name` delivers data (an event sent before the run
-   * waits is kept for it), or until `timeoutMs` passes, which resolves as `{timedOut: true}`.
+   * waits is kept for it), or until `timeoutMs` passes, which resolves as `{timedOut: true}`. With
+   * `match`, only an event whose data has these values at these dotted paths resolves it (the others
+   * are kept for other waits): `{ match: { orderId: 'o-1', 'customer.tier': 'gold' } }`.
    */
-  waitForEvent<T = JsonValue>(name: string, options?: { timeoutMs?: number }): Promise<EventResult<T>>;
+  waitForEvent<T = JsonValue>(name: string, options?: { timeoutMs?: number; match?: EventMatch }): Promise<EventResult<T>>;
+  /**
+   * Waits for several branches at once (`branch.event`, `branch.sleep`, `branch.task`, `branch.child`) and resolves
+   * with the one that finished first: `{ index, value }`. The choice is recorded: a replay resolves the same branch
+   * whatever the timing. The others do not fire later (their events are kept for later waits; a losing child run
+   * goes on by itself). A failed task or child that wins is thrown.
+   */
+  any<const B extends readonly Branch[]>(name: string, branches: B): Promise<AnyResult<B>>;
+  /**
+   * Waits for every branch and resolves with their values in the list's order; the run suspends until the last
+   * finishes. A failed task or child is thrown once all have finished (the first in the list).
+   */
+  all<const B extends readonly Branch[]>(name: string, branches: B): Promise<AllResult<B>>;
   /** Starts a child run and resolves with its id without waiting for it. */
   startChild<I>(
     name: string,

@@ -1,13 +1,16 @@
-import { CreateCompletionTokenRequest, StartChildRequest, StepResponse, StoredTask, SuspendRequest } from '@nest-durable/common';
-import { StepRepository } from '@app/run-store';
+import { CreateCompletionTokenRequest, GroupRequest, GroupResponse, StartChildRequest, StepResponse, StoredTask, SuspendRequest } from '@nest-durable/common';
+import { GroupRepository, StepRepository } from '@app/run-store';
 import { uuidv7 } from '@app/persistence';
 import { Injectable } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
 
-/** A worker's steps that change its run's course: suspensions (sleep, event, retry wait, completion wait), child runs and completion tokens. */
+/** A worker's steps that change its run's course: suspensions (sleep, event, retry wait, completion wait), child runs, completion tokens and wait groups. */
 @Injectable()
 export class StepsService {
-  constructor(private readonly steps: StepRepository) {}
+  constructor(
+    private readonly steps: StepRepository,
+    private readonly groups: GroupRepository,
+  ) {}
 
   /** Suspends the run at a sleep, event or retry-wait step (or resolves the step at once). */
   suspend(runId: string, request: SuspendRequest): Promise<StepResponse> {
@@ -22,5 +25,10 @@ export class StepsService {
   /** Records a completion token at its step: 256 random bits made here, so no worker can make a guessable one. */
   createCompletionToken(runId: string, request: CreateCompletionTokenRequest): Promise<StoredTask> {
     return this.steps.createToken(runId, request, `wfct_${randomBytes(32).toString('base64url')}`);
+  }
+
+  /** Waits for a group of branches (`ctx.any`, `ctx.all`): resolves it, or suspends the run until a branch finishes. */
+  waitGroup(runId: string, request: GroupRequest): Promise<GroupResponse> {
+    return this.groups.wait(runId, request);
   }
 }

@@ -5,6 +5,7 @@ import {
   type HeartbeatResponse,
   type ReportsResponse,
   type RevisionResponse,
+  type GroupResponse,
   type StepResponse,
   type StoredTask,
   type StreamDeadLetterResponse,
@@ -113,6 +114,12 @@ export class WorkerApiController {
   @Route(API.createCompletionToken)
   createCompletionToken(@Input() { params, body }: EndpointInput<typeof API.createCompletionToken>): Promise<StoredTask> {
     return this.steps.createCompletionToken(params.id, body);
+  }
+
+  /** Waits for a group of branches at one step (`ctx.any`, `ctx.all`), or suspends the run until a branch finishes. */
+  @Route(API.waitGroup)
+  waitGroup(@Input() { params, body }: EndpointInput<typeof API.waitGroup>): Promise<GroupResponse> {
+    return this.steps.waitGroup(params.id, body);
   }
 
   /** Gives the run back (worker shutting down) so another worker takes it at once. */

@@ -6,7 +6,7 @@ import { claimRunsFull } from './claims-full.sql';
 import { type ClaimParams, type ClaimRow, claimRunsCommon } from './claims.sql';
 import { refreshClaims } from './heartbeats.sql';
 import { insertChildRun, startRuns } from './runs-start.sql';
-import { insertChildStep, suspendRun } from './steps.sql';
+import { insertChildStep, suspendRun, upsertWaitingStep } from './steps.sql';
 
 /** A claim of `workflow`'s queue (version 1) by worker-a, with `overrides`. */
 const claimOf = (workflow: string, overrides: Partial<ClaimParams> = {}): ClaimParams => ({
@@ -160,6 +160,25 @@ describe('the claim statement, full form (claimRunsFull)', () => {
     expect((await claim).map((row) => row.id)).toEqual([delayed.id]);
     expect(await database.sql(`SELECT status, rate_delayed, due_at > now() AS late FROM runs WHERE id = $1`, [later.id])).toEqual([
       { status: 'queued', rate_delayed: true, late: true },
+    ]);
+  });
+
+  it("leaves a wait group's branch steps waiting, as the common form does", async () => {
+    const run = newRun('full-group-branches');
+    await startRuns(database.db, [run]);
+    await claimRunsFull(database.db, claimOf('full-group-branches'));
+    await database.db.transaction(async (tx) => {
+      await upsertWaitingStep(tx, { runId: run.id, key: 'group:race#1/0', kind: 'sleep', seq: 0, name: 'race', attempts: 0, delayMs: 0 });
+      await upsertWaitingStep(tx, { runId: run.id, key: 'nap#1', kind: 'sleep', seq: 1, name: 'nap', attempts: 0, delayMs: 0 });
+      await suspendRun(tx, run.id, 0);
+    });
+
+    const [taken] = await claimRunsFull(database.db, claimOf('full-group-branches'));
+
+    expect(taken).toMatchObject({ kind: 'run', id: run.id, tasks: [{ key: 'nap#1', status: 'completed' }] });
+    expect(await database.sql(`SELECT key, status FROM tasks WHERE run_id = $1 ORDER BY key`, [run.id])).toEqual([
+      { key: 'group:race#1/0', status: 'waiting' },
+      { key: 'nap#1', status: 'completed' },
     ]);
   });
 });

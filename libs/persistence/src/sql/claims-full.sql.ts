@@ -181,7 +181,7 @@ const CLAIM_FULL = prepared(
            output = CASE t.kind WHEN 'sleep' THEN NULL WHEN 'retry' THEN t.output
                                 ELSE '{"timedOut": true}'::jsonb END
       FROM claimed c
-     WHERE t.run_id = c.id AND t.status = 'waiting' AND t.wake_at <= now()
+     WHERE t.run_id = c.id AND t.status = 'waiting' AND t.wake_at <= now() AND NOT starts_with(t.key, 'group:')
     RETURNING t.run_id, t.key, t.kind, t.seq, t.status, t.attempts, t.output, t.error
   ), rate_demand AS (
     SELECT w.family, w.queue, w.rate, w.tokens, w.admitted_at, w.rate_wakeup_at, coalesce(t.fresh, 0) AS used,

@@ -130,4 +130,23 @@ describe('the claim statement, common form (claimRunsCommon)', () => {
     expect(taken.tasks).toEqual([{ key: 'nap#1', kind: 'sleep', seq: 0, status: 'completed', attempts: 1, output: null, error: null }]);
     expect(await database.sql(`SELECT status, output FROM tasks WHERE run_id = $1`, [run.id])).toEqual([{ status: 'completed', output: null }]);
   });
+
+  it("leaves a wait group's branch steps waiting (the group decides them), and does not return them", async () => {
+    const run = newRun('group-branches');
+    await startRuns(database.db, [run]);
+    await claimRunsCommon(database.db, claimOf('group-branches'));
+    await database.db.transaction(async (tx) => {
+      await upsertWaitingStep(tx, { runId: run.id, key: 'group:race#1/0', kind: 'event', seq: 0, name: 'go', attempts: 0, delayMs: null });
+      await upsertWaitingStep(tx, { runId: run.id, key: 'group:race#1/1', kind: 'sleep', seq: 0, name: 'race', attempts: 0, delayMs: 0 });
+      await suspendRun(tx, run.id, 0);
+    });
+
+    const [taken] = await claimRunsCommon(database.db, claimOf('group-branches'));
+
+    expect(taken).toMatchObject({ kind: 'run', id: run.id, tasks: [] });
+    expect(await database.sql(`SELECT key, status FROM tasks WHERE run_id = $1 ORDER BY key`, [run.id])).toEqual([
+      { key: 'group:race#1/0', status: 'waiting' },
+      { key: 'group:race#1/1', status: 'waiting' },
+    ]);
+  });
 });

@@ -8,7 +8,8 @@ import { prepared, type SqlExecutor } from '../database';
  * worker is presumed dead), then due queued or waiting runs, highest priority first, oldest due first. It moves
  * them to running at revision + 1 (fencing off any previous owner), appends their transitions, resolves
  * suspension steps still waiting whose time came (a sleep that ended, an event or child wait that timed out; a wait
- * whose time has not come stays waiting: its run was woken to apply updates there, see updates.sql.ts) and returns them
+ * whose time has not come stays waiting: its run was woken to apply updates there, see updates.sql.ts; and not a wait
+ * group's branches, which wait on until their group is decided: GroupRepository) and returns them
  * with their recorded steps, so a re-executed run replays them in the same round trip. An idle run already
  * taken over $5 times is failed with reason `stalled` instead (a run that keeps killing its workers ends); it
  * does not use up a slot.
@@ -159,7 +160,7 @@ const CLAIM_COMMON = prepared(
            output = CASE t.kind WHEN 'sleep' THEN NULL WHEN 'retry' THEN t.output
                                 ELSE '{"timedOut": true}'::jsonb END
       FROM claimed c
-     WHERE t.run_id = c.id AND t.status = 'waiting' AND t.wake_at <= now()
+     WHERE t.run_id = c.id AND t.status = 'waiting' AND t.wake_at <= now() AND NOT starts_with(t.key, 'group:')
     RETURNING t.run_id, t.key, t.kind, t.seq, t.status, t.attempts, t.output, t.error
   ), unused AS MATERIALIZED (
     SELECT u.queue, u.ref, u.k - coalesce(t.n, 0) AS rank

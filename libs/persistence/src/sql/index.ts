@@ -18,10 +18,20 @@ export {
   type RunOutcome,
   type TaskReport,
 } from './reports.sql';
-export { cancelRunTree, deliverEvent, failStalledTakenWith, lockRunStatus, retryFailedRun, storeEvent, wakeSleepingRun } from './run-commands.sql';
+export {
+  cancelRunTree,
+  countPendingEvents,
+  deliverEvent,
+  failStalledTakenWith,
+  lockRunStatus,
+  retryFailedRun,
+  storeEvent,
+  wakeSleepingRun,
+} from './run-commands.sql';
 export { type HandOffTarget, startHandedPublishedRuns, startHandedRuns } from './runs-hand-off.sql';
 export { insertChildRun, type NewRun, type StartedRun, startPublishedRuns, startRuns } from './runs-start.sql';
 export { consumeEvent, insertChildStep, insertResolvedStep, lockRunningRun, suspendRun, upsertWaitingStep } from './steps.sql';
+export { type BranchRow, findGroupBranches, findLandedGroupSuspension, insertBranch, releaseLosersEvents, setBranch } from './groups.sql';
 export * from './clock.sql';
 export * from './completions.sql';
 export * from './due-times.sql';

@@ -1,6 +1,7 @@
 import type { JsonValue, RunStatus } from '@nest-durable/common';
 import type { SqlExecutor } from '../database';
 import { jsonParam } from './json-param';
+import { matchesEvent } from './steps.sql';
 
 /*
  * State changes clients and operators ask for on an existing run (cancel, events, wake-ups, retries), and the
@@ -73,14 +74,19 @@ export async function cancelRunTree(db: SqlExecutor, id: string): Promise<number
 }
 
 /**
- * Delivers an event to run $1's wait for an event named $2, if it has one: the step resolves with the data ($3)
- * and the run becomes due now (announced on wf_runs_ready). Run under the run's row lock (lockRunStatus), so a
- * wait being recorded concurrently either committed before (and is resolved here) or comes after and finds the
- * stored event (StepRepository.suspend consumes it).
+ * Delivers an event to run $1's wait for an event named $2 whose `match` the data ($3) has (or that has none), if it
+ * has one: that step resolves with the data and the run becomes due now (announced on wf_runs_ready). With several
+ * such waits (branches of a wait group), the first in call order takes it. Run under the run's row lock
+ * (lockRunStatus), so a wait being recorded concurrently either committed before (and is resolved here) or comes
+ * after and finds the stored event (StepRepository.suspend consumes it).
  */
 const DELIVER_EVENT = `WITH step AS (
     UPDATE tasks SET status = 'completed', output = jsonb_build_object('timedOut', false, 'data', $3::jsonb)
-     WHERE run_id = $1 AND kind = 'event' AND status = 'waiting' AND name = $2
+     WHERE run_id = $1 AND key = (
+             SELECT w.key FROM tasks w
+              WHERE w.run_id = $1 AND w.kind = 'event' AND w.status = 'waiting' AND w.name = $2
+                AND ${matchesEvent('$3::jsonb', "w.output -> 'match'")}
+              ORDER BY w.seq, length(w.key), w.key LIMIT 1)
     RETURNING key
   ), woken AS (
     UPDATE runs SET due_at = now(), updated_at = now()
@@ -93,6 +99,19 @@ const DELIVER_EVENT = `WITH step AS (
 export async function deliverEvent(db: SqlExecutor, id: string, name: string, data: JsonValue): Promise<string | undefined> {
   const [delivered] = await db.query<{ key: string }>(DELIVER_EVENT, [id, name, jsonParam(data) ?? 'null']);
   return delivered?.key;
+}
+
+/**
+ * How many events run $1 keeps that no wait consumed, counted up to $2 (the bound: no need to count further). Read
+ * under the run's row lock (lockRunStatus), which every statement that stores or consumes its events holds, so the
+ * count stays true until commit. The partial index of pending events holds exactly these rows.
+ */
+const COUNT_PENDING_EVENTS = `SELECT count(*)::int AS n FROM (SELECT 1 FROM run_events WHERE run_id = $1 AND consumed_by IS NULL LIMIT $2) k`;
+
+/** The run's events kept for a later wait (see above), up to `limit`. */
+export async function countPendingEvents(db: SqlExecutor, id: string, limit: number): Promise<number> {
+  const [row] = await db.query<{ n: number }>(COUNT_PENDING_EVENTS, [id, limit]);
+  return row.n;
 }
 
 const STORE_EVENT = `INSERT INTO run_events (run_id, name, data, consumed_by) VALUES ($1, $2, $3, $4)`;

@@ -52,12 +52,34 @@ describe('the steps where a run suspends, and child steps (steps.sql.ts)', () =>
     await storeEvent(database.db, run.id, 'go', { n: 2 }, null);
     await storeEvent(database.db, run.id, 'other', { n: 3 }, null);
 
-    expect(await consumeEvent(database.db, run.id, 'go', 'go#1')).toEqual({ data: { n: 1 } });
-    expect(await consumeEvent(database.db, run.id, 'go', 'go#2')).toEqual({ data: { n: 2 } });
-    expect(await consumeEvent(database.db, run.id, 'go', 'go#3')).toBeUndefined();
+    expect(await consumeEvent(database.db, run.id, 'go', 'go#1', undefined)).toEqual({ data: { n: 1 }, sentAt: expect.any(Number) });
+    expect(await consumeEvent(database.db, run.id, 'go', 'go#2', undefined)).toEqual({ data: { n: 2 }, sentAt: expect.any(Number) });
+    expect(await consumeEvent(database.db, run.id, 'go', 'go#3', undefined)).toBeUndefined();
     expect(await database.sql(`SELECT consumed_by FROM run_events WHERE run_id = $1 ORDER BY id`, [run.id])).toEqual([
       { consumed_by: 'go#1' },
       { consumed_by: 'go#2' },
+      { consumed_by: null },
+    ]);
+  });
+
+  it('consumeEvent with a match: the oldest event whose data has every value at its dotted path, the others kept', async () => {
+    const run = newRun('matched-events');
+    await startClaimed(database.db, run);
+    await storeEvent(database.db, run.id, 'paid', { orderId: 'o-1', customer: { tier: 'gold' }, amount: 10 }, null);
+    await storeEvent(database.db, run.id, 'paid', { orderId: 'o-2', customer: { tier: 'gold' }, amount: 20, note: null }, null);
+    await storeEvent(database.db, run.id, 'paid', null, null);
+
+    expect(await consumeEvent(database.db, run.id, 'paid', 'a#1', { orderId: 'o-3' })).toBeUndefined();
+    // A missing field is no match for null; numbers compare by value; objects whole.
+    expect(await consumeEvent(database.db, run.id, 'paid', 'a#2', { orderId: 'o-1', note: null })).toBeUndefined();
+    expect(await consumeEvent(database.db, run.id, 'paid', 'a#3', { customer: { tier: 'gold', x: 1 } })).toBeUndefined();
+    expect(await consumeEvent(database.db, run.id, 'paid', 'a#4', { 'customer.tier': 'gold', amount: 20.0, note: null })).toMatchObject({
+      data: { orderId: 'o-2' },
+    });
+    expect(await consumeEvent(database.db, run.id, 'paid', 'a#5', { customer: { tier: 'gold' } })).toMatchObject({ data: { orderId: 'o-1' } });
+    expect(await database.sql(`SELECT consumed_by FROM run_events WHERE run_id = $1 ORDER BY id`, [run.id])).toEqual([
+      { consumed_by: 'a#5' },
+      { consumed_by: 'a#4' },
       { consumed_by: null },
     ]);
   });

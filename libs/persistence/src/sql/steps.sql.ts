@@ -1,4 +1,4 @@
-import { ATTEMPT_TIMES_MAX, type AttemptTime, type JsonValue, type StepKind, type StoredTask } from '@nest-durable/common';
+import { ATTEMPT_TIMES_MAX, type AttemptTime, type EventMatch, type JsonValue, type StepKind, type StoredTask } from '@nest-durable/common';
 import type { SqlExecutor } from '../database';
 import { jsonParam } from './json-param';
 
@@ -23,17 +23,36 @@ export async function lockRunningRun(
 }
 
 /**
- * Consumes the oldest event named $2 sent to run $1 before it waited and not consumed yet, for step $3. Under the
- * run's row lock, which an event's delivery takes too (run-commands.sql.ts), so an event sent concurrently is
- * either consumed here or delivered to the waiting step, never lost.
+ * Whether event data (the SQL expression `data`) has every field value of a `match` (the jsonb expression `match`,
+ * SQL NULL: no match given): each key is a dotted path into the data, and the value there must equal the match's
+ * value as JSON (jsonb equality: objects and arrays whole, numbers by value). A path the data lacks is SQL NULL,
+ * distinct from every value, `null` included. Shared by the statements that pair a wait with an event.
+ */
+export function matchesEvent(data: string, match: string): string {
+  return `NOT EXISTS (SELECT FROM jsonb_each(coalesce(${match}, '{}'::jsonb)) m WHERE ${data} #> string_to_array(m.key, '.') IS DISTINCT FROM m.value)`;
+}
+
+/**
+ * Consumes the oldest event named $2 sent to run $1 before it waited, not consumed yet and matching $4 (null: any),
+ * for step $3. Under the run's row lock, which an event's delivery takes too (run-commands.sql.ts), so an event
+ * sent concurrently is either consumed here or delivered to the waiting step, never lost. The events of that name
+ * it passes over are bounded by PENDING_EVENTS_PER_RUN_MAX (the pending index holds them by run and name).
  */
 const CONSUME_EVENT = `UPDATE run_events SET consumed_by = $3
- WHERE id = (SELECT id FROM run_events WHERE run_id = $1 AND name = $2 AND consumed_by IS NULL ORDER BY id LIMIT 1)
-RETURNING data`;
+ WHERE id = (SELECT e.id FROM run_events e
+              WHERE e.run_id = $1 AND e.name = $2 AND e.consumed_by IS NULL AND ${matchesEvent('e.data', '$4::jsonb')}
+              ORDER BY e.id LIMIT 1)
+RETURNING data, (extract(epoch FROM created_at) * 1000)::float8 AS "sentAt"`;
 
-/** Consumes a stored event for a wait (see above): its data, or undefined when none was sent. */
-export async function consumeEvent(db: SqlExecutor, runId: string, name: string, key: string): Promise<{ data: JsonValue } | undefined> {
-  const [event] = await db.query<{ data: JsonValue }>(CONSUME_EVENT, [runId, name, key]);
+/** Consumes a stored event for a wait (see above): its data and when it was sent (epoch ms), or undefined when none was sent. */
+export async function consumeEvent(
+  db: SqlExecutor,
+  runId: string,
+  name: string,
+  key: string,
+  match: EventMatch | undefined,
+): Promise<{ data: JsonValue; sentAt: number } | undefined> {
+  const [event] = await db.query<{ data: JsonValue; sentAt: number }>(CONSUME_EVENT, [runId, name, key, jsonParam(match)]);
   return event;
 }
 
@@ -57,7 +76,7 @@ export async function insertResolvedStep(
  * keeps the attempts of the executions that ended in it ($9: `[{attempt, offsetMs, durationMs}]`, offsets from the
  * start of an execution that began $10 ms ago), dated here on the database's clock as a task's start is
  * (`[{attempt, startedAt, durationMs}]`), each re-arm appending its own, the last ATTEMPT_TIMES_MAX ($11) kept.
- * Under the run's lock (the caller's lockRunning), so two re-arms of one step do not interleave.
+ * An event wait's output while it waits holds its `match` (which an event's delivery reads). Under the run's lock (the caller's lockRunning), so two re-arms of one step do not interleave.
  */
 const UPSERT_WAITING_STEP = `WITH dated AS (
     SELECT jsonb_agg(jsonb_build_object('attempt', a->'attempt', 'durationMs', a->'durationMs',
@@ -85,6 +104,7 @@ export async function upsertWaitingStep(
     name: string;
     attempts: number;
     delayMs: number | null;
+    match?: EventMatch;
     /** A retry wait: the attempts of the execution ending in it, numbered, and how long ago it began. */
     executed?: { durationMs: number; attemptTimes: (AttemptTime & { attempt: number })[] };
   },
@@ -96,7 +116,7 @@ export async function upsertWaitingStep(
     step.seq,
     step.name,
     step.attempts,
-    jsonParam({ attempts: step.attempts }),
+    jsonParam(step.match ? { attempts: step.attempts, match: step.match } : { attempts: step.attempts }),
     step.delayMs,
     JSON.stringify(step.executed?.attemptTimes ?? []),
     step.executed?.durationMs ?? 0,

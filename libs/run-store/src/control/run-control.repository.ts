@@ -1,7 +1,8 @@
-import { JsonValue, RunStatus } from '@nest-durable/common';
+import { JsonValue, PENDING_EVENTS_PER_RUN_MAX, RunStatus, TooManyPendingEventsError } from '@nest-durable/common';
 import {
   cancelRunTree,
   Database,
+  countPendingEvents,
   deliverEvent,
   failStalledTakenWith,
   type HandOffTarget,
@@ -90,8 +91,9 @@ export class RunControlRepository {
   }
 
   /**
-   * Sends an event to a run. If the run waits for an event of that name, the wait resolves with
-   * the data and the run becomes due now; otherwise the event is kept for a later wait.
+   * Sends an event to a run. If the run waits for an event of that name (and its match), the wait
+   * resolves with the data and the run becomes due now; otherwise the event is kept for a later wait,
+   * unless the run keeps PENDING_EVENTS_PER_RUN_MAX already (refused, nothing changed).
    */
   async sendEvent(id: string, name: string, data: JsonValue): Promise<ControlOutcome & { delivered: boolean }> {
     return this.db.transaction(async (tx) => {
@@ -99,6 +101,9 @@ export class RunControlRepository {
       if (!previous) return { applied: false, delivered: false };
       if (!UNFINISHED.includes(previous)) return { previous, applied: false, delivered: false };
       const delivered = await deliverEvent(tx, id, name, data);
+      if (!delivered && (await countPendingEvents(tx, id, PENDING_EVENTS_PER_RUN_MAX)) >= PENDING_EVENTS_PER_RUN_MAX) {
+        throw new TooManyPendingEventsError(id, PENDING_EVENTS_PER_RUN_MAX);
+      }
       await storeEvent(tx, id, name, data, delivered ?? null);
       return { previous, applied: true, delivered: delivered !== undefined };
     });

@@ -44,8 +44,8 @@ export class StepRepository {
 
   /**
    * Suspends the run at a step (sleep, event wait, retry wait) unless the step can resolve at once:
-   * a zero sleep, or an event of that name that was sent before the run waited (the oldest one is
-   * consumed). Runs under the run's row lock, taken by the revision check, so an event sent
+   * a zero sleep, or an event of that name (with the wait's `match` values, if it has one) that was sent
+   * before the run waited (the oldest one is consumed). Runs under the run's row lock, taken by the revision check, so an event sent
    * concurrently is either consumed here or delivered to the waiting step, never lost.
    *
    * A recorded step keeps its kind and result: a suspend naming the key of a step of another kind (a
@@ -67,7 +67,7 @@ export class StepRepository {
       let delayMs = step.kind === 'external' ? null : step.delayMs;
       if (step.kind === 'sleep' && step.delayMs === 0) resolvedOutput = null;
       if (step.kind === 'event') {
-        const event = await consumeEvent(tx, runId, step.name, step.key);
+        const event = await consumeEvent(tx, runId, step.name, step.key, step.match);
         if (event) resolvedOutput = { timedOut: false, data: event.data };
       }
       if (step.kind === 'external') {
@@ -91,6 +91,7 @@ export class StepRepository {
         name: step.name,
         attempts: step.attempts,
         delayMs,
+        match: step.kind === 'event' ? step.match : undefined,
         ...(step.kind === 'retry' && step.attemptTimes && { executed: numbered(step.attemptTimes, step.attempts, step.durationMs) }),
       });
       if (step.kind !== 'retry') return this.waitOrApplyUpdates(tx, runId, task);

@@ -5,6 +5,8 @@ export * from './dead-letter.contracts';
 export * from './endpoint-call';
 export * from './endpoints';
 export * from './error-body';
+export * from './event-match';
+export * from './group.contracts';
 export { compileInputCheck, INPUT_SCHEMA_MAX_BYTES, type InputCheck, type InputOfSchema, readInputSchema, type TypedInputSchema } from './input-schema';
 export { BUILD_ID_MAX_LENGTH, IDENTIFIER_MAX_LENGTH, isTimestamp, KEY_MAX_LENGTH } from './fields';
 export { assertJsonDepth, JSON_DOCUMENT_MAX_DEPTH, JSON_MAX_BYTES, JSON_MAX_DEPTH, type JsonValue } from './json-document';

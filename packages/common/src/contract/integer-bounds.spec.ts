@@ -63,6 +63,7 @@ describe('the numbers a request carries', () => {
         'failRun',
         'suspendRun',
         'startChild',
+        'waitGroup',
         'releaseRun',
         'createCompletionToken',
         'recordUpdates',

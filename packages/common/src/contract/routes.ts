@@ -64,6 +64,7 @@ export const ROUTES = {
   failRun: { method: 'post', path: '/v1/worker/runs/{id}/fail' },
   suspendRun: { method: 'post', path: '/v1/worker/runs/{id}/suspend' },
   startChild: { method: 'post', path: '/v1/worker/runs/{id}/children' },
+  waitGroup: { method: 'post', path: '/v1/worker/runs/{id}/groups' },
   releaseRun: { method: 'post', path: '/v1/worker/runs/{id}/release' },
   recordUpdates: { method: 'post', path: '/v1/worker/runs/{id}/updates' },
   reportDeadLetter: { method: 'post', path: '/v1/worker/dead-letters' },

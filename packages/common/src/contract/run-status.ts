@@ -24,8 +24,9 @@ export type TaskStatus = TaskOutcome | 'waiting';
 /**
  * What a recorded step is: a task, a point where the run suspended, a patch marker (where the run first reached
  * a `ctx.patched` change, recorded so that its replays take the same branch), a completion token (`token`: made by
- * `ctx.awaitExternal`; `external`: the wait on it), or an update the run applied where it waited (its input and
- * answer, at the position of that wait, so that its replays apply it there again).
+ * `ctx.awaitExternal`; `external`: the wait on it), an update the run applied where it waited (its input and
+ * answer, at the position of that wait, so that its replays apply it there again), or a wait group's outcome
+ * (`ctx.any`, `ctx.all`: which branch won; its branches are steps of their own kinds at the group's position).
  */
-export const STEP_KINDS = ['task', 'sleep', 'event', 'child', 'retry', 'patch', 'token', 'external', 'update'] as const;
+export const STEP_KINDS = ['task', 'sleep', 'event', 'child', 'retry', 'patch', 'token', 'external', 'update', 'group'] as const;
 export type StepKind = (typeof STEP_KINDS)[number];

@@ -2,6 +2,7 @@ import { type Static, type StaticDecode, Type } from '@sinclair/typebox';
 import { AnyJson, BuildId, Closed, RECORD_KEY, Flag, Identifier, IntegerIn, Key, ListOf, Nullable, OneOf, REASON, RunId, withDefaults } from './fields';
 import { JsonDocument } from './json-document';
 import { STEP_KINDS, TASK_STATUSES } from './run-status';
+import { EventMatchSchema } from './event-match';
 import { ErrorDetails } from './run.contracts';
 import { checkExposedValue, checkProgress, EXPOSED_NAMES_MAX, ValueName } from './run-values.contracts';
 import { Tags } from './tags';
@@ -255,7 +256,8 @@ const Attempts = Type.Optional(IntegerIn('attempts', 0, ATTEMPTS_MAX));
 
 /**
  * Suspends the run at a step until it is due again (the run's worker slot is freed):
- * `sleep` for `delayMs`; `event` until an event called `name` arrives (or `delayMs` passes, if not null);
+ * `sleep` for `delayMs`; `event` until an event called `name` (whose data has the `match` values, if given) arrives
+ * (or `delayMs` passes, if not null);
  * `retry` of task `name` after `delayMs` (with `attempts` made so far); `external` until the completion token
  * recorded at `token:<same name and occurrence>` is completed or failed, or expires.
  */
@@ -263,7 +265,15 @@ export const SuspendRequest = Type.Union(
   [
     withDefaults(Closed({ ...stepFields, kind: Tag('kind', 'sleep'), name: Key('name'), delayMs: Delay('delayMs'), attempts: Attempts }), { attempts: 0 }),
     withDefaults(
-      Closed({ ...stepFields, kind: Tag('kind', 'event'), name: Identifier('name'), delayMs: Type.Optional(Nullable(Delay('delayMs'))), attempts: Attempts }),
+      Closed({
+        ...stepFields,
+        kind: Tag('kind', 'event'),
+        name: Identifier('name'),
+        delayMs: Type.Optional(Nullable(Delay('delayMs'))),
+        attempts: Attempts,
+        /** Only an event whose data has these field values resolves the wait (event-match.ts). */
+        match: Type.Optional(EventMatchSchema),
+      }),
       {
         delayMs: null,
         attempts: 0,

@@ -2,6 +2,7 @@ import { CreateCompletionTokenRequest } from './completions.contracts';
 import { ROUTES } from './routes';
 import { endpoint, json, revisioned, type Endpoint } from './endpoint';
 import { RecordUpdatesRequest } from './update.contracts';
+import { GroupRequest, GroupResponse } from './group.contracts';
 import { WorkerIdPath, WorkerRegistration } from './worker-registry.contracts';
 import {
   ClaimRequest,
@@ -151,6 +152,18 @@ export const WORKER_ENDPOINTS = {
     body: StartChildRequest,
     status: 200,
     responses: { 200: json('The step', StepResponse) },
+    errors: { ...revisioned, 409: `${revisioned[409]}; step_conflict: the key was recorded as another kind of step` },
+  }),
+  waitGroup: endpoint({
+    ...ROUTES.waitGroup,
+    audience: 'worker',
+    tag: 'worker protocol',
+    summary:
+      'Wait for a group of branches (events, sleeps, child runs, task outcomes) at one step: `any` resolves with the first to finish, `all` with every one; the run suspends until then',
+    params: WorkerPath,
+    body: GroupRequest,
+    status: 200,
+    responses: { 200: json('The group step and its branches (resolved), or one of its waiting branches (suspended)', GroupResponse) },
     errors: { ...revisioned, 409: `${revisioned[409]}; step_conflict: the key was recorded as another kind of step` },
   }),
   releaseRun: endpoint({

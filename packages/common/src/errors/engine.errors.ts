@@ -112,6 +112,18 @@ export class RunNotFinishedError extends DurableError {
   }
 }
 
+/**
+ * The run already keeps as many events sent before a wait as it may (PENDING_EVENTS_PER_RUN_MAX): this one was not
+ * kept, and nothing changed. The run's waits consume them; a run that never waits for them should not be sent them.
+ */
+export class TooManyPendingEventsError extends DurableError {
+  static readonly reason = 'too_many_pending_events';
+
+  constructor(runId: string, max: number) {
+    super(TooManyPendingEventsError.reason, `run ${runId} already keeps ${max} events no wait has consumed; this one was not kept`);
+  }
+}
+
 export class RunNotSleepingError extends DurableError {
   static readonly reason = 'run_not_sleeping';
 

@@ -1,6 +1,9 @@
-import { checkExposedValue, checkProgress, type JsonValue, parseIdentifier, type StoredTask, type WorkflowTarget } from '@nest-durable/common';
+import { checkExposedValue, checkProgress, type EventMatch, type JsonValue, parseIdentifier, type StoredTask, type WorkflowTarget } from '@nest-durable/common';
 import {
+  type AllResult,
+  type AnyResult,
   type AwaitExternalOptions,
+  type Branch,
   type ChildOptions,
   type EventResult,
   type ExternalCompletion,
@@ -14,6 +17,7 @@ import { externalResultOf, LazyResult, waitKeyOf } from '../external-completion'
 import { checkChild, checkDelay, checkTimeout } from '../step-checks';
 import { childResultOf, outcomeOf, StepHistory } from '../step-history';
 import { UpdateHandlers } from '../update-handlers';
+import { checkBranches, checkMatch, groupResultOf } from '../wait-groups';
 
 /** Thrown into a replayed handler where its run's recorded history ends: the run got no further than this. */
 export class HistoryEndedSignal extends WorkflowError {
@@ -86,9 +90,10 @@ export class ReplayContext implements WorkflowContext {
     await this.step('sleep', name);
   }
 
-  async waitForEvent<T = JsonValue>(name: string, options: { timeoutMs?: number } = {}): Promise<EventResult<T>> {
+  async waitForEvent<T = JsonValue>(name: string, options: { timeoutMs?: number; match?: EventMatch } = {}): Promise<EventResult<T>> {
     parseIdentifier(name, 'event_name');
     if (options.timeoutMs !== undefined) checkDelay(options.timeoutMs, 'event timeout');
+    checkMatch(options.match);
     return (await this.step('event', name)).output as unknown as EventResult<T>;
   }
 
@@ -100,6 +105,20 @@ export class ReplayContext implements WorkflowContext {
       token: (tokenStep.output as { token: string }).token,
       result: new LazyResult(name, waitKey, async () => externalResultOf<T>(await this.step('external', name, waitKey))),
     };
+  }
+
+  async any<const B extends readonly Branch[]>(name: string, branches: B): Promise<AnyResult<B>> {
+    return (await this.group('any', name, branches)) as AnyResult<B>;
+  }
+
+  async all<const B extends readonly Branch[]>(name: string, branches: B): Promise<AllResult<B>> {
+    return (await this.group('all', name, branches)) as AllResult<B>;
+  }
+
+  private async group(mode: 'any' | 'all', name: string, branches: readonly Branch[]): Promise<unknown> {
+    checkBranches(branches);
+    const group = await this.step('group', name);
+    return this.guard(() => groupResultOf(mode, group, branches, (index) => this.history.branch(group.key, index)));
   }
 
   async startChild<I>(name: string, workflow: WorkflowTarget, _input: I, options: ChildOptions = {}): Promise<string> {
@@ -143,7 +162,7 @@ export class ReplayContext implements WorkflowContext {
     this.guard(() => this.history.deprecatePatch(id));
   }
 
-  private async step(kind: 'task' | 'sleep' | 'event' | 'child' | 'token' | 'external', name: string, key?: string): Promise<StoredTask> {
+  private async step(kind: 'task' | 'sleep' | 'event' | 'child' | 'group' | 'token' | 'external', name: string, key?: string): Promise<StoredTask> {
     await SETTLED;
     this.throwIfStopped();
     this.updates.checkNoStep();
