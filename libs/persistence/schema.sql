@@ -516,6 +516,8 @@ CREATE TABLE public.runs (
     tags jsonb DEFAULT '{}'::jsonb NOT NULL,
     rate_delayed boolean DEFAULT false NOT NULL,
     build_id text,
+    traceparent text,
+    tracestate text,
     CONSTRAINT runs_concurrency_key_check CHECK (((length(concurrency_key) >= 1) AND (length(concurrency_key) <= 255))),
     CONSTRAINT runs_idempotency_key_check CHECK (((length(idempotency_key) >= 1) AND (length(idempotency_key) <= 255))),
     CONSTRAINT runs_status_check CHECK ((status = ANY (ARRAY['queued'::text, 'running'::text, 'waiting'::text, 'completed'::text, 'failed'::text, 'cancelled'::text]))),

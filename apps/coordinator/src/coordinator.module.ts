@@ -1,4 +1,4 @@
-import { redisConnectionOptions } from '@app/config';
+import { redisConnectionOptions, TracingModule } from '@app/config';
 import { LeaderElectionModule } from '@app/locking';
 import {
   NotificationsModule,
@@ -47,6 +47,7 @@ export class CoordinatorModule {
       module: CoordinatorModule,
       imports: [
         CoordinatorConfigModule.forRoot(config),
+        TracingModule.forRoot(config.tracing),
         CoordinatorMetricsModule,
         PersistenceModule.forRoot({
           database: config.database,

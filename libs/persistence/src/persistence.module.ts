@@ -31,6 +31,7 @@ import { RateDelayedRuns1766100000000 } from './migrations/1766100000000-rate-de
 import { WorkflowInputSchemas1766200000000 } from './migrations/1766200000000-workflow-input-schemas';
 import { PatchMarkers1766300000000 } from './migrations/1766300000000-patch-markers';
 import { BuildIds1766400000000 } from './migrations/1766400000000-build-ids';
+import { TraceContext1766800000000 } from './migrations/1766800000000-trace-context';
 
 export const ENTITIES = [RunEntity, TaskEntity];
 export const MIGRATIONS = [
@@ -54,6 +55,7 @@ export const MIGRATIONS = [
   WorkflowInputSchemas1766200000000,
   PatchMarkers1766300000000,
   BuildIds1766400000000,
+  TraceContext1766800000000,
 ];
 
 export interface PersistenceOptions {

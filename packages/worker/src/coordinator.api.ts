@@ -12,6 +12,7 @@ import type {
   SuspendRequest,
   TakeRunsResponse,
   TaskResultRequest,
+  TraceCarrier,
   WorkerRegistration,
   WorkflowRef,
 } from '@nest-durable/common';
@@ -151,17 +152,18 @@ export class CoordinatorApi implements OnApplicationShutdown {
    * Sends a task result. A result the coordinator would refuse (say, an output with a NUL) throws here,
    * before anything is sent, so the handler sees it at its task as it would see the coordinator's refusal.
    */
-  recordTask(runId: string, task: TaskResultRequest): Promise<StoredTask> {
-    return this.enqueue({ type: 'task', runId, task }) as Promise<StoredTask>;
+  recordTask(runId: string, task: TaskResultRequest, trace?: TraceCarrier): Promise<StoredTask> {
+    return this.enqueue({ type: 'task', runId, task, ...trace }) as Promise<StoredTask>;
   }
 
-  async complete(runId: string, request: CompleteRunRequest): Promise<void> {
-    await this.enqueue({ type: 'complete', runId, complete: request });
+  /** `trace`: the span the report belongs to (the coordinator records its own span of the report under it). */
+  async complete(runId: string, request: CompleteRunRequest, trace?: TraceCarrier): Promise<void> {
+    await this.enqueue({ type: 'complete', runId, complete: request, ...trace });
   }
 
   /** Fails the run; with `retryDelayMs`, schedules its next attempt instead. */
-  async fail(runId: string, request: FailRunRequest): Promise<void> {
-    await this.enqueue({ type: 'fail', runId, fail: request });
+  async fail(runId: string, request: FailRunRequest, trace?: TraceCarrier): Promise<void> {
+    await this.enqueue({ type: 'fail', runId, fail: request, ...trace });
   }
 
   /**

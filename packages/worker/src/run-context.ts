@@ -5,6 +5,7 @@ import {
   parseIdentifier,
   type StoredTask,
   TASK_DURATION_MS_MAX,
+  traceCarrierOf,
   type WorkflowTarget,
 } from '@nest-durable/common';
 import { isRevisionConflict, isTransient } from '@nest-durable/client';
@@ -27,6 +28,8 @@ import { checkChild, checkDelay } from './step-checks';
 import { childResultOf, outcomeOf, StepHistory } from './step-history';
 import { type ResolvedWorkerOptions } from './worker.options';
 import { inJsonbOrder, toJson } from './json-values';
+import type { Context } from '@opentelemetry/api';
+import { failed, inStepSpan } from './run-tracing';
 
 type AttemptOutcome = { ok: true; output: JsonValue; attempts: number } | { ok: false; error: ErrorDetails; attempts: number; nonRetryable: boolean };
 
@@ -46,6 +49,8 @@ export class RunContext implements WorkflowContext {
     private readonly lease: RunLease,
     private readonly api: CoordinatorApi,
     private readonly options: ResolvedWorkerOptions,
+    /** The context of this execution's run span: the parent of its steps' spans. */
+    private readonly traced: Context,
   ) {
     this.runId = run.id;
     this.workflow = run.workflow;
@@ -66,7 +71,13 @@ export class RunContext implements WorkflowContext {
 
     const retry = this.history.retryOf(step.key);
     const began = performance.now();
-    const done = await this.runAttempts(step.key, step.seq, name, fn, options, retry ? Number(retry.attempts) : 0);
+    const { done, trace } = await inStepSpan(this.traced, `task ${name}`, this.stepAttributes('task', name, step.key), async (span) => {
+      const done = await this.runAttempts(step.key, step.seq, name, fn, options, retry ? Number(retry.attempts) : 0);
+      span.setAttribute('workflow.task.attempts', done.attempts);
+      if (!done.ok) failed(span, done.error.message);
+      // The task result's report is recorded under the task's span.
+      return { done, trace: traceCarrierOf(span) };
+    });
     // Monotonic, so the coordinator can date the start from its own clock (the attempts of this execution).
     const durationMs = Math.min(Math.round(performance.now() - began), TASK_DURATION_MS_MAX);
     this.lease.throwIfEnded();
@@ -74,15 +85,11 @@ export class RunContext implements WorkflowContext {
       ? { status: 'completed' as const, output: done.output, error: null }
       : { status: 'failed' as const, output: null, error: done.error };
     // Throws at once for a result the coordinator would refuse (the handler sees it here, as before).
-    const recording = this.api.recordTask(this.runId, {
-      expectedRevision: this.lease.revision,
-      key: step.key,
-      seq: step.seq,
-      name,
-      durationMs,
-      attempts: done.attempts,
-      ...result,
-    });
+    const recording = this.api.recordTask(
+      this.runId,
+      { expectedRevision: this.lease.revision, key: step.key, seq: step.seq, name, durationMs, attempts: done.attempts, ...result },
+      trace,
+    );
     this.unsettle(this.call(() => recording));
     // The handler goes on with the result as a replay will read it back (jsonb's key order), not as made.
     const stored: StoredTask = { key: step.key, kind: 'task', seq: step.seq, attempts: done.attempts, ...result };
@@ -126,8 +133,20 @@ export class RunContext implements WorkflowContext {
     await this.settled();
     const step = this.begin('sleep', name);
     if (step.recorded) return;
-    await this.suspendAt(step.key, () =>
-      this.api.suspend(this.runId, { expectedRevision: this.lease.revision, key: step.key, seq: step.seq, kind: 'sleep', name, delayMs, attempts: 0 }),
+    const attributes = { ...this.stepAttributes('sleep', name, step.key), 'workflow.sleep.delay_ms': delayMs };
+    await inStepSpan(this.traced, `sleep ${name}`, attributes, (span) =>
+      this.suspendAt(step.key, () =>
+        this.api.suspend(this.runId, {
+          expectedRevision: this.lease.revision,
+          key: step.key,
+          seq: step.seq,
+          kind: 'sleep',
+          name,
+          delayMs,
+          attempts: 0,
+          ...traceCarrierOf(span),
+        }),
+      ),
     );
   }
 
@@ -138,8 +157,19 @@ export class RunContext implements WorkflowContext {
     const step = this.begin('event', name);
     const resolved =
       step.recorded ??
-      (await this.suspendAt(step.key, () =>
-        this.api.suspend(this.runId, { expectedRevision: this.lease.revision, key: step.key, seq: step.seq, kind: 'event', name, delayMs, attempts: 0 }),
+      (await inStepSpan(this.traced, `event ${name}`, this.stepAttributes('event', name, step.key), (span) =>
+        this.suspendAt(step.key, () =>
+          this.api.suspend(this.runId, {
+            expectedRevision: this.lease.revision,
+            key: step.key,
+            seq: step.seq,
+            kind: 'event',
+            name,
+            delayMs,
+            attempts: 0,
+            ...traceCarrierOf(span),
+          }),
+        ),
       ));
     return resolved.output as unknown as EventResult<T>;
   }
@@ -195,21 +225,30 @@ export class RunContext implements WorkflowContext {
     await this.settled();
     const step = this.begin('child', name);
     if (step.recorded) return step.recorded;
-    return this.suspendAt(step.key, () =>
-      this.api.startChild(this.runId, {
-        expectedRevision: this.lease.revision,
-        key: step.key,
-        seq: step.seq,
-        name,
-        workflow: workflow.name,
-        version: workflow.version,
-        input: toJson(input),
-        wait,
-        timeoutMs,
-        shard,
-        tags,
-      }),
+    const attributes = { ...this.stepAttributes('child', name, step.key), 'workflow.child.name': workflow.name, 'workflow.child.version': workflow.version };
+    // The child run is started under this span: its spans are in this run's trace.
+    return inStepSpan(this.traced, `child ${workflow.name}`, attributes, (span) =>
+      this.suspendAt(step.key, () =>
+        this.api.startChild(this.runId, {
+          expectedRevision: this.lease.revision,
+          key: step.key,
+          seq: step.seq,
+          name,
+          workflow: workflow.name,
+          version: workflow.version,
+          input: toJson(input),
+          wait,
+          timeoutMs,
+          shard,
+          tags,
+          ...traceCarrierOf(span),
+        }),
+      ),
     );
+  }
+
+  private stepAttributes(kind: string, name: string, key: string) {
+    return { 'workflow.run_id': this.runId, 'workflow.step.kind': kind, 'workflow.step.name': name, 'workflow.step.key': key };
   }
 
   private begin(kind: 'task' | 'sleep' | 'event' | 'child', name: string) {
