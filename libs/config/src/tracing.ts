@@ -23,11 +23,15 @@ const DEFAULT_ENDPOINT = 'http://localhost:4318';
 
 /** Reads the tracing settings (see TracingSettings); `serviceName` is the app's own when OTEL_SERVICE_NAME is unset. */
 export function readTracing(read: EnvReader, serviceName: string): TracingSettings {
-  const exporter = read.oneOf('OTEL_TRACES_EXPORTER', ['otlp', 'none', ''] as const, '');
+  const exporter = read.optionalString('OTEL_TRACES_EXPORTER');
+  if (exporter !== undefined && exporter !== 'otlp' && exporter !== 'none') {
+    throw new ConfigError(`OTEL_TRACES_EXPORTER must be otlp or none (traces are exported as OTLP/HTTP), got "${exporter}"`);
+  }
   const tracesEndpoint = read.optionalString('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT');
   const baseEndpoint = read.optionalString('OTEL_EXPORTER_OTLP_ENDPOINT');
   const protocol = read.optionalString('OTEL_EXPORTER_OTLP_TRACES_PROTOCOL') ?? read.optionalString('OTEL_EXPORTER_OTLP_PROTOCOL');
-  const enabled = !read.boolean('OTEL_SDK_DISABLED', false) && (exporter === 'otlp' || (exporter === '' && (tracesEndpoint ?? baseEndpoint) !== undefined));
+  const enabled =
+    !read.boolean('OTEL_SDK_DISABLED', false) && (exporter === 'otlp' || (exporter === undefined && (tracesEndpoint ?? baseEndpoint) !== undefined));
   if (enabled && protocol !== undefined && protocol !== 'http/json') {
     throw new ConfigError(`OTEL_EXPORTER_OTLP_PROTOCOL must be http/json (traces are exported as OTLP/HTTP with JSON), got "${protocol}"`);
   }
