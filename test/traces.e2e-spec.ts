@@ -76,6 +76,8 @@ describe('traces (real processes, OTLP/HTTP)', () => {
     const caller = { traceId: randomBytes(16).toString('hex'), spanId: randomBytes(8).toString('hex') };
     const run = await client.start({ name: 'parent', version: '1' }, { steps: 2 }, { trace: { traceparent: `00-${caller.traceId}-${caller.spanId}-01` } });
     await expect(run.result({ timeoutMs: 20_000 })).resolves.toMatchObject({ status: 'completed', output: { steps: 2 } });
+    // The run shows its trace, and so does its child.
+    expect(run.traceId).toBe(caller.traceId);
 
     const spans = await spansOf(caller.traceId, 2);
     const tree = new SpanTree(spans);
@@ -94,7 +96,8 @@ describe('traces (real processes, OTLP/HTTP)', () => {
     const childStep = tree.one(WORKER, 'child chain', suspended.spanId);
     expect(childStep.attributes).toMatchObject({ 'workflow.step.kind': 'child', 'workflow.suspended': true });
     const childStart = tree.one(COORDINATOR, 'start chain', childStep.spanId);
-    const childId = childStart.attributes['workflow.child_id'];
+    const childId = childStart.attributes['workflow.child_id'] as string;
+    expect((await client.get(childId)).traceId).toBe(caller.traceId);
     tree.one(COORDINATOR, 'take chain', childStart.spanId);
     const childRun = tree.one(WORKER, 'run chain', childStart.spanId);
     expect(childRun.attributes).toMatchObject({ 'workflow.run_id': childId, 'workflow.outcome': 'completed' });

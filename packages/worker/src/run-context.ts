@@ -28,7 +28,7 @@ import { checkChild, checkDelay } from './step-checks';
 import { childResultOf, outcomeOf, StepHistory } from './step-history';
 import { type ResolvedWorkerOptions } from './worker.options';
 import { inJsonbOrder, toJson } from './json-values';
-import type { Context } from '@opentelemetry/api';
+import { type Context, trace } from '@opentelemetry/api';
 import { failed, inStepSpan } from './run-tracing';
 
 type AttemptOutcome = { ok: true; output: JsonValue; attempts: number } | { ok: false; error: ErrorDetails; attempts: number; nonRetryable: boolean };
@@ -71,12 +71,12 @@ export class RunContext implements WorkflowContext {
 
     const retry = this.history.retryOf(step.key);
     const began = performance.now();
-    const { done, trace } = await inStepSpan(this.traced, `task ${name}`, this.stepAttributes('task', name, step.key), async (span) => {
+    const { done, carrier } = await inStepSpan(this.traced, `task ${name}`, this.stepAttributes('task', name, step.key), async (span) => {
       const done = await this.runAttempts(step.key, step.seq, name, fn, options, retry ? Number(retry.attempts) : 0);
       span.setAttribute('workflow.task.attempts', done.attempts);
       if (!done.ok) failed(span, done.error.message);
       // The task result's report is recorded under the task's span.
-      return { done, trace: traceCarrierOf(span) };
+      return { done, carrier: traceCarrierOf(span) };
     });
     // Monotonic, so the coordinator can date the start from its own clock (the attempts of this execution).
     const durationMs = Math.min(Math.round(performance.now() - began), TASK_DURATION_MS_MAX);
@@ -88,7 +88,7 @@ export class RunContext implements WorkflowContext {
     const recording = this.api.recordTask(
       this.runId,
       { expectedRevision: this.lease.revision, key: step.key, seq: step.seq, name, durationMs, attempts: done.attempts, ...result },
-      trace,
+      carrier,
     );
     this.unsettle(this.call(() => recording));
     // The handler goes on with the result as a replay will read it back (jsonb's key order), not as made.
@@ -302,8 +302,19 @@ export class RunContext implements WorkflowContext {
         const delayMs = retryDelayMs(options.retry, attempt);
         if (delayMs > this.options.inProcessRetryMaxMs) {
           // A long wait would hold a worker slot: suspend the run and retry when it is due.
+          // Under the task's span, active while its attempts run.
+          const carrier = traceCarrierOf(trace.getActiveSpan());
           await this.suspendAt(`retry:${key}`, () =>
-            this.api.suspend(this.runId, { expectedRevision: this.lease.revision, key: `retry:${key}`, seq, kind: 'retry', name, delayMs, attempts: attempt }),
+            this.api.suspend(this.runId, {
+              expectedRevision: this.lease.revision,
+              key: `retry:${key}`,
+              seq,
+              kind: 'retry',
+              name,
+              delayMs,
+              attempts: attempt,
+              ...carrier,
+            }),
           );
         }
         await abortableDelay(delayMs, this.lease.signal);

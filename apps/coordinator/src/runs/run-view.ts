@@ -29,6 +29,8 @@ export function toRunView(run: RunEntity, tasks?: TaskEntity[], paused = false):
     finishedAt: run.finishedAt?.toISOString() ?? null,
   };
   if (tasks) view.tasks = tasks.map(toTaskView);
+  // The trace id of its traceparent (00-<trace id>-<span id>-<flags>).
+  if (run.traceparent) view.traceId = run.traceparent.slice(3, 35);
   return view;
 }
 

@@ -78,6 +78,7 @@ export const RunView = Closed(
     startedAt: NullableTime,
     finishedAt: NullableTime,
     tasks: Type.Optional(Type.Array(TaskView, { description: 'its steps (with a single run, not in lists)' })),
+    traceId: Type.Optional(Type.String({ description: 'the OpenTelemetry trace its spans are in (32 hex digits), when its start was traced' })),
   },
   { title: 'RunView' },
 );
