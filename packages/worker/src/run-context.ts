@@ -133,21 +133,7 @@ export class RunContext implements WorkflowContext {
     await this.settled();
     const step = this.begin('sleep', name);
     if (step.recorded) return;
-    const attributes = { ...this.stepAttributes('sleep', name, step.key), 'workflow.sleep.delay_ms': delayMs };
-    await inStepSpan(this.traced, `sleep ${name}`, attributes, (span) =>
-      this.suspendAt(step.key, () =>
-        this.api.suspend(this.runId, {
-          expectedRevision: this.lease.revision,
-          key: step.key,
-          seq: step.seq,
-          kind: 'sleep',
-          name,
-          delayMs,
-          attempts: 0,
-          ...traceCarrierOf(span),
-        }),
-      ),
-    );
+    await this.wait({ kind: 'sleep', name, delayMs }, step, { 'workflow.sleep.delay_ms': delayMs });
   }
 
   async waitForEvent<T = JsonValue>(name: string, options: { timeoutMs?: number } = {}): Promise<EventResult<T>> {
@@ -155,22 +141,7 @@ export class RunContext implements WorkflowContext {
     const delayMs = options.timeoutMs === undefined ? null : checkDelay(options.timeoutMs, 'event timeout');
     await this.settled();
     const step = this.begin('event', name);
-    const resolved =
-      step.recorded ??
-      (await inStepSpan(this.traced, `event ${name}`, this.stepAttributes('event', name, step.key), (span) =>
-        this.suspendAt(step.key, () =>
-          this.api.suspend(this.runId, {
-            expectedRevision: this.lease.revision,
-            key: step.key,
-            seq: step.seq,
-            kind: 'event',
-            name,
-            delayMs,
-            attempts: 0,
-            ...traceCarrierOf(span),
-          }),
-        ),
-      ));
+    const resolved = step.recorded ?? (await this.wait({ kind: 'event', name, delayMs }, step));
     return resolved.output as unknown as EventResult<T>;
   }
 
@@ -243,6 +214,20 @@ export class RunContext implements WorkflowContext {
           tags,
           ...traceCarrierOf(span),
         }),
+      ),
+    );
+  }
+
+  /** Suspends the run at a sleep or an event wait (see suspendAt), in the step's span. */
+  private wait(
+    wait: { kind: 'sleep'; name: string; delayMs: number } | { kind: 'event'; name: string; delayMs: number | null },
+    step: { key: string; seq: number },
+    attributes: Record<string, number> = {},
+  ): Promise<StoredTask> {
+    const spanAttributes = { ...this.stepAttributes(wait.kind, wait.name, step.key), ...attributes };
+    return inStepSpan(this.traced, `${wait.kind} ${wait.name}`, spanAttributes, (span) =>
+      this.suspendAt(step.key, () =>
+        this.api.suspend(this.runId, { expectedRevision: this.lease.revision, key: step.key, seq: step.seq, attempts: 0, ...wait, ...traceCarrierOf(span) }),
       ),
     );
   }
