@@ -22,6 +22,7 @@ describe('traces (real processes, OTLP/HTTP)', () => {
   let db: TestDatabase;
   let receiver: OtlpReceiver;
   let client: WorkflowClient;
+  let coordinatorUrl: string;
 
   beforeAll(async () => {
     [db, receiver] = await Promise.all([createTestDatabase('traces'), OtlpReceiver.start()]);
@@ -54,6 +55,7 @@ describe('traces (real processes, OTLP/HTTP)', () => {
     // Started together: the workers wait for the coordinator.
     await Promise.all([coordinator.waitForOutput('listening on'), streams.waitForOutput('taking work from'), claims.waitForOutput('taking work from')]);
     client = new WorkflowClient({ url });
+    coordinatorUrl = url;
   }, 60_000);
 
   afterAll(async () => {
@@ -132,6 +134,23 @@ describe('traces (real processes, OTLP/HTTP)', () => {
       context.disable();
     }
   }, 30_000);
+
+  it("starts a trace of its own for a malformed traceparent header, and puts a batch in the header's trace", async () => {
+    const start = (path: string, traceparent: string, body: unknown) =>
+      fetch(`${coordinatorUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', traceparent }, body: JSON.stringify(body) });
+    const echo = { workflow: 'echo', version: '1', input: {} };
+    const malformed = await start('/v1/runs', '00-not-a-trace', echo);
+    expect(malformed.status).toBe(201);
+    expect((await malformed.json()) as { traceId: string }).toMatchObject({ traceId: expect.stringMatching(/^[0-9a-f]{32}$/) });
+
+    const caller = { traceId: randomBytes(16).toString('hex'), spanId: randomBytes(8).toString('hex') };
+    const batch = await start('/v1/runs/batch', `00-${caller.traceId}-${caller.spanId}-01`, { runs: [echo, echo] });
+    const { runs } = (await batch.json()) as { runs: { id: string; traceId: string }[] };
+    expect(runs.map((run) => run.traceId)).toEqual([caller.traceId, caller.traceId]);
+    const spans = await spansOf(caller.traceId, 2);
+    const batchSpan = new SpanTree(spans).one(COORDINATOR, 'start batch', caller.spanId);
+    expect(new SpanTree(spans).all(WORKER, 'run echo', batchSpan.spanId)).toHaveLength(2);
+  });
 });
 
 /** The spans of one trace, looked up by the process that made them, their name and their parent. */
