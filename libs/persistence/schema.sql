@@ -577,6 +577,8 @@ CREATE TABLE public.runs (
     build_id text,
     progress jsonb,
     progress_at timestamp with time zone,
+    traceparent text,
+    tracestate text,
     CONSTRAINT runs_concurrency_key_check CHECK (((length(concurrency_key) >= 1) AND (length(concurrency_key) <= 255))),
     CONSTRAINT runs_idempotency_key_check CHECK (((length(idempotency_key) >= 1) AND (length(idempotency_key) <= 255))),
     CONSTRAINT runs_status_check CHECK ((status = ANY (ARRAY['queued'::text, 'running'::text, 'waiting'::text, 'completed'::text, 'failed'::text, 'cancelled'::text]))),

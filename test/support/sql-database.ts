@@ -109,6 +109,8 @@ export function newRun(workflow: string, overrides: Partial<NewRun> = {}): NewRu
     runAt: null,
     parentId: null,
     tags: {},
+    traceparent: null,
+    tracestate: null,
     ...overrides,
   };
 }

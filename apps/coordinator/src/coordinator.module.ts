@@ -1,4 +1,4 @@
-import { redisConnectionOptions } from '@app/config';
+import { redisConnectionOptions, TracingModule } from '@app/config';
 import { LeaderElectionModule } from '@app/locking';
 import {
   NotificationsModule,
@@ -50,6 +50,7 @@ export class CoordinatorModule {
       module: CoordinatorModule,
       imports: [
         CoordinatorConfigModule.forRoot(config),
+        TracingModule.forRoot(config.tracing),
         CoordinatorMetricsModule,
         PersistenceModule.forRoot({
           database: config.database,

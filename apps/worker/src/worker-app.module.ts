@@ -1,6 +1,6 @@
 import { redisSubscriber } from '@nest-durable/worker/redis';
 import { WorkflowWorkerModule, type WorkflowWorkerModuleOptions } from '@nest-durable/worker';
-import { redisConnectionOptions } from '@app/config';
+import { redisConnectionOptions, TracingModule } from '@app/config';
 import { RedisModule } from '@app/streams';
 import { WorkerOperationsModule } from '@nest-durable/worker/operations';
 import { DynamicModule, Module } from '@nestjs/common';
@@ -45,7 +45,12 @@ export class WorkerAppModule {
   static forRoot(config: WorkerConfig): DynamicModule {
     return {
       module: WorkerAppModule,
-      imports: [WorkflowWorkerModule.forRoot(workerModuleOptions(config, EXAMPLE_WORKFLOWS)), ExampleWorkflowsModule, WorkerOperationsModule.forRoot()],
+      imports: [
+        TracingModule.forRoot(config.tracing),
+        WorkflowWorkerModule.forRoot(workerModuleOptions(config, EXAMPLE_WORKFLOWS)),
+        ExampleWorkflowsModule,
+        WorkerOperationsModule.forRoot(),
+      ],
     };
   }
 }

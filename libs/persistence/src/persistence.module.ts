@@ -34,6 +34,7 @@ import { BuildIds1766400000000 } from './migrations/1766400000000-build-ids';
 import { CompletionTokens1766500000000 } from './migrations/1766500000000-completion-tokens';
 import { RunValues1766600000000 } from './migrations/1766600000000-run-values';
 import { Updates1766700000000 } from './migrations/1766700000000-updates';
+import { TraceContext1766800000000 } from './migrations/1766800000000-trace-context';
 import { TaskAttemptTimes1766900000000 } from './migrations/1766900000000-task-attempt-times';
 import { WaitGroups1767000000000 } from './migrations/1767000000000-wait-groups';
 
@@ -62,6 +63,7 @@ export const MIGRATIONS = [
   CompletionTokens1766500000000,
   RunValues1766600000000,
   Updates1766700000000,
+  TraceContext1766800000000,
   TaskAttemptTimes1766900000000,
   WaitGroups1767000000000,
 ];

@@ -57,6 +57,8 @@ export function isHttpUrl(value: unknown): value is string {
 export interface RequestOptions {
   signal?: AbortSignal;
   timeoutMs?: number;
+  /** Headers of this request alone, beside the client's own (a start's trace context). */
+  headers?: Record<string, string>;
 }
 
 /**
@@ -100,8 +102,8 @@ export class JsonHttpClient {
     return response.body;
   }
 
-  async request<T>(method: HttpMethod, path: string, body?: unknown, { signal, timeoutMs }: RequestOptions = {}): Promise<T> {
-    return this.read<T>(method, path, await this.send(method, path, body, signal, timeoutMs), signal, timeoutMs);
+  async request<T>(method: HttpMethod, path: string, body?: unknown, { signal, timeoutMs, headers }: RequestOptions = {}): Promise<T> {
+    return this.read<T>(method, path, await this.send(method, path, body, signal, timeoutMs, headers), signal, timeoutMs);
   }
 
   /**
@@ -109,13 +111,21 @@ export class JsonHttpClient {
    * request is sent, and each wait for more of the body: undici's own timers, which it sets for every request
    * anyway (an AbortController and a timer of our own per request were 6% of a worker's CPU).
    */
-  private async send(method: HttpMethod, path: string, body: unknown, signal: AbortSignal | undefined, timeoutMs?: number): Promise<Dispatcher.ResponseData> {
+  private async send(
+    method: HttpMethod,
+    path: string,
+    body: unknown,
+    signal: AbortSignal | undefined,
+    timeoutMs?: number,
+    extraHeaders?: Record<string, string>,
+  ): Promise<Dispatcher.ResponseData> {
+    const headers = body === undefined ? this.headers : this.jsonHeaders;
     try {
       return await connections.request({
         origin: this.origin,
         path: this.pathPrefix + path,
         method,
-        headers: body === undefined ? this.headers : this.jsonHeaders,
+        headers: extraHeaders ? { ...headers, ...extraHeaders } : headers,
         body: body === undefined ? undefined : JSON.stringify(body),
         signal,
         headersTimeout: timeoutMs,

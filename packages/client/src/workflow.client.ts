@@ -23,6 +23,7 @@ import type {
   Stats,
   StatsWindow,
   Tags,
+  TraceCarrier,
   TriggeredSchedule,
   TypedWorkflow,
   WorkerList,
@@ -33,7 +34,19 @@ import type {
   WorkflowView,
   UpdateView,
 } from '@nest-durable/common';
-import { API, type InputOf, isTerminalStatus, type OutputOf, tagFilters, WAIT_MS_MAX, workflowNameOf } from '@nest-durable/common';
+import {
+  API,
+  type InputOf,
+  InvalidRequestError,
+  isTerminalStatus,
+  type OutputOf,
+  parseTraceparent,
+  tagFilters,
+  traceCarrierOf,
+  WAIT_MS_MAX,
+  workflowNameOf,
+} from '@nest-durable/common';
+import { trace } from '@opentelemetry/api';
 import { readFeedEvents } from './feed-events';
 import { type WatchEvent, type WatchOptions, watchRun } from './run-watch';
 import { JsonHttpClient } from './json-http.client';
@@ -60,6 +73,15 @@ export interface StartOptions {
   concurrencyKey?: string;
   /** Metadata to find the run by: up to 16 keys with text values (`list({ tags })`). */
   tags?: Tags;
+}
+
+/** How `start` is called: StartOptions, and the trace the run joins. */
+export interface StartRunOptions extends StartOptions {
+  /**
+   * The W3C trace context the run's spans join (its `traceparent`, and `tracestate`). Default: the active span of
+   * the caller's OpenTelemetry context, if it has one; otherwise the run starts no trace of the caller's.
+   */
+  trace?: TraceCarrier;
 }
 
 /** One run of a `startMany` batch: its input is typed by its workflow's (a class's or a definition's). */
@@ -192,21 +214,23 @@ export class WorkflowClient {
    * Starts a run of a `@Workflow` class or a definition (its input checked against the workflow's type; the
    * handle's result has its output type), or of a workflow named by its name and version.
    */
-  start<W extends TypedTarget>(workflow: W, input: InputOf<W>, options?: StartOptions): Promise<StartedRun<OutputOf<W>>>;
+  start<W extends TypedTarget>(workflow: W, input: InputOf<W>, options?: StartRunOptions): Promise<StartedRun<OutputOf<W>>>;
   // Not a definition (`handler`): one given a wrong input must not fall through to here.
-  start(workflow: WorkflowName & { handler?: never }, input?: unknown, options?: StartOptions): Promise<StartedRun>;
-  async start(workflow: WorkflowTarget, input?: unknown, options: StartOptions = {}): Promise<StartedRun> {
-    return this.handle(await this.http.call(API.startRun, { body: startBody({ workflow, input, ...options }) }));
+  start(workflow: WorkflowName & { handler?: never }, input?: unknown, options?: StartRunOptions): Promise<StartedRun>;
+  async start(workflow: WorkflowTarget, input?: unknown, { trace: joined, ...options }: StartRunOptions = {}): Promise<StartedRun> {
+    const body = startBody({ workflow, input, ...options });
+    return this.handle(await this.http.call(API.startRun, { body }, { headers: traceHeaders(joined) }));
   }
 
   /**
    * Starts up to 1,000 runs in one request and one transaction; the runs come back in the order
-   * given (an idempotency key already used gives the existing run).
+   * given (an idempotency key already used gives the existing run). They join the trace of the caller's active
+   * span, if it has one.
    */
   async startMany<const W extends readonly WorkflowTarget[]>(
     runs: { [K in keyof W]: StartManyEntry<W[K]> },
   ): Promise<{ [K in keyof W]: StartedRun<OutputOf<W[K]>> }> {
-    const { runs: started } = await this.http.call(API.startRuns, { body: { runs: runs.map(startBody) } });
+    const { runs: started } = await this.http.call(API.startRuns, { body: { runs: runs.map(startBody) } }, { headers: traceHeaders() });
     return started.map((run) => this.handle(run)) as { [K in keyof W]: StartedRun<OutputOf<W[K]>> };
   }
 
@@ -458,6 +482,19 @@ export class WorkflowClient {
     };
     return Object.defineProperties(run, { result: { value: methods.result }, get: { value: methods.get } }) as StartedRun<O>;
   }
+}
+
+/**
+ * The trace context headers of a start: `joined`'s (checked here: a malformed one is the caller's mistake), else
+ * the caller's active span's (none without an active span, or without an OpenTelemetry SDK in the caller's app).
+ */
+function traceHeaders(joined?: TraceCarrier): Record<string, string> | undefined {
+  if (joined !== undefined && parseTraceparent(joined.traceparent) === undefined) {
+    throw new InvalidRequestError('invalid_traceparent', `trace.traceparent must be a W3C traceparent of version 00, got "${joined.traceparent}"`);
+  }
+  const carrier = joined ?? traceCarrierOf(trace.getActiveSpan());
+  if (carrier === undefined) return undefined;
+  return carrier.tracestate ? { traceparent: carrier.traceparent, tracestate: carrier.tracestate } : { traceparent: carrier.traceparent };
 }
 
 function startBody({ workflow, input, idempotencyKey, shard, priority, runAt, concurrencyKey, tags }: StartManyEntry): StaticEncode<typeof StartRunRequest> {

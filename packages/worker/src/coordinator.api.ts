@@ -17,6 +17,7 @@ import type {
   SuspendRequest,
   TakeRunsResponse,
   TaskResultRequest,
+  TraceCarrier,
   WorkerRegistration,
   WorkflowRef,
 } from '@nest-durable/common';
@@ -156,8 +157,8 @@ export class CoordinatorApi implements OnApplicationShutdown {
    * Sends a task result. A result the coordinator would refuse (say, an output with a NUL) throws here,
    * before anything is sent, so the handler sees it at its task as it would see the coordinator's refusal.
    */
-  recordTask(runId: string, task: TaskResultRequest): Promise<StoredTask> {
-    return this.enqueue({ type: 'task', runId, task }) as Promise<StoredTask>;
+  recordTask(runId: string, task: TaskResultRequest, trace?: TraceCarrier): Promise<StoredTask> {
+    return this.enqueue({ type: 'task', runId, task, ...trace }) as Promise<StoredTask>;
   }
 
   /** Sends a run's exposed values and progress (see RunValues): checked here like a task result, then batched. */
@@ -165,13 +166,14 @@ export class CoordinatorApi implements OnApplicationShutdown {
     return this.enqueue({ type: 'values', runId, values });
   }
 
-  async complete(runId: string, request: CompleteRunRequest): Promise<void> {
-    await this.enqueue({ type: 'complete', runId, complete: request });
+  /** `trace`: the span the report belongs to (the coordinator records its own span of the report under it). */
+  async complete(runId: string, request: CompleteRunRequest, trace?: TraceCarrier): Promise<void> {
+    await this.enqueue({ type: 'complete', runId, complete: request, ...trace });
   }
 
   /** Fails the run; with `retryDelayMs`, schedules its next attempt instead. */
-  async fail(runId: string, request: FailRunRequest): Promise<void> {
-    await this.enqueue({ type: 'fail', runId, fail: request });
+  async fail(runId: string, request: FailRunRequest, trace?: TraceCarrier): Promise<void> {
+    await this.enqueue({ type: 'fail', runId, fail: request, ...trace });
   }
 
   /**

@@ -6,6 +6,7 @@ import {
   parseIdentifier,
   type StepResponse,
   type StoredTask,
+  traceCarrierOf,
   type WorkflowTarget,
 } from '@nest-durable/common';
 import { isRevisionConflict, isTransient } from '@nest-durable/client';
@@ -38,9 +39,11 @@ import { type ResolvedWorkerOptions } from './worker.options';
 import { UpdateHandlers } from './update-handlers';
 import { inJsonbOrder, toJson } from './json-values';
 import { RunValues, type RunValuesUpdate } from './run-values';
+import { checkBranches, checkMatch, groupResultOf, wireBranch } from './wait-groups';
+import { type Context, ROOT_CONTEXT, trace } from '@opentelemetry/api';
+import { failed, inStepSpan } from './run-tracing';
 
 const logger = new Logger('RunContext');
-import { checkBranches, checkMatch, groupResultOf, wireBranch } from './wait-groups';
 
 type AttemptOutcome = { ok: true; output: JsonValue; attempts: number } | { ok: false; error: ErrorDetails; attempts: number; nonRetryable: boolean };
 
@@ -63,6 +66,8 @@ export class RunContext implements WorkflowContext {
     private readonly api: CoordinatorApi,
     private readonly options: ResolvedWorkerOptions,
     declaredUpdates: ReadonlySet<string> = new Set(),
+    /** The context of this execution's run span: the parent of its steps' spans. */
+    private readonly traced: Context = ROOT_CONTEXT,
   ) {
     this.runId = run.id;
     this.workflow = run.workflow;
@@ -90,7 +95,13 @@ export class RunContext implements WorkflowContext {
 
     const retry = this.history.retryOf(step.key);
     const clock = new AttemptClock();
-    const done = await this.runAttempts(step.key, step.seq, name, fn, options, retry ? Number(retry.attempts) : 0, clock);
+    const { done, carrier } = await inStepSpan(this.traced, `task ${name}`, this.stepAttributes('task', name, step.key), async (span) => {
+      const done = await this.runAttempts(step.key, step.seq, name, fn, options, retry ? Number(retry.attempts) : 0, clock);
+      span.setAttribute('workflow.task.attempts', done.attempts);
+      if (!done.ok) failed(span, done.error.message);
+      // The task result's report is recorded under the task's span.
+      return { done, carrier: traceCarrierOf(span) };
+    });
     // Monotonic, so the coordinator can date the start from its own clock (the attempts of this execution).
     const durationMs = clock.elapsedMs();
     const attemptTimes = clock.attemptTimes();
@@ -99,16 +110,20 @@ export class RunContext implements WorkflowContext {
       ? { status: 'completed' as const, output: done.output, error: null }
       : { status: 'failed' as const, output: null, error: done.error };
     // Throws at once for a result the coordinator would refuse (the handler sees it here, as before).
-    const recording = this.api.recordTask(this.runId, {
-      expectedRevision: this.lease.revision,
-      key: step.key,
-      seq: step.seq,
-      name,
-      durationMs,
-      ...(attemptTimes && { attemptTimes }),
-      attempts: done.attempts,
-      ...result,
-    });
+    const recording = this.api.recordTask(
+      this.runId,
+      {
+        expectedRevision: this.lease.revision,
+        key: step.key,
+        seq: step.seq,
+        name,
+        durationMs,
+        ...(attemptTimes && { attemptTimes }),
+        attempts: done.attempts,
+        ...result,
+      },
+      carrier,
+    );
     this.unsettle(this.call(() => recording));
     // The handler goes on with the result as a replay will read it back (jsonb's key order), not as made.
     const stored: StoredTask = { key: step.key, kind: 'task', seq: step.seq, attempts: done.attempts, ...result };
@@ -193,11 +208,7 @@ export class RunContext implements WorkflowContext {
       await this.waited(step);
       return;
     }
-    await this.suspendAt(
-      step.key,
-      () => this.api.suspend(this.runId, { expectedRevision: this.lease.revision, key: step.key, seq: step.seq, kind: 'sleep', name, delayMs, attempts: 0 }),
-      step.seq,
-    );
+    await this.wait({ kind: 'sleep', name, delayMs }, step, { 'workflow.sleep.delay_ms': delayMs });
   }
 
   async waitForEvent<T = JsonValue>(name: string, options: { timeoutMs?: number; match?: EventMatch } = {}): Promise<EventResult<T>> {
@@ -207,25 +218,7 @@ export class RunContext implements WorkflowContext {
     const match = options.match === undefined ? {} : { match: options.match };
     await this.settled();
     const step = this.begin('event', name);
-    const resolved = step.recorded
-      ? await this.waited(step)
-      : (
-          await this.suspendAt(
-            step.key,
-            () =>
-              this.api.suspend(this.runId, {
-                expectedRevision: this.lease.revision,
-                key: step.key,
-                seq: step.seq,
-                kind: 'event',
-                name,
-                delayMs,
-                attempts: 0,
-                ...match,
-              }),
-            step.seq,
-          )
-        ).task;
+    const resolved = step.recorded ? await this.waited(step) : await this.wait({ kind: 'event', name, delayMs, ...match }, step);
     return resolved.output as unknown as EventResult<T>;
   }
 
@@ -367,25 +360,55 @@ export class RunContext implements WorkflowContext {
     await this.settled();
     const step = this.begin('child', name);
     if (step.recorded) return this.waited(step);
-    const started = await this.suspendAt(
-      step.key,
-      () =>
-        this.api.startChild(this.runId, {
-          expectedRevision: this.lease.revision,
-          key: step.key,
-          seq: step.seq,
-          name,
-          workflow: workflow.name,
-          version: workflow.version,
-          input: toJson(input),
-          wait,
-          timeoutMs,
-          shard,
-          tags,
-        }),
-      step.seq,
+    const attributes = { ...this.stepAttributes('child', name, step.key), 'workflow.child.name': workflow.name, 'workflow.child.version': workflow.version };
+    // The child run is started under this span: its spans are in this run's trace.
+    const started = await inStepSpan(this.traced, `child ${workflow.name}`, attributes, (span) =>
+      this.suspendAt(
+        step.key,
+        () =>
+          this.api.startChild(this.runId, {
+            expectedRevision: this.lease.revision,
+            key: step.key,
+            seq: step.seq,
+            name,
+            workflow: workflow.name,
+            version: workflow.version,
+            input: toJson(input),
+            wait,
+            timeoutMs,
+            shard,
+            tags,
+            ...traceCarrierOf(span),
+          }),
+        step.seq,
+      ),
     );
     return started.task;
+  }
+
+  /**
+   * Suspends the run at a sleep or an event wait (see suspendAt: updates are applied there first), in the step's
+   * span.
+   */
+  private async wait(
+    wait: { kind: 'sleep'; name: string; delayMs: number } | { kind: 'event'; name: string; delayMs: number | null; match?: EventMatch },
+    step: { key: string; seq: number },
+    attributes: Record<string, number> = {},
+  ): Promise<StoredTask> {
+    const spanAttributes = { ...this.stepAttributes(wait.kind, wait.name, step.key), ...attributes };
+    const response = await inStepSpan(this.traced, `${wait.kind} ${wait.name}`, spanAttributes, (span) =>
+      this.suspendAt(
+        step.key,
+        () =>
+          this.api.suspend(this.runId, { expectedRevision: this.lease.revision, key: step.key, seq: step.seq, attempts: 0, ...wait, ...traceCarrierOf(span) }),
+        step.seq,
+      ),
+    );
+    return response.task;
+  }
+
+  private stepAttributes(kind: string, name: string, key: string) {
+    return { 'workflow.run_id': this.runId, 'workflow.step.kind': kind, 'workflow.step.name': name, 'workflow.step.key': key };
   }
 
   private begin(kind: 'task' | 'sleep' | 'event' | 'child' | 'group' | 'token' | 'external', name: string, key?: string) {
@@ -468,6 +491,8 @@ export class RunContext implements WorkflowContext {
         const delayMs = retryDelayMs(options.retry, attempt);
         if (delayMs > this.options.inProcessRetryMaxMs) {
           // A long wait would hold a worker slot: suspend the run and retry when it is due.
+          // Under the task's span, active while its attempts run.
+          const carrier = traceCarrierOf(trace.getActiveSpan());
           await this.suspendAt(`retry:${key}`, () =>
             this.api.suspend(this.runId, {
               expectedRevision: this.lease.revision,
@@ -480,6 +505,7 @@ export class RunContext implements WorkflowContext {
               // This execution ends here: its attempts are kept with the wait (the task's result will not carry them).
               durationMs: clock.elapsedMs(),
               attemptTimes: clock.timesSoFar(),
+              ...carrier,
             }),
           );
         }

@@ -1,4 +1,4 @@
-import { ConfigError, EnvReader, type LogLevelName, readLogging, readRedis, redact } from '@app/config';
+import { ConfigError, EnvReader, type LogLevelName, readLogging, readRedis, readTracing, redact, type TracingSettings } from '@app/config';
 import { LEASE_DEFAULTS } from '@app/locking';
 import { type DatabaseTarget, parseDatabaseUrl } from '@app/persistence';
 import { DISPATCH_MODES, type DispatchMode } from '@app/streams';
@@ -82,6 +82,8 @@ export interface CoordinatorConfig {
    * coordinators can tell whether others are connected (not read from the environment).
    */
   applicationName: string;
+  /** OpenTelemetry traces (the OTEL_* variables): off unless an exporter or endpoint is set. */
+  tracing: TracingSettings;
 }
 
 /** Every coordinator session's application_name starts with this. */
@@ -153,6 +155,7 @@ export function loadCoordinatorConfig(env: Record<string, string | undefined>): 
     authDisabled: read.boolean('AUTH_DISABLED', false),
     dashboardDir: read.optionalString('DASHBOARD_DIR'),
     ...readLogging(read),
+    tracing: readTracing(read, 'nest-durable-coordinator'),
     outboxBacklogDegradedSeconds: read.integer('OUTBOX_BACKLOG_DEGRADED_SECONDS', 60, 1, 86_400),
     deadLettersDegraded: read.integer('DEAD_LETTERS_DEGRADED', 1, 1, 1_000_000_000),
     feedKeepAliveMs: read.integer('FEED_KEEPALIVE_MS', 15_000, 100, 600_000),

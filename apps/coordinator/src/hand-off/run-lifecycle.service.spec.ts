@@ -64,7 +64,20 @@ function lifecycle({ publisher = false, publishFails = false } = {}) {
 }
 
 function newRun(id: string, workflow: string, runAt: Date | null = null): NewRun {
-  return { id, workflow, version: '1', shard: null, input: { n: 1 }, priority: 0, idempotencyKey: null, runAt, parentId: null, tags: {} };
+  return {
+    id,
+    workflow,
+    version: '1',
+    shard: null,
+    input: { n: 1 },
+    priority: 0,
+    idempotencyKey: null,
+    runAt,
+    parentId: null,
+    tags: {},
+    traceparent: null,
+    tracestate: null,
+  };
 }
 
 /** A run as the start statement returns it: `running` at revision 1 when handed over. */

@@ -214,5 +214,7 @@ function toClaimedRun(run: RunEntity): ClaimedRun {
     attempt: run.attempt,
     input: run.input as JsonValue,
     tasks: [],
+    ...(run.traceparent === null ? {} : { traceparent: run.traceparent }),
+    ...(run.tracestate === null ? {} : { tracestate: run.tracestate }),
   };
 }

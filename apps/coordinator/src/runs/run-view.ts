@@ -32,6 +32,8 @@ export function toRunView(run: RunEntity, tasks?: TaskEntity[], paused = false):
     progressAt: run.progressAt?.toISOString() ?? null,
   };
   if (tasks) view.tasks = withAttempts(tasks.map(toTaskView), tasks);
+  // The trace id of its traceparent (00-<trace id>-<span id>-<flags>).
+  if (run.traceparent) view.traceId = run.traceparent.slice(3, 35);
   return view;
 }
 

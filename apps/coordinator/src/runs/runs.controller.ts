@@ -10,10 +10,11 @@ import {
   type StartedRuns,
   type StartedRunView,
 } from '@nest-durable/common';
-import { Controller, Res } from '@nestjs/common';
+import { Controller, Headers, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { Input, Route } from '../http/route.decorators';
 import { BulkRunsService } from './bulk-runs.service';
+import { callerContext } from '../tracing/coordinator-tracing';
 import { RunsService } from './runs.service';
 
 /** The client API: start, inspect, wait for and cancel runs. */
@@ -24,17 +25,22 @@ export class RunsController {
     private readonly bulk: BulkRunsService,
   ) {}
 
+  /** The caller's `traceparent` header, if any, makes the start's span (and so the run's) part of its trace. */
   @Route(API.startRun)
-  async start(@Input() { body }: EndpointInput<typeof API.startRun>, @Res({ passthrough: true }) reply: FastifyReply): Promise<StartedRunView> {
-    const { run, created } = await this.runs.start(body);
+  async start(
+    @Input() { body }: EndpointInput<typeof API.startRun>,
+    @Headers() headers: Record<string, string | undefined>,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ): Promise<StartedRunView> {
+    const { run, created } = await this.runs.start(body, callerContext(headers));
     reply.status(created ? 201 : 200);
     return run;
   }
 
   /** Starts up to 1,000 runs in one transaction; runs whose idempotency key exists come back as they are. */
   @Route(API.startRuns)
-  async startBatch(@Input() { body }: EndpointInput<typeof API.startRuns>): Promise<StartedRuns> {
-    const started = await this.runs.startMany(body.runs);
+  async startBatch(@Input() { body }: EndpointInput<typeof API.startRuns>, @Headers() headers: Record<string, string | undefined>): Promise<StartedRuns> {
+    const started = await this.runs.startMany(body.runs, callerContext(headers));
     return { runs: started.map((entry) => entry.run) };
   }
 

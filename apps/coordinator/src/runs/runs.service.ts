@@ -26,13 +26,15 @@ import { ControlOutcome, type NewRun, RunControlRepository, type StartedRun } fr
 import { NotificationListener, RUN_FINISHED_CHANNEL } from '@app/outbox';
 import { RunEntity, uuidv7 } from '@app/persistence';
 import { Injectable } from '@nestjs/common';
+import { type Context, ROOT_CONTEXT, SpanKind } from '@opentelemetry/api';
+import { inSpan, traceColumnsOf } from '../tracing/coordinator-tracing';
 import { ResultWaits } from '../hand-off/result-waits.service';
 import { type HandOff, RunLifecycle } from '../hand-off/run-lifecycle.service';
 import { InputSchemas } from '../workflows/input-schemas.service';
 import { RunsRepository } from './runs.repository';
 import { toRunView } from './run-view';
 
-function newRun(request: StartRunRequest): NewRun {
+function newRun(request: StartRunRequest, trace: Pick<NewRun, 'traceparent' | 'tracestate'>): NewRun {
   return {
     id: uuidv7(),
     workflow: request.workflow,
@@ -45,6 +47,7 @@ function newRun(request: StartRunRequest): NewRun {
     parentId: null,
     concurrencyKey: request.concurrencyKey ?? null,
     tags: request.tags ?? {},
+    ...trace,
   };
 }
 
@@ -68,22 +71,35 @@ export class RunsService {
    * first against its version's registered schema (InputSchemas: 400 `invalid_input`, nothing created). A run due
    * now whose queue has a claim waiting on this coordinator goes straight to that claim when it may
    * (RunLifecycle.handOffFor, RunControlRepository.start with `handedTo`): it is started running, in one commit.
+   * Traced in a span of `caller`'s trace (the caller's request headers), whose context the run keeps: its worker's
+   * spans are children of it.
    */
-  async start(request: StartRunRequest): Promise<{ run: StartedRunView; created: boolean }> {
-    const [warning] = await this.inputSchemas.check([request]);
-    const run = newRun(request);
-    const [started] = await this.insert([run], this.lifecycle.handOffFor(run), [warning]);
-    return started;
+  async start(request: StartRunRequest, caller: Context = ROOT_CONTEXT): Promise<{ run: StartedRunView; created: boolean }> {
+    const attributes = { 'workflow.name': request.workflow, 'workflow.version': request.version };
+    return inSpan(`start ${request.workflow}`, SpanKind.SERVER, caller, attributes, async (span) => {
+      const [warning] = await this.inputSchemas.check([request]);
+      const run = newRun(request, traceColumnsOf(span));
+      const [started] = await this.insert([run], this.lifecycle.handOffFor(run), [warning]);
+      span.setAttributes({ 'workflow.run_id': started.run.id, 'workflow.created': started.created });
+      return started;
+    });
   }
 
   /**
    * Starts runs in one transaction (one NOTIFY per queue), once every input matches its version's schema (the
    * first that does not refuses the batch: nothing is started). A run whose idempotency key exists comes back as
-   * the existing run. Results are in request order.
+   * the existing run. Results are in request order. One span for the batch, the parent of all its runs' spans.
    */
-  async startMany(requests: StartRunRequest[]): Promise<{ run: StartedRunView; created: boolean }[]> {
-    const warnings = await this.inputSchemas.check(requests, (index) => `runs[${index}].`);
-    return this.insert(requests.map(newRun), undefined, warnings);
+  async startMany(requests: StartRunRequest[], caller: Context = ROOT_CONTEXT): Promise<{ run: StartedRunView; created: boolean }[]> {
+    return inSpan('start batch', SpanKind.SERVER, caller, { 'workflow.batch_size': requests.length }, async (span) => {
+      const warnings = await this.inputSchemas.check(requests, (index) => `runs[${index}].`);
+      const trace = traceColumnsOf(span);
+      return this.insert(
+        requests.map((request) => newRun(request, trace)),
+        undefined,
+        warnings,
+      );
+    });
   }
 
   /**

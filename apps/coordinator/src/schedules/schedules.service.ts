@@ -213,6 +213,9 @@ export class SchedulesService {
       // Finds a schedule's runs: GET /v1/runs?tag=schedule:<id>.
       tags: { schedule: schedule.id },
       parentId: null,
+      // A firing has no caller whose trace it could join.
+      traceparent: null,
+      tracestate: null,
     };
     const inserted = (await this.control.start([run], tx)).get(run.id);
     return inserted ? { id: inserted.id, run: inserted } : { id: (await runStartedWithKey(tx, schedule.workflow, idempotencyKey))! };

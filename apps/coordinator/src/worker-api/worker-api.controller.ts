@@ -22,6 +22,7 @@ import { HeartbeatsService } from './heartbeats.service';
 import { OffersService } from './offers.service';
 import { ReportsService } from './reports.service';
 import { StepsService } from './steps.service';
+import { recordReports, recordTaken } from '../tracing/coordinator-tracing';
 
 /**
  * The worker protocol. Every write after the claim carries `expectedRevision`; a stale one gets
@@ -40,14 +41,20 @@ export class WorkerApiController {
 
   @Route(API.claimRuns)
   async claim(@Input() { body }: EndpointInput<typeof API.claimRuns>, @Res({ passthrough: true }) reply: FastifyReply): Promise<ClaimResponse> {
-    return { runs: await this.claims.claim(body, disconnected(reply.raw)) };
+    const startTime = Date.now();
+    const runs = await this.claims.claim(body, disconnected(reply.raw));
+    recordTaken('claim', body.workerId, runs, startTime);
+    return { runs };
   }
 
   /** An idle worker of a Redis subscriber offers itself to the runs started here (see OffersService). */
   @Route(API.offerRuns)
   async offer(@Input() { body }: EndpointInput<typeof API.offerRuns>, @Res({ passthrough: true }) reply: FastifyReply): Promise<ClaimResponse> {
+    const startTime = Date.now();
     const closed = new Promise<void>((resolve) => reply.raw.once('close', () => resolve()));
-    return { runs: await this.offers.offer(body, disconnected(reply.raw), closed) };
+    const runs = await this.offers.offer(body, disconnected(reply.raw), closed);
+    recordTaken('offer', body.workerId, runs, startTime);
+    return { runs };
   }
 
   @Route(API.withdrawOffer)
@@ -61,8 +68,11 @@ export class WorkerApiController {
    * transport (their queue still has runs waiting); the others are done with.
    */
   @Route(API.takeRuns)
-  take(@Input() { body }: EndpointInput<typeof API.takeRuns>, @Res({ passthrough: true }) reply: FastifyReply): Promise<TakeRunsResponse> {
-    return this.claims.take(body, disconnected(reply.raw));
+  async take(@Input() { body }: EndpointInput<typeof API.takeRuns>, @Res({ passthrough: true }) reply: FastifyReply): Promise<TakeRunsResponse> {
+    const startTime = Date.now();
+    const taken = await this.claims.take(body, disconnected(reply.raw));
+    recordTaken('take', body.workerId, taken.runs, startTime);
+    return taken;
   }
 
   /** A Streams wake-up delivered more than MAX_DELIVERIES times: recorded, and its run failed if its claim went idle. */
@@ -84,7 +94,10 @@ export class WorkerApiController {
   /** Task results, completions and failures of several runs in one request and one transaction. */
   @Route(API.report)
   async reports(@Input() { body }: EndpointInput<typeof API.report>): Promise<ReportsResponse> {
-    return { outcomes: await this.workerReports.apply(body.reports) };
+    const startTime = Date.now();
+    const outcomes = await this.workerReports.apply(body.reports);
+    recordReports(body.reports, outcomes, startTime);
+    return { outcomes };
   }
 
   @Route(API.completeRun)

@@ -1,4 +1,4 @@
-import { EnvReader, type LogLevelName, readLogging, readRedis } from '@app/config';
+import { EnvReader, type LogLevelName, readLogging, readRedis, readTracing, type TracingSettings } from '@app/config';
 import { parseBuildId, parseIdentifier } from '@nest-durable/common';
 import { WORKER_DEFAULTS } from '@nest-durable/worker';
 import { DEFAULT_REDIS_SUBSCRIBER_OPTIONS } from '@nest-durable/worker/redis';
@@ -37,6 +37,8 @@ export interface WorkerConfig {
   host: string;
   logLevel: LogLevelName;
   logFormat: 'json' | 'pretty';
+  /** OpenTelemetry traces (the OTEL_* variables): off unless an exporter or endpoint is set. */
+  tracing: TracingSettings;
 }
 
 /** Parses and validates the worker's environment once, at start. */
@@ -61,5 +63,6 @@ export function loadWorkerConfig(env: Record<string, string | undefined>): Worke
     port: read.integer('WORKER_PORT', 3001, 0, 65535),
     host: read.host('WORKER_HOST', '0.0.0.0'),
     ...readLogging(read),
+    tracing: readTracing(read, 'nest-durable-worker'),
   };
 }

@@ -73,6 +73,13 @@ export class RunEntity {
   @Column('text', { name: 'build_id', nullable: true })
   buildId: string | null;
 
+  /** The W3C trace context of the span that started it (a client's start, its parent's child step); null: not traced. */
+  @Column('text', { nullable: true })
+  traceparent: string | null;
+
+  @Column('text', { nullable: true })
+  tracestate: string | null;
+
   @Column('timestamptz', { name: 'heartbeat_at', nullable: true })
   heartbeatAt: Date | null;
 

@@ -171,7 +171,7 @@ const CLAIM_FULL = prepared(
       FROM picked p LEFT JOIN wakeups u ON u.queue = p.queue AND u.k = p.k
      WHERE r.id = p.id
     RETURNING r.id, r.workflow, r.version, r.queue, r.revision, r.attempt, r.input, r.due_at, r.claimed_via,
-              p.status AS from_status
+              r.traceparent, r.tracestate, p.status AS from_status
   ), history AS (
     INSERT INTO run_transitions (run_id, from_status, to_status, revision, worker_id)
     SELECT id, from_status, 'running', revision, $4 FROM claimed
@@ -269,6 +269,7 @@ const CLAIM_FULL = prepared(
            (SELECT count(*) FROM (SELECT pg_notify('wf_runs_ready', queue) FROM woken_parents) n) AS parents
   )
   SELECT 'run' AS kind, c.id, c.workflow, c.version, c.queue, c.revision, c.attempt, c.input, c.claimed_via AS wakeup,
+         c.traceparent, c.tracestate,
          CASE WHEN c.from_status <> 'running' THEN extract(epoch FROM now() - c.due_at)::float8 END AS "readyForSeconds",
          coalesce((SELECT json_agg(s ORDER BY s.seq, s.key) FROM (
                      SELECT key, kind, seq, status, attempts, output, error FROM tasks t WHERE t.run_id = c.id AND t.status <> 'waiting'
@@ -276,10 +277,10 @@ const CLAIM_FULL = prepared(
                      SELECT key, kind, seq, status, attempts, output, error FROM resolved WHERE resolved.run_id = c.id) s), '[]'::json) AS tasks
     FROM claimed c CROSS JOIN announced
   UNION ALL
-  SELECT 'stalled', f.id, f.workflow, f.version, f.queue, f.revision, f.attempt, NULL, NULL, NULL, '[]'::json
+  SELECT 'stalled', f.id, f.workflow, f.version, f.queue, f.revision, f.attempt, NULL, NULL, NULL, NULL, NULL, '[]'::json
     FROM stalled_out f CROSS JOIN announced
   UNION ALL
-  SELECT 'requeue', NULL, NULL, NULL, n.queue, NULL, NULL, NULL, n.ref, NULL, '[]'::json
+  SELECT 'requeue', NULL, NULL, NULL, n.queue, NULL, NULL, NULL, n.ref, NULL, NULL, NULL, '[]'::json
     FROM unused n JOIN still_waiting s USING (queue)
    WHERE n.rank <= s.runs`,
   { genericPlan: true },

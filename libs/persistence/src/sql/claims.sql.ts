@@ -77,9 +77,12 @@ export interface ClaimParams {
  * from a dead worker, and the wake-up it was taken with), a run failed past the stall limit (`stalled`), a
  * wake-up to hand back (`requeue`: its queue and `wakeup`), or the common form's refusal (`controlled`, `idle`).
  */
-export type ClaimRow = ClaimedRun & {
+export type ClaimRow = Omit<ClaimedRun, 'traceparent' | 'tracestate'> & {
   kind: 'run' | 'stalled' | 'requeue' | 'controlled' | 'idle';
   wakeup: string | null;
+  /** The run's trace context (runs.traceparent, runs.tracestate: null when its start was not traced). */
+  traceparent: string | null;
+  tracestate: string | null;
   readyForSeconds: number | null;
 };
 
@@ -150,7 +153,7 @@ const CLAIM_COMMON = prepared(
       FROM picked p LEFT JOIN wakeups u ON u.queue = p.queue AND u.k = p.k
      WHERE r.id = p.id
     RETURNING r.id, r.workflow, r.version, r.queue, r.revision, r.attempt, r.input, r.due_at, r.claimed_via,
-              p.status AS from_status
+              r.traceparent, r.tracestate, p.status AS from_status
   ), history AS (
     INSERT INTO run_transitions (run_id, from_status, to_status, revision, worker_id)
     SELECT id, from_status, 'running', revision, $4 FROM claimed
@@ -180,6 +183,7 @@ const CLAIM_COMMON = prepared(
       FROM (SELECT queue, count(*) AS n FROM unused GROUP BY queue) l JOIN wanted w USING (queue) LEFT JOIN taken t USING (queue)
   )
   SELECT 'run' AS kind, c.id, c.workflow, c.version, c.queue, c.revision, c.attempt, c.input, c.claimed_via AS wakeup,
+         c.traceparent, c.tracestate,
          CASE WHEN c.from_status <> 'running' THEN extract(epoch FROM now() - c.due_at)::float8 END AS "readyForSeconds",
          coalesce((SELECT json_agg(s ORDER BY s.seq, s.key) FROM (
                      SELECT key, kind, seq, status, attempts, output, error FROM tasks t WHERE t.run_id = c.id AND t.status <> 'waiting'
@@ -187,14 +191,14 @@ const CLAIM_COMMON = prepared(
                      SELECT key, kind, seq, status, attempts, output, error FROM resolved WHERE resolved.run_id = c.id) s), '[]'::json) AS tasks
     FROM claimed c
   UNION ALL
-  SELECT 'requeue', NULL, NULL, NULL, n.queue, NULL, NULL, NULL, n.ref, NULL, '[]'::json
+  SELECT 'requeue', NULL, NULL, NULL, n.queue, NULL, NULL, NULL, n.ref, NULL, NULL, NULL, '[]'::json
     FROM unused n JOIN still_waiting s USING (queue)
    WHERE n.rank <= s.runs
   UNION ALL
-  SELECT 'controlled', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, '[]'::json
+  SELECT 'controlled', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, '[]'::json
     FROM admission WHERE controlled > 0
   UNION ALL
-  SELECT 'idle', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, '[]'::json
+  SELECT 'idle', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, '[]'::json
     FROM idle_claims WHERE queues > 0`,
   { genericPlan: true },
 );

@@ -30,7 +30,7 @@ export {
 } from './run-commands.sql';
 export { type HandOffTarget, startHandedPublishedRuns, startHandedRuns } from './runs-hand-off.sql';
 export { insertChildRun, type NewRun, type StartedRun, startPublishedRuns, startRuns } from './runs-start.sql';
-export { consumeEvent, insertChildStep, insertResolvedStep, lockRunningRun, suspendRun, upsertWaitingStep } from './steps.sql';
+export { consumeEvent, insertChildStep, insertResolvedStep, type LockedRun, lockRunningRun, suspendRun, upsertWaitingStep } from './steps.sql';
 export { type BranchRow, findGroupBranches, findLandedGroupSuspension, insertBranch, releaseLosersEvents, setBranch } from './groups.sql';
 export * from './clock.sql';
 export * from './completions.sql';

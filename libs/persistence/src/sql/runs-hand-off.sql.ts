@@ -3,8 +3,8 @@ import { type NewRun, type StartedRun, startValues } from './runs-start.sql';
 
 /*
  * Starts that hand their runs to a claim waiting on this coordinator for the runs' queue (see
- * RunControlRepository.start): the start statements of runs-start.sql.ts ($1-$12, and what they return), with
- * $13 the claim's worker, $14 every queue it waits for, $15 the claims' idle time in ms, $16 the worker's build id.
+ * RunControlRepository.start): the start statements of runs-start.sql.ts ($1-$14, and what they return), with
+ * $15 the claim's worker, $16 every queue it waits for, $17 the claims' idle time in ms, $18 the worker's build id.
  *
  * Each run due now (by the database's clock too) that flow_hand_off admits (its version has no active control,
  * and the claim's queues no ready run and no idle claim, which the claim would take first) goes in as that claim
@@ -42,15 +42,15 @@ const START_HANDED_RUNS = prepared(
   'wf_start_handed_runs',
   `WITH inserted AS (
     INSERT INTO runs (id, workflow, version, queue, shard, status, input, priority, idempotency_key, due_at, parent_id, concurrency_key, tags,
-                      revision, claimed_by, build_id, heartbeat_at, started_at)
+                      traceparent, tracestate, revision, claimed_by, build_id, heartbeat_at, started_at)
     SELECT id, workflow, version, queue, shard, CASE WHEN h.admitted THEN 'running' ELSE 'queued' END, input, priority, idempotency_key,
-           coalesce(run_at, now()), parent_id, concurrency_key, tags, CASE WHEN h.admitted THEN 1 ELSE 0 END,
-           CASE WHEN h.admitted THEN $13 ELSE NULL END, CASE WHEN h.admitted THEN $16 ELSE NULL END,
+           coalesce(run_at, now()), parent_id, concurrency_key, tags, traceparent, tracestate, CASE WHEN h.admitted THEN 1 ELSE 0 END,
+           CASE WHEN h.admitted THEN $15 ELSE NULL END, CASE WHEN h.admitted THEN $18 ELSE NULL END,
            CASE WHEN h.admitted THEN now() ELSE NULL END, CASE WHEN h.admitted THEN now() ELSE NULL END
       FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::jsonb[], $6::integer[], $7::text[],
-                  $8::timestamptz[], $9::uuid[], $10::text[], $11::text[], $12::jsonb[])
-           AS n(id, workflow, version, queue, input, priority, idempotency_key, run_at, parent_id, shard, concurrency_key, tags)
-           CROSS JOIN LATERAL (SELECT coalesce(n.run_at, now()) <= now() AND flow_hand_off(n.workflow, n.version, $14::text[], $15) AS admitted) h
+                  $8::timestamptz[], $9::uuid[], $10::text[], $11::text[], $12::jsonb[], $13::text[], $14::text[])
+           AS n(id, workflow, version, queue, input, priority, idempotency_key, run_at, parent_id, shard, concurrency_key, tags, traceparent, tracestate)
+           CROSS JOIN LATERAL (SELECT coalesce(n.run_at, now()) <= now() AND flow_hand_off(n.workflow, n.version, $16::text[], $17) AS admitted) h
     ON CONFLICT (workflow, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
     RETURNING *
   ), inserted_history AS (
@@ -63,7 +63,7 @@ const START_HANDED_RUNS = prepared(
   SELECT id, workflow, version, queue, shard, status, revision, attempt, priority, stalls, input, output, error,
          idempotency_key AS "idempotencyKey", concurrency_key AS "concurrencyKey", tags, parent_id AS "parentId", due_at AS "dueAt",
          claimed_by AS "claimedBy", build_id AS "buildId", heartbeat_at AS "heartbeatAt", created_at AS "createdAt", updated_at AS "updatedAt",
-         started_at AS "startedAt", finished_at AS "finishedAt",
+         started_at AS "startedAt", finished_at AS "finishedAt", traceparent, tracestate,
          EXISTS (SELECT 1 FROM workflow_controls c
                   WHERE c.workflow = inserted.workflow AND c.version = inserted.version
                     AND (c.paused OR inserted.shard = ANY (c.paused_shards))) AS paused
@@ -81,15 +81,15 @@ const START_HANDED_PUBLISHED_RUNS = prepared(
   'wf_start_handed_published_runs',
   `WITH inserted AS (
     INSERT INTO runs (id, workflow, version, queue, shard, status, input, priority, idempotency_key, due_at, parent_id, concurrency_key, tags,
-                      revision, claimed_by, build_id, heartbeat_at, started_at)
+                      traceparent, tracestate, revision, claimed_by, build_id, heartbeat_at, started_at)
     SELECT id, workflow, version, queue, shard, CASE WHEN h.admitted THEN 'running' ELSE 'queued' END, input, priority, idempotency_key,
-           coalesce(run_at, now()), parent_id, concurrency_key, tags, CASE WHEN h.admitted THEN 1 ELSE 0 END,
-           CASE WHEN h.admitted THEN $13 ELSE NULL END, CASE WHEN h.admitted THEN $16 ELSE NULL END,
+           coalesce(run_at, now()), parent_id, concurrency_key, tags, traceparent, tracestate, CASE WHEN h.admitted THEN 1 ELSE 0 END,
+           CASE WHEN h.admitted THEN $15 ELSE NULL END, CASE WHEN h.admitted THEN $18 ELSE NULL END,
            CASE WHEN h.admitted THEN now() ELSE NULL END, CASE WHEN h.admitted THEN now() ELSE NULL END
       FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::jsonb[], $6::integer[], $7::text[],
-                  $8::timestamptz[], $9::uuid[], $10::text[], $11::text[], $12::jsonb[])
-           AS n(id, workflow, version, queue, input, priority, idempotency_key, run_at, parent_id, shard, concurrency_key, tags)
-           CROSS JOIN LATERAL (SELECT coalesce(n.run_at, now()) <= now() AND flow_hand_off(n.workflow, n.version, $14::text[], $15) AS admitted) h
+                  $8::timestamptz[], $9::uuid[], $10::text[], $11::text[], $12::jsonb[], $13::text[], $14::text[])
+           AS n(id, workflow, version, queue, input, priority, idempotency_key, run_at, parent_id, shard, concurrency_key, tags, traceparent, tracestate)
+           CROSS JOIN LATERAL (SELECT coalesce(n.run_at, now()) <= now() AND flow_hand_off(n.workflow, n.version, $16::text[], $17) AS admitted) h
     ON CONFLICT (workflow, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
     RETURNING *
   ), inserted_history AS (
@@ -110,7 +110,7 @@ const START_HANDED_PUBLISHED_RUNS = prepared(
   SELECT id, workflow, version, queue, shard, status, revision, attempt, priority, stalls, input, output, error,
          idempotency_key AS "idempotencyKey", concurrency_key AS "concurrencyKey", tags, parent_id AS "parentId", due_at AS "dueAt",
          claimed_by AS "claimedBy", build_id AS "buildId", heartbeat_at AS "heartbeatAt", created_at AS "createdAt", updated_at AS "updatedAt",
-         started_at AS "startedAt", finished_at AS "finishedAt",
+         started_at AS "startedAt", finished_at AS "finishedAt", traceparent, tracestate,
          EXISTS (SELECT 1 FROM workflow_controls c
                   WHERE c.workflow = inserted.workflow AND c.version = inserted.version
                     AND (c.paused OR inserted.shard = ANY (c.paused_shards))) AS paused, outbox_id::text AS "outboxId"

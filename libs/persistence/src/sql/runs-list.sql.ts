@@ -13,7 +13,7 @@ import { uuidv7Floor } from '../ids';
 const RUN_COLUMNS = `id, workflow, version, queue, shard, status, revision, attempt, priority, stalls, input, output, error,
   idempotency_key AS "idempotencyKey", concurrency_key AS "concurrencyKey", tags, parent_id AS "parentId", due_at AS "dueAt", claimed_by AS "claimedBy", build_id AS "buildId",
   heartbeat_at AS "heartbeatAt", created_at AS "createdAt", updated_at AS "updatedAt", started_at AS "startedAt",
-  finished_at AS "finishedAt", progress, progress_at AS "progressAt"`;
+  finished_at AS "finishedAt", progress, progress_at AS "progressAt", traceparent, tracestate`;
 
 // The run view's two reads are prepared statements: they are on the path of every result a client waits for.
 

@@ -9,8 +9,8 @@ import { jsonParam } from './json-param';
  * runs-hand-off.sql.ts.
  *
  * Every form inserts the runs given as parallel arrays ($1 ids, $2 workflows, $3 versions, $4 queues, $5 inputs,
- * $6 priorities, $7 idempotency keys, $8 runAt, $9 parent ids, $10 shards, $11 concurrency keys, $12 tags; see
- * startValues) as the CTE `inserted`, with their first history rows (in the same statement, so the history
+ * $6 priorities, $7 idempotency keys, $8 runAt, $9 parent ids, $10 shards, $11 concurrency keys, $12 tags, $13 and $14
+ * the W3C trace context (traceparent, tracestate) of the span that started each run; see startValues) as the CTE `inserted`, with their first history rows (in the same statement, so the history
  * cannot miss one). A run whose idempotency key already exists for its workflow is not inserted (ON CONFLICT DO
  * NOTHING); a concurrent insert of the same key waits for the other to commit, so exactly one run exists.
  *
@@ -49,12 +49,15 @@ export interface NewRun {
   concurrencyKey?: string | null;
   /** Metadata to find the run by (a child gets its parent's unless it names its own). */
   tags: Record<string, string>;
+  /** The W3C trace context of the span that started it, handed to the worker that runs it (null: not traced). */
+  traceparent: string | null;
+  tracestate: string | null;
 }
 
 /** A run a start statement inserted: whether a pause holds it, and, when it publishes, its outbox row taken to publish. */
 export type StartedRun = RunEntity & { paused: boolean; outboxId?: string | null };
 
-/** Every start statement's $1-$12. */
+/** Every start statement's $1-$14. */
 export function startValues(runs: NewRun[]): unknown[] {
   return [
     runs.map((run) => run.id),
@@ -69,6 +72,8 @@ export function startValues(runs: NewRun[]): unknown[] {
     runs.map((run) => run.shard),
     runs.map((run) => run.concurrencyKey ?? null),
     runs.map((run) => JSON.stringify(run.tags)),
+    runs.map((run) => run.traceparent),
+    runs.map((run) => run.tracestate),
   ];
 }
 
@@ -76,11 +81,12 @@ export function startValues(runs: NewRun[]): unknown[] {
 const START_RUNS = prepared(
   'wf_start_runs',
   `WITH inserted AS (
-    INSERT INTO runs (id, workflow, version, queue, shard, status, input, priority, idempotency_key, due_at, parent_id, concurrency_key, tags)
-    SELECT id, workflow, version, queue, shard, 'queued', input, priority, idempotency_key, coalesce(run_at, now()), parent_id, concurrency_key, tags
+    INSERT INTO runs (id, workflow, version, queue, shard, status, input, priority, idempotency_key, due_at, parent_id, concurrency_key, tags, traceparent, tracestate)
+    SELECT id, workflow, version, queue, shard, 'queued', input, priority, idempotency_key, coalesce(run_at, now()), parent_id, concurrency_key, tags,
+           traceparent, tracestate
       FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::jsonb[], $6::integer[], $7::text[],
-                  $8::timestamptz[], $9::uuid[], $10::text[], $11::text[], $12::jsonb[])
-           AS n(id, workflow, version, queue, input, priority, idempotency_key, run_at, parent_id, shard, concurrency_key, tags)
+                  $8::timestamptz[], $9::uuid[], $10::text[], $11::text[], $12::jsonb[], $13::text[], $14::text[])
+           AS n(id, workflow, version, queue, input, priority, idempotency_key, run_at, parent_id, shard, concurrency_key, tags, traceparent, tracestate)
     ON CONFLICT (workflow, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
     RETURNING *
   ), inserted_history AS (
@@ -91,7 +97,7 @@ const START_RUNS = prepared(
   SELECT id, workflow, version, queue, shard, status, revision, attempt, priority, stalls, input, output, error,
          idempotency_key AS "idempotencyKey", concurrency_key AS "concurrencyKey", tags, parent_id AS "parentId", due_at AS "dueAt",
          claimed_by AS "claimedBy", build_id AS "buildId", heartbeat_at AS "heartbeatAt", created_at AS "createdAt", updated_at AS "updatedAt",
-         started_at AS "startedAt", finished_at AS "finishedAt",
+         started_at AS "startedAt", finished_at AS "finishedAt", traceparent, tracestate,
          EXISTS (SELECT 1 FROM workflow_controls c
                   WHERE c.workflow = inserted.workflow AND c.version = inserted.version
                     AND (c.paused OR inserted.shard = ANY (c.paused_shards))) AS paused
@@ -108,11 +114,12 @@ export async function startRuns(db: SqlExecutor, runs: NewRun[]): Promise<Starte
 const START_PUBLISHED_RUNS = prepared(
   'wf_start_published_runs',
   `WITH inserted AS (
-    INSERT INTO runs (id, workflow, version, queue, shard, status, input, priority, idempotency_key, due_at, parent_id, concurrency_key, tags)
-    SELECT id, workflow, version, queue, shard, 'queued', input, priority, idempotency_key, coalesce(run_at, now()), parent_id, concurrency_key, tags
+    INSERT INTO runs (id, workflow, version, queue, shard, status, input, priority, idempotency_key, due_at, parent_id, concurrency_key, tags, traceparent, tracestate)
+    SELECT id, workflow, version, queue, shard, 'queued', input, priority, idempotency_key, coalesce(run_at, now()), parent_id, concurrency_key, tags,
+           traceparent, tracestate
       FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::jsonb[], $6::integer[], $7::text[],
-                  $8::timestamptz[], $9::uuid[], $10::text[], $11::text[], $12::jsonb[])
-           AS n(id, workflow, version, queue, input, priority, idempotency_key, run_at, parent_id, shard, concurrency_key, tags)
+                  $8::timestamptz[], $9::uuid[], $10::text[], $11::text[], $12::jsonb[], $13::text[], $14::text[])
+           AS n(id, workflow, version, queue, input, priority, idempotency_key, run_at, parent_id, shard, concurrency_key, tags, traceparent, tracestate)
     ON CONFLICT (workflow, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
     RETURNING *
   ), inserted_history AS (
@@ -131,7 +138,7 @@ const START_PUBLISHED_RUNS = prepared(
   SELECT id, workflow, version, queue, shard, status, revision, attempt, priority, stalls, input, output, error,
          idempotency_key AS "idempotencyKey", concurrency_key AS "concurrencyKey", tags, parent_id AS "parentId", due_at AS "dueAt",
          claimed_by AS "claimedBy", build_id AS "buildId", heartbeat_at AS "heartbeatAt", created_at AS "createdAt", updated_at AS "updatedAt",
-         started_at AS "startedAt", finished_at AS "finishedAt",
+         started_at AS "startedAt", finished_at AS "finishedAt", traceparent, tracestate,
          EXISTS (SELECT 1 FROM workflow_controls c
                   WHERE c.workflow = inserted.workflow AND c.version = inserted.version
                     AND (c.paused OR inserted.shard = ANY (c.paused_shards))) AS paused, outbox_id::text AS "outboxId"
@@ -149,11 +156,12 @@ export async function startPublishedRuns(db: SqlExecutor, runs: NewRun[]): Promi
  * which holds the parent's row lock. Its NOTIFY is delivered when that transaction commits.
  */
 const INSERT_CHILD_RUN = `WITH inserted AS (
-    INSERT INTO runs (id, workflow, version, queue, shard, status, input, priority, idempotency_key, due_at, parent_id, concurrency_key, tags)
-    SELECT id, workflow, version, queue, shard, 'queued', input, priority, idempotency_key, coalesce(run_at, now()), parent_id, concurrency_key, tags
+    INSERT INTO runs (id, workflow, version, queue, shard, status, input, priority, idempotency_key, due_at, parent_id, concurrency_key, tags, traceparent, tracestate)
+    SELECT id, workflow, version, queue, shard, 'queued', input, priority, idempotency_key, coalesce(run_at, now()), parent_id, concurrency_key, tags,
+           traceparent, tracestate
       FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::jsonb[], $6::integer[], $7::text[],
-                  $8::timestamptz[], $9::uuid[], $10::text[], $11::text[], $12::jsonb[])
-           AS n(id, workflow, version, queue, input, priority, idempotency_key, run_at, parent_id, shard, concurrency_key, tags)
+                  $8::timestamptz[], $9::uuid[], $10::text[], $11::text[], $12::jsonb[], $13::text[], $14::text[])
+           AS n(id, workflow, version, queue, input, priority, idempotency_key, run_at, parent_id, shard, concurrency_key, tags, traceparent, tracestate)
     ON CONFLICT (workflow, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
     RETURNING *
   ), inserted_history AS (

@@ -10,15 +10,19 @@ import { jsonParam } from './json-param';
  * changes nothing.
  */
 
-const LOCK_RUNNING_RUN = `SELECT shard, tags FROM runs WHERE id = $1 AND revision = $2 AND status = 'running' COLLATE "C" FOR UPDATE`;
+const LOCK_RUNNING_RUN = `SELECT shard, tags, traceparent, tracestate FROM runs WHERE id = $1 AND revision = $2 AND status = 'running' COLLATE "C" FOR UPDATE`;
 
-/** Locks the run if it is running at the expected revision, and returns its shard and tags; undefined otherwise (fencing.sql.ts tells 409 from 404). */
-export async function lockRunningRun(
-  db: SqlExecutor,
-  runId: string,
-  expectedRevision: number,
-): Promise<{ shard: string | null; tags: Record<string, string> } | undefined> {
-  const [run] = await db.query<{ shard: string | null; tags: Record<string, string> }>(LOCK_RUNNING_RUN, [runId, expectedRevision]);
+/** What a child started under the locked run inherits from it: its routing shard, tags and trace context. */
+export interface LockedRun {
+  shard: string | null;
+  tags: Record<string, string>;
+  traceparent: string | null;
+  tracestate: string | null;
+}
+
+/** Locks the run if it is running at the expected revision, and returns what a child inherits; undefined otherwise (fencing.sql.ts tells 409 from 404). */
+export async function lockRunningRun(db: SqlExecutor, runId: string, expectedRevision: number): Promise<LockedRun | undefined> {
+  const [run] = await db.query<LockedRun>(LOCK_RUNNING_RUN, [runId, expectedRevision]);
   return run;
 }
 

@@ -55,11 +55,20 @@ export class ClaimRepository {
     }
     rows ??= await claimRunsFull(this.db, params);
     return {
-      runs: rows.filter((row) => row.kind === 'run').map(({ kind: _, wakeup, ...run }) => (wakeup === null ? run : { ...run, wakeup })),
+      runs: rows.filter((row) => row.kind === 'run').map(takenRun),
       stalled: rows.filter((row) => row.kind === 'stalled').map(({ id, workflow }) => ({ id, workflow })),
       requeue: rows.filter((row) => row.kind === 'requeue').map((row) => ({ queue: row.queue, wakeup: row.wakeup! })),
     };
   }
+}
+
+/** A claim statement's row of a run taken, without the columns it has null (no wake-up: a claim; no trace context). */
+function takenRun({ kind: _, wakeup, traceparent, tracestate, ...run }: ClaimRow): TakenRun {
+  const taken: TakenRun = wakeup === null ? run : { ...run, wakeup };
+  if (traceparent === null) return taken;
+  taken.traceparent = traceparent;
+  if (tracestate !== null) taken.tracestate = tracestate;
+  return taken;
 }
 
 /**

@@ -18,6 +18,7 @@ import {
   insertBranch,
   insertChildRun,
   insertResolvedStep,
+  type LockedRun,
   lockRunningRun,
   releaseLosersEvents,
   type SqlExecutor,
@@ -82,14 +83,7 @@ export class GroupRepository {
   }
 
   /** Arms a branch not armed yet: finished at once (an event kept earlier, a zero sleep, a task's outcome) or waiting. */
-  private async arm(
-    tx: SqlExecutor,
-    runId: string,
-    request: GroupRequest,
-    branch: GroupBranch,
-    index: number,
-    run: { shard: string | null; tags: Record<string, string> },
-  ): Promise<void> {
+  private async arm(tx: SqlExecutor, runId: string, request: GroupRequest, branch: GroupBranch, index: number, run: LockedRun): Promise<void> {
     const key = groupBranchKey(request.key, index);
     const step = { runId, key, kind: branch.kind, seq: request.seq, name: request.name };
     switch (branch.kind) {
@@ -115,6 +109,9 @@ export class GroupRepository {
           runAt: null,
           parentId: runId,
           tags: branch.tags ?? run.tags,
+          // In the parent's trace (under its start: a group has no span of the worker's to be started under).
+          traceparent: run.traceparent,
+          tracestate: run.tracestate,
         });
         await insertBranch(tx, { ...step, status: 'waiting', output: null, childId });
         return;

@@ -19,6 +19,7 @@ import {
   findPendingUpdates,
   findSteps,
   insertChildRun,
+  type NewRun,
   insertChildStep,
   insertResolvedStep,
   insertTokenStep,
@@ -135,9 +136,10 @@ export class StepRepository {
    * Starts a child run (one transaction: the child, its first transition, the parent's step and,
    * when waiting, the parent's suspension). The step row makes it idempotent per key: a re-executed
    * parent gets the child it already started. The child runs in the shard the request names, or
-   * (none named) in its parent's, read under the parent's row lock.
+   * (none named) in its parent's, read under the parent's row lock. `trace`: the trace context its worker is to
+   * run it under (the coordinator's span of this step).
    */
-  async startChild(runId: string, request: StartChildRequest, childId: string): Promise<StepResponse> {
+  async startChild(runId: string, request: StartChildRequest, childId: string, trace: Pick<NewRun, 'traceparent' | 'tracestate'>): Promise<StepResponse> {
     return this.db.transaction(async (tx) => {
       const locked = request.wait
         ? await this.lockUnlessSuspended(tx, runId, request.expectedRevision, request.key, 'child')
@@ -159,6 +161,7 @@ export class StepRepository {
         runAt: null,
         parentId: runId,
         tags: request.tags ?? parent.tags,
+        ...trace,
       });
       const task = await insertChildStep(tx, {
         runId,

@@ -19,6 +19,7 @@ interface StartOptions {
   runAt?: Date;
   shard?: string;
   tag?: Record<string, string>;
+  traceparent?: string;
   wait?: boolean;
 }
 
@@ -52,11 +53,13 @@ export function registerRunCommands(program: Command, invocation: Invocation): v
     .option('--shard <shard>', 'only workers serving this shard take the run')
     .option('--concurrency-key <key>', "runs with this key share their version's concurrencyPerKey slots")
     .option('--tag <key=value>', 'a tag to find the run by (repeatable)', tagArgument('='))
+    .option('--traceparent <traceparent>', "the W3C traceparent of a span whose trace the run joins (a CI job's, say)")
     .option('--wait', 'wait for the run to end; exit 1 if it failed or was cancelled')
     .action(
       invocation.action(async ({ client, output }, workflow: string, version: string, options: StartOptions) => {
-        const { input, tag, ...start } = options;
-        const started = await client.start({ name: workflow, version }, input, { ...start, tags: tag });
+        const { input, tag, traceparent, ...start } = options;
+        const trace = traceparent === undefined ? undefined : { traceparent };
+        const started = await client.start({ name: workflow, version }, input, { ...start, tags: tag, trace });
         if (started.warning) output.warning(started.warning.reason, started.warning.message);
         if (!options.wait) {
           output.result(started, () => formatRunLine(started));

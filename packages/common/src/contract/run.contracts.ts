@@ -86,6 +86,7 @@ export const RunView = Closed(
     progress: AnyJson('the last progress the run reported (ctx.progress), kept after it ended; null until one was (see progressAt)'),
     progressAt: Type.Union([Time, Type.Null()], { description: 'when the last progress was recorded; null until one was' }),
     tasks: Type.Optional(Type.Array(TaskView, { description: 'its steps (with a single run, not in lists)' })),
+    traceId: Type.Optional(Type.String({ description: 'the OpenTelemetry trace its spans are in (32 hex digits), when its start was traced' })),
   },
   { title: 'RunView' },
 );

@@ -6,6 +6,7 @@ import { EventMatchSchema } from './event-match';
 import { ErrorDetails } from './run.contracts';
 import { checkExposedValue, checkProgress, EXPOSED_NAMES_MAX, ValueName } from './run-values.contracts';
 import { Tags } from './tags';
+import { TRACEPARENT_PATTERN, TRACESTATE_MAX_LENGTH } from '../trace-context';
 import { decode, fail } from './validation';
 import { PENDING_UPDATES_MAX, PendingUpdate } from './update.contracts';
 
@@ -36,6 +37,22 @@ const Delay = (field: string) => IntegerIn(field, 0, MAX_DELAY_MS);
 const Tag = <V extends string>(field: string, value: V) => Type.Literal(value, { [REASON]: `invalid_${field}` });
 /** Variants told apart by `field` (OpenAPI's `discriminator`, which validation follows too). */
 const discriminated = (field: string) => ({ discriminator: { propertyName: field } });
+
+/**
+ * A W3C trace context (see trace-context.ts): on a claimed run, the span its worker's run span is a child of (the
+ * start's); on a worker's write, the worker's span the write belongs to, under which the coordinator records its
+ * own. Absent when nothing is traced.
+ */
+const traceFields = {
+  traceparent: Type.Optional(Type.String({ pattern: TRACEPARENT_PATTERN, description: 'a W3C traceparent of version 00', [REASON]: 'invalid_traceparent' })),
+  tracestate: Type.Optional(
+    Type.String({
+      maxLength: TRACESTATE_MAX_LENGTH,
+      description: `a W3C tracestate of at most ${TRACESTATE_MAX_LENGTH} characters`,
+      [REASON]: 'invalid_tracestate',
+    }),
+  ),
+};
 
 export const WorkflowRef = Closed(
   {
@@ -114,6 +131,7 @@ export const ClaimedRun = Closed(
     attempt: Type.Integer(),
     input: AnyJson(),
     tasks: Type.Array(StoredTask),
+    ...traceFields,
   },
   { title: 'ClaimedRun' },
 );
@@ -251,7 +269,7 @@ export type ReleaseRunRequest = StaticDecode<typeof ReleaseRunRequest>;
 export const RevisionResponse = Closed({ revision: Type.Integer({ description: "the run's revision after the write" }) }, { title: 'RevisionResponse' });
 export type RevisionResponse = Static<typeof RevisionResponse>;
 
-const stepFields = { expectedRevision: Revision, key: Key('key'), seq: Seq };
+const stepFields = { expectedRevision: Revision, key: Key('key'), seq: Seq, ...traceFields };
 const Attempts = Type.Optional(IntegerIn('attempts', 0, ATTEMPTS_MAX));
 
 /**
@@ -438,10 +456,10 @@ export type RunValuesRequest = StaticDecode<typeof RunValuesRequest>;
  */
 export const WorkerReport = Type.Union(
   [
-    Closed({ type: Tag('type', 'task'), runId: RunId('runId'), task: TaskResultRequest }),
-    Closed({ type: Tag('type', 'complete'), runId: RunId('runId'), complete: CompleteRunRequest }),
-    Closed({ type: Tag('type', 'fail'), runId: RunId('runId'), fail: FailRunRequest }),
-    Closed({ type: Tag('type', 'values'), runId: RunId('runId'), values: RunValuesRequest }),
+    Closed({ type: Tag('type', 'task'), runId: RunId('runId'), task: TaskResultRequest, ...traceFields }),
+    Closed({ type: Tag('type', 'complete'), runId: RunId('runId'), complete: CompleteRunRequest, ...traceFields }),
+    Closed({ type: Tag('type', 'fail'), runId: RunId('runId'), fail: FailRunRequest, ...traceFields }),
+    Closed({ type: Tag('type', 'values'), runId: RunId('runId'), values: RunValuesRequest, ...traceFields }),
   ],
   { title: 'WorkerReport', ...discriminated('type') },
 );
