@@ -16,6 +16,7 @@ import {
   RevisionConflictError,
   RunAlreadyTerminalError,
   RunNotFailedError,
+  RunNotFinishedError,
   QueryNotFoundError,
   RunNotFoundError,
   RunNotSleepingError,
@@ -31,6 +32,7 @@ import {
   UpdateNotFoundError,
   UpdateRefusedError,
   WorkflowError,
+  TooManyPendingEventsError,
 } from '@nest-durable/common';
 import { type ArgumentsHost, Logger, NotFoundException } from '@nestjs/common';
 import type { CoordinatorMetrics } from '../metrics/coordinator.metrics';
@@ -54,6 +56,8 @@ const REFUSALS: [DurableError, number][] = [
   [new RunAlreadyTerminalError(RUN, 'completed'), 409],
   [new RunNotSleepingError(RUN, 'running'), 409],
   [new RunNotFailedError(RUN, 'running'), 409],
+  [new RunNotFinishedError(RUN, 'running'), 409],
+  [new TooManyPendingEventsError(RUN, 1000), 409],
   [new ScheduleDeclaredInCodeError('s-1', 'w 1 nightly'), 409],
   [new OfferExistsError('o-1'), 409],
   [new CompletionTokenUsedError(RUN), 409],
