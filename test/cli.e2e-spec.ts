@@ -64,13 +64,13 @@ describe('wf (the command line)', () => {
 
     it('makes the run join the trace of --traceparent, and refuses a malformed one without sending it', async () => {
       const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
-      // A workflow no worker here hosts: an echo run would complete and be counted by the listing below.
-      const started = await wf(['--json', 'runs', 'start', 'traced', '1', '--traceparent', traceparent], env);
+      // A run that sleeps on: an echo run would complete and be counted by the listing below.
+      const started = await wf(['--json', 'runs', 'start', 'sleepy', '1', '--input', '{"ms":600000}', '--traceparent', traceparent], env);
       expect(started).toMatchObject({ code: 0, stderr: '' });
       // This coordinator traces nothing itself: its start keeps the caller's context for the run's worker.
       const { id } = JSON.parse(started.stdout) as RunView;
       expect(await db.sql('SELECT traceparent FROM runs WHERE id = $1', [id])).toEqual([{ traceparent }]);
-      const refused = await wf(['runs', 'start', 'traced', '1', '--traceparent', '00-nope-01'], env);
+      const refused = await wf(['runs', 'start', 'sleepy', '1', '--traceparent', '00-nope-01'], env);
       expect(refused).toMatchObject({ code: 1, stdout: '' });
       expect(refused.stderr).toMatch(/^wf: invalid_traceparent: /);
     });

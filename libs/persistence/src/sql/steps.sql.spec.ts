@@ -39,8 +39,8 @@ describe('the steps where a run suspends, and child steps (steps.sql.ts)', () =>
     await database.someoneWaitsForALock();
     await held.commit();
 
-    expect(held.result).toEqual({ shard: 'eu', tags: { team: 'x' } });
-    expect(await waiting).toEqual({ shard: 'eu', tags: { team: 'x' } });
+    expect(held.result).toEqual({ shard: 'eu', tags: { team: 'x' }, traceparent: null, tracestate: null });
+    expect(await waiting).toEqual({ shard: 'eu', tags: { team: 'x' }, traceparent: null, tracestate: null });
     expect(await lockRunningRun(database.db, run.id, 0)).toBeUndefined();
     expect(await lockRunningRun(database.db, uuidv7(), 1)).toBeUndefined();
   });
