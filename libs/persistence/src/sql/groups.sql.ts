@@ -5,8 +5,8 @@ import { jsonParam } from './json-param';
 /*
  * Wait groups (`ctx.any`, `ctx.all`; GroupRepository): a group's branches are steps of their own kinds keyed
  * `<group key>/<index>` at the group's position, and its outcome a `group` step. Every statement here runs in the
- * group's transaction after lockRunningRun locked the run at the worker's revision. An event's delivery locks the
- * run too, so it comes before or after the whole of it. A child's end resolves a waiting branch step whatever its
+ * group's transaction after lockRunningRun locked the run at the worker's revision. An event's delivery and a
+ * token's completion lock the run too, so they come before or after the whole of it. A child's end resolves a waiting branch step whatever its
  * parent does (the claims leave branch steps waiting), and wakes the parent under its row lock: after the group's
  * commit, which it then sees (a suspension it wakes, or a decision that set the step lost, which it re-checks).
  */
