@@ -78,7 +78,48 @@ const replayed = defineWorkflow<null, unknown>({
   },
 });
 
-const WORKFLOWS = [kept, malformed, child, race, everything, childRace, replayed];
+/**
+ * Races a payment's completion token against a deadline; when the deadline wins, the token stays completable and
+ * the run waits on it by itself. With `retried`, the attempt fails after the race: the next resolves it the same way.
+ */
+const payment = defineWorkflow<{ deadlineMs: number; tokenTimeoutMs?: number; retried?: boolean }, unknown>({
+  name: 'wg-payment',
+  version: '1',
+  retry: { maxAttempts: 2, backoff: 'fixed', delayMs: 600 },
+  handler: async (ctx, { deadlineMs, tokenTimeoutMs, retried }) => {
+    const { result } = await ctx.awaitExternal<{ amount: number }>({ name: 'pay', timeoutMs: tokenTimeoutMs });
+    const first = await ctx.any('paid-or-late', [result, branch.sleep(deadlineMs)]);
+    const tries = (attempts.get(ctx.runId) ?? 0) + 1;
+    attempts.set(ctx.runId, tries);
+    if (retried && tries === 1) throw new WorkflowError('the worker fell over after the race');
+    if (first.index === 0) return { first, attempt: ctx.attempt, amount: first.value.amount };
+    return { first, later: await result };
+  },
+});
+
+/** Waits at a group while updates are applied there: the notes they add are rebuilt on every later execution. */
+const noted = defineWorkflow<null, unknown>({
+  name: 'wg-noted',
+  version: '1',
+  updates: { note: {} },
+  handler: async (ctx) => {
+    const notes: string[] = [];
+    ctx.handleUpdate<string, number>('note', (note) => notes.push(note));
+    const first = await ctx.any('go-or-late', [branch.event('go'), branch.sleep(60_000)]);
+    // The execution after this sleep goes past the recorded group: its updates are applied again there.
+    await ctx.sleep('after', 50);
+    return { first, notes };
+  },
+});
+
+const WORKFLOWS = [kept, malformed, child, race, everything, childRace, replayed, payment, noted];
+
+/** The completion token a run made at `token:pay#1`, once recorded. */
+const tokenOf = (client: WorkflowClient, id: string) =>
+  eventually(`run ${id}'s token`, async () => {
+    const step = (await client.get(id)).tasks?.find((s) => s.key === 'token:pay#1');
+    return (step?.output as { token: string } | undefined)?.token;
+  });
 
 const status = (client: WorkflowClient, id: string, wanted: RunView['status']) =>
   eventually(`run ${id} ${wanted}`, async () => ((await client.get(id)).status === wanted ? true : undefined));
@@ -209,6 +250,50 @@ describe('matched events and wait groups (HTTP claims)', () => {
     const replays = await replayHistories(replayed, { coordinator: client });
     expect(replays.map((replay) => replay.stoppedAt)).toEqual(['handler-end']);
   });
+
+  it('takes a completion token as a branch: its completion wins, the same way when the run is executed again and replayed', async () => {
+    const run = await client.start(payment, { deadlineMs: 400, retried: true });
+    const token = await tokenOf(client, run.id);
+    await status(client, run.id, 'waiting');
+    expect(await client.complete(token, { amount: 5 })).toEqual({ delivered: true });
+    // Attempt 2 runs after the 400 ms sleep has passed: the recorded choice holds.
+    expect((await result(client, run.id)).output).toEqual({ first: { index: 0, value: { amount: 5 } }, attempt: 2, amount: 5 });
+    expect(await client.complete(token, { amount: 6 }).catch((error: unknown) => error)).toMatchObject({ statusCode: 409, reason: 'completion_token_used' });
+    const replays = await replayHistories(payment, { coordinator: client });
+    expect(replays.map((replay) => replay.stoppedAt)).toEqual(['handler-end']);
+  });
+
+  it('a token that loses to a sleep stays completable: its later completion is kept for the wait on it', async () => {
+    const run = await client.start(payment, { deadlineMs: 200 });
+    const token = await tokenOf(client, run.id);
+    await eventually('the deadline won', async () => (await client.get(run.id)).tasks?.some((s) => s.key === 'group:paid-or-late#1'));
+    expect((await client.get(run.id)).tasks?.find((s) => s.key === 'group:paid-or-late#1/0')?.output).toEqual({ lost: true });
+    await client.complete(token, { amount: 7 });
+    expect((await result(client, run.id)).output).toEqual({ first: { index: 1, value: null }, later: { amount: 7 } });
+  });
+
+  it('a failed or expired token that wins throws as `await result` does', async () => {
+    const [failed, expired] = await Promise.all([
+      client.start(payment, { deadlineMs: 60_000 }),
+      client.start(payment, { deadlineMs: 60_000, tokenTimeoutMs: 200 }),
+    ]);
+    const token = await tokenOf(client, failed.id);
+    await status(client, failed.id, 'waiting');
+    expect(await client.fail(token, { name: 'Declined', message: 'card declined' })).toEqual({ delivered: true });
+    expect((await result(client, failed.id)).error).toMatchObject({ name: 'CompletionFailedError' });
+    expect((await result(client, expired.id)).error).toMatchObject({ name: 'CompletionTimeoutError' });
+    const late = await client.complete(await tokenOf(client, expired.id), { amount: 1 }).catch((error: unknown) => error);
+    expect(late).toMatchObject({ statusCode: 410 });
+  });
+
+  it('applies an update sent while the run waits at a group there, and again on every later execution', async () => {
+    const run = await client.start(noted, null);
+    await status(client, run.id, 'waiting');
+    expect(await client.update(run.id, 'note', 'first', { timeoutMs: 5_000 })).toBe(1);
+    expect(await client.update(run.id, 'note', 'second', { timeoutMs: 5_000 })).toBe(2);
+    expect(await client.sendEvent(run.id, 'go', 'now')).toEqual({ delivered: true });
+    expect((await result(client, run.id)).output).toEqual({ first: { index: 0, value: 'now' }, notes: ['first', 'second'] });
+  });
 });
 
 describe('matched events and wait groups (Redis Streams)', () => {
@@ -256,5 +341,13 @@ describe('matched events and wait groups (Redis Streams)', () => {
     expect((await result(client, approved.id)).output).toMatchObject({ first: { index: 0, value: { by: 'alice' } }, after: { data: { by: 'again' } } });
     expect((await result(client, lapsed.id)).output).toMatchObject({ first: { index: 1, value: null }, after: { data: { by: 'bob' } } });
     expect((await result(client, all.id)).output).toEqual([1, 2, 'computed', 42, null]);
+  });
+
+  it('wakes a run waiting at a group for a completion token', async () => {
+    const run = await client.start(payment, { deadlineMs: 60_000 });
+    const token = await tokenOf(client, run.id);
+    await status(client, run.id, 'waiting');
+    expect(await client.complete(token, { amount: 3 })).toEqual({ delivered: true });
+    expect((await result(client, run.id)).output).toMatchObject({ first: { index: 0, value: { amount: 3 } } });
   });
 });

@@ -229,8 +229,17 @@ export class RunContext implements WorkflowContext {
     // The coordinator makes the token; it is recorded before the workflow sees it (a replay reads it back).
     const recorded =
       step.recorded ??
-      (await this.call(() =>
-        this.api.createCompletionToken(this.runId, { expectedRevision: this.lease.revision, key: step.key, seq: step.seq, name, timeoutMs: timeout }),
+      (await inStepSpan(this.traced, `token ${name}`, this.stepAttributes('token', name, step.key), (span) =>
+        this.call(() =>
+          this.api.createCompletionToken(this.runId, {
+            expectedRevision: this.lease.revision,
+            key: step.key,
+            seq: step.seq,
+            name,
+            timeoutMs: timeout,
+            ...traceCarrierOf(span),
+          }),
+        ),
       ));
     const { token } = recorded.output as { token: string };
     const waitKey = waitKeyOf(step.key);
@@ -240,16 +249,7 @@ export class RunContext implements WorkflowContext {
         await this.settled();
         const wait = this.begin('external', name, waitKey);
         // A wait like the others: updates sent meanwhile are applied here (see suspendAt).
-        const resolved = wait.recorded
-          ? await this.waited(wait)
-          : (
-              await this.suspendAt(
-                wait.key,
-                () =>
-                  this.api.suspend(this.runId, { expectedRevision: this.lease.revision, key: wait.key, seq: wait.seq, kind: 'external', name, attempts: 0 }),
-                wait.seq,
-              )
-            ).task;
+        const resolved = wait.recorded ? await this.waited(wait) : await this.wait({ kind: 'external', name }, wait);
         return externalResultOf<T>(resolved);
       }),
     };
@@ -266,13 +266,14 @@ export class RunContext implements WorkflowContext {
   /**
    * A wait group: its task branches run here first (each recorded with the group's request, once), then the
    * coordinator arms the others and resolves the group, or suspends the run until a branch finishes; the run asks
-   * again when it wakes. The resolved group comes back with its branches' steps, read as a replay reads them.
+   * again when it wakes. The resolved group comes back with its branches' steps, read as a replay reads them. A wait
+   * like the others: updates are applied at the group's position (see suspendAt), in its span (`any <name>`).
    */
   private async group(mode: 'any' | 'all', name: string, branches: readonly Branch[]): Promise<unknown> {
     checkBranches(branches);
     await this.settled();
     const step = this.begin('group', name);
-    let group = step.recorded;
+    let group = step.recorded && (await this.waited(step));
     if (!group) {
       const tasks = await Promise.all(
         branches.map(async (branch, index) => {
@@ -288,15 +289,15 @@ export class RunContext implements WorkflowContext {
         }),
       );
       this.lease.throwIfEnded();
-      const request = {
-        expectedRevision: this.lease.revision,
-        key: step.key,
-        seq: step.seq,
-        name,
-        mode,
-        branches: branches.map((branch, index) => wireBranch(branch, tasks[index])),
-      };
-      const resolved = await this.suspendAt(step.key, () => this.api.waitGroup(this.runId, request));
+      const request = { key: step.key, seq: step.seq, name, mode, branches: branches.map((branch, index) => wireBranch(branch, tasks[index])) };
+      const resolved = await inStepSpan(this.traced, `${mode} ${name}`, this.stepAttributes('group', name, step.key), (span) =>
+        this.suspendAt(
+          step.key,
+          // Built at each send: recording updates moves the revision on.
+          () => this.api.waitGroup(this.runId, { expectedRevision: this.lease.revision, ...request, ...traceCarrierOf(span) }),
+          step.seq,
+        ),
+      );
       this.history.remember(resolved.branches);
       group = resolved.task;
     }
@@ -387,11 +388,14 @@ export class RunContext implements WorkflowContext {
   }
 
   /**
-   * Suspends the run at a sleep or an event wait (see suspendAt: updates are applied there first), in the step's
-   * span.
+   * Suspends the run at a sleep, an event wait or a completion token's (see suspendAt: updates are applied there
+   * first), in the step's span.
    */
   private async wait(
-    wait: { kind: 'sleep'; name: string; delayMs: number } | { kind: 'event'; name: string; delayMs: number | null; match?: EventMatch },
+    wait:
+      | { kind: 'sleep'; name: string; delayMs: number }
+      | { kind: 'event'; name: string; delayMs: number | null; match?: EventMatch }
+      | { kind: 'external'; name: string },
     step: { key: string; seq: number },
     attributes: Record<string, number> = {},
   ): Promise<StoredTask> {
@@ -443,8 +447,8 @@ export class RunContext implements WorkflowContext {
    * Sends a suspending step; if the run did suspend, this execution ends here. At a wait (`waitSeq`, its position:
    * a sleep, an event, a child or a completion-token wait), updates are applied before the run suspends: those an
    * earlier execution applied there again, then those the coordinator answers the step with (pending ones, in
-   * arrival order), whose answers are recorded before the step is sent again (see StepRepository.suspend). A wait
-   * group (no `waitSeq`) applies none: see docs/architecture.md, "Updates".
+   * arrival order), whose answers are recorded before the step is sent again (see StepRepository.suspend, and
+   * GroupRepository.wait for a wait group).
    */
   private async suspendAt<R extends { suspended: boolean; updates?: StepResponse['updates'] }>(
     key: string,

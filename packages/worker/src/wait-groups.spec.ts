@@ -1,6 +1,15 @@
 import { describe, expect, it } from '@jest/globals';
 import type { StoredTask } from '@nest-durable/common';
-import { branch, ChildRunFailedError, InvalidStepError, NonDeterminismError, TaskFailedError } from '@nest-durable/workflow';
+import {
+  branch,
+  ChildRunFailedError,
+  CompletionFailedError,
+  CompletionTimeoutError,
+  InvalidStepError,
+  NonDeterminismError,
+  TaskFailedError,
+} from '@nest-durable/workflow';
+import { LazyResult } from './external-completion';
 import { checkBranches, groupResultOf } from './wait-groups';
 
 const step = (
@@ -17,6 +26,8 @@ const branches = [
   branch.task(() => 'x'),
   branch.child({ name: 'bill', version: '1' }, 1),
 ];
+/** `ctx.awaitExternal`'s result, as a branch (never awaited here). */
+const payment = new LazyResult<{ paid: number }>('pay', 'external:pay#1', () => Promise.reject(new Error('not awaited')));
 const recorded = new Map<number, StoredTask>([
   [0, step('group:g#1/0', 'event', { timedOut: false, data: { orderId: 'o-1' } })],
   [1, step('group:g#1/1', 'sleep', null)],
@@ -55,12 +66,25 @@ describe('wait groups as executions and replays read them (wait-groups.ts)', () 
     );
   });
 
+  it("a completion token's result: its data, or its failure or timeout thrown as `await result` throws it", () => {
+    const group = step('group:t#1', 'group', { mode: 'any', index: 0 });
+    const outcome = (output: unknown) => () => step('group:t#1/0', 'external', output);
+    expect(groupResultOf('any', group, [payment], outcome({ timedOut: false, status: 'completed', data: { paid: 5 } }))).toEqual({
+      index: 0,
+      value: { paid: 5 },
+    });
+    const declined = outcome({ timedOut: false, status: 'failed', error: { name: 'Declined', message: 'no', data: null } });
+    expect(() => groupResultOf('any', group, [payment], declined)).toThrow(CompletionFailedError);
+    expect(() => groupResultOf('any', group, [payment], outcome({ timedOut: true }))).toThrow(CompletionTimeoutError);
+  });
+
   it.each([
     ['no branch', [], 'a list of 1 to 32 branches'],
     ['something else', [{ kind: 'wait' }], 'branch 0 is not a branch'],
     ['a malformed match', [branch.event('paid', { match: { 'a.': 1 } })], 'branch 0: match field "a."'],
     ['a negative sleep', [branch.sleep(-5)], 'branch 0: sleep duration must be an integer'],
     ['a task without a function', [{ kind: 'task' }], 'branch 0: a task branch needs a function'],
+    ['one token result twice', [payment, payment], "branch 1: a completion token's result is a branch once"],
   ])('refuses %s before anything is sent', (_, given, message) => {
     expect(() => checkBranches(given as never)).toThrow(InvalidStepError);
     expect(() => checkBranches(given as never)).toThrow(message);

@@ -3,6 +3,7 @@ import { type Branch, InvalidStepError, NonDeterminismError } from '@nest-durabl
 import { checkChild, checkDelay } from './step-checks';
 import { childResultOf, outcomeOf } from './step-history';
 import { toJson } from './json-values';
+import { externalResultOf } from './external-completion';
 
 /*
  * Wait groups (`ctx.any`, `ctx.all`) as a run's execution and a replay of its history both read them: the same
@@ -12,8 +13,11 @@ import { toJson } from './json-values';
 /** Checks a group's branches before the group is taken, as every step's arguments are (step-checks.ts). */
 export function checkBranches(branches: readonly Branch[]): void {
   if (!Array.isArray(branches) || branches.length === 0 || branches.length > GROUP_BRANCHES_MAX) {
-    throw new InvalidStepError(`a wait group takes a list of 1 to ${GROUP_BRANCHES_MAX} branches (built with branch.event, sleep, task or child)`);
+    throw new InvalidStepError(
+      `a wait group takes a list of 1 to ${GROUP_BRANCHES_MAX} branches (built with branch.event, sleep, task or child, or a completion token's result)`,
+    );
   }
+  const tokens = new Set<string>();
   for (const [index, branch] of branches.entries()) {
     switch (branch?.kind) {
       case 'event': {
@@ -31,8 +35,16 @@ export function checkBranches(branches: readonly Branch[]): void {
       case 'child':
         checkChild(branch.workflow, branch.options ?? {});
         break;
+      case 'external':
+        // One wait per token: the same `result` twice would be two branches for one completion.
+        if (typeof branch.key !== 'string' || tokens.has(branch.key))
+          throw new InvalidStepError(`branch ${index}: a completion token's result is a branch once`);
+        tokens.add(branch.key);
+        break;
       default:
-        throw new InvalidStepError(`branch ${index} is not a branch: build it with branch.event, branch.sleep, branch.task or branch.child`);
+        throw new InvalidStepError(
+          `branch ${index} is not a branch: build it with branch.event, branch.sleep, branch.task or branch.child, or pass a completion token's result`,
+        );
     }
   }
 }
@@ -65,12 +77,14 @@ export function wireBranch(branch: Branch, task?: Pick<StoredTask, 'status' | 'a
         error: outcome.error,
       };
     }
+    case 'external':
+      return { kind: 'external', name: branch.name, key: branch.key };
   }
 }
 
 /**
- * What a recorded group resolves with: `any` the winner's index and value, `all` every value (a failed task or child
- * thrown, the first in the list). A group recorded by the other mode is a divergence.
+ * What a recorded group resolves with: `any` the winner's index and value, `all` every value (a failed task or child,
+ * a failed or timed-out completion token thrown, the first in the list). A group recorded by the other mode is a divergence.
  */
 export function groupResultOf(mode: 'any' | 'all', group: StoredTask, branches: readonly Branch[], stepOf: (index: number) => StoredTask | undefined): unknown {
   const outcome = group.output as unknown as GroupOutcome;
@@ -105,5 +119,7 @@ function branchValue(branch: Branch, step: StoredTask | undefined, groupKey: str
       return outcomeOf(step);
     case 'child':
       return childResultOf(step);
+    case 'external':
+      return externalResultOf(step);
   }
 }

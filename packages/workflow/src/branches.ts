@@ -1,11 +1,12 @@
 import type { EventMatch, JsonValue, WorkflowTarget } from '@nest-durable/common';
-import type { ChildOptions, TaskContext, TaskOptions, WorkflowDefinition, WorkflowRef } from './workflow';
+import type { ChildOptions, ExternalResult, TaskContext, TaskOptions, WorkflowDefinition, WorkflowRef } from './workflow';
 import type { WorkflowClass } from '@nest-durable/common';
 
 /*
  * The branches of a wait group (`ctx.any`, `ctx.all`): plain descriptions, built with `branch.*`, that the group
  * takes all at once, so that it can wait on them together (a `ctx.waitForEvent` promise would have suspended the
- * run on its own). Each kind says what finishes it; a completion token or another kind of wait is one more member.
+ * run on its own). Each kind says what finishes it. A completion token's `result` (`ctx.awaitExternal`) is a member
+ * as it is, not awaited: it describes its wait (`kind: 'external'`), and its value is the completion's data.
  */
 
 /** Waits for an event sent to the run (`POST /v1/runs/:id/events/:name`) whose data has the `match` values; its value is the data. */
@@ -41,10 +42,10 @@ export interface ChildBranch<T = unknown> {
   readonly __value?: T;
 }
 
-export type Branch = EventBranch<unknown> | SleepBranch | TaskBranch<unknown> | ChildBranch<unknown>;
+export type Branch = EventBranch<unknown> | SleepBranch | TaskBranch<unknown> | ChildBranch<unknown> | ExternalResult<unknown>;
 
-/** What a branch finishes with. */
-export type BranchValue<B> = B extends { readonly __value?: infer T } ? T : never;
+/** What a branch finishes with (a completion token's: its data; its failure or timeout is thrown). */
+export type BranchValue<B> = B extends ExternalResult<infer T> ? T : B extends { readonly __value?: infer T } ? T : never;
 
 /** What `ctx.any` resolves with: which branch finished first (its position in the list) and its value. */
 export type AnyResult<B extends readonly Branch[]> = {

@@ -39,13 +39,25 @@ export class StepsService {
     );
   }
 
-  /** Records a completion token at its step: 256 random bits made here, so no worker can make a guessable one. */
+  /**
+   * Records a completion token at its step: 256 random bits made here, so no worker can make a guessable one. Traced
+   * as a child of the worker's `token` span.
+   */
   createCompletionToken(runId: string, request: CreateCompletionTokenRequest): Promise<StoredTask> {
-    return this.steps.createToken(runId, request, `wfct_${randomBytes(32).toString('base64url')}`);
+    const parent = remoteContext(request.traceparent, request.tracestate);
+    const attributes = { 'workflow.run_id': runId, 'workflow.step.kind': 'token', 'workflow.step.name': request.name };
+    return inSpan('create token', SpanKind.SERVER, parent, attributes, () =>
+      this.steps.createToken(runId, request, `wfct_${randomBytes(32).toString('base64url')}`),
+    );
   }
 
-  /** Waits for a group of branches (`ctx.any`, `ctx.all`): resolves it, or suspends the run until a branch finishes. */
+  /**
+   * Waits for a group of branches (`ctx.any`, `ctx.all`): resolves it, or suspends the run until a branch finishes.
+   * Traced as a child of the worker's `any`/`all` span.
+   */
   waitGroup(runId: string, request: GroupRequest): Promise<GroupResponse> {
-    return this.groups.wait(runId, request);
+    const parent = remoteContext(request.traceparent, request.tracestate);
+    const attributes = { 'workflow.run_id': runId, 'workflow.step.kind': 'group', 'workflow.step.name': request.name, 'workflow.group.mode': request.mode };
+    return inSpan(`wait ${request.mode}`, SpanKind.SERVER, parent, attributes, () => this.groups.wait(runId, request));
   }
 }

@@ -107,3 +107,25 @@ export async function tokenForWait(
   const [row] = await db.query<{ outcome: JsonValue | null; remainingMs: number | null }>(TOKEN_FOR_WAIT, [runId, waitKey]);
   return row;
 }
+
+/**
+ * Moves the wait of run $1's token from step $2 to step $3: a wait group takes the token's `result` as its branch
+ * $3 (and gives it back to $2, the token's own `external:` wait, once decided), so a completion resolves the branch
+ * step while the group waits (COMPLETE_TOKEN) and is refused once that step resolved (TOKEN_STATE), and a token whose
+ * branch lost stays completable for a later wait, its outcome kept. Answers what the wait finds, as TOKEN_FOR_WAIT.
+ * Under the run's row lock (the group's transaction), which a completion takes too, so it comes before or after.
+ */
+const MOVE_TOKEN_WAIT = `UPDATE completion_tokens SET wait_key = $3 WHERE run_id = $1 AND wait_key = $2
+RETURNING outcome,
+       CASE WHEN expires_at IS NOT NULL THEN greatest(0, ceil(extract(epoch FROM expires_at - now()) * 1000))::float8 END AS "remainingMs"`;
+
+/** Moves a token's wait (see above); undefined when no token waits at `fromKey`. */
+export async function moveTokenWait(
+  db: SqlExecutor,
+  runId: string,
+  fromKey: string,
+  toKey: string,
+): Promise<{ outcome: JsonValue | null; remainingMs: number | null } | undefined> {
+  const [row] = await db.query<{ outcome: JsonValue | null; remainingMs: number | null }>(MOVE_TOKEN_WAIT, [runId, fromKey, toKey]);
+  return row;
+}

@@ -5,8 +5,8 @@ import { jsonParam } from './json-param';
 /*
  * Wait groups (`ctx.any`, `ctx.all`; GroupRepository): a group's branches are steps of their own kinds keyed
  * `<group key>/<index>` at the group's position, and its outcome a `group` step. Every statement here runs in the
- * group's transaction after lockRunningRun locked the run at the worker's revision. An event's delivery locks the
- * run too, so it comes before or after the whole of it. A child's end resolves a waiting branch step whatever its
+ * group's transaction after lockRunningRun locked the run at the worker's revision. An event's delivery and a
+ * token's completion lock the run too, so they come before or after the whole of it. A child's end resolves a waiting branch step whatever its
  * parent does (the claims leave branch steps waiting), and wakes the parent under its row lock: after the group's
  * commit, which it then sees (a suspension it wakes, or a decision that set the step lost, which it re-checks).
  */
@@ -23,12 +23,16 @@ export interface BranchRow extends StoredTask {
 /**
  * The branch steps of group $2 (its key and `/`) of run $1, through the primary key's run prefix, with when each
  * finished: an event branch when its event was sent, a child when it ended, a sleep at its wake time (whether or not
- * a statement resolved its step yet), a task when its outcome was recorded.
+ * a statement resolved its step yet), a task when its outcome was recorded, a completion token's wait when the token
+ * was completed (its row points at the branch while the group waits: moveTokenWait) or at its expiry (`wake_at`).
  */
 const FIND_BRANCHES = `SELECT t.key, t.kind, t.seq, t.status, t.attempts, t.output, t.error, t.child_id AS "childId",
        ceil(extract(epoch FROM t.wake_at - now()) * 1000)::float8 AS "wakeInMs",
        (extract(epoch FROM CASE
-          WHEN t.kind IN ('event', 'child') AND (t.status = 'waiting' OR t.output ? 'lost') THEN NULL
+          WHEN t.kind IN ('event', 'child', 'external') AND t.output ? 'lost' THEN NULL
+          WHEN t.kind = 'external' AND t.status = 'waiting' THEN CASE WHEN t.wake_at <= now() THEN t.wake_at END
+          WHEN t.kind = 'external' THEN coalesce((SELECT c.completed_at FROM completion_tokens c WHERE c.run_id = t.run_id AND c.wait_key = t.key), t.wake_at)
+          WHEN t.kind IN ('event', 'child') AND t.status = 'waiting' THEN NULL
           WHEN t.kind = 'event' THEN (SELECT min(e.created_at) FROM run_events e WHERE e.run_id = t.run_id AND e.consumed_by = t.key)
           WHEN t.kind = 'child' THEN (SELECT c.finished_at FROM runs c WHERE c.id = t.child_id)
           WHEN t.kind = 'sleep' THEN CASE WHEN t.wake_at <= now() THEN t.wake_at END
@@ -43,8 +47,8 @@ export async function findGroupBranches(db: SqlExecutor, runId: string, groupKey
 
 /**
  * A branch step: waiting (an event wait with its match in the output, a sleep until $10 ms from now, a child run
- * $11), or finished at once (an event kept earlier, a zero sleep, a task's outcome). The key is new: the caller
- * found none.
+ * $11, a completion token until its expiry $10 ms from now), or finished at once (an event kept earlier, a zero
+ * sleep, a task's outcome, a token completed or expired). The key is new: the caller found none.
  */
 const INSERT_BRANCH = `INSERT INTO tasks (run_id, key, kind, seq, name, status, attempts, output, error, wake_at, child_id)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, now() + $10 * interval '1 millisecond', $11)
@@ -84,8 +88,8 @@ export async function insertBranch(
 }
 
 /**
- * Sets a branch step's status and output once its group is decided: completed (a sleep past its wake time), or lost
- * (`{"lost": true}`) when another branch won its `any`.
+ * Sets a branch step's status and output once its group is decided: completed (a sleep past its wake time, a token's
+ * wait past its expiry), or lost (`{"lost": true}`) when another branch won its `any`.
  */
 const SET_BRANCH = `UPDATE tasks SET status = $3, output = $4 WHERE run_id = $1 AND key = $2`;
 

@@ -159,10 +159,10 @@ export async function insertChildStep(
 /**
  * running -> waiting at revision + 1 (which fences the worker's claim off), due after $2 ms (null: until
  * something wakes it), or, with a step key $3, when that waiting step is due (its `wake_at`), with its transition;
- * announced now only if it is due now. The caller holds the row lock (lockRunningRun). With a step key (a wait: a
- * sleep, an event or a child wait) it does not suspend while the run has updates pending: they are applied at that
- * wait first (updates.sql.ts; a send takes the same row lock, so none appears meanwhile). The probe is part of the
- * statement, so a suspension without updates costs no round trip more than before them.
+ * announced now only if it is due now. The caller holds the row lock (lockRunningRun). At a wait ($4: a sleep, an
+ * event, a child or a completion wait, a wait group) it does not suspend while the run has updates pending: they are
+ * applied at that wait first (updates.sql.ts; a send takes the same row lock, so none appears meanwhile). The probe is
+ * part of the statement, so a suspension without updates costs no round trip more than before them.
  */
 const SUSPEND_RUN = `WITH suspended AS (
     UPDATE runs
@@ -170,7 +170,7 @@ const SUSPEND_RUN = `WITH suspended AS (
            due_at = CASE WHEN $3::text IS NULL THEN coalesce(now() + $2 * interval '1 millisecond', 'infinity')
                          ELSE coalesce((SELECT wake_at FROM tasks WHERE run_id = $1 AND key = $3), 'infinity') END
      WHERE id = $1 AND status = 'running' COLLATE "C"
-       AND ($3::text IS NULL OR NOT EXISTS (SELECT 1 FROM run_updates u WHERE u.run_id = $1 AND u.status = 'pending'))
+       AND (NOT $4::boolean OR NOT EXISTS (SELECT 1 FROM run_updates u WHERE u.run_id = $1 AND u.status = 'pending'))
     RETURNING id, revision, claimed_by, queue, due_at
   ), history AS (
     INSERT INTO run_transitions (run_id, from_status, to_status, revision, worker_id)
@@ -179,9 +179,15 @@ const SUSPEND_RUN = `WITH suspended AS (
   SELECT CASE WHEN due_at <= now() THEN (SELECT count(*) FROM (SELECT pg_notify('wf_runs_ready', queue) FROM suspended) n) END FROM suspended`;
 
 /**
- * Suspends a running run (see above): for `delayMs`, or (`atStep`) until that waiting step is due unless updates are
- * pending. Whether it suspended.
+ * Suspends a running run (see above): for `delayMs`, or (`atStep`) until that waiting step is due; at a wait
+ * (`atWait`: by default, with a step) unless updates are pending. Whether it suspended.
  */
-export async function suspendRun(db: SqlExecutor, runId: string, delayMs: number | null, atStep: string | null = null): Promise<boolean> {
-  return (await db.query(SUSPEND_RUN, [runId, delayMs, atStep])).length > 0;
+export async function suspendRun(
+  db: SqlExecutor,
+  runId: string,
+  delayMs: number | null,
+  atStep: string | null = null,
+  atWait = atStep !== null,
+): Promise<boolean> {
+  return (await db.query(SUSPEND_RUN, [runId, delayMs, atStep, atWait])).length > 0;
 }

@@ -5,6 +5,8 @@ import {
   type GroupResponse,
   type JsonValue,
   groupBranchKey,
+  InvalidRequestError,
+  PENDING_UPDATES_MAX,
   StepConflictError,
   type StoredTask,
 } from '@nest-durable/common';
@@ -14,12 +16,14 @@ import {
   Database,
   findGroupBranches,
   findLandedGroupSuspension,
+  findPendingUpdates,
   findSteps,
   insertBranch,
   insertChildRun,
   insertResolvedStep,
   type LockedRun,
   lockRunningRun,
+  moveTokenWait,
   releaseLosersEvents,
   type SqlExecutor,
   setBranch,
@@ -35,8 +39,9 @@ type Armed = BranchRow & { index: number };
  * Wait groups (`ctx.any`, `ctx.all`): one transaction under the run's row lock per request. Each request arms the
  * branches not armed yet, then decides: `any` with the branch that finished first (the earliest event sent, child
  * ended, sleep's wake time or task recorded; the first in the list among equals), `all` once every branch finished;
- * otherwise the run suspends until a branch finishes (an event delivered, a child's end, the earliest sleep's wake
- * time) and the worker asks again. Branch steps wait until the group is decided (a claim leaves them waiting), so an
+ * otherwise the run suspends until a branch finishes (an event delivered, a child's end, a token completed, the
+ * earliest sleep's wake time or token's expiry) and the worker asks again; with updates pending, it does not
+ * suspend but gets them, to apply at the group first (a wait like the others: StepRepository.waitOrApplyUpdates). Branch steps wait until the group is decided (a claim leaves them waiting), so an
  * event or a child's end that comes while the run is awake still resolves its branch. The decision is recorded as
  * the group step, so every later execution resolves the group the same way.
  */
@@ -73,16 +78,20 @@ export class GroupRepository {
 
       const outcome = decide(request.mode, armed);
       if (!outcome) {
-        await suspendRun(tx, runId, nextWakeInMs(armed));
-        return { suspended: true, task: armed.find((branch) => branch.status === 'waiting') ?? armed[0], branches: [] };
+        const task = armed.find((branch) => branch.status === 'waiting') ?? armed[0];
+        if (await suspendRun(tx, runId, nextWakeInMs(armed), null, true)) return { suspended: true, task, branches: [] };
+        return { suspended: false, task, branches: [], updates: await findPendingUpdates(tx, runId, PENDING_UPDATES_MAX) };
       }
-      await this.settle(tx, runId, request.key, armed, outcome.index);
+      await this.settle(tx, runId, request, armed, outcome.index);
       const task = await insertResolvedStep(tx, { runId, key: request.key, kind: 'group', seq: request.seq, name: request.name, output: { ...outcome } });
       return { suspended: false, task, branches: await this.finished(tx, runId, request.key) };
     });
   }
 
-  /** Arms a branch not armed yet: finished at once (an event kept earlier, a zero sleep, a task's outcome) or waiting. */
+  /**
+   * Arms a branch not armed yet: finished at once (an event kept earlier, a zero sleep, a task's outcome, a token
+   * completed or expired) or waiting. A token's wait moves to the branch step (moveTokenWait) while the group waits.
+   */
   private async arm(tx: SqlExecutor, runId: string, request: GroupRequest, branch: GroupBranch, index: number, run: LockedRun): Promise<void> {
     const key = groupBranchKey(request.key, index);
     const step = { runId, key, kind: branch.kind, seq: request.seq, name: request.name };
@@ -119,6 +128,14 @@ export class GroupRepository {
       case 'task':
         await insertBranch(tx, { ...step, status: branch.status, attempts: branch.attempts, output: branch.output, error: branch.error });
         return;
+      case 'external': {
+        const token = await moveTokenWait(tx, runId, branch.key, key);
+        if (!token) throw new InvalidRequestError('invalid_key', `run ${runId} has no completion token whose wait is ${branch.key}`);
+        const output: JsonValue | undefined =
+          token.outcome !== null ? { timedOut: false, ...(token.outcome as object) } : token.remainingMs === 0 ? { timedOut: true } : undefined;
+        await insertBranch(tx, { ...step, name: branch.name, status: output ? 'completed' : 'waiting', output: output ?? null, delayMs: token.remainingMs });
+        return;
+      }
     }
   }
 
@@ -127,18 +144,23 @@ export class GroupRepository {
   }
 
   /**
-   * Once decided, no branch step waits any more. A finished one still waiting (a sleep past its wake time) is
-   * completed; the branches that lost an `any` do not fire later: their steps are set lost (a sleep's timer, an event's
-   * delivery, a child's end resolve nothing more) and the events they had consumed are kept again for a later wait. A
+   * Once decided, no branch step waits any more. A finished one still waiting (a sleep past its wake time, a token's
+   * wait past its expiry: timed out) is completed; the branches that lost an `any` do not fire later: their steps are
+   * set lost (a sleep's timer, an event's delivery, a child's end, a completion resolve nothing more), the events they
+   * had consumed are kept again for a later wait, and so is a losing token: its wait goes back to its own `external:`
+   * step, where a completion is kept (or was: its outcome stays on the token) for `await result` or a later group. A
    * losing child run keeps running (docs/architecture.md, "Matched events and wait groups").
    */
-  private async settle(tx: SqlExecutor, runId: string, groupKey: string, armed: Armed[], winner: number | undefined): Promise<void> {
+  private async settle(tx: SqlExecutor, runId: string, request: GroupRequest, armed: Armed[], winner: number | undefined): Promise<void> {
     for (const branch of armed) {
       const lost = winner !== undefined && branch.index !== winner;
       if (lost && branch.kind !== 'task') await setBranch(tx, runId, branch.key, 'completed', { lost: true });
-      else if (!lost && branch.status === 'waiting') await setBranch(tx, runId, branch.key, 'completed', null);
+      else if (!lost && branch.status === 'waiting')
+        await setBranch(tx, runId, branch.key, 'completed', branch.kind === 'external' ? { timedOut: true } : null);
+      const wire = request.branches[branch.index];
+      if (wire?.kind === 'external') await moveTokenWait(tx, runId, branch.key, wire.key);
     }
-    if (winner !== undefined) await releaseLosersEvents(tx, runId, groupKey, groupBranchKey(groupKey, winner));
+    if (winner !== undefined) await releaseLosersEvents(tx, runId, request.key, groupBranchKey(request.key, winner));
   }
 
   /** The group's branches as the worker reads them back. */
@@ -166,9 +188,9 @@ export function decide(mode: 'any' | 'all', armed: readonly (Pick<BranchRow, 'se
   return { mode, index: first.index };
 }
 
-/** When the run is due again by itself: its earliest waiting sleep's wake time (ms from now), or never (null). */
+/** When the run is due again by itself: its earliest waiting sleep's wake time or token's expiry (ms from now), or never (null). */
 function nextWakeInMs(armed: readonly BranchRow[]): number | null {
-  const wakes = armed.filter((branch) => branch.kind === 'sleep' && branch.status === 'waiting').map((branch) => branch.wakeInMs!);
+  const wakes = armed.filter((branch) => branch.status === 'waiting' && branch.wakeInMs !== null).map((branch) => branch.wakeInMs!);
   return wakes.length === 0 ? null : Math.max(0, Math.min(...wakes));
 }
 

@@ -1,7 +1,7 @@
 import { type Static, type StaticDecode, Type } from '@sinclair/typebox';
 import { Closed, Identifier, IntegerIn, Key, Nullable, REASON, withDefaults } from './fields';
 import { JsonDocument, type JsonValue } from './json-document';
-import { MAX_DELAY_MS, REVISION_MAX } from './worker.contracts';
+import { MAX_DELAY_MS, REVISION_MAX, traceFields } from './worker.contracts';
 
 /**
  * Completion tokens (`ctx.awaitExternal`): a step an outside system finishes with `POST /v1/completions/{token}`.
@@ -62,6 +62,7 @@ export const CreateCompletionTokenRequest = withDefaults(
       seq: IntegerIn('seq', 0, 1_000_000),
       name: Key('name'),
       timeoutMs: Type.Optional(Nullable(IntegerIn('timeoutMs', 1, MAX_DELAY_MS))),
+      ...traceFields,
     },
     { title: 'CreateCompletionTokenRequest' },
   ),

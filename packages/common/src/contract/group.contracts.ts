@@ -3,7 +3,8 @@ import { EventMatchSchema } from './event-match';
 import { Closed, Identifier, IntegerIn, Key, ListOf, Nullable, REASON, withDefaults } from './fields';
 import { JsonDocument } from './json-document';
 import { Tags } from './tags';
-import { MAX_DELAY_MS, ReportedError, REVISION_MAX, StoredTask } from './worker.contracts';
+import { PENDING_UPDATES_MAX, PendingUpdate } from './update.contracts';
+import { MAX_DELAY_MS, ReportedError, REVISION_MAX, StoredTask, traceFields } from './worker.contracts';
 
 /** Branches of one `ctx.any` / `ctx.all` at most. */
 export const GROUP_BRANCHES_MAX = 32;
@@ -34,9 +35,12 @@ export const GroupBranch = Type.Union(
       output: JsonDocument('output'),
       error: Nullable(ReportedError),
     }),
+    // The wait on a completion token the run made (`ctx.awaitExternal`'s `result`): its `external:<name>#<n>` key.
+    Closed({ kind: Kind('external'), name: Key('name'), key: Key('key') }),
   ],
   {
-    description: 'an event (by name, with an optional match), a sleep, a child run to start, or a task that ran on the worker',
+    description:
+      'an event (by name, with an optional match), a sleep, a child run to start, a task that ran on the worker, or the wait on a completion token (its `external:` key)',
     discriminator: { propertyName: 'kind' },
   },
 );
@@ -55,6 +59,7 @@ export const GroupRequest = Closed(
     // Literals listed (not OneOf, whose array of literals decodes to `never` inside a transformed object).
     mode: Type.Union([Type.Literal('any'), Type.Literal('all')], { description: 'any or all', [REASON]: 'invalid_mode' }),
     branches: ListOf('branches', GroupBranch, 1, GROUP_BRANCHES_MAX, 'branches'),
+    ...traceFields,
   },
   { title: 'GroupRequest' },
 );
@@ -62,10 +67,16 @@ export type GroupRequest = StaticDecode<typeof GroupRequest>;
 
 /**
  * The group step once resolved (`suspended: false`) with its branches' steps, or (`suspended: true`) one of its
- * waiting branches: the run waits until a branch finishes.
+ * waiting branches: the run waits until a branch finishes. Not resolved and not suspended, with `updates`: updates
+ * wait to be applied at the group first (as at any wait, StepResponse); the worker records them and sends the group again.
  */
 export const GroupResponse = Closed(
-  { suspended: Type.Boolean(), task: StoredTask, branches: Type.Array(StoredTask, { description: 'the branch steps of a resolved group' }) },
+  {
+    suspended: Type.Boolean(),
+    task: StoredTask,
+    branches: Type.Array(StoredTask, { description: 'the branch steps of a resolved group' }),
+    updates: Type.Optional(Type.Array(PendingUpdate, { maxItems: PENDING_UPDATES_MAX })),
+  },
   { title: 'GroupResponse' },
 );
 export type GroupResponse = Static<typeof GroupResponse>;

@@ -43,7 +43,7 @@ const discriminated = (field: string) => ({ discriminator: { propertyName: field
  * start's); on a worker's write, the worker's span the write belongs to, under which the coordinator records its
  * own. Absent when nothing is traced.
  */
-const traceFields = {
+export const traceFields = {
   traceparent: Type.Optional(Type.String({ pattern: TRACEPARENT_PATTERN, description: 'a W3C traceparent of version 00', [REASON]: 'invalid_traceparent' })),
   tracestate: Type.Optional(
     Type.String({
