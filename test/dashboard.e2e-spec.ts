@@ -20,6 +20,8 @@ const CLIENT_TOKEN = 'dashboard-client-token-0123';
 const WORKER_TOKEN = 'dashboard-worker-token-0123';
 /** Long enough for a live change to arrive through the feed (or, without it, the pages' 5 s poll). */
 const LIVE_MS = 15_000;
+/** The coordinator's trace viewer: the run page links a run's trace id there. */
+const TRACE_URL_TEMPLATE = 'https://jaeger.example.com/trace/{traceId}';
 
 /** Its task fails while `fragile.failing` is set (one attempt, so the run fails); a retry once it is cleared completes. */
 const fragile = { failing: true };
@@ -102,7 +104,13 @@ describe('dashboard', () => {
     );
     mkdirSync(SCREENSHOTS, { recursive: true });
     db = await createTestDatabase('dashboard');
-    coordinator = await startCoordinator(db.url, { authDisabled: false, clientToken: CLIENT_TOKEN, workerToken: WORKER_TOKEN, dashboardDir });
+    coordinator = await startCoordinator(db.url, {
+      authDisabled: false,
+      clientToken: CLIENT_TOKEN,
+      workerToken: WORKER_TOKEN,
+      dashboardDir,
+      traceUrlTemplate: TRACE_URL_TEMPLATE,
+    });
     worker = await startCustomWorker(coordinator.url, {
       workflows: [fragileWorkflow, stepsWorkflow, approvalWorkflow, parentWorkflow, flakyWorkflow],
       workerId: 'dashboard-worker',
@@ -185,7 +193,7 @@ describe('dashboard', () => {
     expect([script.status, script.headers.get('cache-control')]).toEqual([200, 'public, max-age=31536000, immutable']);
     expect((await fetch(`${coordinator.url}/ui/assets/missing.js`)).status).toBe(404);
     expect((await fetch(`${coordinator.url}/ui/assets/..%2f..%2fpackage.json`)).status).toBe(403);
-    expect(await (await fetch(`${coordinator.url}/ui/config.json`)).json()).toEqual({ authRequired: true });
+    expect(await (await fetch(`${coordinator.url}/ui/config.json`)).json()).toEqual({ authRequired: true, traceUrlTemplate: TRACE_URL_TEMPLATE });
     // The API itself still wants the token.
     expect((await fetch(`${coordinator.url}/v1/runs`)).status).toBe(401);
   });
