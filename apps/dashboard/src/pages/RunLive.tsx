@@ -9,7 +9,7 @@ import { useLoad } from '../use-load';
  * since it was read (`live`, this run's last `event: progress`), so it moves as the run reports without a re-read.
  */
 export function ProgressSection({ run, live }: { run: RunView; live: RunProgress | undefined }) {
-  const fromFeed = live?.id === run.id && (!run.progressAt || Date.parse(live.at) >= Date.parse(run.progressAt));
+  const fromFeed = live !== undefined && (!run.progressAt || Date.parse(live.at) >= Date.parse(run.progressAt));
   const latest = fromFeed ? { value: live.progress, at: live.at } : run.progressAt ? { value: run.progress, at: run.progressAt } : undefined;
   return (
     <section aria-labelledby="progress-title">

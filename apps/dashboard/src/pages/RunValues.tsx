@@ -28,7 +28,7 @@ export function ValuesSection({ runId, values }: { runId: string; values: Loaded
       setError(caught as Error);
     }
   };
-  const rows = values.data?.runId === runId ? values.data.values : [];
+  const rows = values.data?.values ?? [];
   return (
     <section aria-labelledby="values-title">
       <h2 id="values-title">Queries</h2>
