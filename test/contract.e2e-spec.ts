@@ -354,6 +354,11 @@ describe('HTTP contract', () => {
       const query = (name: string) => call('get', '/v1/runs/{id}/queries/{name}', { params: { id: held.id, name } });
       expect((await query('stage')).body).toMatchObject({ source: 'value', value: 'shipped' });
       expect((await query('nothing')).body.reason).toBe('query_not_found');
+      expect((await call('get', '/v1/runs/{id}/queries', { params: { id: held.id } })).body).toEqual({
+        runId: held.id,
+        values: [{ name: 'stage', value: 'shipped', updatedAt: expect.any(String) }],
+      });
+      expect((await call('get', '/v1/runs/{id}/queries', { params: { id: second.id } })).body).toEqual({ runId: second.id, values: [] });
 
       const taken = await call('post', '/v1/worker/takes', { body: { workerId: 'contract', workflows: [{ ...ECHO, wakeups: ['0/1-0', '0/2-0'] }] } });
       expect(taken.body.runs.map((run: { id: string }) => run.id).sort()).toEqual([second.id, third.id].sort());
@@ -450,7 +455,7 @@ describe('HTTP contract', () => {
       await call('get', '/health/live');
       await call('get', '/health/ready');
       await call('get', '/metrics');
-      expect((await call('get', '/ui/config.json')).body).toEqual({ authRequired: false });
+      expect((await call('get', '/ui/config.json')).body).toEqual({ authRequired: false, traceUrlTemplate: null });
     });
 
     it('exercised every described operation', () => {

@@ -20,6 +20,8 @@ const CLIENT_TOKEN = 'dashboard-client-token-0123';
 const WORKER_TOKEN = 'dashboard-worker-token-0123';
 /** Long enough for a live change to arrive through the feed (or, without it, the pages' 5 s poll). */
 const LIVE_MS = 15_000;
+/** The coordinator's trace viewer: the run page links a run's trace id there. */
+const TRACE_URL_TEMPLATE = 'https://jaeger.example.com/trace/{traceId}';
 
 /** Its task fails while `fragile.failing` is set (one attempt, so the run fails); a retry once it is cleared completes. */
 const fragile = { failing: true };
@@ -76,6 +78,47 @@ const parentWorkflow = defineWorkflow<null, unknown>({
   handler: (ctx) => ctx.child('approval', approvalWorkflow, { timeoutMs: 3_600_000 }),
 });
 
+/** Holds dashboard-live's `import` task: each `next` waits for the test's `open`. */
+const importGate = {
+  waiting: [] as (() => void)[],
+  next(): Promise<void> {
+    return new Promise((resolve) => this.waiting.push(resolve));
+  },
+  open(): void {
+    this.waiting.shift()?.();
+  },
+};
+
+/**
+ * The run page's live surface: a query handler (`label`, which the `rename` update changes; an empty label is
+ * refused by the handler) and an exposed `stage`, a completion token made (its step shows it masked), a wait for
+ * `go` (where updates apply), then a task that reports progress between two openings of the test's gate.
+ */
+const liveWorkflow = defineWorkflow<null, string>({
+  name: 'dashboard-live',
+  version: '1',
+  updates: { rename: {} },
+  handler: async (ctx) => {
+    let label = 'draft';
+    ctx.onQuery('label', () => label);
+    ctx.handleUpdate('rename', (to: string) => {
+      if (!to) throw new Error('a label cannot be empty');
+      label = to;
+      return `renamed to ${to}`;
+    });
+    ctx.expose('stage', 'waiting');
+    await ctx.awaitExternal({ name: 'approval' });
+    await ctx.waitForEvent('go');
+    await ctx.task('import', async () => {
+      await importGate.next();
+      ctx.progress('1 of 2 imported');
+      await importGate.next();
+      return 'imported';
+    });
+    return label;
+  },
+});
+
 /**
  * The web dashboard in a real browser (headless Chromium), against a real coordinator with authentication on
  * and a real worker: the token form, the runs table, a run's steps, retry and cancel from the page, and a page
@@ -102,12 +145,19 @@ describe('dashboard', () => {
     );
     mkdirSync(SCREENSHOTS, { recursive: true });
     db = await createTestDatabase('dashboard');
-    coordinator = await startCoordinator(db.url, { authDisabled: false, clientToken: CLIENT_TOKEN, workerToken: WORKER_TOKEN, dashboardDir });
+    coordinator = await startCoordinator(db.url, {
+      authDisabled: false,
+      clientToken: CLIENT_TOKEN,
+      workerToken: WORKER_TOKEN,
+      dashboardDir,
+      traceUrlTemplate: TRACE_URL_TEMPLATE,
+    });
     worker = await startCustomWorker(coordinator.url, {
-      workflows: [fragileWorkflow, stepsWorkflow, approvalWorkflow, parentWorkflow, flakyWorkflow],
+      workflows: [fragileWorkflow, stepsWorkflow, approvalWorkflow, parentWorkflow, flakyWorkflow, liveWorkflow],
       workerId: 'dashboard-worker',
       buildId: 'dashboard-build.7',
       claimWaitMs: 1_000,
+      progressIntervalMs: 100,
       headers: { authorization: `Bearer ${WORKER_TOKEN}` },
     });
     browser = await chromium.launch({
@@ -185,7 +235,7 @@ describe('dashboard', () => {
     expect([script.status, script.headers.get('cache-control')]).toEqual([200, 'public, max-age=31536000, immutable']);
     expect((await fetch(`${coordinator.url}/ui/assets/missing.js`)).status).toBe(404);
     expect((await fetch(`${coordinator.url}/ui/assets/..%2f..%2fpackage.json`)).status).toBe(403);
-    expect(await (await fetch(`${coordinator.url}/ui/config.json`)).json()).toEqual({ authRequired: true });
+    expect(await (await fetch(`${coordinator.url}/ui/config.json`)).json()).toEqual({ authRequired: true, traceUrlTemplate: TRACE_URL_TEMPLATE });
     // The API itself still wants the token.
     expect((await fetch(`${coordinator.url}/v1/runs`)).status).toBe(401);
   });
@@ -471,6 +521,78 @@ describe('dashboard', () => {
     await eventually('the page to show it completed', async () => (await shownStatus(page)) === 'completed', LIVE_MS);
     expect(await stillSameDocument()).toBe(true);
     await page.locator('.step-completed .step-name', { hasText: 'approved' }).waitFor();
+  });
+
+  it("shows a run's values, queries one, sends updates (an answer, a refusal), its trace id linked, its token masked, and its progress live", async () => {
+    const traceId = randomUUID().replaceAll('-', '');
+    const started = await fetch(`${coordinator.url}/v1/runs`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${CLIENT_TOKEN}`, 'content-type': 'application/json', traceparent: `00-${traceId}-00f067aa0ba902b7-01` },
+      body: JSON.stringify({ workflow: 'dashboard-live', version: '1', input: null }),
+    });
+    const run = (await started.json()) as RunView;
+    await eventually('the run to wait for go', async () => (await runStatus(run.id)) === 'waiting', LIVE_MS);
+    await page.goto(`${coordinator.url}/ui/runs/${run.id}`);
+    const values = page.getByRole('table', { name: 'Exposed values' });
+    const shownValue = (name: string) =>
+      values
+        .locator('tr', { has: page.locator('td', { hasText: new RegExp(`^${name}$`) }) })
+        .locator('td')
+        .nth(1);
+    expect(await shownValue('stage').textContent()).toBe('"waiting"');
+    expect(await shownValue('label').textContent()).toBe('"draft"');
+
+    await page.getByLabel('Query name').fill('stage');
+    await page.getByRole('button', { name: 'Query', exact: true }).click();
+    await page.getByLabel('Query answer').getByText('"waiting"').waitFor();
+
+    const sendUpdate = async (input: string) => {
+      await page.getByLabel('Update name').fill('rename');
+      await page.getByLabel('Update input (JSON)').fill(input);
+      await page.getByRole('button', { name: 'Send update' }).click();
+      await confirmDialog('Send');
+    };
+    await sendUpdate('"final"');
+    await page.getByLabel('Update answer').getByText('Update rename answered: "renamed to final"').waitFor();
+    await sendUpdate('""');
+    await page.getByRole('alert').filter({ hasText: 'update_failed' }).waitFor();
+    const applied = page.getByRole('table', { name: 'Applied updates' }).locator('tbody tr');
+    await applied.nth(1).waitFor();
+    expect(await applied.evaluateAll((rows) => rows.map((row) => [...row.querySelectorAll('td')].slice(1).map((cell) => cell.textContent)))).toEqual([
+      ['rename', 'completed', '"final"', '"renamed to final"'],
+      ['rename', 'failed', '""', 'Error: a label cannot be empty'],
+    ]);
+
+    expect(await fact('Trace').locator('a').getAttribute('href')).toBe(TRACE_URL_TEMPLATE.replace('{traceId}', traceId));
+    await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: coordinator.url });
+    await fact('Trace').getByRole('button', { name: 'Copy the trace id' }).click();
+    await fact('Trace').getByRole('status').getByText('copied').waitFor();
+    expect(await page.evaluate('navigator.clipboard.readText()')).toBe(traceId);
+
+    // The token step says what it is, its token only masked: the page holds no part of the secret.
+    const tokenStep = page.locator('.step', { has: page.locator('.step-kind', { hasText: /^token$/ }) });
+    expect(await tokenStep.locator('.step-head').textContent()).toContain('completion token made (shown masked)');
+    await tokenStep.getByText('Output').click();
+    await tokenStep.getByText('wfct_••••••••').waitFor();
+    const token = ((await api('GET', `/v1/runs/${run.id}`)).tasks ?? []).find((step) => step.kind === 'token')!.output as { token: string };
+    expect(await page.content()).not.toContain(token.token.slice(5));
+
+    // Progress reported while the task runs (once the page shows it running: no transition comes after it)
+    // reaches the page through the feed, without a reload.
+    await markDocument();
+    expect(await page.getByText('No progress reported.').count()).toBe(1);
+    const openGate = async () => {
+      await eventually('the import task to wait at the gate', async () => importGate.waiting.length === 1, LIVE_MS);
+      importGate.open();
+    };
+    await api('POST', `/v1/runs/${run.id}/events/go`, { data: null });
+    await eventually('the page to show it running', async () => (await shownStatus(page)) === 'running', LIVE_MS);
+    await openGate();
+    await page.locator('[aria-label="Last progress"]', { hasText: '"1 of 2 imported"' }).waitFor();
+    expect(await stillSameDocument()).toBe(true);
+    await screenshot('run-live');
+    await openGate();
+    await eventually('the run to complete', async () => (await runStatus(run.id)) === 'completed', LIVE_MS);
   });
 
   it('pauses and resumes a workflow version, and sets and clears its limits, from the Workflows page', async () => {

@@ -134,6 +134,20 @@ describe('queries and progress', () => {
       expect(await client.query(run, 'total')).toEqual(total);
       expect(await db.sql(`SELECT name FROM run_values WHERE run_id = $1 ORDER BY name`, [run.id])).toEqual([{ name: 'stage' }, { name: 'total' }]);
       expect(await wf(coordinator.url, 'runs', 'query', run.id, 'stage')).toEqual({ code: 0, stdout: '"shipped"\n' });
+      // The list has every exposed value by name (not the task's result, which only a query by name finds).
+      const listed = await client.values(run);
+      expect(listed).toEqual({
+        runId: run.id,
+        values: [
+          { name: 'stage', value: 'shipped', updatedAt: expect.any(String) },
+          { name: 'total', value: 1200, updatedAt: total.updatedAt },
+        ],
+      });
+      const stageAt = listed.values[0].updatedAt;
+      expect(await wf(coordinator.url, 'runs', 'queries', run.id)).toEqual({
+        code: 0,
+        stdout: `stage\t${stageAt}\t"shipped"\ntotal\t${total.updatedAt}\t1200\n`,
+      });
     });
 
     it('refuses a query of an unknown name or run (404, each its reason), and a malformed one (400)', async () => {
@@ -141,6 +155,8 @@ describe('queries and progress', () => {
       await eventually('the run waits', async () => (await client.get(run.id)).status === 'waiting');
 
       await expect(client.query(run, 'nothing')).rejects.toBeInstanceOf(QueryNotFoundError);
+      expect(await get(`/v1/runs/0190a0b4-0000-7000-8000-000000000000/queries`)).toMatchObject({ status: 404, body: { reason: 'run_not_found' } });
+      expect(await get(`/v1/runs/not-a-run/queries`)).toMatchObject({ status: 400, body: { reason: 'invalid_run_id' } });
       expect(await get(`/v1/runs/${run.id}/queries/nothing`)).toMatchObject({ status: 404, body: { reason: 'query_not_found' } });
       expect(await get(`/v1/runs/0190a0b4-0000-7000-8000-000000000000/queries/stage`)).toMatchObject({ status: 404, body: { reason: 'run_not_found' } });
       expect(await get(`/v1/runs/${run.id}/queries/${'q'.repeat(300)}`)).toMatchObject({ status: 400, body: { reason: 'invalid_query_name' } });

@@ -51,6 +51,7 @@ export const ROUTE_REQUESTS: Record<keyof typeof ROUTES, RouteRequest> = {
   retryRun: { params: { id: queued } },
   runTransitions: { params: { id: running }, query: { limit: 10, after: '1' } },
   queryRun: { params: { id: running, name: 'status' } },
+  listRunValues: { params: { id: running } },
   rerunRun: { params: { id: queued }, body: { input: { n: 2 } } },
   // A workflow no run has: the bulk actions' bounds and refusals are checked without cancelling the suite's runs.
   cancelRuns: { body: { filter: { workflow: 'fuzz-unmatched' }, limit: 10 } },

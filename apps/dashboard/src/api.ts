@@ -95,6 +95,10 @@ export const api = {
   bulk: (action: 'cancel' | 'retry', filter: RunFilter, options: { dryRun?: boolean; before?: string }) =>
     call(action === 'cancel' ? 'cancelRuns' : 'retryRuns', { body: { filter: setFields(filter) as BulkFilter, ...options } }),
   sendEvent: (id: string, name: string, data: JsonValue) => call('sendEvent', { params: { id, name }, body: { data } }),
+  values: (id: string) => call('listRunValues', { params: { id } }),
+  query: (id: string, name: string) => call('queryRun', { params: { id, name } }),
+  /** Sends an update and waits up to `waitMs` for the run's answer (a pending update comes back when it has none yet). */
+  sendUpdate: (id: string, name: string, input: JsonValue, waitMs = 10_000) => call('sendUpdate', { params: { id, name }, body: { input, waitMs } }),
   workers: () => call('listWorkers', {}),
   schedules: (cursor?: string) => call('listSchedules', { query: { cursor, limit: 50 } }),
   pauseSchedule: (id: string) => call('pauseSchedule', { params: { id } }),

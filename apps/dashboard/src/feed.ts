@@ -1,4 +1,4 @@
-import type { API, EndpointCall, RunChange } from '@nest-durable/common';
+import type { API, EndpointCall, RunChange, RunProgress } from '@nest-durable/common';
 import { ROUTES, routeRequest } from '@nest-durable/common/routes';
 import { EventSourceParserStream } from 'eventsource-parser/stream';
 import { useEffect, useRef } from 'preact/hooks';
@@ -18,9 +18,9 @@ const TRY_LATER = [408, 429];
  * EventSource, because EventSource cannot send the bearer token. Reconnects with backoff; when the feed is
  * missing (404) it falls back to calling `onChange(null)` every POLL_MS. A refused token (401) is said as the API
  * calls say it (the app asks for the token again); another refusal (4xx) would only be refused again, so it stops.
- * Returns a function that stops it.
+ * `onProgress`, if given, gets each `event: progress` (a run's ctx.progress, as committed). Returns a function that stops it.
  */
-export function followRuns(filter: FeedFilter, onChange: (change: RunChange | null) => void): () => void {
+export function followRuns(filter: FeedFilter, onChange: (change: RunChange | null) => void, onProgress?: (progress: RunProgress) => void): () => void {
   const controller = new AbortController();
   let stopped = false;
   let poll: ReturnType<typeof setInterval> | undefined;
@@ -44,6 +44,7 @@ export function followRuns(filter: FeedFilter, onChange: (change: RunChange | nu
         const { done, value } = await reader.read();
         if (done) break;
         if (value.event === 'run') onChange(JSON.parse(value.data) as RunChange);
+        if (value.event === 'progress') onProgress?.(JSON.parse(value.data) as RunProgress);
         // The coordinator may have missed changes (its LISTEN session reconnected): read everything again.
         if (value.event === 'resync') onChange(null);
       }
@@ -61,20 +62,30 @@ export function followRuns(filter: FeedFilter, onChange: (change: RunChange | nu
   };
 }
 
-/** Calls `refresh` whenever a run matching the filter changes (at most every 300 ms), for as long as the component lives. */
-export function useLiveRuns(filter: FeedFilter, refresh: () => void, enabled = true): void {
+/**
+ * Calls `refresh` whenever a run matching the filter changes (at most every 300 ms), and `onProgress` with each
+ * progress one reports (as it comes: the worker already sends at most one per run every progressIntervalMs), for
+ * as long as the component lives.
+ */
+export function useLiveRuns(filter: FeedFilter, refresh: () => void, enabled = true, onProgress?: (progress: RunProgress) => void): void {
   const latest = useRef(refresh);
   latest.current = refresh;
+  const latestProgress = useRef(onProgress);
+  latestProgress.current = onProgress;
   useEffect(() => {
     if (!enabled) return;
     let timer: ReturnType<typeof setTimeout> | undefined;
-    const stop = followRuns(filter, () => {
-      if (timer) return;
-      timer = setTimeout(() => {
-        timer = undefined;
-        latest.current();
-      }, 300);
-    });
+    const stop = followRuns(
+      filter,
+      () => {
+        if (timer) return;
+        timer = setTimeout(() => {
+          timer = undefined;
+          latest.current();
+        }, 300);
+      },
+      (progress) => latestProgress.current?.(progress),
+    );
     return () => {
       stop();
       if (timer) clearTimeout(timer);

@@ -72,4 +72,16 @@ describe('waterfall', () => {
       [undefined, 40, 60, 'waiting'],
     ]);
   });
+
+  it('marks a completion token, an update and a patch at their record, and says a lost branch lost', () => {
+    const token = step({ kind: 'token', createdAt: at(20) });
+    const update = step({ kind: 'update', status: 'failed', createdAt: at(30) });
+    const lost = step({ kind: 'event', key: 'group:race#1/0', output: { lost: true }, createdAt: at(10), startedAt: at(10), finishedAt: at(70) });
+    const { rows } = waterfall([token, update, lost], { createdAt: at(0), startedAt: at(5), finishedAt: at(80) }, T0 + 100);
+    expect(rows.map(([bar]) => [bar.startMs - T0, bar.durationMs, bar.tone, bar.label])).toEqual([
+      [20, 0, 'marker', 'completion token made'],
+      [30, 0, 'marker', 'update applied, failed'],
+      [10, 60, 'waited', 'event lost to another branch after 60 ms'],
+    ]);
+  });
 });

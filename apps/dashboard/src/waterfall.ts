@@ -1,4 +1,5 @@
-import type { TaskView } from '@nest-durable/common';
+import type { StepKind, TaskView } from '@nest-durable/common';
+import { isLostBranch } from './step-kinds';
 
 /** How a bar is drawn: an attempt that failed, the last (or only) try of a task by its outcome, or a wait. */
 export type BarTone = 'failed' | 'completed' | 'waiting' | 'waited' | 'marker';
@@ -25,7 +26,8 @@ export interface Waterfall {
  * The bars of each step: a task's attempts each at its own start with its own duration (failed ones apart from
  * the one that ended it), or the whole task when its worker timed no attempts (an older worker: from its start, or
  * only its end when that is all that is known); a sleep, event, child or retry wait from when the run suspended
- * there to when it resolved, or to `now` while it waits; a patch marker at its record.
+ * there to when it resolved, or to `now` while it waits (a group's branch that lost, to when the group resolved);
+ * a patch marker, a completion token made and an update applied (while the run waited), each a mark at its record.
  */
 export function waterfall(steps: TaskView[], run: { createdAt: string; startedAt: string | null; finishedAt: string | null }, now: number): Waterfall {
   const rows = steps.map((step) => barsOf(step, now));
@@ -36,9 +38,13 @@ export function waterfall(steps: TaskView[], run: { createdAt: string; startedAt
   return { fromMs, toMs, rows };
 }
 
+/** The steps that are a moment, not a span: what each records. */
+const MARKS: Partial<Record<StepKind, string>> = { patch: 'patch marker recorded', token: 'completion token made', update: 'update applied' };
+
 function barsOf(step: TaskView, now: number): Bar[] {
   const ended = step.finishedAt ? Date.parse(step.finishedAt) : undefined;
-  if (step.kind === 'patch') return [{ startMs: Date.parse(step.createdAt), durationMs: 0, tone: 'marker', label: 'patch marker recorded' }];
+  const mark = MARKS[step.kind];
+  if (mark) return [{ startMs: Date.parse(step.createdAt), durationMs: 0, tone: 'marker', label: step.status === 'failed' ? `${mark}, failed` : mark }];
   if (step.kind !== 'task') {
     const started = Date.parse(step.startedAt ?? step.createdAt);
     const end = ended ?? now;
@@ -47,7 +53,7 @@ function barsOf(step: TaskView, now: number): Bar[] {
       startMs: started,
       durationMs: end - started,
       tone,
-      label: `${step.kind} ${step.status === 'waiting' ? 'waiting for' : 'took'} ${ms(end - started)}`,
+      label: `${step.kind} ${step.status === 'waiting' ? 'waiting for' : isLostBranch(step) ? 'lost to another branch after' : 'took'} ${ms(end - started)}`,
     };
     // A retry wait whose task has no result yet shows the attempts that failed before it.
     return [...(step.attemptTimes ?? []).map((time) => attemptBar(time, 'failed')), wait];

@@ -8,6 +8,7 @@ import type {
   FeedEvent,
   JsonValue,
   QueryAnswer,
+  RunValues,
   RedriveResult,
   RunPage,
   RunStatus,
@@ -377,6 +378,11 @@ export class WorkflowClient {
    */
   query(run: string | { id: string }, name: string): Promise<QueryAnswer> {
     return this.http.call(API.queryRun, { params: { id: typeof run === 'string' ? run : run.id, name } });
+  }
+
+  /** Every value the run exposed (`ctx.expose`, query handlers' answers), by name; `404 run_not_found` when there is no such run. */
+  values(run: string | { id: string }): Promise<RunValues> {
+    return this.http.call(API.listRunValues, { params: { id: typeof run === 'string' ? run : run.id } });
   }
 
   /**

@@ -42,6 +42,17 @@ describe('loadCoordinatorConfig', () => {
     expect(loadCoordinatorConfig({ DATABASE_URL, ...TOKENS, HOST: '::' }).host).toBe('::');
   });
 
+  it("takes a trace viewer's address with {traceId} in it, and refuses one without it or not http(s)", () => {
+    expect(loadCoordinatorConfig({ DATABASE_URL, ...TOKENS }).traceUrlTemplate).toBeUndefined();
+    const template = 'https://jaeger.example.com/trace/{traceId}';
+    expect(loadCoordinatorConfig({ DATABASE_URL, ...TOKENS, TRACE_URL_TEMPLATE: template }).traceUrlTemplate).toBe(template);
+    for (const bad of ['https://jaeger.example.com/trace/', 'javascript:alert({traceId})', 'not a url {traceId}']) {
+      expect(() => loadCoordinatorConfig({ DATABASE_URL, ...TOKENS, TRACE_URL_TEMPLATE: bad })).toThrow(
+        'TRACE_URL_TEMPLATE must be an http(s) address with {traceId} in it',
+      );
+    }
+  });
+
   it('requires DATABASE_URL', () => {
     expect(() => loadCoordinatorConfig({})).toThrow('DATABASE_URL is required');
   });

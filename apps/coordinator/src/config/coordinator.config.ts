@@ -70,6 +70,8 @@ export interface CoordinatorConfig {
   authDisabled: boolean;
   /** The built web dashboard served at /ui (DASHBOARD_DIR); undefined: the build's own `dist/dashboard`. */
   dashboardDir?: string;
+  /** TRACE_URL_TEMPLATE: a trace viewer's address with `{traceId}` in it, which the dashboard links a run's trace id to. */
+  traceUrlTemplate?: string;
   logLevel: LogLevelName;
   logFormat: 'json' | 'pretty';
   /** Readiness reports `degraded` when the oldest due outbox row waited longer, or dead letters exceed this. */
@@ -116,6 +118,18 @@ function readDatabaseUrl(read: EnvReader): DatabaseTarget {
   }
 }
 
+/** TRACE_URL_TEMPLATE: an http(s) address with `{traceId}` where the trace id goes (the dashboard fills it in). */
+function readTraceUrlTemplate(read: EnvReader): string | undefined {
+  const value = read.optionalString('TRACE_URL_TEMPLATE');
+  if (value === undefined) return undefined;
+  const filled = value.replaceAll('{traceId}', '0');
+  const protocol = URL.canParse(filled) ? new URL(filled).protocol : undefined;
+  if (!value.includes('{traceId}') || (protocol !== 'http:' && protocol !== 'https:')) {
+    throw new ConfigError(`TRACE_URL_TEMPLATE must be an http(s) address with {traceId} in it, got "${value}"`);
+  }
+  return value;
+}
+
 /** Parses and validates the coordinator's environment once, at start. */
 export function loadCoordinatorConfig(env: Record<string, string | undefined>): CoordinatorConfig {
   const read = new EnvReader(env);
@@ -154,6 +168,7 @@ export function loadCoordinatorConfig(env: Record<string, string | undefined>): 
     workerToken: read.optionalString('WORKER_TOKEN'),
     authDisabled: read.boolean('AUTH_DISABLED', false),
     dashboardDir: read.optionalString('DASHBOARD_DIR'),
+    traceUrlTemplate: readTraceUrlTemplate(read),
     ...readLogging(read),
     tracing: readTracing(read, 'nest-durable-coordinator'),
     outboxBacklogDegradedSeconds: read.integer('OUTBOX_BACKLOG_DEGRADED_SECONDS', 60, 1, 86_400),

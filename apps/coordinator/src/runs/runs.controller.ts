@@ -6,6 +6,7 @@ import {
   type QueryAnswer,
   type RunPage,
   type RunTransitions,
+  type RunValues,
   type RunView,
   type StartedRuns,
   type StartedRunView,
@@ -63,6 +64,11 @@ export class RunsController {
   @Route(API.queryRun)
   query(@Input() { params }: EndpointInput<typeof API.queryRun>): Promise<QueryAnswer> {
     return this.runs.query(params.id, params.name);
+  }
+
+  @Route(API.listRunValues)
+  values(@Input() { params }: EndpointInput<typeof API.listRunValues>): Promise<RunValues> {
+    return this.runs.values(params.id);
   }
 
   @Route(API.runResult)

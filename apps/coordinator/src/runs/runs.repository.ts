@@ -12,6 +12,7 @@ import {
   runExists,
   type RunFilterValues,
   runsByIdempotencyKeys,
+  runValues,
   type TaskEntity,
   tasksOfRun,
   type TransitionRow,
@@ -48,6 +49,11 @@ export class RunsRepository {
   /** What the run recorded under a query's name; undefined when there is no such run. */
   query(runId: string, name: string): Promise<QueryRow | undefined> {
     return queryRun(this.db, runId, name);
+  }
+
+  /** The values the run exposed, by name; undefined when there is no such run. */
+  values(runId: string): Promise<{ name: string; value: unknown; updatedAt: Date }[] | undefined> {
+    return runValues(this.db, runId);
   }
 
   list(query: ListRunsQuery): Promise<RunEntity[]> {

@@ -5,6 +5,7 @@ import {
   JsonValue,
   ListRunsQuery,
   type QueryAnswer,
+  type RunValues,
   QueryNotFoundError,
   RunAlreadyTerminalError,
   RunNotFoundError,
@@ -257,6 +258,13 @@ export class RunsService {
     if (row.hasValue) return { runId: id, name, source: 'value', value: row.value as JsonValue, updatedAt: row.valueAt!.toISOString() };
     if (row.hasTask) return { runId: id, name, source: 'task', value: row.taskOutput as JsonValue, updatedAt: row.taskAt!.toISOString() };
     throw new QueryNotFoundError(id, name);
+  }
+
+  /** Every value the run exposed (GET /v1/runs/{id}/queries), by name. */
+  async values(id: string): Promise<RunValues> {
+    const values = await this.repository.values(id);
+    if (!values) throw new RunNotFoundError(id);
+    return { runId: id, values: values.map((row) => ({ name: row.name, value: row.value as JsonValue, updatedAt: row.updatedAt.toISOString() })) };
   }
 
   /** Ends a durable sleep early. */

@@ -1,5 +1,6 @@
-import type { RunTransition, RunView } from '@nest-durable/common';
+import type { RunProgress, RunTransition, RunView } from '@nest-durable/common';
 import { isTerminalStatus, RERUN_OF_TAG } from '@nest-durable/common/run-status';
+import { useState } from 'preact/hooks';
 import { Link } from 'wouter-preact';
 import { api } from '../api';
 import { Json } from '../components/Json';
@@ -14,16 +15,28 @@ import { runningMs } from '../running-time';
 import { useAction } from '../use-action';
 import { useLoad } from '../use-load';
 import { RunActions } from './RunActions';
+import { ProgressSection, TraceId } from './RunLive';
 import { RunSteps } from './RunSteps';
+import { UpdatesSection } from './RunUpdates';
+import { ValuesSection } from './RunValues';
 
 export function RunDetail({ id }: { id: string }) {
   const run = useLoad(() => api.getRun(id), [id]);
   const transitions = useLoad(() => api.transitions(id), [id]);
+  const values = useLoad(() => api.values(id), [id]);
+  /** The run's last progress from the live feed (shown when newer than the run's own). */
+  const [liveProgress, setLiveProgress] = useState<RunProgress>();
   const reload = () => {
     run.reload();
     transitions.reload();
+    values.reload();
   };
-  useLiveRuns({ runId: id }, reload, run.data ? !isTerminalStatus(run.data.status) : true);
+  // A progress comes with the run's other values (the same report), so they are read again with it.
+  const onProgress = (progress: RunProgress) => {
+    setLiveProgress(progress);
+    values.reload();
+  };
+  useLiveRuns({ runId: id }, reload, run.data ? !isTerminalStatus(run.data.status) : true, onProgress);
   const outcome = useAction(reload);
 
   if (!run.data) return run.error ? <Problem error={run.error} /> : <p class="muted">Loading…</p>;
@@ -52,7 +65,9 @@ export function RunDetail({ id }: { id: string }) {
         </div>
       )}
       <Facts run={data} worker={worker} ranFor={transitions.data && runningTimeText(data, transitions.data.items, !transitions.data.truncated)} />
-      {/* The run's live surface (issue 37's updates, queries, progress and trace id) goes here, a section each. */}
+      <ProgressSection run={data} live={liveProgress} />
+      <ValuesSection runId={data.id} values={values} />
+      <UpdatesSection run={data} onSent={reload} />
       <Json label="Input" value={data.input} open />
       <Json label="Output" value={data.output} />
       {data.error && <Json label="Error" value={data.error} />}
@@ -99,6 +114,7 @@ function Facts({ run, worker, ranFor }: { run: RunView; worker: string | null | 
     ['Stalls', run.stalls],
     ['Idempotency key', run.idempotencyKey ?? '—'],
     ['Shard', run.shard ?? '—'],
+    ['Trace', <TraceId traceId={run.traceId} key={`trace-${run.id}`} />],
     ['Tags', Object.keys(run.tags).length > 0 ? <Tags tags={run.tags} key="tags" /> : '—'],
     [
       'Parent',

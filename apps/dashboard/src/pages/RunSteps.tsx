@@ -4,6 +4,7 @@ import { Json } from '../components/Json';
 import { Status } from '../components/Status';
 import { Time } from '../components/Time';
 import { absoluteTime, between, duration } from '../format';
+import { branchOf, isLostBranch, shownOutput } from '../step-kinds';
 import { type Bar, waterfall } from '../waterfall';
 
 /**
@@ -60,7 +61,9 @@ function StepHead({ step }: { step: TaskView }) {
         {step.kind === 'patch'
           ? ' · the run takes the patched branch'
           : [
-              step.attempts > 0 && ` · ${step.attempts} attempt${step.attempts === 1 ? '' : 's'}`,
+              STEP_NOTES[step.kind],
+              branchNote(step),
+              step.kind !== 'update' && step.kind !== 'token' && step.attempts > 0 && ` · ${step.attempts} attempt${step.attempts === 1 ? '' : 's'}`,
               between(started, ended) && ` · took ${between(started, ended)}`,
             ]}
       </span>
@@ -106,9 +109,24 @@ function StepDetails({ step }: { step: TaskView }) {
           <strong>{step.error.name}</strong>: {step.error.message}
         </p>
       )}
-      {step.output !== null && step.output !== undefined && <Json label="Output" value={step.output} />}
+      {step.output !== null && step.output !== undefined && <Json label="Output" value={shownOutput(step)} />}
     </>
   );
+}
+
+/** What a step of a kind that is not a task or a plain wait is, said after its name. */
+const STEP_NOTES: Partial<Record<TaskView['kind'], string>> = {
+  token: ' · completion token made (shown masked)',
+  external: ' · waits for its completion token',
+  update: ' · applied while the run waited',
+  group: ' · waits for its branches',
+};
+
+/** A wait group's branch: which group, which branch, and whether another branch won first. */
+function branchNote(step: TaskView): string | undefined {
+  const branch = branchOf(step);
+  if (!branch) return undefined;
+  return ` · branch ${branch.number} of group ${branch.group}${isLostBranch(step) ? ', lost to another branch' : ''}`;
 }
 
 /** When a step began and ended, as far as is known (a task's start only if its worker reported it). */

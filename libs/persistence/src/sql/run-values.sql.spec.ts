@@ -11,7 +11,7 @@ import {
 } from '../../../../test/support/sql-database';
 import { watchFeed } from './feed.sql';
 import { finishRuns } from './reports.sql';
-import { queryRun, recordRunValues } from './run-values.sql';
+import { queryRun, recordRunValues, runValues } from './run-values.sql';
 
 describe('run values', () => {
   let database: SqlTestDatabase;
@@ -119,5 +119,18 @@ describe('run values', () => {
     expect(await queryRun(database.db, run.id, 'total')).toMatchObject({ hasValue: false, hasTask: true, taskOutput: 20 });
     expect(await queryRun(database.db, run.id, 'nothing')).toMatchObject({ hasValue: false, hasTask: false });
     expect(await queryRun(database.db, newRun('none').id, 'status')).toBeUndefined();
+  });
+
+  it("lists a run's values by name: none for a run without any, undefined for no run", async () => {
+    const run = newRun('values-list');
+    await startClaimed(database.db, run);
+    expect(await runValues(database.db, run.id)).toEqual([]);
+    await recordRunValues(database.db, [{ runId: run.id, expectedRevision: 1, exposed: { total: 3, stage: { at: 'paying' } } }]);
+
+    expect(await runValues(database.db, run.id)).toEqual([
+      { name: 'stage', value: { at: 'paying' }, updatedAt: expect.any(Date) },
+      { name: 'total', value: 3, updatedAt: expect.any(Date) },
+    ]);
+    expect(await runValues(database.db, newRun('none').id)).toBeUndefined();
   });
 });

@@ -107,3 +107,21 @@ export async function queryRun(db: SqlExecutor, runId: string, name: string): Pr
   const [row] = await db.query<QueryRow>(QUERY_RUN, [runId, name]);
   return row;
 }
+
+/**
+ * Every value run $1 exposed, by name: one row per value, or one row of nulls for a run with none (the LEFT JOIN
+ * keeps the run), and no row when there is no such run. One read on its own snapshot, no lock; run_values' primary
+ * key (run_id, name) gives the rows in order. A run has at most EXPOSED_NAMES_MAX of them, so no page is needed.
+ */
+const RUN_VALUES = `SELECT v.name, v.value, v.updated_at AS "updatedAt"
+    FROM runs r
+    LEFT JOIN run_values v ON v.run_id = r.id
+   WHERE r.id = $1
+   ORDER BY v.name`;
+
+/** The values run `runId` exposed, by name; undefined when there is no such run. */
+export async function runValues(db: SqlExecutor, runId: string): Promise<{ name: string; value: unknown; updatedAt: Date }[] | undefined> {
+  const rows = await db.query<{ name: string | null; value: unknown; updatedAt: Date | null }>(RUN_VALUES, [runId]);
+  if (rows.length === 0) return undefined;
+  return rows.filter((row) => row.name !== null) as { name: string; value: unknown; updatedAt: Date }[];
+}

@@ -152,6 +152,19 @@ export function registerRunCommands(program: Command, invocation: Invocation): v
     );
 
   runs
+    .command('queries <id>')
+    .description('every value the run exposed (or its query handlers answered): name, when, value')
+    .action(
+      invocation.action(async ({ client, output }, id: string) => {
+        const listed = await client.values(id);
+        const { values } = listed;
+        output.result(listed, () =>
+          values.length === 0 ? 'no values exposed' : values.map((entry) => `${entry.name}\t${entry.updatedAt}\t${JSON.stringify(entry.value)}`).join('\n'),
+        );
+      }),
+    );
+
+  runs
     .command('watch <id>')
     .description('print steps and progress as they are recorded until the run ends; exit 1 if it failed or was cancelled')
     .action(invocation.action(async (context, id: string) => exitCodeOf(await watchRun(context, id))));

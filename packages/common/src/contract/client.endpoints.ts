@@ -17,7 +17,7 @@ import {
   StartRunRequest,
   StartRunsBatch,
 } from './run.contracts';
-import { QueryAnswer, QueryPath } from './run-values.contracts';
+import { QueryAnswer, QueryPath, RunValues } from './run-values.contracts';
 import { CreateScheduleRequest, ListSchedulesQuery, SchedulePage, SchedulePath, ScheduleView, TriggeredSchedule } from './schedule.contracts';
 import { RunUpdatePath, SendUpdateRequest, UpdateFailedBody, UpdateIdPath, UpdateResultQuery, UpdateView } from './update.contracts';
 import { WorkerList } from './worker-registry.contracts';
@@ -146,6 +146,16 @@ export const CLIENT_ENDPOINTS = {
     status: 200,
     responses: { 200: json('The answer', QueryAnswer) },
     errors: { 404: `${RUN_NOT_FOUND}, or query_not_found: the run exposed no value and completed no task of that name` },
+  }),
+  listRunValues: endpoint({
+    ...ROUTES.listRunValues,
+    audience: 'client',
+    tag: 'runs',
+    summary: 'Every value the run exposed (ctx.expose, query handlers), with its name and when it was recorded; also for ended runs',
+    params: RunPath,
+    status: 200,
+    responses: { 200: json('Its values, by name', RunValues) },
+    errors: { 404: RUN_NOT_FOUND },
   }),
   rerunRun: endpoint({
     ...ROUTES.rerunRun,

@@ -22,6 +22,7 @@ export const ROUTES = {
   retryRun: { method: 'post', path: '/v1/runs/{id}/retry' },
   runTransitions: { method: 'get', path: '/v1/runs/{id}/transitions' },
   queryRun: { method: 'get', path: '/v1/runs/{id}/queries/{name}' },
+  listRunValues: { method: 'get', path: '/v1/runs/{id}/queries' },
   rerunRun: { method: 'post', path: '/v1/runs/{id}/rerun' },
   cancelRuns: { method: 'post', path: '/v1/runs/cancel' },
   retryRuns: { method: 'post', path: '/v1/runs/retry' },

@@ -58,6 +58,26 @@ export const QueryAnswer = Closed(
 );
 export type QueryAnswer = Static<typeof QueryAnswer>;
 
+/** Every value a run exposed (ctx.expose, query handlers' answers), by name: what `GET /v1/runs/{id}/queries` lists. */
+export const RunValues = Closed(
+  {
+    runId: Type.String({ format: 'uuid' }),
+    values: Type.Array(
+      Closed(
+        {
+          name: Type.String(),
+          value: AnyJson(),
+          updatedAt: Type.String({ format: 'date-time', description: 'when the value was last recorded (changed)' }),
+        },
+        { title: 'RunValue' },
+      ),
+      { description: `ordered by name; at most ${EXPOSED_NAMES_MAX} (a run exposes no more)` },
+    ),
+  },
+  { title: 'RunValues', description: 'the values the run exposed (task results are not listed: query one by name)' },
+);
+export type RunValues = Static<typeof RunValues>;
+
 /** `event: progress` on the live feed: a run reported progress (committed). */
 export const RunProgress = Closed(
   {
