@@ -29,6 +29,7 @@ const cart = (version: string) =>
         items.push(item.sku);
         return items.length;
       });
+      ctx.onQuery('items', () => items);
       if (input.gated) {
         await ctx.task('work', () => new Promise<void>((resolve) => (openGate = resolve)));
         return items;
@@ -122,6 +123,9 @@ describe('updates', () => {
     );
     // Each one's answer is its place in the arrival order.
     expect(accepted.map((row) => row.output)).toEqual([1, 2, 3, 4]);
+    // What its query handler answers after them is recorded before the run waits again.
+    await eventually('the run sleeps again', async () => (await client.get(id)).status === 'waiting');
+    expect((await client.query(id, 'items')).value).toEqual(accepted.map((row) => row.sku));
     await client.wake(id);
     expect((await client.waitForResult(id, { timeoutMs: 10_000 })).output).toEqual(accepted.map((row) => row.sku));
   }, 20_000);

@@ -465,6 +465,9 @@ export class RunContext implements WorkflowContext {
         const applied = await this.updates.apply(response.updates, (name) => this.history.nextUpdateKey(name));
         this.lease.throwIfEnded();
         await this.call(() => this.api.recordUpdates(this.runId, { expectedRevision: this.lease.revision, seq: waitSeq, updates: applied }));
+        // The handlers may have changed what the run's query handlers answer: recorded before it waits again.
+        this.values.flush(true);
+        await this.settled();
         continue;
       }
       if (!response.suspended) return response;
