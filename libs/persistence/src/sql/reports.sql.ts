@@ -2,6 +2,7 @@ import type { ErrorDetails, JsonValue, StoredTask, TaskResultRequest } from '@ne
 import { prepared, type SqlExecutor } from '../database';
 import type { RunEntity } from '../entities/run.entity';
 import { jsonParam } from './json-param';
+import { STEPS_RUN_AGAIN } from './steps.sql';
 
 /*
  * What a worker reports under its claim: task results and the run's outcome (finish, retry later, release). Each
@@ -223,8 +224,8 @@ export async function finishRuns(db: SqlExecutor, items: OutcomeReport[]): Promi
 
 /**
  * Workflow-level retry: instead of failing, run $1, still running at revision $2, waits $4 ms (error $3) and then
- * runs again as attempt + 1, at revision + 1. Completed steps are kept (it resumes from its checkpoints); failed
- * ones and retry waits are removed so they run again. Announced now only if it is due now.
+ * runs again as attempt + 1, at revision + 1. Completed steps are kept (it resumes from its checkpoints); those
+ * STEPS_RUN_AGAIN names are removed so they run again. Announced now only if it is due now.
  */
 const RETRY_RUN_LATER = `WITH retried AS (
     UPDATE runs
@@ -236,7 +237,7 @@ const RETRY_RUN_LATER = `WITH retried AS (
     INSERT INTO run_transitions (run_id, from_status, to_status, revision, worker_id)
     SELECT id, 'running', 'waiting', revision, claimed_by FROM retried
   ), cleared AS (
-    DELETE FROM tasks t USING retried r WHERE t.run_id = r.id AND (t.status = 'failed' OR t.kind = 'retry')
+    DELETE FROM tasks t USING retried r WHERE t.run_id = r.id AND ${STEPS_RUN_AGAIN}
   )
   SELECT revision, CASE WHEN due_at <= now() THEN (SELECT count(*) FROM (SELECT pg_notify('wf_runs_ready', queue) FROM retried) n) END FROM retried`;
 

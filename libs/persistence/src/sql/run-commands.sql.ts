@@ -1,7 +1,7 @@
 import type { JsonValue, RunStatus } from '@nest-durable/common';
 import type { SqlExecutor } from '../database';
 import { jsonParam } from './json-param';
-import { matchesEvent } from './steps.sql';
+import { matchesEvent, STEPS_RUN_AGAIN } from './steps.sql';
 
 /*
  * State changes clients and operators ask for on an existing run (cancel, events, wake-ups, retries), and the
@@ -158,7 +158,7 @@ const RETRY_FAILED_RUN = `WITH target AS (
     INSERT INTO run_transitions (run_id, from_status, to_status, revision, worker_id)
     SELECT id, 'failed', 'queued', revision, NULL FROM retried
   ), cleared AS (
-    DELETE FROM tasks s USING retried r WHERE s.run_id = r.id AND ((s.status = 'failed' AND s.kind <> 'update') OR s.kind = 'retry')
+    DELETE FROM tasks t USING retried r WHERE t.run_id = r.id AND ${STEPS_RUN_AGAIN}
   ), refused_updates AS (
     -- Updates pending when the run failed were refused then (updates.sql.ts): the new attempt does not apply them.
     UPDATE run_updates u SET status = 'refused', answered_at = now() FROM retried r WHERE u.run_id = r.id AND u.status = 'pending'

@@ -75,6 +75,15 @@ export async function insertResolvedStep(
 }
 
 /**
+ * The steps a retried run (its next attempt) runs again, as a condition on `tasks` aliased `t`: failed ones and retry
+ * waits. Not a failed update (applied at a wait, it is replayed there: removing it would renumber the next one), and
+ * with a failed task branch its wait group's recorded decision too (the group is decided again once that branch
+ * ran again; kept, the decision would name a branch the history no longer holds). Shared by both retries.
+ */
+export const STEPS_RUN_AGAIN = `((t.status = 'failed' AND t.kind <> 'update') OR t.kind = 'retry'
+    OR (t.kind = 'group' AND EXISTS (SELECT 1 FROM tasks b WHERE b.run_id = t.run_id AND starts_with(b.key, t.key || '/') AND b.status = 'failed')))`;
+
+/**
  * A waiting step (sleep, event wait, retry wait), waking after $8 ms (null: never by itself). A retry wait is the
  * one step re-armed (ON CONFLICT: the same key), each time its task fails again with a long backoff. A retry wait
  * keeps the attempts of the executions that ended in it ($9: `[{attempt, offsetMs, durationMs}]`, offsets from the

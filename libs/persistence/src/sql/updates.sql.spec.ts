@@ -11,7 +11,7 @@ import {
   startClaimed,
 } from '../../../../test/support/sql-database';
 import { eventually } from '../../../../test/support/poll';
-import { finishRuns } from './reports.sql';
+import { finishRuns, retryRunLater } from './reports.sql';
 import { lockRunStatus, retryFailedRun } from './run-commands.sql';
 import { suspendRun, upsertWaitingStep } from './steps.sql';
 import { findPendingUpdates, insertUpdate, recordAppliedUpdates, refusePendingUpdates } from './updates.sql';
@@ -33,7 +33,7 @@ describe('updates sent to runs (updates.sql.ts)', () => {
   });
 
   /** A run suspended at a waiting step of `kind` for an hour. */
-  const suspendedAt = async (workflow: string, kind: 'sleep' | 'retry') => {
+  const suspendedAt = async (workflow: string, kind: 'sleep' | 'retry' | 'external') => {
     const run = newRun(workflow);
     await startClaimed(database.db, run);
     await upsertWaitingStep(database.db, { runId: run.id, key: `${kind}:nap#1`, kind, seq: 0, name: 'nap', attempts: 1, delayMs: 3_600_000 });
@@ -44,6 +44,10 @@ describe('updates sent to runs (updates.sql.ts)', () => {
 
   it('insertUpdate: makes a run suspended at a sleep due now (announced), not one waiting to retry a task', async () => {
     const [sleeping, retrying] = [await suspendedAt('updates-sleeping', 'sleep'), await suspendedAt('updates-retrying', 'retry')];
+    // A completion-token wait is a wait like the others (also as a wait group's branch).
+    const awaiting = await suspendedAt('updates-awaiting', 'external');
+    await insertUpdate(database.db, { id: uuidv7(), runId: awaiting.id, name: 'add', input: null });
+    expect(await dueNow(awaiting.id)).toBe(true);
     const before = (await queuesWokenBefore(database.db, ready, 'updates-before')).length + 1;
 
     await insertUpdate(database.db, { id: uuidv7(), runId: sleeping.id, name: 'add', input: { sku: 'a' } });
@@ -139,5 +143,30 @@ describe('updates sent to runs (updates.sql.ts)', () => {
 
     const statusOf = async (id: string) => (await database.sql<{ status: string }>(`SELECT status FROM run_updates WHERE run_id = $1`, [id]))[0].status;
     expect([await statusOf(running.id), await statusOf(ended.id), await statusOf(retried.id)]).toEqual(['pending', 'refused', 'refused']);
+  });
+
+  it('a retried run keeps its failed updates, and decides again a wait group whose task branch failed (both retries)', async () => {
+    const later = newRun('updates-retry-later');
+    const failed = newRun('updates-retry-failed');
+    for (const run of [later, failed]) {
+      await startClaimed(database.db, run);
+      await database.sql(
+        `INSERT INTO tasks (run_id, key, kind, seq, name, status, attempts, error) VALUES
+           ($1, 'update:add#1', 'update', 0, 'add', 'failed', 1, '{"name":"E","message":"m"}'),
+           ($1, 'group:pay#1', 'group', 1, 'pay', 'completed', 1, NULL),
+           ($1, 'group:pay#1/0', 'task', 1, 'pay', 'failed', 1, '{"name":"E","message":"m"}'),
+           ($1, 'group:pay#1/1', 'sleep', 1, 'pay', 'completed', 0, NULL),
+           ($1, 'kept#1', 'task', 2, 'kept', 'completed', 1, NULL)`,
+        [run.id],
+      );
+    }
+    await retryRunLater(database.db, { runId: later.id, expectedRevision: 1, error: { name: 'E', message: 'm' }, delayMs: 60_000 });
+    await finishRuns(database.db, [{ runId: failed.id, expectedRevision: 1, outcome: { status: 'failed', error: { name: 'E', message: 'm' } } }]);
+    await retryFailedRun(database.db, failed.id);
+
+    const keys = async (id: string) =>
+      (await database.sql<{ key: string }>(`SELECT key FROM tasks WHERE run_id = $1 ORDER BY key`, [id])).map((row) => row.key);
+    const kept = ['group:pay#1/1', 'kept#1', 'update:add#1'];
+    expect([await keys(later.id), await keys(failed.id)]).toEqual([kept, kept]);
   });
 });

@@ -18,9 +18,9 @@ export const UPDATE_ANSWERED_CHANNEL = 'wf_update_answered';
 
 /**
  * Accepts update $1 to run $2 (name $3, input $4), pending, at the next position (arrival order: the caller holds
- * the run's row lock, so positions follow the order sends were accepted in). A run suspended at a sleep, an event
- * or a child wait becomes due now (announced on wf_runs_ready; the enqueue trigger writes its outbox row), so a
- * worker takes it and applies the update at that wait; the wait itself keeps its own deadline (the claim resolves
+ * the run's row lock, so positions follow the order sends were accepted in). A run suspended at a sleep, an event,
+ * a child or a completion-token wait (a wait group's branches are of these kinds) becomes due now (announced on
+ * wf_runs_ready; the enqueue trigger writes its outbox row), so a worker takes it and applies the update at that wait; the wait itself keeps its own deadline (the claim resolves
  * only waits whose time came). A run waiting to retry a task is not woken: it applies the update at its next wait.
  */
 const INSERT_UPDATE = `WITH inserted AS (
@@ -28,7 +28,7 @@ const INSERT_UPDATE = `WITH inserted AS (
   ), woken AS (
     UPDATE runs r SET due_at = now(), updated_at = now()
      WHERE r.id = $2 AND r.status = 'waiting' COLLATE "C" AND r.due_at > now()
-       AND EXISTS (SELECT 1 FROM tasks s WHERE s.run_id = r.id AND s.status = 'waiting' AND s.kind IN ('sleep', 'event', 'child'))
+       AND EXISTS (SELECT 1 FROM tasks s WHERE s.run_id = r.id AND s.status = 'waiting' AND s.kind IN ('sleep', 'event', 'child', 'external'))
     RETURNING r.queue
   )
   SELECT (SELECT count(*) FROM (SELECT pg_notify('wf_runs_ready', queue) FROM woken) n) AS woken FROM inserted`;
