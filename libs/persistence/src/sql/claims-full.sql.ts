@@ -159,10 +159,13 @@ const CLAIM_FULL = prepared(
        AND e.parent_id NOT IN (SELECT id FROM picked)
     RETURNING t.run_id
   ), woken_parents AS (
-    UPDATE runs p SET due_at = now(), updated_at = now()
+    -- A parent still running holds its row lock while it suspends at this very wait (re-sent after updates, or a
+    -- wait group's): its row is waited for and re-read once it commits, so it is woken if it suspended. Matching
+    -- only 'waiting' would skip it on this statement's snapshot, and the parent would sleep on with its wait done.
+    UPDATE runs p SET due_at = CASE WHEN p.status = 'waiting' THEN now() ELSE p.due_at END, updated_at = now()
       FROM parent_steps s
-     WHERE p.id = s.run_id AND p.status = 'waiting' COLLATE "C"
-    RETURNING p.id, p.queue
+     WHERE p.id = s.run_id AND p.status IN ('running', 'waiting')
+    RETURNING p.id, p.queue, p.status
   ), claimed AS (
     UPDATE runs r
        SET status = 'running', revision = r.revision + 1, claimed_by = $4, build_id = $9, stalls = r.stalls + p.idle::integer,
@@ -266,7 +269,7 @@ const CLAIM_FULL = prepared(
       FROM (SELECT queue, count(*) AS n FROM unused GROUP BY queue) l JOIN wanted w USING (queue) LEFT JOIN taken t USING (queue)
   ), announced AS (
     SELECT (SELECT count(*) FROM (SELECT pg_notify('wf_run_finished', id::text) FROM stalled_out) n) AS finished,
-           (SELECT count(*) FROM (SELECT pg_notify('wf_runs_ready', queue) FROM woken_parents) n) AS parents
+           (SELECT count(*) FROM (SELECT pg_notify('wf_runs_ready', queue) FROM woken_parents WHERE status = 'waiting') n) AS parents
   )
   SELECT 'run' AS kind, c.id, c.workflow, c.version, c.queue, c.revision, c.attempt, c.input, c.claimed_via AS wakeup,
          c.traceparent, c.tracestate,

@@ -14,7 +14,7 @@ import { claimRunsCommon } from './claims.sql';
 import { finishRuns, lockRunsInOrder, recordTaskResults, releaseRun, retryRunLater } from './reports.sql';
 import { lockRunStatus } from './run-commands.sql';
 import { insertChildRun } from './runs-start.sql';
-import { insertChildStep, suspendRun } from './steps.sql';
+import { insertChildStep, lockRunningRun, suspendRun } from './steps.sql';
 
 /** A completed task result at `key` under the claim at `expectedRevision`. */
 const result = (key: string, expectedRevision: number, output: JsonValue = key): TaskResultRequest => ({
@@ -44,6 +44,7 @@ describe("a worker's reports under its claim (reports.sql.ts)", () => {
 
   const runOf = (id: string) => database.sql(`SELECT status, revision, attempt, due_at <= now() AS due, output, error FROM runs WHERE id = $1`, [id]);
   const noRefresh = { finishing: [], refreshAfterMs: 3_600_000 };
+  const lockWaits = async () => (await database.sql<{ n: number }>(`SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted`))[0].n;
 
   describe('recordTaskResults', () => {
     it('inserts each result through its run held at its revision; a stale one is refused and inserts nothing', async () => {
@@ -220,6 +221,40 @@ describe("a worker's reports under its claim (reports.sql.ts)", () => {
       expect(await database.sql(`SELECT status, output FROM tasks WHERE run_id = $1`, [parent.id])).toEqual([
         { status: 'completed', output: { timedOut: false, childId: child.id, status: 'completed', output: 42, error: null } },
       ]);
+      expect(await runOf(parent.id)).toMatchObject([{ status: 'waiting', due: true }]);
+    });
+
+    it('wakes a parent that suspends at the waiting step while the child ends (it waits for the parent to commit)', async () => {
+      // The parent is running with its child's step waiting (woken to apply updates, or at a wait group), and
+      // suspends there again in a transaction that holds its row while the child's outcome is recorded.
+      const parent = newRun('finishes-racing-parent');
+      const child = newRun('finishes-racing-child', { parentId: parent.id });
+      await startClaimed(database.db, parent);
+      await database.db.transaction(async (tx) => {
+        await insertChildRun(tx, child);
+        await insertChildStep(tx, { runId: parent.id, key: 'child#1', seq: 0, name: 'child', wait: true, childId: child.id, timeoutMs: null });
+      });
+      const [taken] = await claimRunsCommon(database.db, {
+        queues: [{ queue: 'finishes-racing-child:1', limit: 1 }],
+        limit: 1,
+        workerId: 'worker-b',
+        buildId: null,
+        claimMinIdleTimeMs: 60_000,
+        maxStalls: 3,
+      });
+      const suspending = await holdTransaction(database.db, async (tx) => {
+        await lockRunningRun(tx, parent.id, 1);
+        return suspendRun(tx, parent.id, null);
+      });
+
+      const finishing = finishRuns(database.db, [{ runId: child.id, expectedRevision: taken.revision, outcome: { status: 'completed', output: 7 } }]);
+      await eventually('the child ended, its parent step resolved', async () => {
+        const [step] = await database.sql<{ status: string }>(`SELECT status FROM tasks WHERE run_id = $1`, [parent.id]);
+        return step.status === 'completed' || (await lockWaits()) > 0;
+      });
+      await suspending.commit();
+      await finishing;
+
       expect(await runOf(parent.id)).toMatchObject([{ status: 'waiting', due: true }]);
     });
   });

@@ -197,13 +197,16 @@ const FINISH_RUNS = prepared(
        AND t.kind = 'child' AND t.status = 'waiting'
     RETURNING t.run_id
   ), woken_parents AS (
-    UPDATE runs p SET due_at = now(), updated_at = now()
+    -- A parent still running holds its row lock while it suspends at this very wait (re-sent after updates, or a
+    -- wait group's): its row is waited for and re-read once it commits, so it is woken if it suspended. Matching
+    -- only 'waiting' would skip it on this statement's snapshot, and the parent would sleep on with its wait done.
+    UPDATE runs p SET due_at = CASE WHEN p.status = 'waiting' THEN now() ELSE p.due_at END, updated_at = now()
       FROM parent_steps s
-     WHERE p.id = s.run_id AND p.status = 'waiting' COLLATE "C"
-    RETURNING p.id, p.queue
+     WHERE p.id = s.run_id AND p.status IN ('running', 'waiting')
+    RETURNING p.id, p.queue, p.status
   ), announced AS (
     SELECT (SELECT count(*) FROM (SELECT pg_notify('wf_run_finished', id::text) FROM finished) n) AS finished,
-           (SELECT count(*) FROM (SELECT pg_notify('wf_runs_ready', queue) FROM woken_parents) n) AS parents
+           (SELECT count(*) FROM (SELECT pg_notify('wf_runs_ready', queue) FROM woken_parents WHERE status = 'waiting') n) AS parents
   )
   SELECT f.revision AS "finishedRevision", f.workflow AS "finishedWorkflow", v.*
     FROM outcome_input i LEFT JOIN finished f ON f.n = i.n

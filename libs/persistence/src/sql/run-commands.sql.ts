@@ -59,13 +59,16 @@ const CANCEL_RUN_TREE = `WITH RECURSIVE tree AS (
        AND t.kind = 'child' AND t.status = 'waiting'
     RETURNING t.run_id
   ), woken_parents AS (
-    UPDATE runs p SET due_at = now(), updated_at = now()
+    -- A parent still running holds its row lock while it suspends at this very wait (re-sent after updates, or a
+    -- wait group's): its row is waited for and re-read once it commits, so it is woken if it suspended. Matching
+    -- only 'waiting' would skip it on this statement's snapshot, and the parent would sleep on with its wait done.
+    UPDATE runs p SET due_at = CASE WHEN p.status = 'waiting' THEN now() ELSE p.due_at END, updated_at = now()
       FROM parent_steps s
-     WHERE p.id = s.run_id AND p.status = 'waiting' COLLATE "C"
-    RETURNING p.id, p.queue
+     WHERE p.id = s.run_id AND p.status IN ('running', 'waiting')
+    RETURNING p.id, p.queue, p.status
   )
   SELECT count(*)::int AS cancelled, (SELECT count(*) FROM (SELECT pg_notify('wf_run_finished', id::text) FROM cancelled) n),
-         (SELECT count(*) FROM (SELECT pg_notify('wf_runs_ready', queue) FROM woken_parents) n) FROM cancelled`;
+         (SELECT count(*) FROM (SELECT pg_notify('wf_runs_ready', queue) FROM woken_parents WHERE status = 'waiting') n) FROM cancelled`;
 
 /** Runs one pass of a cancel of run `id` and its tree (see above); returns how many runs it cancelled. */
 export async function cancelRunTree(db: SqlExecutor, id: string): Promise<number> {
@@ -204,14 +207,17 @@ const FAIL_STALLED_TAKEN_WITH = `WITH last_taken AS (
        AND t.kind = 'child' AND t.status = 'waiting'
     RETURNING t.run_id
   ), woken_parents AS (
-    UPDATE runs p SET due_at = now(), updated_at = now()
+    -- A parent still running holds its row lock while it suspends at this very wait (re-sent after updates, or a
+    -- wait group's): its row is waited for and re-read once it commits, so it is woken if it suspended. Matching
+    -- only 'waiting' would skip it on this statement's snapshot, and the parent would sleep on with its wait done.
+    UPDATE runs p SET due_at = CASE WHEN p.status = 'waiting' THEN now() ELSE p.due_at END, updated_at = now()
       FROM parent_steps s
-     WHERE p.id = s.run_id AND p.status = 'waiting' COLLATE "C"
-    RETURNING p.id, p.queue
+     WHERE p.id = s.run_id AND p.status IN ('running', 'waiting')
+    RETURNING p.id, p.queue, p.status
   )
   SELECT (SELECT id FROM last_taken) AS id, EXISTS (SELECT 1 FROM failed) AS failed,
          (SELECT count(*) FROM (SELECT pg_notify('wf_run_finished', id::text) FROM failed) n),
-         (SELECT count(*) FROM (SELECT pg_notify('wf_runs_ready', queue) FROM woken_parents) n)`;
+         (SELECT count(*) FROM (SELECT pg_notify('wf_runs_ready', queue) FROM woken_parents WHERE status = 'waiting') n)`;
 
 /** Fails the run last taken with a wake-up if its claim went idle (see above): that run's id (null: none running), and whether it was failed. */
 export async function failStalledTakenWith(
