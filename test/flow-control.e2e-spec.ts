@@ -214,6 +214,21 @@ describe('flow control', () => {
     }, 60_000);
   });
 
+  describe.each(['redis-zset', 'redis-streams'] as const)('%s, a late wake-up', (mode) => {
+    it("goes on under a rate limit when the next token's wake-up is taken late, by a worker that was busy (whole tokens left, one wake-up)", async () => {
+      const { client } = await stack(mode, { concurrency: 2 });
+      await client.setWorkflowLimits(echo, { ratePerSecond: 2 });
+      const runs = await client.startMany(Array.from({ length: 6 }, (_, i) => ({ workflow: echo, input: i })));
+      // The bucket's two tokens go at once; the wake-up for the next one is due in 500 ms. The worker is busy
+      // with two slow runs past it, so it takes that wake-up late, when the bucket is full again: its take
+      // brings one run and leaves a whole token, which nothing else would come for (republish is off).
+      await eventually('the first two runs to end', async () => (await countWhere(`workflow = 'echo' AND status = 'completed'`)) === 2);
+      const slow = await client.startMany([0, 1].map(() => ({ workflow: chain, input: { steps: 1, stepMs: 1_500 } })));
+      const done = await allDone(client, [...runs, ...slow]);
+      expect(done.map((run) => run.status)).toEqual(Array.from({ length: 8 }, () => 'completed'));
+    }, 60_000);
+  });
+
   describe.each(MODES)('%s, rate per key', (mode) => {
     it('delivers about 3 runs a second of each key under a per-key rate of 3/s (6/s for two keys); runs without a key are not limited by it', async () => {
       const { client } = await stack(mode, { workers: 2 });

@@ -122,6 +122,38 @@ describe('the claim statement, full form (claimRunsFull)', () => {
     expect(await database.sql(`SELECT status FROM runs WHERE workflow = 'paused'`)).toEqual([{ status: 'queued' }]);
   });
 
+  it('schedules a wake-up due now when a rate-limited claim leaves whole tokens and runs waiting (it had fewer wake-ups than tokens)', async () => {
+    // A Redis take brings one wake-up per run it may take. One that arrives late (its bucket refilled past a
+    // token meanwhile) takes one run and leaves a whole token: no claim would ever come for it but this wake-up.
+    await database.sql(`INSERT INTO workflow_controls (workflow, version, api_rate_per_second) VALUES ('late', '1', 5)`);
+    await startRuns(
+      database.db,
+      [0, 1, 2, 3].map(() => newRun('late')),
+    );
+
+    await database.db.transaction(async (tx) => {
+      await tx.query(`SET LOCAL wf.dispatch = 'redis-zset'`);
+      const rows = await claimRunsFull(tx, claimOf('late', { queues: [{ queue: 'late:1', limit: 1, wakeups: ['w'] }], limit: 1 }));
+      expect(rows.filter((row) => row.kind === 'run')).toHaveLength(1);
+    });
+
+    expect(await database.sql(`SELECT rate_wakeup_at <= now() AS due FROM workflow_controls WHERE workflow = 'late'`)).toEqual([{ due: true }]);
+    expect(await database.sql(`SELECT queue, next_attempt_at <= now() AS due FROM outbox WHERE queue = 'late:1'`)).toEqual([{ queue: 'late:1', due: true }]);
+  });
+
+  it('schedules no wake-up when a rate-limited claim took nothing for rows locked elsewhere (its wake-ups are handed back instead: no spin)', async () => {
+    await database.sql(`INSERT INTO workflow_controls (workflow, version, api_rate_per_second) VALUES ('locked', '1', 5)`);
+    const [run] = [newRun('locked')];
+    await startRuns(database.db, [run]);
+    const lock = await holdTransaction(database.db, (tx) => tx.query(`SELECT 1 FROM runs WHERE id = $1 FOR UPDATE`, [run.id]));
+
+    const rows = await claimRunsFull(database.db, claimOf('locked', { queues: [{ queue: 'locked:1', limit: 1, wakeups: ['w'] }], limit: 1 }));
+    await lock.commit();
+
+    expect(rows).toMatchObject([{ kind: 'requeue', queue: 'locked:1', wakeup: 'w' }]);
+    expect(await database.sql(`SELECT rate_wakeup_at FROM workflow_controls WHERE workflow = 'locked'`)).toEqual([{ rate_wakeup_at: null }]);
+  });
+
   it("holds a version to its concurrency limit across two claims at once: the second waits for the first's admission, then finds no slot", async () => {
     await startRuns(database.db, [newRun('capped'), newRun('capped')]);
     await database.sql(`INSERT INTO workflow_controls (workflow, version, api_concurrency) VALUES ('capped', '1', 1)`);

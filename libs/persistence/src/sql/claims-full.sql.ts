@@ -24,8 +24,12 @@ import { type ClaimParams, type ClaimRow, claimValues } from './claims.sql';
  *   locked by flow_admit) is charged with the new runs this statement took. When it ran out while a run still
  *   waits, the next token's time is a due time: a NOTIFY on wf_runs_due arms every coordinator's due timers
  *   (which wake a claim long-poll of the queue then) and, with a publisher, an outbox row not to be published
- *   before it (the wake-up a Redis worker will take it with). At most one is scheduled at a time per version
- *   (`rate_wakeup_at`), so wake-ups do not multiply with the claimers.
+ *   before it (the wake-up a Redis worker will take it with). When it took runs and left whole tokens while a run
+ *   still waits, the due time is now: a Redis take brings one run per wake-up, so one taken late (its bucket
+ *   refilled past a token meanwhile, e.g. by a busy worker) would otherwise leave tokens nothing comes for. One
+ *   that took nothing (its rows locked elsewhere) schedules none: it hands its wake-ups back, which cannot circle
+ *   for ever. At most one is scheduled at a time per version (`rate_wakeup_at`), so wake-ups do not multiply with
+ *   the claimers.
  * - The per-key rate limit, after `picked` (`key_used`, `rate_delay`, `delayed`, `key_charged`): the keys'
  *   buckets (read and locked by flow_key_tokens in `key_tokens`) are charged with the runs this statement took of
  *   each key, and the window's runs of a key beyond its whole tokens are delayed (`rate_delayed`): the j-th gets
@@ -197,9 +201,9 @@ const CLAIM_FULL = prepared(
   ), bucket AS (
     UPDATE workflow_controls c
        SET tokens = b.remaining, refilled_at = b.admitted_at, rate_wakeup_at = CASE WHEN b.wake THEN b.next_at ELSE c.rate_wakeup_at END
-      FROM (SELECT d.*, d.waiting IS NOT NULL AND d.remaining < 1 AND (d.rate_wakeup_at IS NULL OR d.rate_wakeup_at <= d.admitted_at) AS wake,
-                   d.admitted_at + (1 - d.remaining) / d.rate * interval '1 second' AS next_at
-              FROM (SELECT family, max(rate) AS rate, max(tokens) - sum(used) AS remaining, max(admitted_at) AS admitted_at,
+      FROM (SELECT d.*, d.waiting IS NOT NULL AND (d.remaining < 1 OR d.used > 0) AND (d.rate_wakeup_at IS NULL OR d.rate_wakeup_at <= d.admitted_at) AS wake,
+                   d.admitted_at + greatest(1 - d.remaining, 0) / d.rate * interval '1 second' AS next_at
+              FROM (SELECT family, max(rate) AS rate, max(tokens) - sum(used) AS remaining, sum(used) AS used, max(admitted_at) AS admitted_at,
                            max(rate_wakeup_at) AS rate_wakeup_at,
                            (array_agg(queue ORDER BY queue) FILTER (WHERE waiting IS NOT NULL))[1] AS queue,
                            (array_agg(waiting ORDER BY queue) FILTER (WHERE waiting IS NOT NULL))[1] AS waiting
