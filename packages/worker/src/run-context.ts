@@ -11,11 +11,8 @@ import {
 } from '@nest-durable/common';
 import { isRevisionConflict, isTransient } from '@nest-durable/client';
 import {
-  isNonRetryable,
   RunLostError,
   RunSuspendedError,
-  TaskTimeoutError,
-  toErrorDetails,
   type AllResult,
   type AnyResult,
   type AwaitExternalOptions,
@@ -23,7 +20,6 @@ import {
   type ChildOptions,
   type EventResult,
   type ExternalCompletion,
-  retryDelayMs,
   type TaskContext,
   type TaskOptions,
   type WorkflowContext,
@@ -42,10 +38,9 @@ import { RunValues, type RunValuesUpdate } from './run-values';
 import { checkBranches, checkMatch, groupResultOf, wireBranch } from './wait-groups';
 import { type Context, ROOT_CONTEXT, trace } from '@opentelemetry/api';
 import { failed, inStepSpan } from './run-tracing';
+import { type RetryWait, TaskAttempts } from './task-attempts';
 
 const logger = new Logger('RunContext');
-
-type AttemptOutcome = { ok: true; output: JsonValue; attempts: number } | { ok: false; error: ErrorDetails; attempts: number; nonRetryable: boolean };
 
 /** The `ctx` a handler receives for one execution of a run. */
 export class RunContext implements WorkflowContext {
@@ -59,12 +54,13 @@ export class RunContext implements WorkflowContext {
   private unsettled: Promise<void> = Promise.resolve();
   private refused: unknown;
   private readonly values: RunValues;
+  private readonly attempts: TaskAttempts;
 
   constructor(
     run: ClaimedRun,
     private readonly lease: RunLease,
     private readonly api: CoordinatorApi,
-    private readonly options: ResolvedWorkerOptions,
+    options: ResolvedWorkerOptions,
     declaredUpdates: ReadonlySet<string> = new Set(),
     /** The context of this execution's run span: the parent of its steps' spans. */
     private readonly traced: Context = ROOT_CONTEXT,
@@ -81,6 +77,7 @@ export class RunContext implements WorkflowContext {
       handlerFailed: (name, error) => logger.warn(`query handler ${name} of run ${this.runId} failed (its last answer stays): ${(error as Error).message}`),
     });
     this.updates = new UpdateHandlers(declaredUpdates);
+    this.attempts = new TaskAttempts(lease, options, (wait) => this.suspendForRetry(wait));
   }
 
   get signal(): AbortSignal {
@@ -96,7 +93,7 @@ export class RunContext implements WorkflowContext {
     const retry = this.history.retryOf(step.key);
     const clock = new AttemptClock();
     const { done, carrier } = await inStepSpan(this.traced, `task ${name}`, this.stepAttributes('task', name, step.key), async (span) => {
-      const done = await this.runAttempts(step.key, step.seq, name, fn, options, retry ? Number(retry.attempts) : 0, clock);
+      const done = await this.attempts.run(step.key, step.seq, name, fn, options, retry ? Number(retry.attempts) : 0, clock);
       span.setAttribute('workflow.task.attempts', done.attempts);
       if (!done.ok) failed(span, done.error.message);
       // The task result's report is recorded under the task's span.
@@ -282,7 +279,7 @@ export class RunContext implements WorkflowContext {
           const recorded = this.history.branch(step.key, index);
           if (recorded) return recorded;
           const retry = this.history.retryOf(key);
-          const done = await this.runAttempts(key, step.seq, name, branch.fn, branch.options ?? {}, retry ? Number(retry.attempts) : 0, new AttemptClock());
+          const done = await this.attempts.run(key, step.seq, name, branch.fn, branch.options ?? {}, retry ? Number(retry.attempts) : 0, new AttemptClock());
           return done.ok
             ? { status: 'completed' as const, attempts: done.attempts, output: done.output, error: null }
             : { status: 'failed' as const, attempts: done.attempts, output: null, error: done.error };
@@ -477,78 +474,24 @@ export class RunContext implements WorkflowContext {
     }
   }
 
-  private async runAttempts<T>(
-    key: string,
-    seq: number,
-    name: string,
-    fn: (task: TaskContext) => Promise<T> | T,
-    options: TaskOptions,
-    attemptsBefore: number,
-    clock: AttemptClock,
-  ): Promise<AttemptOutcome> {
-    const maxAttempts = Math.max(1, options.retry?.maxAttempts ?? 1);
-    for (let attempt = attemptsBefore + 1; ; attempt++) {
-      try {
-        const output = await clock.time(() => this.attemptOnce(key, fn, attempt, options.timeoutMs));
-        return { ok: true, output: toJson(output), attempts: attempt };
-      } catch (error) {
-        this.lease.throwIfEnded();
-        const nonRetryable = isNonRetryable(error);
-        if (nonRetryable || attempt >= maxAttempts || !options.retry) return { ok: false, error: toErrorDetails(error), attempts: attempt, nonRetryable };
-        const delayMs = retryDelayMs(options.retry, attempt);
-        if (delayMs > this.options.inProcessRetryMaxMs) {
-          // A long wait would hold a worker slot: suspend the run and retry when it is due.
-          // Under the task's span, active while its attempts run.
-          const carrier = traceCarrierOf(trace.getActiveSpan());
-          await this.suspendAt(`retry:${key}`, () =>
-            this.api.suspend(this.runId, {
-              expectedRevision: this.lease.revision,
-              key: `retry:${key}`,
-              seq,
-              kind: 'retry',
-              name,
-              delayMs,
-              attempts: attempt,
-              // This execution ends here: its attempts are kept with the wait (the task's result will not carry them).
-              durationMs: clock.elapsedMs(),
-              attemptTimes: clock.timesSoFar(),
-              ...carrier,
-            }),
-          );
-        }
-        await abortableDelay(delayMs, this.lease.signal);
-      }
-    }
+  /** A retry wait too long to hold a worker slot: the run suspends, and the task is retried when it is due. */
+  private async suspendForRetry({ key, seq, name, delayMs, attempts, clock }: RetryWait): Promise<void> {
+    // Under the task's span, active while its attempts run.
+    const carrier = traceCarrierOf(trace.getActiveSpan());
+    await this.suspendAt(`retry:${key}`, () =>
+      this.api.suspend(this.runId, {
+        expectedRevision: this.lease.revision,
+        key: `retry:${key}`,
+        seq,
+        kind: 'retry',
+        name,
+        delayMs,
+        attempts,
+        // This execution ends here: its attempts are kept with the wait (the task's result will not carry them).
+        durationMs: clock.elapsedMs(),
+        attemptTimes: clock.timesSoFar(),
+        ...carrier,
+      }),
+    );
   }
-
-  private async attemptOnce<T>(key: string, fn: (task: TaskContext) => Promise<T> | T, attempt: number, timeoutMs?: number): Promise<T> {
-    if (timeoutMs === undefined) return fn({ attempt, signal: this.lease.signal });
-    const timeout = AbortSignal.timeout(timeoutMs);
-    const signal = AbortSignal.any([this.lease.signal, timeout]);
-    let onAbort!: () => void;
-    const aborted = new Promise<never>((_, reject) => {
-      onAbort = () => reject(timeout.aborted ? new TaskTimeoutError(key, timeoutMs) : signal.reason);
-      signal.addEventListener('abort', onAbort, { once: true });
-    });
-    try {
-      return await Promise.race([Promise.resolve().then(() => fn({ attempt, signal })), aborted]);
-    } finally {
-      signal.removeEventListener('abort', onAbort);
-    }
-  }
-}
-
-function abortableDelay(ms: number, signal: AbortSignal): Promise<void> {
-  if (ms <= 0) return Promise.resolve();
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
 }
