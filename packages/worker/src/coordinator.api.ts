@@ -191,7 +191,7 @@ export class CoordinatorApi implements OnApplicationShutdown {
   /**
    * Report batching ("group commit"): reports made in the same turn of the event loop go together,
    * in one request and one transaction (a handler's last task result and the run's outcome, say:
-   * see RunContext.unsettle); reports made while a batch is in flight wait for it and then go
+   * see RunSteps.unsettle); reports made while a batch is in flight wait for it and then go
    * together. An idle worker adds one turn of delay (setImmediate); a busy one pays one commit for
    * many runs' writes.
    */

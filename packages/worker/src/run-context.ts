@@ -4,15 +4,11 @@ import {
   type EventMatch,
   type JsonValue,
   parseIdentifier,
-  type StepResponse,
   type StoredTask,
   traceCarrierOf,
   type WorkflowTarget,
 } from '@nest-durable/common';
-import { isRevisionConflict, isTransient } from '@nest-durable/client';
 import {
-  RunLostError,
-  RunSuspendedError,
   type AllResult,
   type AnyResult,
   type AwaitExternalOptions,
@@ -30,15 +26,16 @@ import { CoordinatorApi } from './coordinator.api';
 import { RunLease } from '@app/locking';
 import { checkChild, checkDelay, checkTimeout } from './step-checks';
 import { externalResultOf, LazyResult, waitKeyOf } from './external-completion';
-import { childResultOf, outcomeOf, type StepAddress, StepHistory } from './step-history';
+import { childResultOf, outcomeOf, StepHistory } from './step-history';
 import { type ResolvedWorkerOptions } from './worker.options';
 import { UpdateHandlers } from './update-handlers';
 import { inJsonbOrder, toJson } from './json-values';
-import { RunValues, type RunValuesUpdate } from './run-values';
+import { RunValues } from './run-values';
 import { checkBranches, checkMatch, groupResultOf, wireBranch } from './wait-groups';
-import { type Context, ROOT_CONTEXT, trace } from '@opentelemetry/api';
+import { type Context, ROOT_CONTEXT } from '@opentelemetry/api';
 import { failed, inStepSpan } from './run-tracing';
-import { type RetryWait, TaskAttempts } from './task-attempts';
+import { RunSteps } from './run-steps';
+import { TaskAttempts } from './task-attempts';
 
 const logger = new Logger('RunContext');
 
@@ -50,10 +47,8 @@ export class RunContext implements WorkflowContext {
   readonly attempt: number;
   private readonly history: StepHistory;
   private readonly updates: UpdateHandlers;
-  /** The task results sent and not yet known recorded (see `unsettle`). */
-  private unsettled: Promise<void> = Promise.resolve();
-  private refused: unknown;
   private readonly values: RunValues;
+  private readonly steps: RunSteps;
   private readonly attempts: TaskAttempts;
 
   constructor(
@@ -73,11 +68,12 @@ export class RunContext implements WorkflowContext {
     this.values = new RunValues({
       progressIntervalMs: options.progressIntervalMs,
       replaying: () => this.history.replaying,
-      send: (update) => this.sendValues(update),
+      send: (update) => this.steps.sendValues(update),
       handlerFailed: (name, error) => logger.warn(`query handler ${name} of run ${this.runId} failed (its last answer stays): ${(error as Error).message}`),
     });
     this.updates = new UpdateHandlers(declaredUpdates);
-    this.attempts = new TaskAttempts(lease, options, (wait) => this.suspendForRetry(wait));
+    this.steps = new RunSteps(this.runId, lease, api, this.history, this.updates, this.values, traced);
+    this.attempts = new TaskAttempts(lease, options, (wait) => this.steps.suspendForRetry(wait));
   }
 
   get signal(): AbortSignal {
@@ -86,13 +82,13 @@ export class RunContext implements WorkflowContext {
 
   // biome-ignore lint/suspicious/noConfusingVoidType: a task may return nothing (its result is recorded as null)
   async task<T extends JsonValue | void>(name: string, fn: (task: TaskContext) => Promise<T> | T, options: TaskOptions = {}): Promise<T> {
-    await this.settled();
-    const step = this.begin('task', name);
+    await this.steps.settled();
+    const step = this.steps.begin('task', name);
     if (step.recorded) return outcomeOf<T>(step.recorded);
 
     const retry = this.history.retryOf(step.key);
     const clock = new AttemptClock();
-    const { done, carrier } = await inStepSpan(this.traced, `task ${name}`, this.stepAttributes('task', name, step.key), async (span) => {
+    const { done, carrier } = await inStepSpan(this.traced, `task ${name}`, this.steps.stepAttributes('task', name, step.key), async (span) => {
       const done = await this.attempts.run(step.key, step.seq, name, fn, options, retry ? Number(retry.attempts) : 0, clock);
       span.setAttribute('workflow.task.attempts', done.attempts);
       if (!done.ok) failed(span, done.error.message);
@@ -121,7 +117,7 @@ export class RunContext implements WorkflowContext {
       },
       carrier,
     );
-    this.unsettle(this.call(() => recording));
+    this.steps.unsettle(this.steps.call(() => recording));
     // The handler goes on with the result as a replay will read it back (jsonb's key order), not as made.
     const stored: StoredTask = { key: step.key, kind: 'task', seq: step.seq, attempts: done.attempts, ...result };
     return outcomeOf<T>(
@@ -132,37 +128,7 @@ export class RunContext implements WorkflowContext {
 
   /** Why a task result this execution sent was refused, once one was (the run's outcome must not be reported then). */
   get refusal(): unknown {
-    return this.refused;
-  }
-
-  /**
-   * A task's result goes back to the handler while its record is still on its way, so that the record
-   * of a handler's last task and the run's outcome travel in one report batch (one request, one
-   * commit: see CoordinatorApi). The record is still durable before anything later happens: every
-   * step first waits for the records sent before it (`settled`); the outcome goes after them, and is
-   * refused with any of them (by CoordinatorApi before it is sent, by the coordinator in one batch).
-   * A record that is refused ends the execution at the next step (RunLostError after a 409, see
-   * `call`), or, if the handler has returned meanwhile, fails the run as the refusal would have.
-   */
-  private unsettle(record: Promise<unknown>): void {
-    // Settles to nothing: the recorded tasks are not kept for the whole execution.
-    this.unsettled = Promise.all([this.unsettled, record]).then(() => undefined);
-    // Seen by the next step, or by the outcome's own refusal: not an unhandled rejection meanwhile.
-    record.catch((error: unknown) => {
-      this.refused ??= error;
-    });
-    this.unsettled.catch(() => undefined);
-  }
-
-  /**
-   * Waits until the task results sent so far are recorded (throws RunLostError if one was refused). A step is about
-   * to begin: the values that changed since the last one go out first, without being waited for (they need only land
-   * before the run moves on: a suspension or the outcome waits for them, see `flushValues`).
-   */
-  private async settled(): Promise<void> {
-    const before = this.unsettled;
-    this.values.flush();
-    await before;
+    return this.steps.refusal;
   }
 
   expose(name: string, value: JsonValue): void {
@@ -189,23 +155,15 @@ export class RunContext implements WorkflowContext {
     if (end) this.values.close();
   }
 
-  /** Sent as a task result is (see `unsettle`): no round trip of its own, and refused with the run's later reports. */
-  private sendValues(update: RunValuesUpdate): boolean {
-    if (!this.lease.isHeld) return false;
-    const recording = this.api.recordValues(this.runId, { expectedRevision: this.lease.revision, ...update });
-    this.unsettle(this.call(() => recording));
-    return true;
-  }
-
   async sleep(name: string, durationMs: number): Promise<void> {
     const delayMs = checkDelay(durationMs, 'sleep duration');
-    await this.settled();
-    const step = this.begin('sleep', name);
+    await this.steps.settled();
+    const step = this.steps.begin('sleep', name);
     if (step.recorded) {
-      await this.waited(step);
+      await this.steps.waited(step);
       return;
     }
-    await this.wait({ kind: 'sleep', name, delayMs }, step, { 'workflow.sleep.delay_ms': delayMs });
+    await this.steps.wait({ kind: 'sleep', name, delayMs }, step, { 'workflow.sleep.delay_ms': delayMs });
   }
 
   async waitForEvent<T = JsonValue>(name: string, options: { timeoutMs?: number; match?: EventMatch } = {}): Promise<EventResult<T>> {
@@ -213,21 +171,21 @@ export class RunContext implements WorkflowContext {
     const delayMs = options.timeoutMs === undefined ? null : checkDelay(options.timeoutMs, 'event timeout');
     checkMatch(options.match);
     const match = options.match === undefined ? {} : { match: options.match };
-    await this.settled();
-    const step = this.begin('event', name);
-    const resolved = step.recorded ? await this.waited(step) : await this.wait({ kind: 'event', name, delayMs, ...match }, step);
+    await this.steps.settled();
+    const step = this.steps.begin('event', name);
+    const resolved = step.recorded ? await this.steps.waited(step) : await this.steps.wait({ kind: 'event', name, delayMs, ...match }, step);
     return resolved.output as unknown as EventResult<T>;
   }
 
   async awaitExternal<T = JsonValue>({ name = 'external', timeoutMs }: AwaitExternalOptions = {}): Promise<ExternalCompletion<T>> {
     const timeout = timeoutMs === undefined ? null : checkTimeout(timeoutMs, 'completion timeout');
-    await this.settled();
-    const step = this.begin('token', name);
+    await this.steps.settled();
+    const step = this.steps.begin('token', name);
     // The coordinator makes the token; it is recorded before the workflow sees it (a replay reads it back).
     const recorded =
       step.recorded ??
-      (await inStepSpan(this.traced, `token ${name}`, this.stepAttributes('token', name, step.key), (span) =>
-        this.call(() =>
+      (await inStepSpan(this.traced, `token ${name}`, this.steps.stepAttributes('token', name, step.key), (span) =>
+        this.steps.call(() =>
           this.api.createCompletionToken(this.runId, {
             expectedRevision: this.lease.revision,
             key: step.key,
@@ -243,10 +201,10 @@ export class RunContext implements WorkflowContext {
     return {
       token,
       result: new LazyResult(name, waitKey, async () => {
-        await this.settled();
-        const wait = this.begin('external', name, waitKey);
-        // A wait like the others: updates sent meanwhile are applied here (see suspendAt).
-        const resolved = wait.recorded ? await this.waited(wait) : await this.wait({ kind: 'external', name }, wait);
+        await this.steps.settled();
+        const wait = this.steps.begin('external', name, waitKey);
+        // A wait like the others: updates sent meanwhile are applied here (see RunSteps.suspendAt).
+        const resolved = wait.recorded ? await this.steps.waited(wait) : await this.steps.wait({ kind: 'external', name }, wait);
         return externalResultOf<T>(resolved);
       }),
     };
@@ -264,13 +222,13 @@ export class RunContext implements WorkflowContext {
    * A wait group: its task branches run here first (each recorded with the group's request, once), then the
    * coordinator arms the others and resolves the group, or suspends the run until a branch finishes; the run asks
    * again when it wakes. The resolved group comes back with its branches' steps, read as a replay reads them. A wait
-   * like the others: updates are applied at the group's position (see suspendAt), in its span (`any <name>`).
+   * like the others: updates are applied at the group's position (see RunSteps.suspendAt), in its span (`any <name>`).
    */
   private async group(mode: 'any' | 'all', name: string, branches: readonly Branch[]): Promise<unknown> {
     checkBranches(branches);
-    await this.settled();
-    const step = this.begin('group', name);
-    let group = step.recorded && (await this.waited(step));
+    await this.steps.settled();
+    const step = this.steps.begin('group', name);
+    let group = step.recorded && (await this.steps.waited(step));
     if (!group) {
       const tasks = await Promise.all(
         branches.map(async (branch, index) => {
@@ -287,8 +245,8 @@ export class RunContext implements WorkflowContext {
       );
       this.lease.throwIfEnded();
       const request = { key: step.key, seq: step.seq, name, mode, branches: branches.map((branch, index) => wireBranch(branch, tasks[index])) };
-      const resolved = await inStepSpan(this.traced, `${mode} ${name}`, this.stepAttributes('group', name, step.key), (span) =>
-        this.suspendAt(
+      const resolved = await inStepSpan(this.traced, `${mode} ${name}`, this.steps.stepAttributes('group', name, step.key), (span) =>
+        this.steps.suspendAt(
           step.key,
           // Built at each send: recording updates moves the revision on.
           () => this.api.waitGroup(this.runId, { expectedRevision: this.lease.revision, ...request, ...traceCarrierOf(span) }),
@@ -320,7 +278,7 @@ export class RunContext implements WorkflowContext {
     this.updates.checkNoStep();
     const decision = this.history.patch(id);
     if (decision.marker) {
-      // Sent as a task result is (see `unsettle`): no round trip of its own, durable before the next step.
+      // Sent as a task result is (see RunSteps.unsettle): no round trip of its own, durable before the next step.
       const { key, seq } = decision.marker;
       const recording = this.api.recordTask(this.runId, {
         expectedRevision: this.lease.revision,
@@ -334,7 +292,7 @@ export class RunContext implements WorkflowContext {
         output: null,
         error: null,
       });
-      this.unsettle(this.call(() => recording));
+      this.steps.unsettle(this.steps.call(() => recording));
     }
     return decision.patched;
   }
@@ -355,13 +313,17 @@ export class RunContext implements WorkflowContext {
   ): Promise<StoredTask> {
     const { shard, tags } = options;
     const workflow = checkChild(target, options);
-    await this.settled();
-    const step = this.begin('child', name);
-    if (step.recorded) return this.waited(step);
-    const attributes = { ...this.stepAttributes('child', name, step.key), 'workflow.child.name': workflow.name, 'workflow.child.version': workflow.version };
+    await this.steps.settled();
+    const step = this.steps.begin('child', name);
+    if (step.recorded) return this.steps.waited(step);
+    const attributes = {
+      ...this.steps.stepAttributes('child', name, step.key),
+      'workflow.child.name': workflow.name,
+      'workflow.child.version': workflow.version,
+    };
     // The child run is started under this span: its spans are in this run's trace.
     const started = await inStepSpan(this.traced, `child ${workflow.name}`, attributes, (span) =>
-      this.suspendAt(
+      this.steps.suspendAt(
         step.key,
         () =>
           this.api.startChild(this.runId, {
@@ -382,116 +344,5 @@ export class RunContext implements WorkflowContext {
       ),
     );
     return started.task;
-  }
-
-  /**
-   * Suspends the run at a sleep, an event wait or a completion token's (see suspendAt: updates are applied there
-   * first), in the step's span.
-   */
-  private async wait(
-    wait:
-      | { kind: 'sleep'; name: string; delayMs: number }
-      | { kind: 'event'; name: string; delayMs: number | null; match?: EventMatch }
-      | { kind: 'external'; name: string },
-    step: { key: string; seq: number },
-    attributes: Record<string, number> = {},
-  ): Promise<StoredTask> {
-    const spanAttributes = { ...this.stepAttributes(wait.kind, wait.name, step.key), ...attributes };
-    const response = await inStepSpan(this.traced, `${wait.kind} ${wait.name}`, spanAttributes, (span) =>
-      this.suspendAt(
-        step.key,
-        () =>
-          this.api.suspend(this.runId, { expectedRevision: this.lease.revision, key: step.key, seq: step.seq, attempts: 0, ...wait, ...traceCarrierOf(span) }),
-        step.seq,
-      ),
-    );
-    return response.task;
-  }
-
-  private stepAttributes(kind: string, name: string, key: string) {
-    return { 'workflow.run_id': this.runId, 'workflow.step.kind': kind, 'workflow.step.name': name, 'workflow.step.key': key };
-  }
-
-  private begin(kind: 'task' | 'sleep' | 'event' | 'child' | 'group' | 'token' | 'external', name: string, key?: string) {
-    this.lease.throwIfEnded();
-    this.updates.checkNoStep();
-    return this.history.next(kind, name, key);
-  }
-
-  /** A wait an earlier execution went past: the updates applied while the run waited there are applied again first. */
-  private async waited(step: StepAddress & { recorded?: StoredTask }): Promise<StoredTask> {
-    await this.updates.replay(this.history.updatesAt(step.seq));
-    return step.recorded!;
-  }
-
-  /**
-   * Sends a write under the claim. A 409 means the run is no longer ours, and a coordinator that
-   * stays unreachable means we cannot tell: either way this execution stops here (RunLostError, which
-   * the handler cannot outlive: every later step throws it too) and writes nothing more.
-   */
-  private async call<R>(send: () => Promise<R>): Promise<R> {
-    try {
-      return await send();
-    } catch (error) {
-      if (isRevisionConflict(error)) this.lease.lose('the coordinator refused a write (revision conflict)');
-      else if (isTransient(error)) this.lease.lose(`the coordinator could not be reached: ${(error as Error).message}`);
-      else throw error;
-      throw new RunLostError(this.runId, this.lease.lostReason!);
-    }
-  }
-
-  /**
-   * Sends a suspending step; if the run did suspend, this execution ends here. At a wait (`waitSeq`, its position:
-   * a sleep, an event, a child or a completion-token wait), updates are applied before the run suspends: those an
-   * earlier execution applied there again, then those the coordinator answers the step with (pending ones, in
-   * arrival order), whose answers are recorded before the step is sent again (see StepRepository.suspend, and
-   * GroupRepository.wait for a wait group).
-   */
-  private async suspendAt<R extends { suspended: boolean; updates?: StepResponse['updates'] }>(
-    key: string,
-    send: () => Promise<R>,
-    waitSeq?: number,
-  ): Promise<R> {
-    // A suspension moves the revision on: the task results and values sent before it must have landed first.
-    this.values.flush(true);
-    await this.settled();
-    if (waitSeq !== undefined) await this.updates.replay(this.history.updatesAt(waitSeq));
-    for (;;) {
-      const response = await this.call(() => this.lease.whileEnding(send));
-      if (waitSeq !== undefined && response.updates && response.updates.length > 0) {
-        const applied = await this.updates.apply(response.updates, (name) => this.history.nextUpdateKey(name));
-        this.lease.throwIfEnded();
-        await this.call(() => this.api.recordUpdates(this.runId, { expectedRevision: this.lease.revision, seq: waitSeq, updates: applied }));
-        // The handlers may have changed what the run's query handlers answer: recorded before it waits again.
-        this.values.flush(true);
-        await this.settled();
-        continue;
-      }
-      if (!response.suspended) return response;
-      this.values.close();
-      this.lease.suspend();
-      throw new RunSuspendedError(this.runId, key);
-    }
-  }
-
-  /** A retry wait too long to hold a worker slot: the run suspends, and the task is retried when it is due. */
-  private async suspendForRetry({ key, seq, name, delayMs, attempts, clock }: RetryWait): Promise<void> {
-    // Under the task's span, active while its attempts run.
-    const carrier = traceCarrierOf(trace.getActiveSpan());
-    await this.suspendAt(`retry:${key}`, () =>
-      this.api.suspend(this.runId, {
-        expectedRevision: this.lease.revision,
-        key: `retry:${key}`,
-        seq,
-        kind: 'retry',
-        name,
-        delayMs,
-        attempts,
-        // This execution ends here: its attempts are kept with the wait (the task's result will not carry them).
-        durationMs: clock.elapsedMs(),
-        attemptTimes: clock.timesSoFar(),
-        ...carrier,
-      }),
-    );
   }
 }

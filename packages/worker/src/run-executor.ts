@@ -66,7 +66,7 @@ export class RunExecutor {
       runContext = handled;
       const output = await context.with(traced, () => workflow.handler(handled, run.input));
       lease.throwIfEnded();
-      // A task result refused after the handler went past it (see RunContext.unsettle) fails the run as it would have at the task.
+      // A task result refused after the handler went past it (see RunSteps.unsettle) fails the run as it would have at the task.
       if (handled.refusal !== undefined) throw handled.refusal;
       outcome = { ok: true, output: toJson(output) };
     } catch (error) {

@@ -137,7 +137,7 @@ export class ReportsService {
       return applied;
     }
     // A run's outcome depends on its task results before it (the worker sends its last ones together
-    // with it, see RunContext.unsettle in the worker): one of them refused, the outcome is refused with it.
+    // with it, see RunSteps.unsettle in the worker): one of them refused, the outcome is refused with it.
     const refused = new Map<string, ReportOutcome>();
     if (values.length > 0) {
       // First: values do not move a run on, and the outcomes after them do (a run's values land before its end).

@@ -37,7 +37,7 @@ export interface ReplayedRun {
   attempt: number;
 }
 
-/** Settled already: a step waits for it as a run's steps wait for the records before them (RunContext.settled). */
+/** Settled already: a step waits for it as a run's steps wait for the records before them (RunSteps.settled). */
 const SETTLED = Promise.resolve();
 
 /**
@@ -168,7 +168,7 @@ export class ReplayContext implements WorkflowContext {
     this.updates.checkNoStep();
     const { recorded, seq } = this.guard(() => this.history.next(kind, name, key));
     if (!recorded || recorded.status === 'waiting') throw this.stopWith(new HistoryEndedSignal(this.runId));
-    // The updates applied while the run waited here, as its execution applies them again (RunContext.waited).
+    // The updates applied while the run waited here, as its execution applies them again (RunSteps.waited).
     if (kind !== 'task') await this.updates.replay(this.history.updatesAt(seq));
     return recorded;
   }
