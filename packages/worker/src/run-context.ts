@@ -31,11 +31,12 @@ import { type ResolvedWorkerOptions } from './worker.options';
 import { UpdateHandlers } from './update-handlers';
 import { inJsonbOrder, toJson } from './json-values';
 import { RunValues } from './run-values';
-import { checkBranches, checkMatch, groupResultOf, wireBranch } from './wait-groups';
+import { checkMatch } from './wait-groups';
 import { type Context, ROOT_CONTEXT } from '@opentelemetry/api';
 import { failed, inStepSpan } from './run-tracing';
 import { RunSteps } from './run-steps';
 import { TaskAttempts } from './task-attempts';
+import { WaitGroupSteps } from './wait-group-steps';
 
 const logger = new Logger('RunContext');
 
@@ -50,6 +51,7 @@ export class RunContext implements WorkflowContext {
   private readonly values: RunValues;
   private readonly steps: RunSteps;
   private readonly attempts: TaskAttempts;
+  private readonly groups: WaitGroupSteps;
 
   constructor(
     run: ClaimedRun,
@@ -74,6 +76,7 @@ export class RunContext implements WorkflowContext {
     this.updates = new UpdateHandlers(declaredUpdates);
     this.steps = new RunSteps(this.runId, lease, api, this.history, this.updates, this.values, traced);
     this.attempts = new TaskAttempts(lease, options, (wait) => this.steps.suspendForRetry(wait));
+    this.groups = new WaitGroupSteps(this.runId, lease, api, this.history, this.steps, this.attempts, traced);
   }
 
   get signal(): AbortSignal {
@@ -211,52 +214,11 @@ export class RunContext implements WorkflowContext {
   }
 
   any<const B extends readonly Branch[]>(name: string, branches: B): Promise<AnyResult<B>> {
-    return this.group('any', name, branches) as Promise<AnyResult<B>>;
+    return this.groups.take('any', name, branches) as Promise<AnyResult<B>>;
   }
 
   all<const B extends readonly Branch[]>(name: string, branches: B): Promise<AllResult<B>> {
-    return this.group('all', name, branches) as Promise<AllResult<B>>;
-  }
-
-  /**
-   * A wait group: its task branches run here first (each recorded with the group's request, once), then the
-   * coordinator arms the others and resolves the group, or suspends the run until a branch finishes; the run asks
-   * again when it wakes. The resolved group comes back with its branches' steps, read as a replay reads them. A wait
-   * like the others: updates are applied at the group's position (see RunSteps.suspendAt), in its span (`any <name>`).
-   */
-  private async group(mode: 'any' | 'all', name: string, branches: readonly Branch[]): Promise<unknown> {
-    checkBranches(branches);
-    await this.steps.settled();
-    const step = this.steps.begin('group', name);
-    let group = step.recorded && (await this.steps.waited(step));
-    if (!group) {
-      const tasks = await Promise.all(
-        branches.map(async (branch, index) => {
-          if (branch.kind !== 'task') return undefined;
-          const key = `${step.key}/${index}`;
-          const recorded = this.history.branch(step.key, index);
-          if (recorded) return recorded;
-          const retry = this.history.retryOf(key);
-          const done = await this.attempts.run(key, step.seq, name, branch.fn, branch.options ?? {}, retry ? Number(retry.attempts) : 0, new AttemptClock());
-          return done.ok
-            ? { status: 'completed' as const, attempts: done.attempts, output: done.output, error: null }
-            : { status: 'failed' as const, attempts: done.attempts, output: null, error: done.error };
-        }),
-      );
-      this.lease.throwIfEnded();
-      const request = { key: step.key, seq: step.seq, name, mode, branches: branches.map((branch, index) => wireBranch(branch, tasks[index])) };
-      const resolved = await inStepSpan(this.traced, `${mode} ${name}`, this.steps.stepAttributes('group', name, step.key), (span) =>
-        this.steps.suspendAt(
-          step.key,
-          // Built at each send: recording updates moves the revision on.
-          () => this.api.waitGroup(this.runId, { expectedRevision: this.lease.revision, ...request, ...traceCarrierOf(span) }),
-          step.seq,
-        ),
-      );
-      this.history.remember(resolved.branches);
-      group = resolved.task;
-    }
-    return groupResultOf(mode, group, branches, (index) => this.history.branch(step.key, index));
+    return this.groups.take('all', name, branches) as Promise<AllResult<B>>;
   }
 
   async startChild<I>(name: string, workflow: WorkflowTarget, input: I, options: ChildOptions = {}): Promise<string> {
