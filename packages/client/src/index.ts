@@ -2,6 +2,7 @@
 export * from '@nest-durable/common';
 export * from './json-http.client';
 export * from './workflow.client';
+export * from './workflow.client.types';
 export * from './run-histories';
 export type { WatchEvent, WatchOptions } from './run-watch';
 export { UpdatePendingError, type UpdateOptions } from './updates';

@@ -2,7 +2,8 @@
 // typecheck, through `expectTypeOf` or through a `@ts-expect-error` that no longer finds its error.
 import type { JsonValue, RunView } from '@nest-durable/common';
 import { expectTypeOf } from 'expect-type';
-import type { RunHandle, StartedRun, TypedRunView, WorkflowClient } from './workflow.client';
+import type { WorkflowClient } from './workflow.client';
+import type { RunHandle, StartedRun, TypedRunView } from './workflow.client.types';
 
 interface OrderInput {
   orderId: string;

@@ -4,7 +4,7 @@ import { UsageError } from './cli-errors';
 import { parseJsonArgument, parseTimeArgument, tagArgument } from './arguments';
 import { formatRunLine } from './format';
 import type { CommandContext, Invocation } from './invocation';
-import type { RunFilterOptions } from '../workflow.client';
+import type { RunFilterOptions } from '../workflow.client.types';
 
 /** The runs list's filter options, as `wf runs list` and the bulk commands take them. */
 export interface RunFilterArguments {
