@@ -1,4 +1,18 @@
-import type { FeedEvent, RunChange, RunProgress } from '@nest-durable/common';
+import { API, type FeedEvent, type RunChange, type RunProgress } from '@nest-durable/common';
+import type { JsonHttpClient } from './json-http.client';
+import type { FeedFilter } from './workflow.client.types';
+
+/** The live feed (WorkflowClient.feed): `open` once the request is answered, then the events it sends. */
+export async function* openFeed(http: JsonHttpClient, filter: FeedFilter, signal?: AbortSignal): AsyncGenerator<FeedEvent> {
+  const body = await http.open(API.feed, { query: filter }, signal);
+  try {
+    yield { type: 'open' };
+    yield* readFeedEvents(body);
+  } finally {
+    // Left at `open` (or by an abort) the body may not have been read to its end: close the connection.
+    body.destroy();
+  }
+}
 
 /**
  * The events of a `text/event-stream` body, as the live feed (GET /v1/feed) sends them: `run`, `progress` and `resync`;

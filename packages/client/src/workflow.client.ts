@@ -29,7 +29,7 @@ import type {
   UpdateView,
 } from '@nest-durable/common';
 import { API, type InputOf, isTerminalStatus, type OutputOf, tagFilters, WAIT_MS_MAX, workflowNameOf } from '@nest-durable/common';
-import { readFeedEvents } from './feed-events';
+import { openFeed } from './feed-events';
 import { type WatchEvent, type WatchOptions, watchRun } from './run-watch';
 import { JsonHttpClient } from './json-http.client';
 import { sendUpdate, type UpdateOptions } from './updates';
@@ -219,15 +219,8 @@ export class WorkflowClient {
    * aborts (the iteration then throws its reason), when the loop breaks, or when the coordinator closes it
    * (shutting down): open it again.
    */
-  async *feed(filter: FeedFilter = {}, signal?: AbortSignal): AsyncGenerator<FeedEvent> {
-    const body = await this.http.open(API.feed, { query: filter }, signal);
-    try {
-      yield { type: 'open' };
-      yield* readFeedEvents(body);
-    } finally {
-      // Left at `open` (or by an abort) the body may not have been read to its end: close the connection.
-      body.destroy();
-    }
+  feed(filter: FeedFilter = {}, signal?: AbortSignal): AsyncGenerator<FeedEvent> {
+    return openFeed(this.http, filter, signal);
   }
 
   /**
