@@ -58,6 +58,10 @@ export interface Result extends LatencyColumns, ShortLatencyColumns {
   /** PostgreSQL's CPU over W1 (create and drain): cores kept busy, and runs per CPU-second of it (saturation). */
   w1DbCpuCores: number;
   w1RunsPerDbCpuSecond: number;
+  /** The short phase again on fresh processes, on the database the workloads left (a deploy): the engine's only. */
+  redeployW2StartP50?: number;
+  redeployW2ResultP50?: number;
+  redeployW3aP50?: number;
   w3bStepsPerSecond: number | null;
   w4LatenessP50: number | null;
   w4LatenessP99: number | null;
@@ -85,7 +89,7 @@ async function benchMode(mode: Mode, options: BenchOptions = {}): Promise<Result
   // measured already), the counts and spans leave those out, and its chains' idempotency keys are its own.
   const since = Date.now();
   const ours = uuidv7Floor(since);
-  const keys = `${since}-`;
+  let keys = `${since}-`;
   const prefix = `bench:${randomBytes(4).toString('hex')}:`;
   const redis = { REDIS_URL, REDIS_PREFIX: prefix };
   let coordinator: Proc | undefined;
@@ -93,7 +97,7 @@ async function benchMode(mode: Mode, options: BenchOptions = {}): Promise<Result
   try {
     const started = await startCoordinator(db, mode === 'http' ? 'none' : mode, { ...redis, ...options.coordinatorEnv });
     coordinator = started.proc;
-    const base = started.url;
+    let base = started.url;
     worker = await startWorker([base], mode, redis);
     const commits = () => db.commits();
     const requests = async () => {
@@ -222,6 +226,21 @@ async function benchMode(mode: Mode, options: BenchOptions = {}): Promise<Result
       if (!w4.every((row) => row.suspended_last)) log(`${mode}: W4 warning: some runs came due before all had suspended`);
       w4Lateness = w4.map((row) => Number(row.lateness));
     }
+    const coordinatorPeakRssMb = coordinator.peakRssMb();
+    const workerPeakRssMb = worker.peakRssMb();
+
+    // What a deploy meets: fresh processes again, on the database the runs above left (analysed, in use), after the
+    // same short warm-up. Against the first short phase (fresh processes on a new database) it tells the processes'
+    // first minute from the database's.
+    log(`${mode}: a redeploy (fresh processes, the same database): short warm-up, then W2 and W3a`);
+    await worker.stop();
+    await coordinator.stop();
+    const redeployed = await startCoordinator(db, mode === 'http' ? 'none' : mode, { ...redis, ...options.coordinatorEnv });
+    coordinator = redeployed.proc;
+    base = redeployed.url;
+    worker = await startWorker([base], mode, redis);
+    keys = `${since}-redeploy-`;
+    const redeploy = await shortLatency(probe, chain);
 
     return {
       mode,
@@ -231,6 +250,9 @@ async function benchMode(mode: Mode, options: BenchOptions = {}): Promise<Result
       w1RunsPerDbCpuSecond: round(W1_RUNS / w1DbCpu, 0),
       ...latencyColumns(w2, w3a),
       ...short,
+      redeployW2StartP50: redeploy.shortW2StartP50,
+      redeployW2ResultP50: redeploy.shortW2ResultP50,
+      redeployW3aP50: redeploy.shortW3aP50,
       w3bStepsPerSecond,
       w4LatenessP50: w4Lateness && round(percentile(w4Lateness, 50), 2),
       w4LatenessP99: w4Lateness && round(percentile(w4Lateness, 99), 2),
@@ -238,8 +260,8 @@ async function benchMode(mode: Mode, options: BenchOptions = {}): Promise<Result
       commitsPerRun: round(commitsPerRun, 2),
       commitsPerStep,
       requestsPerRun: round(requestsPerRun, 2),
-      coordinatorPeakRssMb: coordinator.peakRssMb(),
-      workerPeakRssMb: worker.peakRssMb(),
+      coordinatorPeakRssMb,
+      workerPeakRssMb,
     };
   } finally {
     await worker?.stop();
@@ -261,6 +283,10 @@ function markdown(results: Column[], when: string): string {
     ['W2 result latency p50 / p99 (ms)', (r) => `${r.w2ResultP50} / ${r.w2ResultP99}`],
     ['W3a 10-step chain p50 / p95 (ms)', (r) => `${r.w3aP50} / ${r.w3aP95}`],
     ['short warm-up: W2 start / result p50, W3a p50 (ms)', (r) => `${r.shortW2StartP50} / ${r.shortW2ResultP50} / ${r.shortW3aP50}`],
+    [
+      'short warm-up after a redeploy (the same database): W2 start / result p50, W3a p50 (ms)',
+      (r) => `${r.redeployW2StartP50} / ${r.redeployW2ResultP50} / ${r.redeployW3aP50}`,
+    ],
     ['W3b chain steps/s (200 chains at once)', (r) => r.w3bStepsPerSecond],
     ['W4 timer lateness p50 / p99 / max (ms)', (r) => `${r.w4LatenessP50} / ${r.w4LatenessP99} / ${r.w4LatenessMax}`],
     ['PostgreSQL commits per single-task run (W1)', (r) => r.commitsPerRun],
