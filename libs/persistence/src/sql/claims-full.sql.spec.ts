@@ -141,6 +141,23 @@ describe('the claim statement, full form (claimRunsFull)', () => {
     expect(await database.sql(`SELECT queue, next_attempt_at <= now() AS due FROM outbox WHERE queue = 'late:1'`)).toEqual([{ queue: 'late:1', due: true }]);
   });
 
+  it('schedules a wake-up due now after a takeover that left whole tokens, and when the one scheduled is later than now (the rate was raised since)', async () => {
+    await database.sql(`INSERT INTO workflow_controls (workflow, version, api_rate_per_second) VALUES ('again', '1', 5)`);
+    const [gone, waiting] = [newRun('again'), newRun('again'), newRun('again')];
+    await startRuns(database.db, [gone]);
+    await claimRunsFull(database.db, claimOf('again', { limit: 1, queues: [{ queue: 'again:1', limit: 1 }] }));
+    await goIdle(gone.id);
+    await startRuns(database.db, [waiting, newRun('again')]);
+    // A wake-up scheduled for an hour from now, as at a rate of one an hour before it was raised.
+    await database.sql(`UPDATE workflow_controls SET tokens = NULL, rate_wakeup_at = now() + interval '1 hour' WHERE workflow = 'again'`);
+
+    // Its one wake-up takes the idle run over (takeovers take no token): the waiting runs need a wake-up of their own.
+    const rows = await claimRunsFull(database.db, claimOf('again', { queues: [{ queue: 'again:1', limit: 1, wakeups: ['w'] }], limit: 1 }));
+
+    expect(rows.filter((row) => row.kind === 'run').map((row) => row.id)).toEqual([gone.id]);
+    expect(await database.sql(`SELECT rate_wakeup_at <= now() AS due FROM workflow_controls WHERE workflow = 'again'`)).toEqual([{ due: true }]);
+  });
+
   it('schedules no wake-up when a rate-limited claim took nothing for rows locked elsewhere (its wake-ups are handed back instead: no spin)', async () => {
     await database.sql(`INSERT INTO workflow_controls (workflow, version, api_rate_per_second) VALUES ('locked', '1', 5)`);
     const [run] = [newRun('locked')];

@@ -24,12 +24,12 @@ import { type ClaimParams, type ClaimRow, claimValues } from './claims.sql';
  *   locked by flow_admit) is charged with the new runs this statement took. When it ran out while a run still
  *   waits, the next token's time is a due time: a NOTIFY on wf_runs_due arms every coordinator's due timers
  *   (which wake a claim long-poll of the queue then) and, with a publisher, an outbox row not to be published
- *   before it (the wake-up a Redis worker will take it with). When it took runs and left whole tokens while a run
- *   still waits, the due time is now: a Redis take brings one run per wake-up, so one taken late (its bucket
- *   refilled past a token meanwhile, e.g. by a busy worker) would otherwise leave tokens nothing comes for. One
- *   that took nothing (its rows locked elsewhere) schedules none: it hands its wake-ups back, which cannot circle
- *   for ever. At most one is scheduled at a time per version (`rate_wakeup_at`), so wake-ups do not multiply with
- *   the claimers.
+ *   before it (the wake-up a Redis worker will take it with). When it took runs (new ones or takeovers) and left
+ *   whole tokens while a run still waits, the due time is now: a Redis take brings one run per wake-up, so one taken
+ *   late (its bucket refilled past a token meanwhile, e.g. by a busy worker) would otherwise leave tokens nothing
+ *   comes for. One that took nothing (its rows locked elsewhere) schedules none: it hands its wake-ups back, which
+ *   cannot circle for ever. A wake-up already scheduled for later (`rate_wakeup_at`) holds back another, so they do
+ *   not multiply with the claimers, unless the new one is due sooner (the rate was raised since).
  * - The per-key rate limit, after `picked` (`key_used`, `rate_delay`, `delayed`, `key_charged`): the keys'
  *   buckets (read and locked by flow_key_tokens in `key_tokens`) are charged with the runs this statement took of
  *   each key, and the window's runs of a key beyond its whole tokens are delayed (`rate_delayed`): the j-th gets
@@ -191,7 +191,7 @@ const CLAIM_FULL = prepared(
      WHERE t.run_id = c.id AND t.status = 'waiting' AND t.wake_at <= now() AND NOT starts_with(t.key, 'group:')
     RETURNING t.run_id, t.key, t.kind, t.seq, t.status, t.attempts, t.output, t.error
   ), rate_demand AS (
-    SELECT w.family, w.queue, w.rate, w.tokens, w.admitted_at, w.rate_wakeup_at, coalesce(t.fresh, 0) AS used,
+    SELECT w.family, w.queue, w.rate, w.tokens, w.admitted_at, w.rate_wakeup_at, coalesce(t.fresh, 0) AS used, coalesce(t.n, 0) AS took,
            CASE WHEN w.takeovers THEN (
              SELECT x.id FROM runs x
               WHERE x.status IN ('queued', 'waiting') AND x.queue = w.queue AND x.due_at <= now() AND x.id NOT IN (SELECT id FROM picked)
@@ -201,13 +201,15 @@ const CLAIM_FULL = prepared(
   ), bucket AS (
     UPDATE workflow_controls c
        SET tokens = b.remaining, refilled_at = b.admitted_at, rate_wakeup_at = CASE WHEN b.wake THEN b.next_at ELSE c.rate_wakeup_at END
-      FROM (SELECT d.*, d.waiting IS NOT NULL AND (d.remaining < 1 OR d.used > 0) AND (d.rate_wakeup_at IS NULL OR d.rate_wakeup_at <= d.admitted_at) AS wake,
-                   d.admitted_at + greatest(1 - d.remaining, 0) / d.rate * interval '1 second' AS next_at
-              FROM (SELECT family, max(rate) AS rate, max(tokens) - sum(used) AS remaining, sum(used) AS used, max(admitted_at) AS admitted_at,
+      FROM (SELECT n.*, n.waiting IS NOT NULL AND (n.remaining < 1 OR n.took > 0)
+                        -- (sooner by a millisecond at least: at an unchanged rate, the next token's time only differs by rounding)
+                        AND (n.rate_wakeup_at IS NULL OR n.rate_wakeup_at <= n.admitted_at OR n.next_at < n.rate_wakeup_at - interval '1 millisecond') AS wake
+              FROM (SELECT d.*, d.admitted_at + greatest(1 - d.remaining, 0) / d.rate * interval '1 second' AS next_at
+              FROM (SELECT family, max(rate) AS rate, max(tokens) - sum(used) AS remaining, sum(took) AS took, max(admitted_at) AS admitted_at,
                            max(rate_wakeup_at) AS rate_wakeup_at,
                            (array_agg(queue ORDER BY queue) FILTER (WHERE waiting IS NOT NULL))[1] AS queue,
                            (array_agg(waiting ORDER BY queue) FILTER (WHERE waiting IS NOT NULL))[1] AS waiting
-                      FROM rate_demand GROUP BY family) d) b
+                      FROM rate_demand GROUP BY family) d) n) b
      WHERE c.workflow = split_part(b.family, ':', 1) AND c.version = split_part(b.family, ':', 2)
     RETURNING b.wake, b.queue, b.waiting, b.next_at,
               (SELECT count(*) FROM (SELECT pg_notify('wf_runs_due', (extract(epoch FROM b.next_at) * 1000)::text || ' rate:' || b.family || ' ' || b.queue)
