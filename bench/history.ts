@@ -3,7 +3,7 @@
 // history-template.ts), alternated; then retention deleting on such a copy, against W1's drain rate and W2 with
 // retention off on the same database. Writes bench/results/history-<time>.md and history-latest.md.
 //
-//   npm run bench -- --history [--runs 5000000] [--pairs 2] [--rebuild]
+//   npm run bench -- --history [--runs 5000000] [--pairs 2] [--rebuild] [--retention-only] [--retention 'name:VAR=value,…;…']
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
@@ -53,39 +53,74 @@ async function historyRuns(db: BenchDatabase): Promise<number> {
   return Number((await db.client.query(`SELECT count(*) FROM runs WHERE id < $1`, [uuidv7Floor(db.createdAt)])).rows[0].count);
 }
 
+/** One way of running retention in the retention phase: its name in the table and the coordinator's settings. */
+interface RetentionPhase {
+  name: string;
+  env: Record<string, string>;
+}
+
+/**
+ * The retention phase's settings, measured against retention off: the daemon at full pace (the defaults: as fast
+ * as it goes), and paced to about W1's rate on this machine (a quarter of its connection's time, smaller batches):
+ * what keeping pace with creation at W1's rate costs, rather than catching up. Override with
+ * `--retention 'name:VAR=value,VAR=value;…'`.
+ */
+const RETENTION_PHASES: RetentionPhase[] = [
+  { name: 'at full pace (50% busy, batches of 500)', env: {} },
+  { name: 'paced (25% busy, batches of 250)', env: { RETENTION_BUSY_PERCENT: '25', RETENTION_BATCH_SIZE: '250' } },
+];
+
+function retentionPhases(argv: string[]): RetentionPhase[] {
+  if (!argv.includes('--retention')) return RETENTION_PHASES;
+  return argv[argv.indexOf('--retention') + 1].split(';').map((phase) => {
+    const [name, settings] = phase.split(':');
+    return { name, env: Object.fromEntries(settings.split(',').map((pair) => pair.split('='))) };
+  });
+}
+
+interface Deleting {
+  phase: RetentionPhase;
+  results: Result[];
+  deletedPerSecond: number;
+}
+
 interface Retention {
   kept: Result[];
-  deleting: Result[];
-  deletedPerSecond: number;
+  deleting: Deleting[];
   leftToDelete: number;
 }
 
 /**
- * On one copy, alternated `pairs` times: W1, W2 and W3a with retention off, then with the daemon deleting; its
- * rate counted from the table over each measurement, the coordinator's start included (the daemon starts with it).
+ * On one copy, alternated `pairs` times: W1, W2 and W3a with retention off, then with the daemon deleting in each
+ * of `phases`; its rate counted from the table over each measurement, the coordinator's start included (the
+ * daemon starts with it).
  */
-async function retention(benchMode: BenchMode, template: Template, pairs: number): Promise<Retention> {
+async function retention(benchMode: BenchMode, template: Template, pairs: number, phases: RetentionPhase[]): Promise<Retention> {
   const db = await copy(template);
   try {
     const kept: Result[] = [];
-    const deleting: Result[] = [];
-    let deleted = 0;
-    let seconds = 0;
+    const deleting = phases.map((phase) => ({ phase, results: [] as Result[], deleted: 0, seconds: 0 }));
     for (let pair = 1; pair <= pairs; pair++) {
       log(`history: retention pair ${pair} of ${pairs}, retention off`);
       kept.push(await benchMode('http', { database: db, coordinatorEnv: KEEP, skip: WORKLOADS }));
-      log(`history: retention pair ${pair} of ${pairs}, deleting what finished over ${RETENTION_DAYS} days ago`);
-      const before = await historyRuns(db);
-      const started = performance.now();
-      deleting.push(await benchMode('http', { database: db, coordinatorEnv: DELETE, skip: WORKLOADS }));
-      seconds += (performance.now() - started) / 1000;
-      deleted += before - (await historyRuns(db));
+      for (const phase of deleting) {
+        log(`history: retention pair ${pair} of ${pairs}, deleting what finished over ${RETENTION_DAYS} days ago, ${phase.phase.name}`);
+        const before = await historyRuns(db);
+        const started = performance.now();
+        phase.results.push(await benchMode('http', { database: db, coordinatorEnv: { ...DELETE, ...phase.phase.env }, skip: WORKLOADS }));
+        phase.seconds += (performance.now() - started) / 1000;
+        phase.deleted += before - (await historyRuns(db));
+      }
     }
     const { rows } = await db.client.query(`SELECT count(*) FROM runs WHERE id < $1 AND finished_at < now() - $2 * interval '1 day'`, [
       uuidv7Floor(db.createdAt),
       RETENTION_DAYS,
     ]);
-    return { kept, deleting, deletedPerSecond: round(deleted / seconds, 0), leftToDelete: Number(rows[0].count) };
+    return {
+      kept,
+      deleting: deleting.map(({ phase, results, deleted, seconds }) => ({ phase, results, deletedPerSecond: round(deleted / seconds, 0) })),
+      leftToDelete: Number(rows[0].count),
+    };
   } finally {
     await db.drop();
   }
@@ -93,8 +128,9 @@ async function retention(benchMode: BenchMode, template: Template, pairs: number
 
 const percent = (from: number, to: number) => `${to >= from ? '+' : ''}${round(((to - from) / from) * 100, 1)}%`;
 
-function markdown(template: Template, shape: HistoryShape, empty: Result[], full: Result[], deletion: Retention, when: string): string {
-  const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'CPU'}, ${round(totalmem() / 2 ** 30, 0)} GiB, Node ${process.version}`;
+/** The comparison of an empty database with the history (none with --retention-only). */
+function sizeSection(empty: Result[], full: Result[]): string[] {
+  if (empty.length === 0) return ['The comparison with an empty database was not run (`--retention-only`).'];
   const rows = MEASURES.map(([name, value, better]) => {
     const a = median(empty.map(value));
     const b = median(full.map(value));
@@ -102,29 +138,46 @@ function markdown(template: Template, shape: HistoryShape, empty: Result[], full
     const verdict = worse > TOLERANCE ? `**missed** (${round(worse * 100, 1)}% worse)` : 'within 10%';
     return `| ${name} | ${empty.map(value).join(', ')} | ${full.map(value).join(', ')} | ${round(a, 2)} | ${round(b, 2)} | ${percent(a, b)} | ${verdict} |`;
   });
-  const w1 = median(full.map((r) => r.w1DrainPerSecond));
+  return ['| measure | empty | history | median empty | median history | difference | target: within 10% |', '|---|---|---|---|---|---|---|', ...rows];
+}
+
+function retentionSection(deletion: Retention, w1: number): string[] {
   /** The median of a measure over a phase's runs, and the runs' own values. */
   const cell = (results: Result[], value: (r: Result) => number) => `${round(median(results.map(value)), 2)} (${results.map(value).join(', ')})`;
-  const retentionRow = (name: string, results: Result[], deleted: number) =>
+  const row = (name: string, results: Result[], deleted: number) =>
     `| ${name} | ${MEASURES.map(([, value]) => cell(results, value)).join(' | ')} | ${deleted} |`;
-  const change = (value: (r: Result) => number) => percent(median(deletion.kept.map(value)), median(deletion.deleting.map(value)));
+  const verdicts = deletion.deleting.map(({ phase, results, deletedPerSecond }) => {
+    const change = (value: (r: Result) => number) => percent(median(deletion.kept.map(value)), median(results.map(value)));
+    return (
+      `- ${phase.name}: keeps pace ${deletedPerSecond >= w1 ? 'yes' : '**no**'} (${deletedPerSecond} runs deleted/s against W1's drain of ${w1}); ` +
+      `while it deletes, against retention off: W2 result p99 ${change((r) => r.w2ResultP99)}, start p99 ${change((r) => r.w2StartP99)}, ` +
+      `result p50 ${change((r) => r.w2ResultP50)}, start p50 ${change((r) => r.w2StartP50)}; W1 drain ${change((r) => r.w1DrainPerSecond)}; W3a p50 ${change((r) => r.w3aP50)}.`
+    );
+  });
   return [
-    `History run ${when} on ${machine}; HTTP mode, ${empty.length} pairs (empty, history, …), W3b and W4 not run, RUN_RETENTION_MS=0.`,
-    `History: template \`${template.name}\`, ${gigabytes(template.bytes)}: ${template.built}; ${shape.runs.toLocaleString()} runs of \`chain\` (1-3 steps), \`probe\` and \`echo\`, 3 transitions each.`,
-    '',
-    '| measure | empty | history | median empty | median history | difference | target: within 10% |',
-    '|---|---|---|---|---|---|---|',
-    ...rows,
-    '',
-    `Retention on one copy, alternated ${deletion.kept.length} times (window ${RETENTION_DAYS} days: ${round(((SPAN_DAYS - RETENTION_DAYS) / SPAN_DAYS) * 100, 0)}% of the history past it; RETENTION_INTERVAL_MS=1000, batches of 500):`,
+    `Retention on one copy, alternated ${deletion.kept.length} times (window ${RETENTION_DAYS} days: ${round(((SPAN_DAYS - RETENTION_DAYS) / SPAN_DAYS) * 100, 0)}% of the history past it; RETENTION_INTERVAL_MS=1000):`,
     '',
     `| phase (median, then each run) | ${MEASURES.map(([name]) => name).join(' | ')} | runs deleted/s |`,
     `|---|${MEASURES.map(() => '---|').join('')}---|`,
-    retentionRow('retention off', deletion.kept, 0),
-    retentionRow('retention deleting', deletion.deleting, deletion.deletedPerSecond),
+    row('retention off', deletion.kept, 0),
+    ...deletion.deleting.map(({ phase, results, deletedPerSecond }) => row(`deleting, ${phase.name}`, results, deletedPerSecond)),
     '',
-    `- Keeps pace: ${deletion.deletedPerSecond >= w1 ? 'yes' : '**no**'}, ${deletion.deletedPerSecond} runs deleted/s against W1's drain of ${w1} runs/s (history median above)${deletion.leftToDelete === 0 ? '; it ran out of runs to delete, so the rate is a lower bound' : `; ${deletion.leftToDelete.toLocaleString()} were left to delete`}.`,
-    `- While it deletes (medians against retention off, same database, alternated): W2 result p99 ${change((r) => r.w2ResultP99)}, start p99 ${change((r) => r.w2StartP99)}, result p50 ${change((r) => r.w2ResultP50)}; W1 drain ${change((r) => r.w1DrainPerSecond)}; W3a p50 ${change((r) => r.w3aP50)}.`,
+    ...verdicts,
+    `- ${deletion.leftToDelete === 0 ? 'It ran out of runs to delete, so the rates are lower bounds' : `${deletion.leftToDelete.toLocaleString()} runs were left to delete`}.`,
+  ];
+}
+
+function markdown(template: Template, shape: HistoryShape, empty: Result[], full: Result[], deletion: Retention, when: string): string {
+  const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'CPU'}, ${round(totalmem() / 2 ** 30, 0)} GiB, Node ${process.version}`;
+  // Keeping pace is judged against W1 on the history (retention off on the retention copy without the comparison).
+  const w1 = median((full.length > 0 ? full : deletion.kept).map((r) => r.w1DrainPerSecond));
+  return [
+    `History run ${when} on ${machine}; HTTP mode, ${deletion.kept.length} pairs, W3b and W4 not run.`,
+    `History: template \`${template.name}\`, ${gigabytes(template.bytes)}: ${template.built}; ${shape.runs.toLocaleString()} runs of \`chain\` (1-3 steps), \`probe\` and \`echo\`, 3 transitions each.`,
+    '',
+    ...sizeSection(empty, full),
+    '',
+    ...retentionSection(deletion, w1),
     '',
     `The template stays for the next run (\`--rebuild\` to make it again); drop it with \`psql -h 127.0.0.1 -U postgres -c 'DROP DATABASE ${template.name}'\` (older ones: \`psql -h 127.0.0.1 -U postgres -c "SELECT datname FROM pg_database WHERE datname LIKE 'wf_history_%'"\`).`,
     '',
@@ -137,7 +190,7 @@ export async function history(argv: string[], benchMode: BenchMode): Promise<voi
   const template = await historyTemplate(shape, argv.includes('--rebuild'));
   const empty: Result[] = [];
   const full: Result[] = [];
-  for (let pair = 1; pair <= pairs; pair++) {
+  for (let pair = 1; pair <= pairs && !argv.includes('--retention-only'); pair++) {
     log(`history: pair ${pair} of ${pairs}, empty database`);
     empty.push(await benchMode('http', { coordinatorEnv: KEEP, skip: WORKLOADS }));
     log(`history: pair ${pair} of ${pairs}, ${shape.runs.toLocaleString()} runs behind`);
@@ -148,7 +201,7 @@ export async function history(argv: string[], benchMode: BenchMode): Promise<voi
       await db.drop();
     }
   }
-  const deletion = await retention(benchMode, template, pairs);
+  const deletion = await retention(benchMode, template, pairs, retentionPhases(argv));
   const when = new Date().toISOString();
   const table = markdown(template, shape, empty, full, deletion, when);
   process.stdout.write(`\n${table}\n`);

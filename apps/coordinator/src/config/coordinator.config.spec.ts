@@ -85,7 +85,15 @@ describe('loadCoordinatorConfig', () => {
   });
 
   it('reads the retention window (7 days by default, 0 keeps) and per-workflow windows', () => {
-    expect(loadCoordinatorConfig({ DATABASE_URL, ...TOKENS })).toMatchObject({ runRetentionMs: 604_800_000, runRetentionOverrides: {} });
+    expect(loadCoordinatorConfig({ DATABASE_URL, ...TOKENS })).toMatchObject({
+      runRetentionMs: 604_800_000,
+      runRetentionOverrides: {},
+      retentionBusyPercent: 50,
+    });
+    expect(loadCoordinatorConfig({ DATABASE_URL, ...TOKENS, RETENTION_BUSY_PERCENT: '20' })).toMatchObject({ retentionBusyPercent: 20 });
+    expect(() => loadCoordinatorConfig({ DATABASE_URL, ...TOKENS, RETENTION_BUSY_PERCENT: '0' })).toThrow(
+      'RETENTION_BUSY_PERCENT must be an integer from 1 to 100',
+    );
     expect(loadCoordinatorConfig({ DATABASE_URL, ...TOKENS, RUN_RETENTION_MS: '0', RUN_RETENTION_OVERRIDES: 'reports=60000, audit.log=0' })).toMatchObject({
       runRetentionMs: 0,
       runRetentionOverrides: { reports: 60_000, 'audit.log': 0 },

@@ -64,6 +64,8 @@ export interface CoordinatorConfig {
   /** How often the retention daemon looks for what to delete, and how many rows one of its statements deletes at most. */
   retentionIntervalMs: number;
   retentionBatchSize: number;
+  /** The share of its time (%) a sweep spends in its batches: after each it pauses so the share holds. */
+  retentionBusyPercent: number;
   /** Bearer tokens of the client API and the worker API (undefined only when auth is disabled). */
   clientToken?: string;
   workerToken?: string;
@@ -164,6 +166,7 @@ export function loadCoordinatorConfig(env: Record<string, string | undefined>): 
     runRetentionOverrides: readRetentionOverrides(read),
     retentionIntervalMs: read.integer('RETENTION_INTERVAL_MS', 60_000, 100, 86_400_000),
     retentionBatchSize: read.integer('RETENTION_BATCH_SIZE', 500, 1, 10_000),
+    retentionBusyPercent: read.integer('RETENTION_BUSY_PERCENT', 50, 1, 100),
     clientToken: read.optionalString('CLIENT_TOKEN'),
     workerToken: read.optionalString('WORKER_TOKEN'),
     authDisabled: read.boolean('AUTH_DISABLED', false),

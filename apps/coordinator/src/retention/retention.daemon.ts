@@ -10,6 +10,14 @@ const INTERVAL = 'retention';
 /** The least pause between two batches of one sweep. */
 const MIN_PAUSE_MS = 10;
 
+/**
+ * How long a sweep pauses after a batch that took `tookMs`, so that its batches take `busyPercent` of its time
+ * (RETENTION_BUSY_PERCENT; 50 pauses as long as the batch took), and never less than MIN_PAUSE_MS.
+ */
+export function pauseAfterBatch(tookMs: number, busyPercent: number): number {
+  return Math.max(MIN_PAUSE_MS, (tookMs * (100 - busyPercent)) / busyPercent);
+}
+
 export interface RetentionCounts {
   runs: number;
   outbox: number;
@@ -20,9 +28,10 @@ export interface RetentionCounts {
  * Deletes what has been kept long enough (RUN_RETENTION_MS, per-workflow overrides): finished runs
  * with their steps, transitions and events, sent outbox rows, dead letters. One coordinator does it
  * at a time (leader election). Every RETENTION_INTERVAL_MS it deletes in batches of
- * RETENTION_BATCH_SIZE until a batch comes back short, pausing after each batch as long as the batch
- * took: retention keeps at most one connection half busy, and never holds a lock for longer than one
- * batch (see RetentionRepository).
+ * RETENTION_BATCH_SIZE until a batch comes back short, pausing after each batch so that the batches take
+ * RETENTION_BUSY_PERCENT of the sweep's time (half by default): retention keeps at most one connection that
+ * busy, and never holds a lock for longer than one batch (see RetentionRepository). A lower share deletes more
+ * slowly and disturbs the hot path less (docs/benchmarks.md, "History").
  */
 @Injectable()
 export class RetentionDaemon implements SingletonDaemon, OnModuleInit {
@@ -68,7 +77,12 @@ export class RetentionDaemon implements SingletonDaemon, OnModuleInit {
     const windows: RetentionWindows = { defaultMs: this.config.runRetentionMs, byWorkflow: this.config.runRetentionOverrides };
     const limit = this.config.retentionBatchSize;
     return {
-      runs: await this.drain('runs', () => this.repository.deleteFinishedRuns(windows, limit)),
+      runs: await this.drain('runs', async () => {
+        const { deleted, overdueSeconds } = await this.repository.deleteFinishedRuns(windows, limit);
+        // A short batch deleted all it found: caught up, whatever its oldest run's age.
+        this.metrics.overdueSeconds = deleted < limit ? 0 : overdueSeconds;
+        return deleted;
+      }),
       outbox: await this.drain('outbox', () => this.repository.deleteSentOutboxRows(windows.defaultMs, limit)),
       deadLetters: await this.drain('dead_letters', () => this.repository.deleteDeadLetters(windows, limit)),
     };
@@ -96,7 +110,7 @@ export class RetentionDaemon implements SingletonDaemon, OnModuleInit {
       total += deleted;
       if (deleted > 0) this.metrics.deleted.inc({ kind }, deleted);
       if (deleted < this.config.retentionBatchSize) break;
-      await new Promise((resolve) => setTimeout(resolve, Math.max(MIN_PAUSE_MS, performance.now() - started)));
+      await new Promise((resolve) => setTimeout(resolve, pauseAfterBatch(performance.now() - started, this.config.retentionBusyPercent)));
     }
     return total;
   }

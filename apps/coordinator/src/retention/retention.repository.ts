@@ -3,6 +3,7 @@ import {
   deleteExpiredDeadLetters,
   deleteFinishedRuns,
   deleteSentOutboxRows,
+  type FinishedRunsBatch,
   type RetentionWindows,
   type SqlExecutor,
   tuneRetentionBatch,
@@ -17,8 +18,8 @@ import { Injectable } from '@nestjs/common';
 export class RetentionRepository {
   constructor(private readonly db: Database) {}
 
-  /** Finished runs older than their workflow's window, with their steps, transitions and events. */
-  deleteFinishedRuns(windows: RetentionWindows, limit: number): Promise<number> {
+  /** Finished runs older than their workflow's window, with their steps, transitions and events; and how far behind retention is. */
+  deleteFinishedRuns(windows: RetentionWindows, limit: number): Promise<FinishedRunsBatch> {
     return this.batch((tx) => deleteFinishedRuns(tx, windows, limit));
   }
 
@@ -34,7 +35,7 @@ export class RetentionRepository {
   }
 
   /** One batch, in a transaction of its own, tuned for it (tuneRetentionBatch: no JIT, no wait for the WAL flush). */
-  private batch(work: (tx: SqlExecutor) => Promise<number>): Promise<number> {
+  private batch<T>(work: (tx: SqlExecutor) => Promise<T>): Promise<T> {
     return this.db.transaction(async (tx) => {
       await tuneRetentionBatch(tx);
       return work(tx);

@@ -57,9 +57,9 @@ describe('retention.sql', () => {
     const unfinished = await insertRun(db, { status: 'queued', createdAt: ago(1_000 * HOUR) });
 
     // A window configured for a workflow wins over the one its version declares.
-    expect(await deleteFinishedRuns(db.db, { defaultMs: 0, byWorkflow: { declared: 0 } }, 10)).toBe(0);
-    expect(await deleteFinishedRuns(db.db, windows, 3)).toBe(3); // at most a batch
-    expect(await deleteFinishedRuns(db.db, windows, 10)).toBe(1);
+    expect((await deleteFinishedRuns(db.db, { defaultMs: 0, byWorkflow: { declared: 0 } }, 10)).deleted).toBe(0);
+    expect((await deleteFinishedRuns(db.db, windows, 3)).deleted).toBe(3); // at most a batch
+    expect((await deleteFinishedRuns(db.db, windows, 10)).deleted).toBe(1);
     expect(await runs()).toEqual([recent, kept, unfinished].sort());
   });
 
@@ -67,10 +67,25 @@ describe('retention.sql', () => {
     const finished = [3, 4, 2].map((hours) => insertRun(db, { status: 'completed', finishedAt: ago(hours * HOUR) }));
     const [threeHours, fourHours, twoHours] = await Promise.all(finished);
     expect(await runs()).toEqual([threeHours, fourHours, twoHours].sort());
-    expect(await deleteFinishedRuns(db.db, windows, 1)).toBe(1);
+    expect((await deleteFinishedRuns(db.db, windows, 1)).deleted).toBe(1);
     expect(await runs()).toEqual([threeHours, twoHours].sort());
-    expect(await deleteFinishedRuns(db.db, windows, 1)).toBe(1);
+    expect((await deleteFinishedRuns(db.db, windows, 1)).deleted).toBe(1);
     expect(await runs()).toEqual([twoHours]);
+  });
+
+  it('tells how far past its window the most overdue run of the batch was, its own window counted; 0 for an empty batch', async () => {
+    await insertRun(db, { status: 'completed', finishedAt: ago(4 * HOUR) });
+    await insertRun(db, { status: 'completed', finishedAt: ago(2 * HOUR) });
+    await insertRun(db, { workflow: 'brief', status: 'completed', finishedAt: ago(2 * MINUTE) });
+    const { overdueSeconds } = await deleteFinishedRuns(db.db, { defaultMs: HOUR, byWorkflow: { brief: MINUTE } }, 10);
+    // The four-hour-old run under the default window of an hour: three hours overdue (give or take this test's own time).
+    expect(overdueSeconds).toBeGreaterThan(3 * 3_600 - 60);
+    expect(overdueSeconds).toBeLessThan(3 * 3_600 + 60);
+    expect(await deleteFinishedRuns(db.db, windows, 10)).toEqual({ deleted: 0, overdueSeconds: 0 });
+    await insertRun(db, { workflow: 'brief', status: 'completed', finishedAt: ago(3 * MINUTE) });
+    const brief = await deleteFinishedRuns(db.db, windows, 10);
+    expect(brief.overdueSeconds).toBeGreaterThan(2 * 60 - 30);
+    expect(brief.overdueSeconds).toBeLessThan(2 * 60 + 30);
   });
 
   it('keeps a finished run while its parent or one of its children is unfinished', async () => {
@@ -78,7 +93,7 @@ describe('retention.sql', () => {
     const child = await insertRun(db, { status: 'completed', finishedAt: ago(2 * HOUR), parentId: parent });
     const finishedParent = await insertRun(db, { status: 'completed', finishedAt: ago(2 * HOUR) });
     const runningChild = await insertRun(db, { status: 'running', parentId: finishedParent });
-    expect(await deleteFinishedRuns(db.db, windows, 10)).toBe(0);
+    expect((await deleteFinishedRuns(db.db, windows, 10)).deleted).toBe(0);
     expect(await runs()).toEqual([parent, child, finishedParent, runningChild].sort());
   });
 
@@ -88,7 +103,7 @@ describe('retention.sql', () => {
     const holder = await holdTransaction(db.db, (tx) => tx.query(`SELECT id FROM runs WHERE id = $1 FOR UPDATE`, [held]));
     try {
       // Had it waited for the held run, its sessions' lock_timeout would fail it.
-      expect(await deleteFinishedRuns(db.db, windows, 10)).toBe(1);
+      expect((await deleteFinishedRuns(db.db, windows, 10)).deleted).toBe(1);
     } finally {
       await holder.commit();
     }

@@ -68,9 +68,9 @@ export const DELETE_FINISHED_RUNS = `WITH RECURSIVE versions AS (
          LEFT JOIN unnest($2::text[], $3::bigint[]) AS o(workflow, ms) USING (workflow)
          LEFT JOIN workflows d ON d.workflow = v.workflow AND d.version = v.version
      ), doomed AS (
-       SELECT c.id FROM windows w
+       SELECT c.id, c.overdue FROM windows w
         CROSS JOIN LATERAL (
-              SELECT r.id FROM runs r
+              SELECT r.id, extract(epoch FROM now() - w.ms * interval '1 millisecond' - r.finished_at) AS overdue FROM runs r
                WHERE r.workflow = w.workflow AND r.version = w.version AND r.status IN ('completed', 'failed', 'cancelled')
                  AND r.finished_at < now() - w.ms * interval '1 millisecond'
                  -- Written as per-row probes (a primary key and runs_parent_idx lookup), not NOT EXISTS: the
@@ -83,7 +83,8 @@ export const DELETE_FINISHED_RUNS = `WITH RECURSIVE versions AS (
         WHERE w.ms > 0
         LIMIT $4
      )
-     SELECT count(*)::int AS deleted FROM delete_runs(ARRAY(SELECT id FROM doomed))`;
+     SELECT (SELECT count(*)::int FROM delete_runs(ARRAY(SELECT id FROM doomed))) AS deleted,
+            (SELECT coalesce(max(overdue), 0)::float8 FROM doomed) AS overdue_seconds`;
 
 /**
  * Deletes finished runs older than their workflow's window, through delete_runs() (the one path that
@@ -96,11 +97,18 @@ export const DELETE_FINISHED_RUNS = `WITH RECURSIVE versions AS (
  * and while any of its children is unfinished (the tree stays linked: deleting it would set their
  * parent_id to NULL). Either is decided in this statement's snapshot; a parent retried at that very
  * moment still finds each child's outcome in its steps. delete_runs() checks the status again.
- * Returns how many runs it deleted.
+ * Returns how many runs it deleted, and how far past its window (s) the most overdue of them was: a
+ * batch takes each version's oldest first, so that is how far behind retention is.
  */
-export async function deleteFinishedRuns(tx: SqlExecutor, windows: RetentionWindows, limit: number): Promise<number> {
-  const [{ deleted }] = await tx.query<{ deleted: number }>(DELETE_FINISHED_RUNS, [...windowParams(windows), limit]);
-  return deleted;
+export async function deleteFinishedRuns(tx: SqlExecutor, windows: RetentionWindows, limit: number): Promise<FinishedRunsBatch> {
+  const [row] = await tx.query<{ deleted: number; overdue_seconds: number }>(DELETE_FINISHED_RUNS, [...windowParams(windows), limit]);
+  return { deleted: row.deleted, overdueSeconds: row.overdue_seconds };
+}
+
+/** What one batch of finished runs did (deleteFinishedRuns). */
+export interface FinishedRunsBatch {
+  deleted: number;
+  overdueSeconds: number;
 }
 
 const DELETE_SENT_OUTBOX_ROWS = `WITH doomed AS (

@@ -1,0 +1,74 @@
+import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
+import type { LeaderElection } from '@app/locking';
+import type { SchedulerRegistry } from '@nestjs/schedule';
+import type { CoordinatorConfig } from '../config/coordinator.config';
+import { pauseAfterBatch, RetentionDaemon } from './retention.daemon';
+import type { RetentionMetrics } from './retention.metrics';
+import type { RetentionRepository } from './retention.repository';
+
+describe('pauseAfterBatch', () => {
+  it('keeps the batches at the busy share of the time: as long as the batch at 50%, four times as long at 20%', () => {
+    expect(pauseAfterBatch(40, 50)).toBe(40);
+    expect(pauseAfterBatch(40, 20)).toBe(160);
+    expect(pauseAfterBatch(40, 80)).toBe(10);
+  });
+
+  it('pauses at least 10 ms, even at 100%', () => {
+    expect(pauseAfterBatch(40, 100)).toBe(10);
+    expect(pauseAfterBatch(2, 50)).toBe(10);
+  });
+});
+
+describe('RetentionDaemon', () => {
+  const BATCH_MS = 40;
+  let batches: number[];
+  let overdueSeen: number[];
+  let metrics: RetentionMetrics;
+  let daemon: RetentionDaemon;
+
+  beforeEach(() => {
+    jest.useFakeTimers({ now: 0 });
+    batches = [];
+    overdueSeen = [];
+    // Three full batches of 10, then a short one of 4; each takes BATCH_MS of the (fake) clock.
+    const outcomes = [
+      { deleted: 10, overdueSeconds: 300 },
+      { deleted: 10, overdueSeconds: 200 },
+      { deleted: 10, overdueSeconds: 100 },
+      { deleted: 4, overdueSeconds: 50 },
+    ];
+    const repository = {
+      deleteFinishedRuns: async () => {
+        batches.push(Date.now());
+        overdueSeen.push(metrics.overdueSeconds);
+        jest.advanceTimersByTime(BATCH_MS);
+        return outcomes.shift();
+      },
+      deleteSentOutboxRows: async () => 0,
+      deleteDeadLetters: async () => 0,
+    } as unknown as RetentionRepository;
+    metrics = { deleted: { inc: () => undefined }, overdueSeconds: 0 } as unknown as RetentionMetrics;
+    const config = { runRetentionMs: 1, runRetentionOverrides: {}, retentionBatchSize: 10, retentionBusyPercent: 20 } as CoordinatorConfig;
+    daemon = new RetentionDaemon({} as LeaderElection, repository, {} as SchedulerRegistry, metrics, config);
+  });
+
+  afterEach(() => {
+    jest.useRealTimers();
+  });
+
+  it('starts each batch of a sweep after the pause RETENTION_BUSY_PERCENT sets, and stops at a short batch', async () => {
+    const sweep = daemon.sweep();
+    await jest.advanceTimersByTimeAsync(10_000);
+    expect(await sweep).toEqual({ runs: 34, outbox: 0, deadLetters: 0 });
+    // 40 ms of work at 20% busy: 160 ms of pause after each full batch.
+    expect(batches).toEqual([0, 200, 400, 600]);
+  });
+
+  it('tells how far behind it is after each full batch, and 0 once a batch comes back short', async () => {
+    const sweep = daemon.sweep();
+    await jest.advanceTimersByTimeAsync(10_000);
+    await sweep;
+    expect(overdueSeen).toEqual([0, 300, 200, 100]);
+    expect(metrics.overdueSeconds).toBe(0);
+  });
+});
