@@ -20,6 +20,8 @@ const DAY_MS = 86_400_000;
 const SPAN_DAYS = 30;
 const RETENTION_DAYS = 7;
 const WORKLOADS: BenchOptions['skip'] = ['W3b', 'W4'];
+/** W2's probes here: its p99 is compared, and 300 probes (the bench's own W2) leave it to the 3 slowest. */
+const W2_PROBES = 2_000;
 /** Retention off: the comparison is of the history's size alone. */
 const KEEP = { RUN_RETENTION_MS: '0' };
 const DELETE = { RUN_RETENTION_MS: String(RETENTION_DAYS * DAY_MS), RETENTION_INTERVAL_MS: '1000' };
@@ -60,21 +62,30 @@ interface RetentionPhase {
 }
 
 /**
- * The retention phase's settings, measured against retention off: the daemon at full pace (the defaults: as fast
- * as it goes), and paced to about W1's rate on this machine (a quarter of its connection's time, smaller batches):
- * what keeping pace with creation at W1's rate costs, rather than catching up. Override with
- * `--retention 'name:VAR=value,VAR=value;…'`.
+ * The retention phase's settings, measured against retention off: the daemon at its defaults (half busy, batches of
+ * 500: its top speed unless a share is raised), and paced to about W1's rate (a quarter busy, smaller batches; a rate
+ * estimated on this machine, and printed beside it): what keeping pace with creation at W1's rate costs, rather
+ * than catching up. Override with `--retention 'name:VAR=value,VAR=value;…'`.
  */
 const RETENTION_PHASES: RetentionPhase[] = [
-  { name: 'at full pace (50% busy, batches of 500)', env: {} },
+  { name: 'at the defaults (50% busy, batches of 500)', env: {} },
   { name: 'paced (25% busy, batches of 250)', env: { RETENTION_BUSY_PERCENT: '25', RETENTION_BATCH_SIZE: '250' } },
 ];
 
+const RETENTION_USAGE = `--retention takes phases like 'slow:RETENTION_BUSY_PERCENT=10,RETENTION_BATCH_SIZE=100;fast:RETENTION_BUSY_PERCENT=90'`;
+
 function retentionPhases(argv: string[]): RetentionPhase[] {
   if (!argv.includes('--retention')) return RETENTION_PHASES;
-  return argv[argv.indexOf('--retention') + 1].split(';').map((phase) => {
-    const [name, settings] = phase.split(':');
-    return { name, env: Object.fromEntries(settings.split(',').map((pair) => pair.split('='))) };
+  const text = argv[argv.indexOf('--retention') + 1] ?? '';
+  return text.split(';').map((phase) => {
+    const match = /^([^:]+):(.+)$/.exec(phase.trim());
+    if (!match) throw new Error(RETENTION_USAGE);
+    const env = match[2].split(',').map((pair) => {
+      const setting = /^([A-Z_]+)=(.*)$/.exec(pair.trim());
+      if (!setting) throw new Error(RETENTION_USAGE);
+      return [setting[1], setting[2]];
+    });
+    return { name: match[1], env: Object.fromEntries(env) };
   });
 }
 
@@ -102,12 +113,13 @@ async function retention(benchMode: BenchMode, template: Template, pairs: number
     const deleting = phases.map((phase) => ({ phase, results: [] as Result[], deleted: 0, seconds: 0 }));
     for (let pair = 1; pair <= pairs; pair++) {
       log(`history: retention pair ${pair} of ${pairs}, retention off`);
-      kept.push(await benchMode('http', { database: db, coordinatorEnv: KEEP, skip: WORKLOADS }));
-      for (const phase of deleting) {
+      kept.push(await benchMode('http', { database: db, coordinatorEnv: KEEP, skip: WORKLOADS, w2Runs: W2_PROBES }));
+      // Each pair starts from another phase: the copy's backlog shrinks as they delete.
+      for (const phase of deleting.map((_, i) => deleting[(i + pair - 1) % deleting.length])) {
         log(`history: retention pair ${pair} of ${pairs}, deleting what finished over ${RETENTION_DAYS} days ago, ${phase.phase.name}`);
         const before = await historyRuns(db);
         const started = performance.now();
-        phase.results.push(await benchMode('http', { database: db, coordinatorEnv: { ...DELETE, ...phase.phase.env }, skip: WORKLOADS }));
+        phase.results.push(await benchMode('http', { database: db, coordinatorEnv: { ...DELETE, ...phase.phase.env }, skip: WORKLOADS, w2Runs: W2_PROBES }));
         phase.seconds += (performance.now() - started) / 1000;
         phase.deleted += before - (await historyRuns(db));
       }
@@ -149,7 +161,7 @@ function retentionSection(deletion: Retention, w1: number): string[] {
   const verdicts = deletion.deleting.map(({ phase, results, deletedPerSecond }) => {
     const change = (value: (r: Result) => number) => percent(median(deletion.kept.map(value)), median(results.map(value)));
     return (
-      `- ${phase.name}: keeps pace ${deletedPerSecond >= w1 ? 'yes' : '**no**'} (${deletedPerSecond} runs deleted/s against W1's drain of ${w1}); ` +
+      `- ${phase.name}: keeps pace ${deletedPerSecond >= w1 ? 'yes' : deletion.leftToDelete === 0 ? 'unknown (it ran out of runs)' : '**no**'} (${deletedPerSecond} runs deleted/s against W1's drain of ${w1}); ` +
       `while it deletes, against retention off: W2 result p99 ${change((r) => r.w2ResultP99)}, start p99 ${change((r) => r.w2StartP99)}, ` +
       `result p50 ${change((r) => r.w2ResultP50)}, start p50 ${change((r) => r.w2StartP50)}; W1 drain ${change((r) => r.w1DrainPerSecond)}; W3a p50 ${change((r) => r.w3aP50)}.`
     );
@@ -172,7 +184,7 @@ function markdown(template: Template, shape: HistoryShape, empty: Result[], full
   // Keeping pace is judged against W1 on the history (retention off on the retention copy without the comparison).
   const w1 = median((full.length > 0 ? full : deletion.kept).map((r) => r.w1DrainPerSecond));
   return [
-    `History run ${when} on ${machine}; HTTP mode, ${deletion.kept.length} pairs, W3b and W4 not run.`,
+    `History run ${when} on ${machine}; HTTP mode, ${deletion.kept.length} pairs, W2 of ${W2_PROBES.toLocaleString()} probes, W3b and W4 not run.`,
     `History: template \`${template.name}\`, ${gigabytes(template.bytes)}: ${template.built}; ${shape.runs.toLocaleString()} runs of \`chain\` (1-3 steps), \`probe\` and \`echo\`, 3 transitions each.`,
     '',
     ...sizeSection(empty, full),
@@ -192,11 +204,11 @@ export async function history(argv: string[], benchMode: BenchMode): Promise<voi
   const full: Result[] = [];
   for (let pair = 1; pair <= pairs && !argv.includes('--retention-only'); pair++) {
     log(`history: pair ${pair} of ${pairs}, empty database`);
-    empty.push(await benchMode('http', { coordinatorEnv: KEEP, skip: WORKLOADS }));
+    empty.push(await benchMode('http', { coordinatorEnv: KEEP, skip: WORKLOADS, w2Runs: W2_PROBES }));
     log(`history: pair ${pair} of ${pairs}, ${shape.runs.toLocaleString()} runs behind`);
     const db = await copy(template);
     try {
-      full.push(await benchMode('http', { database: db, coordinatorEnv: KEEP, skip: WORKLOADS }));
+      full.push(await benchMode('http', { database: db, coordinatorEnv: KEEP, skip: WORKLOADS, w2Runs: W2_PROBES }));
     } finally {
       await db.drop();
     }
@@ -208,5 +220,6 @@ export async function history(argv: string[], benchMode: BenchMode): Promise<voi
   const dir = join(ROOT, 'bench', 'results');
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, `history-${when.replace(/[:.]/g, '-')}.md`), table);
-  writeFileSync(join(dir, 'history-latest.md'), table);
+  // history-latest.md is the whole bench's: a run of its retention phase alone does not replace it.
+  if (empty.length > 0) writeFileSync(join(dir, 'history-latest.md'), table);
 }

@@ -80,6 +80,8 @@ export interface BenchOptions {
   coordinatorEnv?: Record<string, string>;
   /** Workloads not to run (their fields are null). */
   skip?: ('W3b' | 'W4')[];
+  /** W2's probes (W2_RUNS unless given): more where its p99 is compared, which 300 probes leave to 3 of them. */
+  w2Runs?: number;
 }
 
 async function benchMode(mode: Mode, options: BenchOptions = {}): Promise<Result> {
@@ -172,8 +174,8 @@ async function benchMode(mode: Mode, options: BenchOptions = {}): Promise<Result
     await warmUp(probe, chain, WARMUP_PROBES, WARMUP_CHAINS, 'long');
 
     // W2: one run at a time: start latency (request -> handler begins) and result latency.
-    log(`${mode}: W2 idle latency (${W2_RUNS} runs one after another)`);
-    const w2 = await measureW2(probe);
+    log(`${mode}: W2 idle latency (${options.w2Runs ?? W2_RUNS} runs one after another)`);
+    const w2 = await measureW2(probe, options.w2Runs);
 
     // W3a: 10-step chains one after another; W3b: 200 at once.
     log(`${mode}: W3 chains (${W3A_CHAINS} sequential${skip.has('W3b') ? '' : `, ${W3B_CHAINS} concurrent`}, ${CHAIN_STEPS} steps)`);

@@ -77,9 +77,9 @@ export async function warmUp(
 }
 
 /** W2_RUNS probes one after another. */
-export async function measureW2(probe: () => Promise<ProbeTimes>): Promise<ProbeTimes[]> {
+export async function measureW2(probe: () => Promise<ProbeTimes>, runs = W2_RUNS): Promise<ProbeTimes[]> {
   const times: ProbeTimes[] = [];
-  for (let i = 0; i < W2_RUNS; i++) times.push(await probe());
+  for (let i = 0; i < runs; i++) times.push(await probe());
   return times;
 }
 

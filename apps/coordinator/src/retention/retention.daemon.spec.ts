@@ -49,7 +49,8 @@ describe('RetentionDaemon', () => {
     } as unknown as RetentionRepository;
     metrics = { deleted: { inc: () => undefined }, overdueSeconds: 0 } as unknown as RetentionMetrics;
     const config = { runRetentionMs: 1, runRetentionOverrides: {}, retentionBatchSize: 10, retentionBusyPercent: 20 } as CoordinatorConfig;
-    daemon = new RetentionDaemon({} as LeaderElection, repository, {} as SchedulerRegistry, metrics, config);
+    const scheduler = { doesExist: () => false } as unknown as SchedulerRegistry;
+    daemon = new RetentionDaemon({} as LeaderElection, repository, scheduler, metrics, config);
   });
 
   afterEach(() => {
@@ -62,6 +63,20 @@ describe('RetentionDaemon', () => {
     expect(await sweep).toEqual({ runs: 34, outbox: 0, deadLetters: 0 });
     // 40 ms of work at 20% busy: 160 ms of pause after each full batch.
     expect(batches).toEqual([0, 200, 400, 600]);
+  });
+
+  it('ends a pause at once when it stops, and then tells nothing of how far behind it is', async () => {
+    const sweep = daemon.sweep();
+    (daemon as unknown as { sweeping: Promise<unknown> }).sweeping = sweep; // as its interval's tick would
+    await jest.advanceTimersByTimeAsync(BATCH_MS + 1); // in the 160 ms pause after the first batch
+    expect(metrics.overdueSeconds).toBe(300);
+    const stoppedAt = Date.now();
+    // With the fake clock held still, a pause that did not end would keep stop() waiting until the test times out.
+    await daemon.stop();
+    expect(await sweep).toEqual({ runs: 10, outbox: 0, deadLetters: 0 });
+    expect(batches).toEqual([0]);
+    expect(Date.now()).toBe(stoppedAt);
+    expect(metrics.overdueSeconds).toBe(0);
   });
 
   it('tells how far behind it is after each full batch, and 0 once a batch comes back short', async () => {

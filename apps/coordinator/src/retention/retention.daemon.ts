@@ -31,7 +31,7 @@ export interface RetentionCounts {
  * RETENTION_BATCH_SIZE until a batch comes back short, pausing after each batch so that the batches take
  * RETENTION_BUSY_PERCENT of the sweep's time (half by default): retention keeps at most one connection that
  * busy, and never holds a lock for longer than one batch (see RetentionRepository). A lower share deletes more
- * slowly and disturbs the hot path less (docs/benchmarks.md, "History").
+ * slowly, not more cheaply: each run costs the database the same (docs/benchmarks.md, "History").
  */
 @Injectable()
 export class RetentionDaemon implements SingletonDaemon, OnModuleInit {
@@ -39,6 +39,8 @@ export class RetentionDaemon implements SingletonDaemon, OnModuleInit {
   private readonly logger = new Logger(RetentionDaemon.name);
   private sweeping: Promise<unknown> | undefined;
   private stopping = false;
+  /** Ends the pause between two batches now (a pause at a low share can last many times a batch). */
+  private endPause: (() => void) | undefined;
 
   constructor(
     private readonly election: LeaderElection,
@@ -64,7 +66,10 @@ export class RetentionDaemon implements SingletonDaemon, OnModuleInit {
   async stop(): Promise<void> {
     this.stopping = true;
     if (this.scheduler.doesExist('interval', INTERVAL)) this.scheduler.deleteInterval(INTERVAL);
+    this.endPause?.();
     await this.idle();
+    // Only the coordinator leading retention tells how far behind it is.
+    this.metrics.overdueSeconds = 0;
   }
 
   /** Resolves once no sweep of the daemon's own (on its interval, or on taking the lead) is under way. */
@@ -109,9 +114,20 @@ export class RetentionDaemon implements SingletonDaemon, OnModuleInit {
       const deleted = await batch();
       total += deleted;
       if (deleted > 0) this.metrics.deleted.inc({ kind }, deleted);
-      if (deleted < this.config.retentionBatchSize) break;
-      await new Promise((resolve) => setTimeout(resolve, pauseAfterBatch(performance.now() - started, this.config.retentionBusyPercent)));
+      if (deleted < this.config.retentionBatchSize || this.stopping) break;
+      await this.pause(pauseAfterBatch(performance.now() - started, this.config.retentionBusyPercent));
     }
     return total;
+  }
+
+  /** Waits `ms`, or until the daemon stops. */
+  private pause(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      this.endPause = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    }).finally(() => (this.endPause = undefined));
   }
 }

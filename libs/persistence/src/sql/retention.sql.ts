@@ -97,8 +97,9 @@ export const DELETE_FINISHED_RUNS = `WITH RECURSIVE versions AS (
  * and while any of its children is unfinished (the tree stays linked: deleting it would set their
  * parent_id to NULL). Either is decided in this statement's snapshot; a parent retried at that very
  * moment still finds each child's outcome in its steps. delete_runs() checks the status again.
- * Returns how many runs it deleted, and how far past its window (s) the most overdue of them was: a
- * batch takes each version's oldest first, so that is how far behind retention is.
+ * Returns how many runs it deleted, and how far past its window (s) the most overdue of them was. A batch
+ * takes each version's oldest first, but fills up from the versions in (workflow, version) order, so that is
+ * how far behind retention is on the versions the batch reached, not on every version.
  */
 export async function deleteFinishedRuns(tx: SqlExecutor, windows: RetentionWindows, limit: number): Promise<FinishedRunsBatch> {
   const [row] = await tx.query<{ deleted: number; overdue_seconds: number }>(DELETE_FINISHED_RUNS, [...windowParams(windows), limit]);
