@@ -47,7 +47,7 @@ describe('RetentionDaemon', () => {
       deleteSentOutboxRows: async () => 0,
       deleteDeadLetters: async () => 0,
     } as unknown as RetentionRepository;
-    metrics = { deleted: { inc: () => undefined }, overdueSeconds: 0 } as unknown as RetentionMetrics;
+    metrics = { deleted: { inc: () => undefined }, failures: { inc: jest.fn() }, overdueSeconds: 0 } as unknown as RetentionMetrics;
     const config = { runRetentionMs: 1, runRetentionOverrides: {}, retentionBatchSize: 10, retentionBusyPercent: 20 } as CoordinatorConfig;
     const scheduler = { doesExist: () => false } as unknown as SchedulerRegistry;
     daemon = new RetentionDaemon({} as LeaderElection, repository, scheduler, metrics, config);
@@ -77,6 +77,21 @@ describe('RetentionDaemon', () => {
     expect(batches).toEqual([0]);
     expect(Date.now()).toBe(stoppedAt);
     expect(metrics.overdueSeconds).toBe(0);
+  });
+
+  it('counts a sweep that fails, and keeps the last figure of how far behind it is', async () => {
+    const repository = (daemon as unknown as { repository: RetentionRepository }).repository;
+    let calls = 0;
+    repository.deleteFinishedRuns = async () => {
+      if (calls++ > 0) throw new Error('canceling statement due to lock timeout');
+      return { deleted: 10, overdueSeconds: 300 };
+    };
+    (daemon as unknown as { logger: { warn: unknown } }).logger.warn = () => undefined;
+    (daemon as unknown as { tick(): void }).tick();
+    await jest.advanceTimersByTimeAsync(10_000);
+    await daemon.idle();
+    expect(metrics.failures.inc).toHaveBeenCalledTimes(1);
+    expect(metrics.overdueSeconds).toBe(300);
   });
 
   it('tells how far behind it is after each full batch, and 0 once a batch comes back short', async () => {

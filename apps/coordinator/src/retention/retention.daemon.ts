@@ -101,7 +101,10 @@ export class RetentionDaemon implements SingletonDaemon, OnModuleInit {
             this.logger.log(`deleted ${counts.runs} finished run(s), ${counts.outbox} sent outbox row(s), ${counts.deadLetters} dead letter(s)`);
           }
         },
-        (error: Error) => this.logger.warn(`retention failed (tried again in ${this.config.retentionIntervalMs} ms): ${error.message}`),
+        (error: Error) => {
+          this.metrics.failures.inc();
+          this.logger.warn(`retention failed (tried again in ${this.config.retentionIntervalMs} ms): ${error.message}`);
+        },
       )
       .finally(() => (this.sweeping = undefined));
   }

@@ -3,11 +3,14 @@ import { Injectable } from '@nestjs/common';
 
 /**
  * What retention deleted, by kind: `runs` (each with its steps, transitions and events), `outbox`, `dead_letters`;
- * and how far behind it is (set by the daemon after each batch of runs, on the coordinator leading retention).
+ * its sweeps that failed; and how far behind it is (set by the daemon after each batch of runs, on the coordinator
+ * leading retention).
  */
 @Injectable()
 export class RetentionMetrics {
   readonly deleted;
+  /** A sweep that fails leaves the overdue gauge where it was: this is what shows retention stalled. */
+  readonly failures;
   /** How far past its window the most overdue run of the latest batch was (s); 0 once a sweep found no more. */
   overdueSeconds = 0;
 
@@ -20,5 +23,6 @@ export class RetentionMetrics {
     this.deleted = metrics.counter('retention_deleted_total', 'Rows deleted by retention, by kind (runs count with their steps, transitions and events)', [
       'kind',
     ]);
+    this.failures = metrics.counter('retention_failures_total', 'Retention sweeps that failed (each is tried again at the next interval)');
   }
 }
