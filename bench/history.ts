@@ -1,7 +1,8 @@
 // `npm run bench -- --history`: the engine with a long history behind it. HTTP mode, W1, W2 and W3a (bench/run.ts's
 // workloads) on an empty database and on a copy of a template holding millions of finished runs (fill.ts,
 // history-template.ts), alternated; then retention deleting on such a copy, against W1's drain rate and W2 with
-// retention off on the same database. Writes bench/results/history-<time>.md and history-latest.md.
+// retention off on the same database. Writes bench/results/history-<time>.md, and history-latest.md unless
+// --retention-only left the comparison out.
 //
 //   npm run bench -- --history [--runs 5000000] [--pairs 2] [--rebuild] [--retention-only] [--retention 'name:VAR=value,…;…']
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -72,6 +73,8 @@ const RETENTION_PHASES: RetentionPhase[] = [
   { name: 'paced (25% busy, batches of 250)', env: { RETENTION_BUSY_PERCENT: '25', RETENTION_BATCH_SIZE: '250' } },
 ];
 
+/** What a phase may set: a misspelt name would leave the default under the phase's label. */
+const RETENTION_SETTINGS = ['RETENTION_BUSY_PERCENT', 'RETENTION_BATCH_SIZE', 'RETENTION_INTERVAL_MS', 'RUN_RETENTION_MS', 'RUN_RETENTION_OVERRIDES'];
 const RETENTION_USAGE = `--retention takes phases like 'slow:RETENTION_BUSY_PERCENT=10,RETENTION_BATCH_SIZE=100;fast:RETENTION_BUSY_PERCENT=90'`;
 
 function retentionPhases(argv: string[]): RetentionPhase[] {
@@ -82,7 +85,7 @@ function retentionPhases(argv: string[]): RetentionPhase[] {
     if (!match) throw new Error(RETENTION_USAGE);
     const env = match[2].split(',').map((pair) => {
       const setting = /^([A-Z_]+)=(.*)$/.exec(pair.trim());
-      if (!setting) throw new Error(RETENTION_USAGE);
+      if (!setting || !RETENTION_SETTINGS.includes(setting[1])) throw new Error(`${RETENTION_USAGE}; settings: ${RETENTION_SETTINGS.join(', ')}`);
       return [setting[1], setting[2]];
     });
     return { name: match[1], env: Object.fromEntries(env) };
@@ -102,26 +105,25 @@ interface Retention {
 }
 
 /**
- * On one copy, alternated `pairs` times: W1, W2 and W3a with retention off, then with the daemon deleting in each
- * of `phases`; its rate counted from the table over each measurement, the coordinator's start included (the
- * daemon starts with it).
+ * On one copy, alternated `pairs` times: W1, W2 and W3a with retention off and with the daemon deleting in each of
+ * `phases`, each pair starting from another (the copy's backlog shrinks as they delete, and autovacuum follows
+ * them); the deleting phases' rate counted from the table over each measurement, the coordinator's start included
+ * (the daemon starts with it).
  */
 async function retention(benchMode: BenchMode, template: Template, pairs: number, phases: RetentionPhase[]): Promise<Retention> {
   const db = await copy(template);
   try {
-    const kept: Result[] = [];
-    const deleting = phases.map((phase) => ({ phase, results: [] as Result[], deleted: 0, seconds: 0 }));
+    const off = { phase: { name: 'retention off', env: KEEP }, results: [] as Result[], deleted: 0, seconds: 0 };
+    const deleting = phases.map((phase) => ({ phase: { ...phase, env: { ...DELETE, ...phase.env } }, results: [] as Result[], deleted: 0, seconds: 0 }));
+    const all = [off, ...deleting];
     for (let pair = 1; pair <= pairs; pair++) {
-      log(`history: retention pair ${pair} of ${pairs}, retention off`);
-      kept.push(await benchMode('http', { database: db, coordinatorEnv: KEEP, skip: WORKLOADS, w2Runs: W2_PROBES }));
-      // Each pair starts from another phase: the copy's backlog shrinks as they delete.
-      for (const phase of deleting.map((_, i) => deleting[(i + pair - 1) % deleting.length])) {
-        log(`history: retention pair ${pair} of ${pairs}, deleting what finished over ${RETENTION_DAYS} days ago, ${phase.phase.name}`);
+      for (const measured of all.map((_, i) => all[(i + pair - 1) % all.length])) {
+        log(`history: retention pair ${pair} of ${pairs}, ${measured.phase.name}`);
         const before = await historyRuns(db);
         const started = performance.now();
-        phase.results.push(await benchMode('http', { database: db, coordinatorEnv: { ...DELETE, ...phase.phase.env }, skip: WORKLOADS, w2Runs: W2_PROBES }));
-        phase.seconds += (performance.now() - started) / 1000;
-        phase.deleted += before - (await historyRuns(db));
+        measured.results.push(await benchMode('http', { database: db, coordinatorEnv: measured.phase.env, skip: WORKLOADS, w2Runs: W2_PROBES }));
+        measured.seconds += (performance.now() - started) / 1000;
+        measured.deleted += before - (await historyRuns(db));
       }
     }
     const { rows } = await db.client.query(`SELECT count(*) FROM runs WHERE id < $1 AND finished_at < now() - $2 * interval '1 day'`, [
@@ -129,7 +131,7 @@ async function retention(benchMode: BenchMode, template: Template, pairs: number
       RETENTION_DAYS,
     ]);
     return {
-      kept,
+      kept: off.results,
       deleting: deleting.map(({ phase, results, deleted, seconds }) => ({ phase, results, deletedPerSecond: round(deleted / seconds, 0) })),
       leftToDelete: Number(rows[0].count),
     };
@@ -198,6 +200,7 @@ function markdown(template: Template, shape: HistoryShape, empty: Result[], full
 
 export async function history(argv: string[], benchMode: BenchMode): Promise<void> {
   const shape: HistoryShape = { runs: option(argv, 'runs', 5_000_000), oldestDays: SPAN_DAYS, newestDays: 0 };
+  const phases = retentionPhases(argv); // before the long part, so a mistyped --retention costs nothing
   const pairs = option(argv, 'pairs', 2);
   const template = await historyTemplate(shape, argv.includes('--rebuild'));
   const empty: Result[] = [];
@@ -213,7 +216,7 @@ export async function history(argv: string[], benchMode: BenchMode): Promise<voi
       await db.drop();
     }
   }
-  const deletion = await retention(benchMode, template, pairs, retentionPhases(argv));
+  const deletion = await retention(benchMode, template, pairs, phases);
   const when = new Date().toISOString();
   const table = markdown(template, shape, empty, full, deletion, when);
   process.stdout.write(`\n${table}\n`);
@@ -221,5 +224,5 @@ export async function history(argv: string[], benchMode: BenchMode): Promise<voi
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, `history-${when.replace(/[:.]/g, '-')}.md`), table);
   // history-latest.md is the whole bench's: a run of its retention phase alone does not replace it.
-  if (empty.length > 0) writeFileSync(join(dir, 'history-latest.md'), table);
+  if (!argv.includes('--retention-only')) writeFileSync(join(dir, 'history-latest.md'), table);
 }

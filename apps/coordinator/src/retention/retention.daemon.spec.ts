@@ -77,7 +77,23 @@ describe('RetentionDaemon', () => {
     expect(batches).toEqual([0]);
     expect(Date.now()).toBe(stoppedAt);
     expect(metrics.overdueSeconds).toBe(0);
-  });
+  }, 1_000);
+
+  it('starts no pause once it is stopped during a batch', async () => {
+    const repository = (daemon as unknown as { repository: RetentionRepository }).repository;
+    let stopped: Promise<void> | undefined;
+    repository.deleteFinishedRuns = async () => {
+      batches.push(Date.now());
+      stopped ??= daemon.stop();
+      return { deleted: 10, overdueSeconds: 300 };
+    };
+    const sweep = daemon.sweep();
+    (daemon as unknown as { sweeping: Promise<unknown> }).sweeping = sweep; // as its interval's tick would
+    // The clock held still: a pause begun after stop() would keep both waiting until the test times out.
+    expect(await sweep).toEqual({ runs: 10, outbox: 0, deadLetters: 0 });
+    await stopped;
+    expect(batches).toEqual([0]);
+  }, 1_000);
 
   it('counts a sweep that fails, and keeps the last figure of how far behind it is', async () => {
     const repository = (daemon as unknown as { repository: RetentionRepository }).repository;

@@ -125,12 +125,17 @@ export class RetentionDaemon implements SingletonDaemon, OnModuleInit {
 
   /** Waits `ms`, or until the daemon stops. */
   private pause(ms: number): Promise<void> {
+    let end: (() => void) | undefined;
     return new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, ms);
-      this.endPause = () => {
+      end = () => {
         clearTimeout(timer);
         resolve();
       };
-    }).finally(() => (this.endPause = undefined));
+      this.endPause = end;
+    }).finally(() => {
+      // A sweep called beside the daemon's own (sweep() is public) may have set its own since.
+      if (this.endPause === end) this.endPause = undefined;
+    });
   }
 }
