@@ -1,20 +1,12 @@
 import { type Command, Option } from 'commander';
-import { type JsonValue, SCHEDULE_CATCH_UPS, SCHEDULE_OVERLAPS, type ScheduleCatchUp, type ScheduleOverlap } from '@nest-durable/common';
+import { SCHEDULE_CATCH_UPS, SCHEDULE_OVERLAPS } from '@nest-durable/common';
 import { parseIntegerArgument, parseJsonArgument } from './arguments';
 import { formatRunLine, formatSchedule, formatScheduleList } from './format';
 import type { Invocation } from './invocation';
+import type { ScheduleOptions } from '../workflow.client.types';
 
-interface CreateOptions {
-  cron?: string;
-  every?: number;
-  timezone?: string;
-  input?: JsonValue;
-  shard?: string;
-  priority?: number;
-  overlap?: ScheduleOverlap;
-  catchUp?: ScheduleCatchUp;
-  paused?: boolean;
-}
+/** The client's schedule options, as commander parses them: `--every` for `intervalMs`. */
+type CreateOptions = Omit<ScheduleOptions, 'intervalMs'> & { every?: number };
 
 /** `wf schedules …`: runs started at the times of a cron expression or an interval. */
 export function registerScheduleCommands(program: Command, invocation: Invocation): void {
