@@ -76,7 +76,7 @@ export async function warmUp(
   for (let i = 0; i < chains; i++) await chain(`${label}-warm-${i}`);
 }
 
-/** W2_RUNS probes one after another. */
+/** `runs` probes one after another (W2_RUNS unless given). */
 export async function measureW2(probe: () => Promise<ProbeTimes>, runs = W2_RUNS): Promise<ProbeTimes[]> {
   const times: ProbeTimes[] = [];
   for (let i = 0; i < runs; i++) times.push(await probe());
