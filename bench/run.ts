@@ -168,7 +168,8 @@ async function benchMode(mode: Mode, options: BenchOptions = {}): Promise<Result
 
     // The database's first ANALYZE, as autovacuum makes it in a deployment's first minutes. Until then each session
     // keeps the generic plans it made on the empty tables of the short phase: a W3a chain took 22-34 ms in two
-    // scratch runs of three, against 16-18 once they were planned again (docs/benchmarks.md, "Near the floor…").
+    // scratch runs of three, against 16-18 once they were planned again (docs/benchmarks.md, "Near the floor…"; that
+    // was before the generic-plan sessions' random_page_cost, and the ANALYZE stays, as a deployment has it).
     await db.client.query('ANALYZE');
     log(`${mode}: warm-up of W2 and W3a (${WARMUP_PROBES} runs, ${WARMUP_CHAINS} chains)`);
     await warmUp(probe, chain, WARMUP_PROBES, WARMUP_CHAINS, 'long');

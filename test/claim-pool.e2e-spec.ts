@@ -34,11 +34,13 @@ describe('the claim pool', () => {
                             AND (query LIKE 'WITH wanted AS MATERIALIZED%' OR query LIKE 'WITH admission AS MATERIALIZED%')`;
   const claimSessions = async () => (await db.sql<{ n: number }>(`SELECT count(*)::int AS n ${CLAIM_SESSIONS}`))[0].n;
 
-  it('plans the statements sent through it generically, and only those', async () => {
+  it('plans the statements sent through it generically, pricing pages as in memory, and only those', async () => {
     const database = coordinator!.app.get(Database);
-    const setting = prepared('wf_test_plan_cache_mode', `SELECT current_setting('plan_cache_mode') AS mode`, { genericPlan: true });
-    expect(await database.query<{ mode: string }>(setting)).toEqual([{ mode: 'force_generic_plan' }]);
-    expect(await database.query<{ mode: string }>(`SELECT current_setting('plan_cache_mode') AS mode`)).toEqual([{ mode: 'auto' }]);
+    const settings = `SELECT current_setting('plan_cache_mode') AS mode, current_setting('random_page_cost') AS "randomPageCost"`;
+    const setting = prepared('wf_test_plan_settings', settings, { genericPlan: true });
+    expect(await database.query(setting)).toEqual([{ mode: 'force_generic_plan', randomPageCost: '1.1' }]);
+    const [server] = await db.sql<{ value: string }>(`SELECT reset_val AS value FROM pg_settings WHERE name = 'random_page_cost'`);
+    expect(await database.query(settings)).toEqual([{ mode: 'auto', randomPageCost: server.value }]);
   });
 
   it('runs a transaction asked for with genericPlan on one of its sessions, and only that one', async () => {
