@@ -7,10 +7,12 @@ import type { PooledClient } from './pooled-client';
  * it must suit them at any size. On a new database PostgreSQL takes a never-analyzed table for ten pages, and at
  * the default random_page_cost (4: a disk seek per page read at random) a join that reads all ten costs less than
  * a few primary-key probes; the plan made then kept scanning `runs` whole for the first minute of autovacuum, while
- * the table grew (the task result's claim refresh, the finish's parent wake-up: docs/benchmarks.md, "Fixed in the
- * next session"). These sessions only run the hot path's statements, which find rows kept in memory
- * by primary key; 1.1, the usual setting for SSDs and cached data, prices those probes as such, and the plans probe
- * at any size (test/lock-plans.e2e-spec.ts). The main pool keeps the server's setting.
+ * the table grew (the task result's claim refresh, and in report batches the finish's parent wake-up:
+ * docs/benchmarks.md, "Fixed in the next session"). These sessions only run the hot path's statements, which find
+ * rows kept in memory by primary key; 1.1, the usual setting for SSDs and cached data, prices those probes as such,
+ * and the plans probe at any size (test/lock-plans.e2e-spec.ts). The main pool keeps the server's setting (a lone
+ * finish runs there, in `auto` mode, whose generic plan is made at a session's sixth execution). A tablespace's own
+ * random_page_cost overrides this one.
  */
 export const GENERIC_PLAN_SESSION_OPTIONS = '-c plan_cache_mode=force_generic_plan -c random_page_cost=1.1';
 
