@@ -21,7 +21,8 @@ export const v7 = (ms: string, n: string) => `(lpad(to_hex((${ms})::bigint), 12,
  * a `probe` or an `echo` (no task rows) or a `chain` of 1, 2 or 3 steps (a task row each), with the three
  * transitions every run leaves (queued, running, its end) and the columns a worker's claim and finish set.
  * One run in twenty failed (its last step too), one in ten is tagged (`{"tenant": "t<0..99>", "env": "prod"}`),
- * one in four has an idempotency key. Rows go in in id order, as the coordinator writes them.
+ * one in four has an idempotency key (with its row in idempotency_keys). Rows go in in id order, as the coordinator
+ * writes them.
  */
 function chunkStatement(shape: HistoryShape): string {
   const spanMs = (shape.oldestDays - shape.newestDays) * 86_400_000;
@@ -46,6 +47,10 @@ function chunkStatement(shape: HistoryShape): string {
               CASE WHEN (i / 7) % 10 = 0 THEN jsonb_build_object('tenant', 't' || (i / 70) % 100, 'env', 'prod') ELSE '{}' END,
               created_at, 'history-worker', created_at, finished_at, created_at + interval '20 ms', finished_at, '0.1.0'
          FROM base ORDER BY i
+     ), added_keys AS (
+       -- What the trigger runs_claim_idempotency_key writes, which does not fire here (session_replication_role).
+       INSERT INTO idempotency_keys (workflow, idempotency_key, run_id)
+       SELECT workflow, 'order-' || i, id FROM base WHERE (i / 3) % 4 = 0 ORDER BY i
      ), added_tasks AS (
        INSERT INTO tasks (run_id, key, kind, seq, name, status, attempts, output, error, created_at, started_at)
        SELECT id, 'step#' || k, 'task', k - 1, 'step', CASE WHEN failed AND k = steps THEN 'failed' ELSE 'completed' END,

@@ -1,41 +1,113 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { MIGRATIONS } from '@app/persistence';
+import { Client } from 'pg';
+import request from 'supertest';
 import { DataSource } from 'typeorm';
+import { IdempotencyKeys1767100000000, IdempotencyKeysCopied1767100000001 } from '../libs/persistence/src/migrations/1767100000000-idempotency-keys';
 import { RunShardAndHistoryGuard1764700000000 } from '../libs/persistence/src/migrations/1764700000000-run-shard-and-history-guard';
 import { type RunningCoordinator, startCoordinator } from './support/apps';
 import { createTestDatabase, type TestDatabase } from './support/database';
+import { eventually } from './support/poll';
 
 /** Migrations applied to a database that already holds runs (an upgrade, not a fresh install). */
 describe('schema migrations on existing data', () => {
   let db: TestDatabase;
+  let keysDb: TestDatabase;
+  let gapDb: TestDatabase;
   let coordinator: RunningCoordinator | undefined;
 
   beforeAll(async () => {
-    db = await createTestDatabase('migrations');
+    [db, keysDb, gapDb] = await Promise.all([
+      createTestDatabase('migrations'),
+      createTestDatabase('migrations_keys'),
+      createTestDatabase('migrations_keys_gap'),
+    ]);
   });
 
   afterAll(async () => {
     await coordinator?.close();
-    await db?.drop();
+    await Promise.all([db?.drop(), keysDb?.drop(), gapDb?.drop()]);
   });
 
-  it('gives runs started before the shard column the shard of their queue name', async () => {
-    const before = MIGRATIONS.slice(0, MIGRATIONS.indexOf(RunShardAndHistoryGuard1764700000000));
-    const previous = new DataSource({ type: 'postgres', url: db.url, migrations: before });
+  /** Migrates `url` up to (not including) `migration`, and runs `then` on it. */
+  async function migrateUpTo(url: string, migration: (typeof MIGRATIONS)[number], then: (previous: DataSource) => Promise<unknown>): Promise<void> {
+    const previous = new DataSource({ type: 'postgres', url, migrations: MIGRATIONS.slice(0, MIGRATIONS.indexOf(migration)) });
     await previous.initialize();
     try {
       await previous.runMigrations();
-      await previous.query(`INSERT INTO runs (id, workflow, version, queue, status) VALUES
-        ('01a22c37-316c-762f-a717-000000000001', 'echo', '1', 'echo:1:eu-west', 'queued'),
-        ('01a22c37-316c-762f-a717-000000000002', 'echo', '1', 'echo:1', 'queued')`);
+      await then(previous);
     } finally {
       await previous.destroy();
     }
+  }
+
+  it('gives runs started before the shard column the shard of their queue name', async () => {
+    await migrateUpTo(db.url, RunShardAndHistoryGuard1764700000000, (previous) =>
+      previous.query(`INSERT INTO runs (id, workflow, version, queue, status) VALUES
+        ('01a22c37-316c-762f-a717-000000000001', 'echo', '1', 'echo:1:eu-west', 'queued'),
+        ('01a22c37-316c-762f-a717-000000000002', 'echo', '1', 'echo:1', 'queued')`),
+    );
 
     coordinator = await startCoordinator(db.url);
     expect(await db.sql('SELECT queue, shard FROM runs ORDER BY id')).toEqual([
       { queue: 'echo:1:eu-west', shard: 'eu-west' },
       { queue: 'echo:1', shard: null },
     ]);
+  });
+
+  it('copies the keys of runs started before the keys table, finished or not, so a start with one of them gets that run', async () => {
+    const old = '01a22c37-316c-762f-a717-000000000003';
+    await migrateUpTo(keysDb.url, IdempotencyKeys1767100000000, (previous) =>
+      previous.query(`INSERT INTO runs (id, workflow, version, queue, status, idempotency_key) VALUES
+        ('${old}', 'echo', '1', 'echo:1', 'completed', 'order-1'),
+        ('01a22c37-316c-762f-a717-000000000004', 'echo', '1', 'echo:1', 'queued', 'order-2'),
+        ('01a22c37-316c-762f-a717-000000000006', 'echo', '1', 'echo:1', 'queued', NULL)`),
+    );
+
+    const upgraded = await startCoordinator(keysDb.url);
+    try {
+      expect(await keysDb.sql('SELECT workflow, idempotency_key, run_id FROM idempotency_keys ORDER BY idempotency_key')).toEqual([
+        { workflow: 'echo', idempotency_key: 'order-1', run_id: old },
+        { workflow: 'echo', idempotency_key: 'order-2', run_id: '01a22c37-316c-762f-a717-000000000004' },
+      ]);
+      // Validated by the third migration.
+      expect(await keysDb.sql(`SELECT convalidated FROM pg_constraint WHERE conname = 'idempotency_keys_run_id_fkey'`)).toEqual([{ convalidated: true }]);
+      const again = await request(upgraded.url).post('/v1/runs').send({ workflow: 'echo', version: '1', idempotencyKey: 'order-1' }).expect(200);
+      expect(again.body.id).toBe(old);
+    } finally {
+      await upgraded.close();
+    }
+  });
+
+  it('copies no key of a run that retention deletes while the keys are copied: the copy waits for it and leaves it out', async () => {
+    const doomed = '01a22c37-316c-762f-a717-000000000005';
+    await migrateUpTo(gapDb.url, IdempotencyKeysCopied1767100000001, (previous) =>
+      previous.query(`INSERT INTO runs (id, workflow, version, queue, status, idempotency_key, finished_at)
+        VALUES ('${doomed}', 'echo', '1', 'echo:1', 'completed', 'old', now())`),
+    );
+    // A retention batch under way: the run locked and deleted, not yet committed.
+    const retention = new Client({ connectionString: gapDb.url });
+    await retention.connect();
+    try {
+      await retention.query('BEGIN');
+      await retention.query(`SELECT id FROM runs WHERE id = $1 FOR UPDATE`, [doomed]);
+      await retention.query(`SELECT delete_runs(ARRAY[$1]::uuid[])`, [doomed]);
+
+      const copying = gapDb.sql(new IdempotencyKeysCopied1767100000001().copyFinished);
+      await eventually('the copy to wait for the deleted run', async () => {
+        // On the retention batch's own session: the test database's is busy with the copy.
+        const { rows } = await retention.query(
+          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+        );
+        return rows[0].n > 0;
+      });
+      await retention.query('COMMIT');
+      await copying;
+    } finally {
+      await retention.end();
+    }
+
+    expect(await gapDb.sql('SELECT run_id FROM idempotency_keys')).toEqual([]);
+    await gapDb.sql('ALTER TABLE idempotency_keys VALIDATE CONSTRAINT idempotency_keys_run_id_fkey');
   });
 });

@@ -213,6 +213,24 @@ CREATE FUNCTION public.run_transitions_notify() RETURNS trigger
       $$;
 
 --
+-- Name: runs_claim_idempotency_key(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.runs_claim_idempotency_key() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+      BEGIN
+        INSERT INTO idempotency_keys (workflow, idempotency_key, run_id) VALUES (NEW.workflow, NEW.idempotency_key, NEW.id)
+          ON CONFLICT DO NOTHING;
+        IF FOUND THEN
+          RETURN NEW;
+        END IF;
+        -- The key is taken (by a run committed, or one whose transaction this insert waited for): no run.
+        RETURN NULL;
+      END;
+      $$;
+
+--
 -- Name: runs_delete_guard(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -383,6 +401,16 @@ CREATE TABLE public.engine_settings (
 CREATE TABLE public.feed_watchers (
     coordinator text NOT NULL,
     expires_at timestamp with time zone NOT NULL
+);
+
+--
+-- Name: idempotency_keys; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.idempotency_keys (
+    workflow text NOT NULL,
+    idempotency_key text NOT NULL,
+    run_id uuid NOT NULL
 );
 
 --
@@ -779,6 +807,13 @@ ALTER TABLE ONLY public.feed_watchers
     ADD CONSTRAINT feed_watchers_pkey PRIMARY KEY (coordinator);
 
 --
+-- Name: idempotency_keys idempotency_keys_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.idempotency_keys
+    ADD CONSTRAINT idempotency_keys_pkey PRIMARY KEY (workflow, idempotency_key);
+
+--
 -- Name: outbox outbox_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -867,6 +902,12 @@ ALTER TABLE ONLY public.workflows
 --
 
 CREATE INDEX dead_letters_created_idx ON public.dead_letters USING btree (created_at);
+
+--
+-- Name: idempotency_keys_run_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX idempotency_keys_run_idx ON public.idempotency_keys USING btree (run_id);
 
 --
 -- Name: outbox_due_idx; Type: INDEX; Schema: public; Owner: -
@@ -1031,6 +1072,12 @@ CREATE TRIGGER run_transitions_append_only BEFORE DELETE OR UPDATE ON public.run
 CREATE TRIGGER run_transitions_notify AFTER INSERT ON public.run_transitions REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION public.run_transitions_notify();
 
 --
+-- Name: runs runs_claim_idempotency_key; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER runs_claim_idempotency_key BEFORE INSERT ON public.runs FOR EACH ROW WHEN ((new.idempotency_key IS NOT NULL)) EXECUTE FUNCTION public.runs_claim_idempotency_key();
+
+--
 -- Name: runs runs_delete_guard; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -1090,6 +1137,13 @@ CREATE TRIGGER tasks_resolved_at BEFORE UPDATE OF status ON public.tasks FOR EAC
 
 ALTER TABLE ONLY public.completion_tokens
     ADD CONSTRAINT completion_tokens_run_id_fkey FOREIGN KEY (run_id) REFERENCES public.runs(id) ON DELETE CASCADE;
+
+--
+-- Name: idempotency_keys idempotency_keys_run_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.idempotency_keys
+    ADD CONSTRAINT idempotency_keys_run_id_fkey FOREIGN KEY (run_id) REFERENCES public.runs(id) ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED;
 
 --
 -- Name: run_events run_events_run_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -

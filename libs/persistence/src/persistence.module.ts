@@ -37,6 +37,11 @@ import { Updates1766700000000 } from './migrations/1766700000000-updates';
 import { TraceContext1766800000000 } from './migrations/1766800000000-trace-context';
 import { TaskAttemptTimes1766900000000 } from './migrations/1766900000000-task-attempt-times';
 import { WaitGroups1767000000000 } from './migrations/1767000000000-wait-groups';
+import {
+  IdempotencyKeys1767100000000,
+  IdempotencyKeysCopied1767100000001,
+  IdempotencyKeysValidated1767100000002,
+} from './migrations/1767100000000-idempotency-keys';
 
 export const ENTITIES = [RunEntity, TaskEntity];
 export const MIGRATIONS = [
@@ -66,6 +71,9 @@ export const MIGRATIONS = [
   TraceContext1766800000000,
   TaskAttemptTimes1766900000000,
   WaitGroups1767000000000,
+  IdempotencyKeys1767100000000,
+  IdempotencyKeysCopied1767100000001,
+  IdempotencyKeysValidated1767100000002,
 ];
 
 export interface PersistenceOptions {

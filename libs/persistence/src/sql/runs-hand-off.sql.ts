@@ -51,7 +51,6 @@ const START_HANDED_RUNS = prepared(
                   $8::timestamptz[], $9::uuid[], $10::text[], $11::text[], $12::jsonb[], $13::text[], $14::text[])
            AS n(id, workflow, version, queue, input, priority, idempotency_key, run_at, parent_id, shard, concurrency_key, tags, traceparent, tracestate)
            CROSS JOIN LATERAL (SELECT coalesce(n.run_at, now()) <= now() AND flow_hand_off(n.workflow, n.version, $16::text[], $17) AS admitted) h
-    ON CONFLICT (workflow, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
     RETURNING *
   ), inserted_history AS (
     INSERT INTO run_transitions (run_id, from_status, to_status, revision, worker_id)
@@ -90,7 +89,6 @@ const START_HANDED_PUBLISHED_RUNS = prepared(
                   $8::timestamptz[], $9::uuid[], $10::text[], $11::text[], $12::jsonb[], $13::text[], $14::text[])
            AS n(id, workflow, version, queue, input, priority, idempotency_key, run_at, parent_id, shard, concurrency_key, tags, traceparent, tracestate)
            CROSS JOIN LATERAL (SELECT coalesce(n.run_at, now()) <= now() AND flow_hand_off(n.workflow, n.version, $16::text[], $17) AS admitted) h
-    ON CONFLICT (workflow, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
     RETURNING *
   ), inserted_history AS (
     INSERT INTO run_transitions (run_id, from_status, to_status, revision, worker_id)

@@ -79,6 +79,53 @@ describe('the start statements (runs-start.sql.ts)', () => {
     });
   });
 
+  describe('idempotency keys (idempotency_keys, claimed by the trigger runs_claim_idempotency_key)', () => {
+    it("claims each keyed run's key, leaves out a run whose key is taken, also within one batch, and keys per workflow", async () => {
+      const first = newRun('keys-a', { idempotencyKey: 'k-1' });
+      const [again, sameBatch, otherWorkflow] = [
+        newRun('keys-a', { idempotencyKey: 'k-1' }),
+        newRun('keys-a', { idempotencyKey: 'k-1' }),
+        newRun('keys-b', { idempotencyKey: 'k-1' }),
+      ];
+
+      expect((await startRuns(database.db, [first])).map((run) => run.id)).toEqual([first.id]);
+      expect((await startRuns(database.db, [again, otherWorkflow, sameBatch])).map((run) => run.id)).toEqual([otherWorkflow.id]);
+      expect(await database.sql(`SELECT workflow, run_id FROM idempotency_keys WHERE idempotency_key = 'k-1' ORDER BY workflow`)).toEqual([
+        { workflow: 'keys-a', run_id: first.id },
+        { workflow: 'keys-b', run_id: otherWorkflow.id },
+      ]);
+    });
+
+    it('inserts one run for a new key given twice in one batch', async () => {
+      const [first, second] = [newRun('keys-twice', { idempotencyKey: 'k-3' }), newRun('keys-twice', { idempotencyKey: 'k-3' })];
+
+      expect((await startRuns(database.db, [first, second])).map((run) => run.id)).toEqual([first.id]);
+      expect(await database.sql(`SELECT id FROM runs WHERE workflow = 'keys-twice'`)).toEqual([{ id: first.id }]);
+    });
+
+    it("agrees with an older coordinator's start, which names runs_idempotency_key_idx as its arbiter (a rolling upgrade)", async () => {
+      const olderStart = `INSERT INTO runs (id, workflow, version, queue, status, idempotency_key) VALUES ($1, 'keys-older', '1', 'keys-older:1', 'queued', $2)
+        ON CONFLICT (workflow, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING RETURNING id`;
+      const [older, newer, olderAgain] = [newRun('keys-older'), newRun('keys-older', { idempotencyKey: 'k-4' }), newRun('keys-older')];
+
+      expect(await database.sql(olderStart, [older.id, 'k-4'])).toEqual([{ id: older.id }]);
+      expect(await startRuns(database.db, [newer])).toEqual([]);
+      expect(await database.sql(olderStart, [olderAgain.id, 'k-4'])).toEqual([]);
+      expect(await database.sql(`SELECT run_id FROM idempotency_keys WHERE workflow = 'keys-older'`)).toEqual([{ run_id: older.id }]);
+    });
+
+    it('frees a key with its run: deleted through delete_runs, a new start takes it', async () => {
+      const [old, next] = [newRun('keys-freed', { idempotencyKey: 'k-2' }), newRun('keys-freed', { idempotencyKey: 'k-2' })];
+      await startRuns(database.db, [old]);
+      await database.sql(`UPDATE runs SET status = 'completed', finished_at = now() WHERE id = $1`, [old.id]);
+
+      expect(await database.sql(`SELECT delete_runs(ARRAY[$1]::uuid[]) AS id`, [old.id])).toEqual([{ id: old.id }]);
+
+      expect(await database.sql(`SELECT run_id FROM idempotency_keys WHERE workflow = 'keys-freed'`)).toEqual([]);
+      expect((await startRuns(database.db, [next])).map((run) => run.id)).toEqual([next.id]);
+    });
+  });
+
   describe('startPublishedRuns', () => {
     it("writes its runs' outbox rows: those due now taken (in flight) and returned to publish, the others pending", async () => {
       const [now, later] = [newRun('publishes'), newRun('publishes', { runAt: new Date(Date.now() + 3_600_000) })];

@@ -11,8 +11,11 @@ import { jsonParam } from './json-param';
  * Every form inserts the runs given as parallel arrays ($1 ids, $2 workflows, $3 versions, $4 queues, $5 inputs,
  * $6 priorities, $7 idempotency keys, $8 runAt, $9 parent ids, $10 shards, $11 concurrency keys, $12 tags, $13 and $14
  * the W3C trace context (traceparent, tracestate) of the span that started each run; see startValues) as the CTE `inserted`, with their first history rows (in the same statement, so the history
- * cannot miss one). A run whose idempotency key already exists for its workflow is not inserted (ON CONFLICT DO
- * NOTHING); a concurrent insert of the same key waits for the other to commit, so exactly one run exists.
+ * cannot miss one). A run whose idempotency key already exists for its workflow is not inserted: the trigger
+ * runs_claim_idempotency_key claims each keyed run's key in idempotency_keys first and leaves the run out when it is
+ * taken (migration 1767100000000); a concurrent insert of the same key waits for the other to commit, so exactly
+ * one run exists. No statement names a unique index of `runs` as its arbiter: a partitioned `runs` could not keep
+ * one across its partitions (docs/architecture.md, "The life of a run").
  *
  * It wakes idle claimers with one NOTIFY per queue that got a queued run due now (not one per run; a run handed
  * to a claim is not waiting), delivered at commit, so a woken claimer sees the run.
@@ -87,7 +90,6 @@ const START_RUNS = prepared(
       FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::jsonb[], $6::integer[], $7::text[],
                   $8::timestamptz[], $9::uuid[], $10::text[], $11::text[], $12::jsonb[], $13::text[], $14::text[])
            AS n(id, workflow, version, queue, input, priority, idempotency_key, run_at, parent_id, shard, concurrency_key, tags, traceparent, tracestate)
-    ON CONFLICT (workflow, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
     RETURNING *
   ), inserted_history AS (
     INSERT INTO run_transitions (run_id, from_status, to_status, revision, worker_id)
@@ -120,7 +122,6 @@ const START_PUBLISHED_RUNS = prepared(
       FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::jsonb[], $6::integer[], $7::text[],
                   $8::timestamptz[], $9::uuid[], $10::text[], $11::text[], $12::jsonb[], $13::text[], $14::text[])
            AS n(id, workflow, version, queue, input, priority, idempotency_key, run_at, parent_id, shard, concurrency_key, tags, traceparent, tracestate)
-    ON CONFLICT (workflow, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
     RETURNING *
   ), inserted_history AS (
     INSERT INTO run_transitions (run_id, from_status, to_status, revision, worker_id)
@@ -162,7 +163,6 @@ const INSERT_CHILD_RUN = `WITH inserted AS (
       FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::jsonb[], $6::integer[], $7::text[],
                   $8::timestamptz[], $9::uuid[], $10::text[], $11::text[], $12::jsonb[], $13::text[], $14::text[])
            AS n(id, workflow, version, queue, input, priority, idempotency_key, run_at, parent_id, shard, concurrency_key, tags, traceparent, tracestate)
-    ON CONFLICT (workflow, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
     RETURNING *
   ), inserted_history AS (
     INSERT INTO run_transitions (run_id, from_status, to_status, revision, worker_id)
