@@ -66,7 +66,7 @@ export interface RunListFilter extends RunFilterValues {
 
 /** The filter's conditions on `runs`, its values $2-$8 (runFilterValues): every one given applies. */
 export const RUN_FILTER = `($2::text IS NULL OR workflow = $2) AND ($3::text IS NULL OR version = $3) AND ($4::text IS NULL OR status = $4)
-     AND ($5::text IS NULL OR idempotency_key = $5)
+     AND ($5::text IS NULL OR id = (SELECT k.run_id FROM idempotency_keys k WHERE k.workflow = $2 AND k.idempotency_key = $5))
      AND ($6::uuid IS NULL OR id < $6) AND ($7::uuid IS NULL OR id >= $7)
      AND ($8::jsonb IS NULL OR (tags <> '{}' AND tags @> $8::jsonb))`;
 
@@ -91,7 +91,7 @@ const LIST_RUNS = `SELECT ${RUN_COLUMNS} FROM runs WHERE ${RUN_FILTER} ORDER BY 
  * matches nothing, is the caller's to answer: it filters nothing here). Ids are time-ordered (UUIDv7), so the cursor is the last id of the
  * previous page and a creation time range is a range of ids: both walk the primary key (or runs_workflow_id_idx
  * with a workflow), never a scan of created_at. An idempotency key comes with its workflow
- * (runs_idempotency_key_idx). Tags are matched with `@>` on runs_tags_idx, which holds only tagged runs (hence
+ * (idempotency_keys' primary key, then the run's). Tags are matched with `@>` on runs_tags_idx, which holds only tagged runs (hence
  * the `<> '{}'`, which lets the planner use it). Sent unnamed, so planned for its values: the filters not
  * given fold away and each form gets the plan of its own.
  */
@@ -100,9 +100,13 @@ export function listRuns(db: SqlExecutor, query: RunListFilter): Promise<RunEnti
 }
 
 const RUNS_BY_IDEMPOTENCY_KEYS = `SELECT ${RUN_COLUMNS} FROM runs
-   WHERE idempotency_key IS NOT NULL AND (workflow, idempotency_key) IN (SELECT * FROM unnest($1::text[], $2::text[]))`;
+   WHERE id IN (SELECT k.run_id FROM unnest($1::text[], $2::text[]) AS q(workflow, idempotency_key)
+                  JOIN idempotency_keys k USING (workflow, idempotency_key))`;
 
-/** The runs these idempotency keys (each with its workflow) started (runs_idempotency_key_idx). */
+/**
+ * The runs these idempotency keys (each with its workflow) started: the keys' primary key, then each run's. Through
+ * idempotency_keys, not an index of `runs` on the key, which a partitioned `runs` could not keep unique.
+ */
 export function runsByIdempotencyKeys(db: SqlExecutor, keys: { workflow: string; idempotencyKey: string }[]): Promise<RunEntity[]> {
   return db.query<RunEntity>(RUNS_BY_IDEMPOTENCY_KEYS, [keys.map((key) => key.workflow), keys.map((key) => key.idempotencyKey)]);
 }

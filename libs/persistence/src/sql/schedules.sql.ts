@@ -205,7 +205,7 @@ export async function previousRunStatus(tx: SqlExecutor, runId: string): Promise
   return row?.status;
 }
 
-const RUN_STARTED_WITH_KEY = `SELECT id FROM runs WHERE workflow = $1 AND idempotency_key = $2`;
+const RUN_STARTED_WITH_KEY = `SELECT run_id AS id FROM idempotency_keys WHERE workflow = $1 AND idempotency_key = $2`;
 
 /**
  * The run a firing's idempotency key already started (a firing never repeats one, but a trigger's key might).

@@ -40,10 +40,11 @@ export function matchesEvent(data: string, match: string): string {
  * Consumes the oldest event named $2 sent to run $1 before it waited, not consumed yet and matching $4 (null: any),
  * for step $3. Under the run's row lock, which an event's delivery takes too (run-commands.sql.ts), so an event
  * sent concurrently is either consumed here or delivered to the waiting step, never lost. The events of that name
- * it passes over are bounded by PENDING_EVENTS_PER_RUN_MAX (the pending index holds them by run and name).
+ * it passes over are bounded by PENDING_EVENTS_PER_RUN_MAX (the pending index holds them by run and name). The
+ * update names the run too, so that it reaches the event by run, as a key of (run_id, id) would need.
  */
 const CONSUME_EVENT = `UPDATE run_events SET consumed_by = $3
- WHERE id = (SELECT e.id FROM run_events e
+ WHERE run_id = $1 AND id = (SELECT e.id FROM run_events e
               WHERE e.run_id = $1 AND e.name = $2 AND e.consumed_by IS NULL AND ${matchesEvent('e.data', '$4::jsonb')}
               ORDER BY e.id LIMIT 1)
 RETURNING data, (extract(epoch FROM created_at) * 1000)::float8 AS "sentAt"`;
