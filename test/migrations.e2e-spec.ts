@@ -4,6 +4,7 @@ import { Client } from 'pg';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { IdempotencyKeys1767100000000, IdempotencyKeysCopied1767100000001 } from '../libs/persistence/src/migrations/1767100000000-idempotency-keys';
+import { TransitionsKeyedByRun1767200000000 } from '../libs/persistence/src/migrations/1767200000000-transitions-keyed-by-run';
 import { RunShardAndHistoryGuard1764700000000 } from '../libs/persistence/src/migrations/1764700000000-run-shard-and-history-guard';
 import { type RunningCoordinator, startCoordinator } from './support/apps';
 import { createTestDatabase, type TestDatabase } from './support/database';
@@ -14,19 +15,21 @@ describe('schema migrations on existing data', () => {
   let db: TestDatabase;
   let keysDb: TestDatabase;
   let gapDb: TestDatabase;
+  let transitionsDb: TestDatabase;
   let coordinator: RunningCoordinator | undefined;
 
   beforeAll(async () => {
-    [db, keysDb, gapDb] = await Promise.all([
+    [db, keysDb, gapDb, transitionsDb] = await Promise.all([
       createTestDatabase('migrations'),
       createTestDatabase('migrations_keys'),
       createTestDatabase('migrations_keys_gap'),
+      createTestDatabase('migrations_transitions_key'),
     ]);
   });
 
   afterAll(async () => {
     await coordinator?.close();
-    await Promise.all([db?.drop(), keysDb?.drop(), gapDb?.drop()]);
+    await Promise.all([db?.drop(), keysDb?.drop(), gapDb?.drop(), transitionsDb?.drop()]);
   });
 
   /** Migrates `url` up to (not including) `migration`, and runs `then` on it. */
@@ -34,7 +37,7 @@ describe('schema migrations on existing data', () => {
     const previous = new DataSource({ type: 'postgres', url, migrations: MIGRATIONS.slice(0, MIGRATIONS.indexOf(migration)) });
     await previous.initialize();
     try {
-      await previous.runMigrations();
+      await previous.runMigrations({ transaction: 'each' });
       await then(previous);
     } finally {
       await previous.destroy();
@@ -109,5 +112,29 @@ describe('schema migrations on existing data', () => {
 
     expect(await gapDb.sql('SELECT run_id FROM idempotency_keys')).toEqual([]);
     await gapDb.sql('ALTER TABLE idempotency_keys VALIDATE CONSTRAINT idempotency_keys_run_id_fkey');
+  });
+
+  it('keys transitions by run, building again the index an interrupted upgrade left invalid', async () => {
+    const run = '01a22c37-316c-762f-a717-000000000007';
+    await migrateUpTo(transitionsDb.url, TransitionsKeyedByRun1767200000000, async (previous) => {
+      await previous.query(`INSERT INTO runs (id, workflow, version, queue, status) VALUES ('${run}', 'echo', '1', 'echo:1', 'queued')`);
+      await previous.query(`INSERT INTO run_transitions (run_id, from_status, to_status, revision) VALUES ('${run}', NULL, 'queued', 0)`);
+      // What a crash during the concurrent build leaves: the index there, but invalid.
+      await previous.query(`CREATE UNIQUE INDEX run_transitions_run_id_id_key ON run_transitions (run_id, id)`);
+      await previous.query(`UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'run_transitions_run_id_id_key'::regclass`);
+    });
+
+    const upgraded = await startCoordinator(transitionsDb.url);
+    try {
+      expect(
+        await transitionsDb.sql(
+          `SELECT pg_get_indexdef(indexrelid) AS definition, indisvalid AS valid FROM pg_index WHERE indrelid = 'run_transitions'::regclass`,
+        ),
+      ).toEqual([{ definition: 'CREATE UNIQUE INDEX run_transitions_pkey ON public.run_transitions USING btree (run_id, id)', valid: true }]);
+      const history = await request(upgraded.url).get(`/v1/runs/${run}/transitions`).expect(200);
+      expect(history.body.items.map((transition: { to: string }) => transition.to)).toEqual(['queued']);
+    } finally {
+      await upgraded.close();
+    }
   });
 });

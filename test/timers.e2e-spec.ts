@@ -183,7 +183,7 @@ describe('due timers', () => {
     try {
       const previous = new DataSource({ type: 'postgres', url: upgraded.url, migrations: MIGRATIONS.filter((m) => m !== DueTimers1764800000000) });
       await previous.initialize();
-      await previous.runMigrations().finally(() => previous.destroy());
+      await previous.runMigrations({ transaction: 'each' }).finally(() => previous.destroy());
       running.push(await startCoordinator(upgraded.url));
       const objects = await upgraded.sql<{ name: string }>(
         `SELECT tgname::text AS name FROM pg_trigger WHERE tgname LIKE 'runs_notify_due%'

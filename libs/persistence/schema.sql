@@ -832,7 +832,7 @@ ALTER TABLE ONLY public.run_events
 --
 
 ALTER TABLE ONLY public.run_transitions
-    ADD CONSTRAINT run_transitions_pkey PRIMARY KEY (id);
+    ADD CONSTRAINT run_transitions_pkey PRIMARY KEY (run_id, id);
 
 --
 -- Name: run_updates run_updates_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -950,12 +950,6 @@ CREATE INDEX run_events_pending_idx ON public.run_events USING btree (run_id, na
 --
 
 CREATE INDEX run_events_run_idx ON public.run_events USING btree (run_id);
-
---
--- Name: run_transitions_run_idx; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX run_transitions_run_idx ON public.run_transitions USING btree (run_id, id);
 
 --
 -- Name: run_updates_pending_idx; Type: INDEX; Schema: public; Owner: -

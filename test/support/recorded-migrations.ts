@@ -9,14 +9,21 @@ export interface RecordedMigration {
 
 /**
  * What libs/persistence's migrations send when they run, recorded rather than run (a query runner that only
- * keeps the statements: a migration that asks it anything else fails here, visibly).
+ * keeps the statements, and answers each with no rows: a migration that reads the catalog to see what is left to
+ * do, as 1767200000000-transitions-keyed-by-run does, records everything it would do on a database that has none
+ * of it).
  */
 export async function recordMigrations(): Promise<RecordedMigration[]> {
   const recorded: RecordedMigration[] = [];
   for (const Migration of MIGRATIONS) {
     const migration = new Migration();
     const statements: string[] = [];
-    await migration.up({ query: async (text: string) => void statements.push(text) } as unknown as QueryRunner);
+    await migration.up({
+      query: async (text: string) => {
+        statements.push(text);
+        return [];
+      },
+    } as unknown as QueryRunner);
     recorded.push({ name: migration.name ?? Migration.name, statements });
   }
   return recorded;

@@ -42,6 +42,7 @@ import {
   IdempotencyKeysCopied1767100000001,
   IdempotencyKeysValidated1767100000002,
 } from './migrations/1767100000000-idempotency-keys';
+import { TransitionsKeyedByRun1767200000000 } from './migrations/1767200000000-transitions-keyed-by-run';
 
 export const ENTITIES = [RunEntity, TaskEntity];
 export const MIGRATIONS = [
@@ -74,6 +75,7 @@ export const MIGRATIONS = [
   IdempotencyKeys1767100000000,
   IdempotencyKeysCopied1767100000001,
   IdempotencyKeysValidated1767100000002,
+  TransitionsKeyedByRun1767200000000,
 ];
 
 export interface PersistenceOptions {

@@ -136,7 +136,7 @@ const TRANSITIONS_AFTER = `SELECT id::text, from_status AS "from", to_status AS 
 
 /**
  * The first `limit` transitions of a run after the one with id `after`, oldest first (a range scan of
- * run_transitions_run_idx). `t.id`, not `id`: ORDER BY would take the output column, the id as text, where
+ * run_transitions_pkey: run_id, id). `t.id`, not `id`: ORDER BY would take the output column, the id as text, where
  * '10' < '9'. Each transition is appended by the statement that changes the run, under the run's row lock, so
  * a run's transitions commit in id order: a page after a given id never misses one that commits later.
  */
