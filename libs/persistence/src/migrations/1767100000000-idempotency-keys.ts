@@ -28,9 +28,9 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  *    outlives its run; a run deleted before the copy reaches it is not copied. Nothing else writes a finished run
  *    but a retry of a failed one, which waits for the copy. (A run that finished during the copy and was deleted
  *    before it committed, under a window shorter than the copy, fails the foreign key at commit: the migration is
- *    then applied again at the next start.) Meanwhile an older coordinator's start that repeats one of those old keys fails at commit (the
- *    trigger claimed the key for a run its `ON CONFLICT` then left out, and the foreign key refuses that): an error
- *    the client retries, never a second run.
+ *    then applied again at the next start.) Meanwhile an older coordinator's start that repeats one of those old
+ *    keys fails at commit (the trigger claimed the key for a run its `ON CONFLICT` then left out, and the foreign
+ *    key refuses that): an error the client retries, never a second run.
  * 3. The foreign key validated, which locks neither table against writes.
  */
 export class IdempotencyKeys1767100000000 implements MigrationInterface {

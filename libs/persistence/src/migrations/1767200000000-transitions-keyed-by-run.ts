@@ -48,14 +48,10 @@ export class TransitionsKeyedByRun1767200000000 implements MigrationInterface {
 
 /** Whether the primary key of run_transitions is `(run_id, id)` already. */
 async function keyedByRun(queryRunner: QueryRunner): Promise<boolean> {
-  const rows: { columns: string[] }[] = await queryRunner.query(
-    `SELECT array_agg(a.attname ORDER BY k.n)::text[] AS columns
-       FROM pg_constraint c
-       CROSS JOIN LATERAL unnest(c.conkey) WITH ORDINALITY AS k(attnum, n)
-       JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.attnum
-      WHERE c.conrelid = 'run_transitions'::regclass AND c.contype = 'p'`,
+  const rows: { definition: string }[] = await queryRunner.query(
+    `SELECT pg_get_constraintdef(oid) AS definition FROM pg_constraint WHERE conrelid = 'run_transitions'::regclass AND contype = 'p'`,
   );
-  return rows[0]?.columns?.join(',') === 'run_id,id';
+  return rows[0]?.definition === 'PRIMARY KEY (run_id, id)';
 }
 
 /** Whether the index `name` exists and is valid (a build CONCURRENTLY that failed leaves it invalid). */
