@@ -211,7 +211,11 @@ describe('matched events and wait groups (HTTP claims)', () => {
       after: { timedOut: false, data: { orderId: 'o-9', by: 'mallory' } },
     });
 
-    await eventually('the deadline won', async () => (await client.get(lapsed.id)).tasks?.some((s) => s.key === 'group:approval#1'));
+    // The deadline won, and the run waits at the next wait (while it is still awake, an event is kept, not delivered).
+    await eventually('the deadline won and the next wait', async () => {
+      const run = await client.get(lapsed.id);
+      return run.status === 'waiting' && run.tasks?.some((s) => s.key === 'group:approval#1');
+    });
     expect(await client.sendEvent(lapsed.id, 'approved', { orderId: 'o-2', by: 'bob' })).toEqual({ delivered: true });
     expect((await result(client, lapsed.id)).output).toEqual({
       first: { index: 1, value: null },
