@@ -5,6 +5,7 @@ import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { IdempotencyKeys1767100000000, IdempotencyKeysCopied1767100000001 } from '../libs/persistence/src/migrations/1767100000000-idempotency-keys';
 import { TransitionsKeyedByRun1767200000000 } from '../libs/persistence/src/migrations/1767200000000-transitions-keyed-by-run';
+import { EventsAndUpdatesKeyedByRun1767300000000 } from '../libs/persistence/src/migrations/1767300000000-events-and-updates-keyed-by-run';
 import { RunShardAndHistoryGuard1764700000000 } from '../libs/persistence/src/migrations/1764700000000-run-shard-and-history-guard';
 import { type RunningCoordinator, startCoordinator } from './support/apps';
 import { createTestDatabase, type TestDatabase } from './support/database';
@@ -16,20 +17,22 @@ describe('schema migrations on existing data', () => {
   let keysDb: TestDatabase;
   let gapDb: TestDatabase;
   let transitionsDb: TestDatabase;
+  let eventsDb: TestDatabase;
   let coordinator: RunningCoordinator | undefined;
 
   beforeAll(async () => {
-    [db, keysDb, gapDb, transitionsDb] = await Promise.all([
+    [db, keysDb, gapDb, transitionsDb, eventsDb] = await Promise.all([
       createTestDatabase('migrations'),
       createTestDatabase('migrations_keys'),
       createTestDatabase('migrations_keys_gap'),
       createTestDatabase('migrations_transitions_key'),
+      createTestDatabase('migrations_events_key'),
     ]);
   });
 
   afterAll(async () => {
     await coordinator?.close();
-    await Promise.all([db?.drop(), keysDb?.drop(), gapDb?.drop(), transitionsDb?.drop()]);
+    await Promise.all([db?.drop(), keysDb?.drop(), gapDb?.drop(), transitionsDb?.drop(), eventsDb?.drop()]);
   });
 
   /** Migrates `url` up to (not including) `migration`, and runs `then` on it. */
@@ -133,6 +136,43 @@ describe('schema migrations on existing data', () => {
       ).toEqual([{ definition: 'CREATE UNIQUE INDEX run_transitions_pkey ON public.run_transitions USING btree (run_id, id)', valid: true }]);
       const history = await request(upgraded.url).get(`/v1/runs/${run}/transitions`).expect(200);
       expect(history.body.items.map((transition: { to: string }) => transition.to)).toEqual(['queued']);
+    } finally {
+      await upgraded.close();
+    }
+  });
+
+  it('keys events and updates by run, building again the index an interrupted upgrade left invalid', async () => {
+    const run = '01a22c37-316c-762f-a717-000000000008';
+    const update = '01a22c37-316c-762f-a717-000000000009';
+    await migrateUpTo(eventsDb.url, EventsAndUpdatesKeyedByRun1767300000000, async (previous) => {
+      await previous.query(`INSERT INTO runs (id, workflow, version, queue, status) VALUES ('${run}', 'echo', '1', 'echo:1', 'queued')`);
+      await previous.query(`INSERT INTO run_events (run_id, name) VALUES ('${run}', 'ping')`);
+      await previous.query(`INSERT INTO run_updates (id, run_id, name) VALUES ('${update}', '${run}', 'bump')`);
+      // What a crash during the concurrent build leaves: the index there, but invalid.
+      await previous.query(`CREATE UNIQUE INDEX run_updates_run_id_id_key ON run_updates (run_id, id)`);
+      await previous.query(`UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'run_updates_run_id_id_key'::regclass`);
+    });
+
+    const upgraded = await startCoordinator(eventsDb.url);
+    try {
+      expect(
+        await eventsDb.sql(
+          `SELECT indexrelid::regclass::text AS name, pg_get_indexdef(indexrelid) AS definition, indisvalid AS valid
+             FROM pg_index WHERE indrelid IN ('run_events'::regclass, 'run_updates'::regclass) AND indisprimary`,
+        ),
+      ).toEqual([
+        { name: 'run_events_pkey', definition: 'CREATE UNIQUE INDEX run_events_pkey ON public.run_events USING btree (run_id, id)', valid: true },
+        { name: 'run_updates_pkey', definition: 'CREATE UNIQUE INDEX run_updates_pkey ON public.run_updates USING btree (run_id, id)', valid: true },
+      ]);
+      expect(
+        await eventsDb.sql(
+          `SELECT indexrelid::regclass::text AS name FROM pg_index WHERE indrelid IN ('run_events'::regclass, 'run_updates'::regclass) ORDER BY 1`,
+        ),
+      ).toEqual([{ name: 'run_events_pending_idx' }, { name: 'run_events_pkey' }, { name: 'run_updates_pending_idx' }, { name: 'run_updates_pkey' }]);
+      expect(await eventsDb.sql(`SELECT name FROM run_events WHERE run_id = $1 UNION ALL SELECT name FROM run_updates WHERE run_id = $1`, [run])).toEqual([
+        { name: 'ping' },
+        { name: 'bump' },
+      ]);
     } finally {
       await upgraded.close();
     }

@@ -825,7 +825,7 @@ ALTER TABLE ONLY public.outbox
 --
 
 ALTER TABLE ONLY public.run_events
-    ADD CONSTRAINT run_events_pkey PRIMARY KEY (id);
+    ADD CONSTRAINT run_events_pkey PRIMARY KEY (run_id, id);
 
 --
 -- Name: run_transitions run_transitions_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -839,7 +839,7 @@ ALTER TABLE ONLY public.run_transitions
 --
 
 ALTER TABLE ONLY public.run_updates
-    ADD CONSTRAINT run_updates_pkey PRIMARY KEY (id);
+    ADD CONSTRAINT run_updates_pkey PRIMARY KEY (run_id, id);
 
 --
 -- Name: run_values run_values_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -946,22 +946,10 @@ CREATE INDEX outbox_sent_idx ON public.outbox USING btree (sent_at) WHERE (statu
 CREATE INDEX run_events_pending_idx ON public.run_events USING btree (run_id, name, id) WHERE (consumed_by IS NULL);
 
 --
--- Name: run_events_run_idx; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX run_events_run_idx ON public.run_events USING btree (run_id);
-
---
 -- Name: run_updates_pending_idx; Type: INDEX; Schema: public; Owner: -
 --
 
 CREATE INDEX run_updates_pending_idx ON public.run_updates USING btree (run_id, "position") WHERE (status = 'pending'::text);
-
---
--- Name: run_updates_run_idx; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX run_updates_run_idx ON public.run_updates USING btree (run_id);
 
 --
 -- Name: runs_due_idx; Type: INDEX; Schema: public; Owner: -

@@ -43,6 +43,7 @@ import {
   IdempotencyKeysValidated1767100000002,
 } from './migrations/1767100000000-idempotency-keys';
 import { TransitionsKeyedByRun1767200000000 } from './migrations/1767200000000-transitions-keyed-by-run';
+import { EventsAndUpdatesKeyedByRun1767300000000 } from './migrations/1767300000000-events-and-updates-keyed-by-run';
 
 export const ENTITIES = [RunEntity, TaskEntity];
 export const MIGRATIONS = [
@@ -76,6 +77,7 @@ export const MIGRATIONS = [
   IdempotencyKeysCopied1767100000001,
   IdempotencyKeysValidated1767100000002,
   TransitionsKeyedByRun1767200000000,
+  EventsAndUpdatesKeyedByRun1767300000000,
 ];
 
 export interface PersistenceOptions {
