@@ -18,21 +18,23 @@ describe('schema migrations on existing data', () => {
   let gapDb: TestDatabase;
   let transitionsDb: TestDatabase;
   let eventsDb: TestDatabase;
+  let lockedDb: TestDatabase;
   let coordinator: RunningCoordinator | undefined;
 
   beforeAll(async () => {
-    [db, keysDb, gapDb, transitionsDb, eventsDb] = await Promise.all([
+    [db, keysDb, gapDb, transitionsDb, eventsDb, lockedDb] = await Promise.all([
       createTestDatabase('migrations'),
       createTestDatabase('migrations_keys'),
       createTestDatabase('migrations_keys_gap'),
       createTestDatabase('migrations_transitions_key'),
       createTestDatabase('migrations_events_key'),
+      createTestDatabase('migrations_key_swap_waits'),
     ]);
   });
 
   afterAll(async () => {
     await coordinator?.close();
-    await Promise.all([db?.drop(), keysDb?.drop(), gapDb?.drop(), transitionsDb?.drop(), eventsDb?.drop()]);
+    await Promise.all([db?.drop(), keysDb?.drop(), gapDb?.drop(), transitionsDb?.drop(), eventsDb?.drop(), lockedDb?.drop()]);
   });
 
   /** Migrates `url` up to (not including) `migration`, and runs `then` on it. */
@@ -175,6 +177,42 @@ describe('schema migrations on existing data', () => {
       ]);
     } finally {
       await upgraded.close();
+    }
+  });
+
+  it('swaps a key without queueing writes behind a long transaction: its lock waits are short, and retried', async () => {
+    const run = '01a22c37-316c-762f-a717-00000000000a';
+    await migrateUpTo(lockedDb.url, EventsAndUpdatesKeyedByRun1767300000000, (previous) =>
+      previous.query(`INSERT INTO runs (id, workflow, version, queue, status) VALUES ('${run}', 'echo', '1', 'echo:1', 'queued')`),
+    );
+    const holder = new Client({ connectionString: lockedDb.url });
+    const writer = new Client({ connectionString: lockedDb.url });
+    await Promise.all([holder.connect(), writer.connect()]);
+    const upgrade = new DataSource({ type: 'postgres', url: lockedDb.url, migrations: MIGRATIONS });
+    try {
+      // A long transaction that has read run_events: the swap's ACCESS EXCLUSIVE lock waits for it.
+      await holder.query('BEGIN');
+      await holder.query('SELECT count(*) FROM run_events');
+      await upgrade.initialize();
+      const migrating = upgrade.runMigrations({ transaction: 'each' });
+      await eventually('the key swap to wait for the long transaction', async () => {
+        const { rows } = await writer.query(
+          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'ALTER TABLE run_events%'`,
+        );
+        return rows[0].n > 0;
+      });
+      // A write meanwhile goes through between the swap's attempts, not after the long transaction.
+      await writer.query(`SET statement_timeout = 3000`);
+      await writer.query(`INSERT INTO run_events (run_id, name) VALUES ($1, 'ping')`, [run]);
+      await holder.query('COMMIT');
+      await migrating;
+      expect(
+        await lockedDb.sql(`SELECT pg_get_constraintdef(oid) AS key FROM pg_constraint WHERE conrelid = 'run_events'::regclass AND contype = 'p'`),
+      ).toEqual([{ key: 'PRIMARY KEY (run_id, id)' }]);
+    } finally {
+      await holder.end();
+      await writer.end();
+      if (upgrade.isInitialized) await upgrade.destroy();
     }
   });
 });

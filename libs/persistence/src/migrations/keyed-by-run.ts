@@ -1,4 +1,5 @@
 import type { QueryRunner } from 'typeorm';
+import { withShortLockWaits } from './short-lock-waits';
 
 /**
  * Moves `table`'s primary key from `id` to `(run_id, id)` without blocking writes, and drops `runIndex`, its index
@@ -34,7 +35,7 @@ async function swapPrimaryKey(queryRunner: QueryRunner, table: string, index: st
     await queryRunner.query(`DROP INDEX CONCURRENTLY IF EXISTS ${index}`);
     await queryRunner.query(`CREATE UNIQUE INDEX CONCURRENTLY ${index} ON ${table} ${columns}`);
   }
-  await queryRunner.query(`ALTER TABLE ${table} DROP CONSTRAINT ${table}_pkey, ADD CONSTRAINT ${table}_pkey PRIMARY KEY USING INDEX ${index}`);
+  await withShortLockWaits(queryRunner, `ALTER TABLE ${table} DROP CONSTRAINT ${table}_pkey, ADD CONSTRAINT ${table}_pkey PRIMARY KEY USING INDEX ${index}`);
 }
 
 /** Whether `table`'s primary key is `definition` (as pg_get_constraintdef prints it). */
