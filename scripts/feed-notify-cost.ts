@@ -10,6 +10,7 @@ import { API, type ClaimResponse, type ReportsResponse } from '@nest-durable/cli
 import { Client } from 'pg';
 import { createCoordinatorApp } from '../apps/coordinator/src/bootstrap';
 import { loadCoordinatorConfig } from '../apps/coordinator/src/config/coordinator.config';
+import { RUN_TABLES } from '@app/persistence';
 
 const server = process.argv[2] ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const NAME = 'wf_feed_notify_cost';
@@ -42,7 +43,7 @@ async function main(): Promise<void> {
 
   /** Runs/s of claiming and completing RUNS runs, BATCH at a time, by CLAIMERS concurrent workers. */
   const measure = async (): Promise<number> => {
-    await sql.query('TRUNCATE runs CASCADE');
+    await sql.query(`TRUNCATE ${RUN_TABLES.join(', ')} CASCADE`);
     for (let i = 0; i < RUNS; i += 1_000) {
       await post(API.startRuns.path, { runs: Array.from({ length: 1_000 }, () => ({ workflow: 'echo', version: '1', input: null })) });
     }

@@ -6,6 +6,7 @@ import { request as httpRequest } from 'node:http';
 import { type RunningCoordinator, startCoordinator } from './support/apps';
 import { createTestDatabase, type TestDatabase } from './support/database';
 import { eventually } from './support/poll';
+import { RUN_TABLES } from '@app/persistence';
 
 /**
  * The API description at /docs-json against what the coordinator serves: every route of the running app
@@ -209,7 +210,7 @@ describe('HTTP contract', () => {
       expect((await call('get', '/v1/runs/{id}', { params: { id: NO_SUCH_RUN } })).status).toBe(404);
       expect((await call('get', '/v1/runs', { query: '?limit=0' })).body.reason).toBe('invalid_limit');
 
-      await db.sql('TRUNCATE runs CASCADE');
+      await db.sql(`TRUNCATE ${RUN_TABLES.join(', ')} CASCADE`);
       const sleeper = await start();
       const held = await claimOne();
       const sleep = { expectedRevision: held.revision, key: 'sleep:nap#1', seq: 0, kind: 'sleep', name: 'nap', delayMs: 3_600_000 };
@@ -233,7 +234,7 @@ describe('HTTP contract', () => {
     });
 
     it('completion tokens: a worker records one, an outside caller completes it once', async () => {
-      await db.sql('TRUNCATE runs CASCADE');
+      await db.sql(`TRUNCATE ${RUN_TABLES.join(', ')} CASCADE`);
       const run = await start();
       const held = await claimOne();
       const body = { expectedRevision: held.revision, key: 'token:pay#1', seq: 0, name: 'pay', timeoutMs: 3_600_000 };
@@ -248,7 +249,7 @@ describe('HTTP contract', () => {
     });
 
     it('updates: sent (202 past waitMs, 422 when the handler threw), handed to the run at its wait, recorded, read', async () => {
-      await db.sql('TRUNCATE runs CASCADE');
+      await db.sql(`TRUNCATE ${RUN_TABLES.join(', ')} CASCADE`);
       await db.sql(`INSERT INTO workflows (workflow, version, updates) VALUES ('echo', '1', '[{"name": "add", "inputSchema": {"type": "object"}}]')
                     ON CONFLICT (workflow, version) DO UPDATE SET updates = excluded.updates`);
       const run = await start();
@@ -285,7 +286,7 @@ describe('HTTP contract', () => {
     });
 
     it('worker protocol: claims, takes, heartbeats, task results, reports, outcomes, suspensions, children, groups, releases', async () => {
-      await db.sql('TRUNCATE runs CASCADE');
+      await db.sql(`TRUNCATE ${RUN_TABLES.join(', ')} CASCADE`);
       const [first, second, third] = [await start(), await start(), await start()];
       const held = await claimOne();
       expect(held.id).toBe(first.id);
@@ -391,7 +392,7 @@ describe('HTTP contract', () => {
     });
 
     it("operators' views: stats, a run's transitions, the live feed", async () => {
-      await db.sql('TRUNCATE runs CASCADE');
+      await db.sql(`TRUNCATE ${RUN_TABLES.join(', ')} CASCADE`);
       const run = await start();
       expect((await call('get', '/v1/stats', { query: '?window=24h' })).body.runs).toEqual([{ workflow: 'echo', version: '1', status: 'queued', count: 1 }]);
       expect((await call('get', '/v1/stats', { query: '?window=1w' })).body.reason).toBe('invalid_window');

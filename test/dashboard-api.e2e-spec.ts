@@ -4,6 +4,7 @@ import { Client } from 'pg';
 import { type RunningCoordinator, type RunningWorker, startCoordinator, startWorker } from './support/apps';
 import { createTestDatabase, type TestDatabase } from './support/database';
 import { eventually } from './support/poll';
+import { RUN_TABLES } from '@app/persistence';
 
 const ECHO = { name: 'echo', version: '1' };
 const ORDER = { name: 'order-processing', version: '1.0.0' };
@@ -42,7 +43,7 @@ describe('dashboard API', () => {
   afterEach(async () => {
     await worker?.close();
     worker = undefined;
-    await db.sql('TRUNCATE runs, outbox, dead_letters, workers CASCADE');
+    await db.sql(`TRUNCATE ${RUN_TABLES.join(', ')}, outbox, dead_letters, workers CASCADE`);
   });
 
   afterAll(async () => {

@@ -8,6 +8,7 @@ import { createTestDatabase, type TestDatabase } from './support/database';
 import { eventually } from './support/poll';
 import { freePort } from './support/processes';
 import { RedisServer, testPrefix } from './support/redis';
+import { RUN_TABLES } from '@app/persistence';
 
 /** Dead letters can be seen, redriven and deleted; readiness follows them. */
 describe('dead letters', () => {
@@ -24,7 +25,7 @@ describe('dead letters', () => {
     await coordinator?.close();
     coordinator = undefined;
     await server.stop();
-    await db.sql('TRUNCATE runs, outbox, dead_letters CASCADE');
+    await db.sql(`TRUNCATE ${RUN_TABLES.join(', ')}, outbox, dead_letters CASCADE`);
   });
 
   afterAll(async () => {

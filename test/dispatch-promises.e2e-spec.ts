@@ -14,6 +14,7 @@ import { createTestDatabase, type TestDatabase } from './support/database';
 import { eventually } from './support/poll';
 import { freePort } from './support/processes';
 import { TEST_REDIS_URL, testPrefix } from './support/redis';
+import { RUN_TABLES } from '@app/persistence';
 
 const MODES = ['http', 'redis-zset', 'redis-streams'] as const;
 type Mode = (typeof MODES)[number];
@@ -31,7 +32,7 @@ describe('dispatch promises', () => {
 
   afterEach(async () => {
     for (const app of running.splice(0).reverse()) await app.close();
-    await db.sql('TRUNCATE runs, outbox, dead_letters, engine_settings CASCADE');
+    await db.sql(`TRUNCATE ${RUN_TABLES.join(', ')}, outbox, dead_letters, engine_settings CASCADE`);
   });
 
   afterAll(async () => {

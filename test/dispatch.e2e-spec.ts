@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, jest } from '@jes
 import type { ClaimedRun } from '@nest-durable/client';
 import { partitionCountKey, sortedSetKey, streamKey } from '@app/streams';
 import { OutboxEnqueuer, OutboxRepository, type OutboxRow } from '@app/outbox';
-import { LISTEN_PROBE, uuidv7 } from '@app/persistence';
+import { LISTEN_PROBE, uuidv7, RUN_TABLES } from '@app/persistence';
 import { Redis } from 'ioredis';
 import request from 'supertest';
 import { type RunningCoordinator, startCoordinator } from './support/apps';
@@ -65,7 +65,7 @@ describe('reliable dispatch', () => {
 
   afterEach(async () => {
     await Promise.all(coordinators.splice(0).map((c) => c.close()));
-    await db.sql('TRUNCATE runs, outbox, dead_letters CASCADE');
+    await db.sql(`TRUNCATE ${RUN_TABLES.join(', ')}, outbox, dead_letters CASCADE`);
   });
 
   afterAll(async () => {

@@ -14,6 +14,7 @@ import { type RunningCoordinator, startCoordinator, startCustomWorker } from './
 import { createTestDatabase, type TestDatabase } from './support/database';
 import { eventually } from './support/poll';
 import { TEST_REDIS_URL, testPrefix } from './support/redis';
+import { RUN_TABLES } from '@app/persistence';
 
 const MODES = ['http', 'redis-zset', 'redis-streams'] as const;
 type Mode = (typeof MODES)[number];
@@ -46,7 +47,9 @@ describe('flow control', () => {
 
   afterEach(async () => {
     for (const app of running.splice(0).reverse()) await app.close();
-    await db.sql('TRUNCATE runs, outbox, dead_letters, engine_settings, workflow_controls, workflow_key_buckets, workflows, workers CASCADE');
+    await db.sql(
+      `TRUNCATE ${RUN_TABLES.join(', ')}, outbox, dead_letters, engine_settings, workflow_controls, workflow_key_buckets, workflows, workers CASCADE`,
+    );
   });
 
   afterAll(async () => {
@@ -494,7 +497,7 @@ describe('flow control', () => {
     expect(await take(['g'])).toEqual({ runs: [], requeue: [] });
 
     // Per key: runs of a key whose slots are full are not work for a wake-up either.
-    await db.sql('TRUNCATE runs, outbox CASCADE');
+    await db.sql(`TRUNCATE ${RUN_TABLES.join(', ')}, outbox CASCADE`);
     await client.setWorkflowLimits(echo, { concurrencyPerKey: 1 });
     await client.startMany(Array.from({ length: 3 }, (_, i) => ({ workflow: echo, input: i, concurrencyKey: 'm-1' })));
     expect((await take(['h'])).runs).toHaveLength(1);

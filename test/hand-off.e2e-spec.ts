@@ -8,6 +8,7 @@ import { NotificationListener } from '../libs/outbox/src';
 import { type RunningCoordinator, startCoordinator } from './support/apps';
 import { createTestDatabase, type TestDatabase } from './support/database';
 import { eventually } from './support/poll';
+import { RUN_TABLES } from '@app/persistence';
 
 /**
  * A run started while a worker's claim long-polls this coordinator for its queue goes straight to that
@@ -29,7 +30,7 @@ describe('handing a new run to a waiting claim', () => {
   });
 
   afterEach(async () => {
-    await db.sql('TRUNCATE runs, workflow_controls CASCADE');
+    await db.sql(`TRUNCATE ${RUN_TABLES.join(', ')}, workflow_controls CASCADE`);
   });
 
   afterAll(async () => {

@@ -3,7 +3,7 @@ import type { ClaimedRun, RunView } from '@nest-durable/client';
 import { WorkflowClient } from '@nest-durable/client';
 import { FailoverSubscriber, SUBSCRIBER } from '@nest-durable/worker';
 import type { TransportSubscriber } from '@nest-durable/worker/redis';
-import { LISTEN_PROBE, uuidv7 } from '@app/persistence';
+import { LISTEN_PROBE, uuidv7, RUN_TABLES } from '@app/persistence';
 import { sortedSetKey, streamKey } from '@app/streams';
 import { Redis } from 'ioredis';
 import request from 'supertest';
@@ -32,7 +32,7 @@ describe('mechanisms', () => {
 
   afterEach(async () => {
     for (const app of running.splice(0).reverse()) await app.close();
-    await db.sql('TRUNCATE runs, outbox CASCADE');
+    await db.sql(`TRUNCATE ${RUN_TABLES.join(', ')}, outbox CASCADE`);
   });
 
   afterAll(async () => {

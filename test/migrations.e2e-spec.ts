@@ -6,6 +6,7 @@ import { DataSource } from 'typeorm';
 import { IdempotencyKeys1767100000000, IdempotencyKeysCopied1767100000001 } from '../libs/persistence/src/migrations/1767100000000-idempotency-keys';
 import { TransitionsKeyedByRun1767200000000 } from '../libs/persistence/src/migrations/1767200000000-transitions-keyed-by-run';
 import { EventsAndUpdatesKeyedByRun1767300000000 } from '../libs/persistence/src/migrations/1767300000000-events-and-updates-keyed-by-run';
+import { HistoryWithoutForeignKeys1767400000000 } from '../libs/persistence/src/migrations/1767400000000-history-without-foreign-keys';
 import { RunShardAndHistoryGuard1764700000000 } from '../libs/persistence/src/migrations/1764700000000-run-shard-and-history-guard';
 import { type RunningCoordinator, startCoordinator } from './support/apps';
 import { createTestDatabase, type TestDatabase } from './support/database';
@@ -19,22 +20,24 @@ describe('schema migrations on existing data', () => {
   let transitionsDb: TestDatabase;
   let eventsDb: TestDatabase;
   let lockedDb: TestDatabase;
+  let keysGoneDb: TestDatabase;
   let coordinator: RunningCoordinator | undefined;
 
   beforeAll(async () => {
-    [db, keysDb, gapDb, transitionsDb, eventsDb, lockedDb] = await Promise.all([
+    [db, keysDb, gapDb, transitionsDb, eventsDb, lockedDb, keysGoneDb] = await Promise.all([
       createTestDatabase('migrations'),
       createTestDatabase('migrations_keys'),
       createTestDatabase('migrations_keys_gap'),
       createTestDatabase('migrations_transitions_key'),
       createTestDatabase('migrations_events_key'),
       createTestDatabase('migrations_key_swap_waits'),
+      createTestDatabase('migrations_history_keys_gone'),
     ]);
   });
 
   afterAll(async () => {
     await coordinator?.close();
-    await Promise.all([db?.drop(), keysDb?.drop(), gapDb?.drop(), transitionsDb?.drop(), eventsDb?.drop(), lockedDb?.drop()]);
+    await Promise.all([db?.drop(), keysDb?.drop(), gapDb?.drop(), transitionsDb?.drop(), eventsDb?.drop(), lockedDb?.drop(), keysGoneDb?.drop()]);
   });
 
   /** Migrates `url` up to (not including) `migration`, and runs `then` on it. */
@@ -213,6 +216,40 @@ describe('schema migrations on existing data', () => {
       await holder.end();
       await writer.end();
       if (upgrade.isInitialized) await upgrade.destroy();
+    }
+  });
+
+  it("drops the run tables' foreign keys, after which delete_runs() deletes an older run's rows itself", async () => {
+    const [parent, child] = ['01a22c37-316c-762f-a717-00000000000b', '01a22c37-316c-762f-a717-00000000000c'];
+    await migrateUpTo(keysGoneDb.url, HistoryWithoutForeignKeys1767400000000, async (previous) => {
+      await previous.query(
+        `INSERT INTO runs (id, workflow, version, queue, status, finished_at) VALUES ('${parent}', 'echo', '1', 'echo:1', 'completed', now())`,
+      );
+      await previous.query(
+        `INSERT INTO runs (id, workflow, version, queue, status, parent_id) VALUES ('${child}', 'echo', '1', 'echo:1', 'queued', '${parent}')`,
+      );
+      await previous.query(`INSERT INTO run_transitions (run_id, from_status, to_status, revision) VALUES ('${parent}', NULL, 'completed', 1)`);
+      await previous.query(`INSERT INTO tasks (run_id, key, seq, name, status, attempts) VALUES ('${parent}', 'step#1', 0, 'step', 'completed', 1)`);
+      await previous.query(`INSERT INTO run_events (run_id, name) VALUES ('${parent}', 'ping')`);
+    });
+
+    const upgraded = await startCoordinator(keysGoneDb.url);
+    try {
+      expect(await keysGoneDb.sql(`SELECT conname FROM pg_constraint WHERE contype = 'f' AND confrelid = 'runs'::regclass ORDER BY conname`)).toEqual([
+        { conname: 'completion_tokens_run_id_fkey' },
+        { conname: 'idempotency_keys_run_id_fkey' },
+      ]);
+      await keysGoneDb.sql('SELECT delete_runs($1::uuid[])', [[parent]]);
+      expect(
+        await keysGoneDb.sql(
+          `SELECT 'transition' AS row FROM run_transitions WHERE run_id = $1 UNION ALL SELECT 'task' FROM tasks WHERE run_id = $1
+           UNION ALL SELECT 'event' FROM run_events WHERE run_id = $1`,
+          [parent],
+        ),
+      ).toEqual([]);
+      expect(await keysGoneDb.sql('SELECT parent_id FROM runs WHERE id = $1', [child])).toEqual([{ parent_id: null }]);
+    } finally {
+      await upgraded.close();
     }
   });
 });

@@ -7,6 +7,7 @@ import { type RunningCoordinator, startCoordinator } from './support/apps';
 import { createTestDatabase, type TestDatabase } from './support/database';
 import { eventually } from './support/poll';
 import { TEST_REDIS_URL, testPrefix } from './support/redis';
+import { RUN_TABLES } from '@app/persistence';
 
 interface OutboxRow {
   id: string;
@@ -35,7 +36,7 @@ describe('outbox maintenance', () => {
     await coordinator?.close();
     coordinator = undefined;
     await db.sql('DROP TRIGGER IF EXISTS outbox_refuse_delete ON outbox');
-    await db.sql('TRUNCATE runs, outbox, dead_letters CASCADE');
+    await db.sql(`TRUNCATE ${RUN_TABLES.join(', ')}, outbox, dead_letters CASCADE`);
   });
 
   afterAll(async () => {

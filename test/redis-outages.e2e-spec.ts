@@ -9,6 +9,7 @@ import { createTestDatabase, type TestDatabase } from './support/database';
 import { eventually } from './support/poll';
 import { freePort } from './support/processes';
 import { RedisServer, testPrefix } from './support/redis';
+import { RUN_TABLES } from '@app/persistence';
 
 type RedisMode = 'redis-zset' | 'redis-streams';
 
@@ -29,7 +30,7 @@ describe('Redis outages', () => {
   afterEach(async () => {
     for (const app of running.splice(0).reverse()) await app.close();
     await server.stop();
-    await db.sql('TRUNCATE runs, outbox CASCADE');
+    await db.sql(`TRUNCATE ${RUN_TABLES.join(', ')}, outbox CASCADE`);
   });
 
   afterAll(async () => {

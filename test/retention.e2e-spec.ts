@@ -8,6 +8,7 @@ import { defineWorkflow } from '@nest-durable/workflow';
 import { type RunningCoordinator, startCoordinator, startCustomWorker } from './support/apps';
 import { createTestDatabase, type TestDatabase } from './support/database';
 import { eventually } from './support/poll';
+import { RUN_TABLES } from '@app/persistence';
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
@@ -49,7 +50,7 @@ describe('retention', () => {
   });
 
   afterEach(async () => {
-    await db.sql('TRUNCATE runs, outbox, dead_letters CASCADE');
+    await db.sql(`TRUNCATE ${RUN_TABLES.join(', ')}, outbox, dead_letters CASCADE`);
   });
 
   afterAll(async () => {

@@ -3,6 +3,7 @@ import type { ClaimedRun } from '@nest-durable/client';
 import request from 'supertest';
 import { type RunningCoordinator, startCoordinator } from './support/apps';
 import { createTestDatabase, type TestDatabase } from './support/database';
+import { RUN_TABLES } from '@app/persistence';
 
 /**
  * The transition history is append-only: no statement changes or removes a row of it, except the
@@ -20,7 +21,7 @@ describe('run history', () => {
   afterEach(async () => {
     await db.sql('ROLLBACK').catch(() => undefined);
     // TRUNCATE fires no DELETE trigger: tests may still empty their tables.
-    await db.sql('TRUNCATE runs CASCADE');
+    await db.sql(`TRUNCATE ${RUN_TABLES.join(', ')} CASCADE`);
   });
 
   afterAll(async () => {
@@ -63,6 +64,7 @@ describe('run history', () => {
     await expect(db.sql('UPDATE run_transitions SET revision = 99 WHERE run_id = $1', [id])).rejects.toThrow('append-only');
     await expect(db.sql('DELETE FROM run_transitions WHERE run_id = $1', [id])).rejects.toThrow('append-only');
     await db.sql('BEGIN');
+    // The setting delete_runs() turns on for its own statements; the run still exists, so its history stays.
     await db.sql(`SELECT set_config('wf.deleting_runs', 'on', true)`);
     await expect(db.sql('DELETE FROM run_transitions WHERE run_id = $1', [id])).rejects.toThrow('append-only');
     await db.sql('ROLLBACK');
@@ -90,6 +92,32 @@ describe('run history', () => {
     expect(await exists(queued)).toBe(true);
     expect(await historyOf(busy.id)).toEqual(['queued', 'running']);
     expect(await db.sql('SELECT 1 FROM tasks WHERE run_id = $1', [busy.id])).toHaveLength(1);
+  });
+
+  it("delete_runs() deletes a run's rows in every table of RUN_TABLES, and clears its children's parent", async () => {
+    const [finished, other] = [await completed(), await completed()];
+    const child = await start();
+    await db.sql('UPDATE runs SET parent_id = $1 WHERE id = $2', [finished, child]);
+    for (const run of [finished, other]) {
+      await db.sql(`INSERT INTO tasks (run_id, key, seq, name, status, attempts) VALUES ($1, 'step#1', 0, 'step', 'completed', 1)`, [run]);
+      await db.sql(`INSERT INTO run_events (run_id, name) VALUES ($1, 'ping')`, [run]);
+      await db.sql(`INSERT INTO run_updates (id, run_id, name) VALUES (gen_random_uuid(), $1, 'bump')`, [run]);
+      await db.sql(`INSERT INTO run_values (run_id, name, value) VALUES ($1, 'progress', '1')`, [run]);
+    }
+    const rowsOf = async (run: string) =>
+      Object.fromEntries(
+        await Promise.all(
+          RUN_TABLES.map(async (table) => [table, (await db.sql(`SELECT 1 FROM ${table} WHERE ${table === 'runs' ? 'id' : 'run_id'} = $1`, [run])).length]),
+        ),
+      );
+
+    const kept = await rowsOf(other);
+    expect(Object.values(kept).every((rows) => Number(rows) > 0)).toBe(true);
+
+    await db.sql('SELECT delete_runs($1::uuid[])', [[finished]]);
+    expect(await rowsOf(finished)).toEqual({ runs: 0, tasks: 0, run_transitions: 0, run_events: 0, run_updates: 0, run_values: 0 });
+    expect(await rowsOf(other)).toEqual(kept);
+    expect(await db.sql('SELECT parent_id FROM runs WHERE id = $1', [child])).toEqual([{ parent_id: null }]);
   });
 
   it('leaves the deletion allowed only inside delete_runs(), not for the rest of its transaction', async () => {

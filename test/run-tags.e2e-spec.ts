@@ -7,6 +7,7 @@ import { type RunningCoordinator, type RunningWorker, startCoordinator, startCus
 import { createTestDatabase, type TestDatabase } from './support/database';
 import { snapshotTables } from './support/snapshot';
 import { buildClientPackage, stopAllWf, wf } from './support/wf-process';
+import { RUN_TABLES } from '@app/persistence';
 
 /** Run tags: started with, shown, inherited by child runs, filtered on in the run list; real PostgreSQL. */
 describe('run tags', () => {
@@ -22,7 +23,7 @@ describe('run tags', () => {
 
   afterEach(async () => {
     await stopAllWf();
-    await db.sql('TRUNCATE runs CASCADE');
+    await db.sql(`TRUNCATE ${RUN_TABLES.join(', ')} CASCADE`);
   });
 
   afterAll(async () => {

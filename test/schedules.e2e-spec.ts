@@ -7,6 +7,7 @@ import { type RunningCoordinator, startCoordinator, startCustomWorker } from './
 import { createTestDatabase, type TestDatabase } from './support/database';
 import { eventually } from './support/poll';
 import { AppProcess, freePort, stopAllProcesses } from './support/processes';
+import { RUN_TABLES } from '@app/persistence';
 
 const ECHO = { name: 'echo', version: '1' };
 
@@ -38,7 +39,7 @@ describe('schedules', () => {
   afterEach(async () => {
     for (const app of running.splice(0).reverse()) await app.close();
     await stopAllProcesses();
-    await db.sql('TRUNCATE runs, schedules CASCADE');
+    await db.sql(`TRUNCATE ${RUN_TABLES.join(', ')}, schedules CASCADE`);
   });
 
   afterAll(async () => {

@@ -3,6 +3,7 @@ import type { ClaimedRun } from '@nest-durable/client';
 import request from 'supertest';
 import { type RunningCoordinator, startCoordinator } from './support/apps';
 import { createTestDatabase, type TestDatabase } from './support/database';
+import { RUN_TABLES } from '@app/persistence';
 
 /**
  * A coordinator with DATABASE_POOL_SIZE=2 under many concurrent suspensions and retries, current
@@ -22,7 +23,7 @@ describe('a pool of two connections', () => {
   });
 
   afterEach(async () => {
-    await db.sql('TRUNCATE runs CASCADE');
+    await db.sql(`TRUNCATE ${RUN_TABLES.join(', ')} CASCADE`);
   });
 
   afterAll(async () => {

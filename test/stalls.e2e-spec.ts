@@ -6,6 +6,7 @@ import { type RunningCoordinator, startCoordinator } from './support/apps';
 import { createTestDatabase, type TestDatabase } from './support/database';
 import { AppProcess, stopAllProcesses } from './support/processes';
 import { TEST_REDIS_URL, testPrefix } from './support/redis';
+import { RUN_TABLES } from '@app/persistence';
 
 const HEARTBEAT_INTERVAL_MS = 200;
 const CLAIM_MIN_IDLE_TIME_MS = 1_000;
@@ -29,7 +30,7 @@ describe('the stall limit (real worker processes)', () => {
     await stopAllProcesses();
     await coordinator?.close();
     coordinator = undefined;
-    await db.sql('TRUNCATE runs, outbox, dead_letters CASCADE');
+    await db.sql(`TRUNCATE ${RUN_TABLES.join(', ')}, outbox, dead_letters CASCADE`);
   });
 
   afterAll(async () => {

@@ -10,6 +10,7 @@ import { createTestDatabase, type TestDatabase } from './support/database';
 import { eventually } from './support/poll';
 import { AppProcess, stopAllProcesses } from './support/processes';
 import { TEST_REDIS_URL, testPrefix } from './support/redis';
+import { RUN_TABLES } from '@app/persistence';
 
 /** Redis subscribers under load and under faults, with real worker processes. */
 describe('Redis subscribers with worker processes', () => {
@@ -27,7 +28,7 @@ describe('Redis subscribers with worker processes', () => {
     await stopAllProcesses();
     await coordinator?.close();
     coordinator = undefined;
-    await db.sql('TRUNCATE runs, outbox, side_effects CASCADE');
+    await db.sql(`TRUNCATE ${RUN_TABLES.join(', ')}, outbox, side_effects CASCADE`);
   });
 
   afterAll(async () => {

@@ -16,6 +16,7 @@ import { createTestDatabase, type TestDatabase } from './support/database';
 import { eventually } from './support/poll';
 import { freePort } from './support/processes';
 import { RedisServer, TEST_REDIS_URL, testPrefix } from './support/redis';
+import { RUN_TABLES } from '@app/persistence';
 
 /** Worker subscribers against real Redis and PostgreSQL, apps in this process. */
 describe('subscribers', () => {
@@ -30,7 +31,7 @@ describe('subscribers', () => {
 
   afterEach(async () => {
     for (const app of running.splice(0).reverse()) await app.close();
-    await db.sql('TRUNCATE runs, outbox CASCADE');
+    await db.sql(`TRUNCATE ${RUN_TABLES.join(', ')}, outbox CASCADE`);
   });
 
   afterAll(async () => {

@@ -6,7 +6,7 @@ import { streamKey } from '@app/streams';
 import { Redis } from 'ioredis';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
-import { LISTEN_PROBE, MIGRATIONS } from '@app/persistence';
+import { LISTEN_PROBE, MIGRATIONS, RUN_TABLES } from '@app/persistence';
 import { DueTimers1764800000000 } from '../libs/persistence/src/migrations/1764800000000-due-timers';
 import { loadWorkerConfig } from '../apps/worker/src/config/worker.config';
 import { workerModuleOptions } from '../apps/worker/src/worker-app.module';
@@ -48,7 +48,7 @@ describe('due timers', () => {
 
   afterEach(async () => {
     for (const app of running.splice(0).reverse()) await app.close();
-    await db.sql('TRUNCATE runs, outbox CASCADE');
+    await db.sql(`TRUNCATE ${RUN_TABLES.join(', ')}, outbox CASCADE`);
   });
 
   afterAll(async () => {

@@ -7,6 +7,7 @@ import { WaitingClaims } from '../apps/coordinator/src/hand-off/waiting-claims.s
 import { type RunningCoordinator, startCoordinator } from './support/apps';
 import { createTestDatabase, type TestDatabase } from './support/database';
 import { eventually } from './support/poll';
+import { RUN_TABLES } from '@app/persistence';
 
 /**
  * The worker protocol, driven over HTTP by the test acting as workers, against the real
@@ -24,7 +25,7 @@ describe('worker protocol', () => {
   });
 
   afterEach(async () => {
-    await db.sql('TRUNCATE runs CASCADE');
+    await db.sql(`TRUNCATE ${RUN_TABLES.join(', ')} CASCADE`);
   });
 
   afterAll(async () => {

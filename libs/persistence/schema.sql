@@ -12,14 +12,22 @@
 CREATE FUNCTION public.delete_runs(ids uuid[]) RETURNS SETOF uuid
     LANGUAGE plpgsql
     AS $$
+      DECLARE
+        deleted uuid[];
       BEGIN
         PERFORM set_config('wf.deleting_runs', 'on', true);
-        RETURN QUERY
-          WITH deleted AS (
-            DELETE FROM runs WHERE id = ANY(ids) AND status IN ('completed', 'failed', 'cancelled') RETURNING id
-          )
-          SELECT id FROM deleted;
+        WITH gone AS (
+          DELETE FROM runs WHERE id = ANY(ids) AND status IN ('completed', 'failed', 'cancelled') RETURNING id
+        )
+        SELECT coalesce(array_agg(id), '{}') INTO deleted FROM gone;
+        DELETE FROM tasks WHERE run_id = ANY(deleted);
+        DELETE FROM run_transitions WHERE run_id = ANY(deleted);
+        DELETE FROM run_events WHERE run_id = ANY(deleted);
+        DELETE FROM run_updates WHERE run_id = ANY(deleted);
+        DELETE FROM run_values WHERE run_id = ANY(deleted);
+        UPDATE runs SET parent_id = NULL WHERE parent_id = ANY(deleted);
         PERFORM set_config('wf.deleting_runs', 'off', true);
+        RETURN QUERY SELECT unnest(deleted);
       END;
       $$;
 
@@ -181,7 +189,7 @@ CREATE FUNCTION public.run_transitions_append_only() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
       BEGIN
-        IF TG_OP = 'DELETE' AND pg_trigger_depth() > 1 AND current_setting('wf.deleting_runs', true) = 'on' THEN
+        IF TG_OP = 'DELETE' AND current_setting('wf.deleting_runs', true) = 'on' THEN
           RETURN NULL;
         END IF;
         RAISE EXCEPTION 'run_transitions is append-only'
@@ -208,6 +216,22 @@ CREATE FUNCTION public.run_transitions_notify() RETURNS trigger
                            FROM added a JOIN runs r ON r.id = a.run_id) e) s
           GROUP BY (upto - 1) / 7000
           ORDER BY (upto - 1) / 7000;
+        RETURN NULL;
+      END;
+      $$;
+
+--
+-- Name: run_transitions_only_with_their_run(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.run_transitions_only_with_their_run() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+      BEGIN
+        IF EXISTS (SELECT 1 FROM (SELECT DISTINCT run_id FROM removed) d JOIN runs r ON r.id = d.run_id) THEN
+          RAISE EXCEPTION 'run_transitions is append-only'
+            USING HINT = 'history is removed only with its run, through delete_runs()';
+        END IF;
         RETURN NULL;
       END;
       $$;
@@ -1054,6 +1078,12 @@ CREATE TRIGGER run_transitions_append_only BEFORE DELETE OR UPDATE ON public.run
 CREATE TRIGGER run_transitions_notify AFTER INSERT ON public.run_transitions REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION public.run_transitions_notify();
 
 --
+-- Name: run_transitions run_transitions_only_with_their_run; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER run_transitions_only_with_their_run AFTER DELETE ON public.run_transitions REFERENCING OLD TABLE AS removed FOR EACH STATEMENT EXECUTE FUNCTION public.run_transitions_only_with_their_run();
+
+--
 -- Name: runs runs_claim_idempotency_key; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -1126,45 +1156,3 @@ ALTER TABLE ONLY public.completion_tokens
 
 ALTER TABLE ONLY public.idempotency_keys
     ADD CONSTRAINT idempotency_keys_run_id_fkey FOREIGN KEY (run_id) REFERENCES public.runs(id) ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED;
-
---
--- Name: run_events run_events_run_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.run_events
-    ADD CONSTRAINT run_events_run_id_fkey FOREIGN KEY (run_id) REFERENCES public.runs(id) ON DELETE CASCADE;
-
---
--- Name: run_transitions run_transitions_run_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.run_transitions
-    ADD CONSTRAINT run_transitions_run_id_fkey FOREIGN KEY (run_id) REFERENCES public.runs(id) ON DELETE CASCADE;
-
---
--- Name: run_updates run_updates_run_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.run_updates
-    ADD CONSTRAINT run_updates_run_id_fkey FOREIGN KEY (run_id) REFERENCES public.runs(id) ON DELETE CASCADE;
-
---
--- Name: run_values run_values_run_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.run_values
-    ADD CONSTRAINT run_values_run_id_fkey FOREIGN KEY (run_id) REFERENCES public.runs(id) ON DELETE CASCADE;
-
---
--- Name: runs runs_parent_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.runs
-    ADD CONSTRAINT runs_parent_id_fkey FOREIGN KEY (parent_id) REFERENCES public.runs(id) ON DELETE SET NULL;
-
---
--- Name: tasks tasks_run_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.tasks
-    ADD CONSTRAINT tasks_run_id_fkey FOREIGN KEY (run_id) REFERENCES public.runs(id) ON DELETE CASCADE;

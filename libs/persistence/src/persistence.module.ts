@@ -44,6 +44,7 @@ import {
 } from './migrations/1767100000000-idempotency-keys';
 import { TransitionsKeyedByRun1767200000000 } from './migrations/1767200000000-transitions-keyed-by-run';
 import { EventsAndUpdatesKeyedByRun1767300000000 } from './migrations/1767300000000-events-and-updates-keyed-by-run';
+import { HistoryWithoutForeignKeys1767400000000 } from './migrations/1767400000000-history-without-foreign-keys';
 
 export const ENTITIES = [RunEntity, TaskEntity];
 export const MIGRATIONS = [
@@ -78,6 +79,7 @@ export const MIGRATIONS = [
   IdempotencyKeysValidated1767100000002,
   TransitionsKeyedByRun1767200000000,
   EventsAndUpdatesKeyedByRun1767300000000,
+  HistoryWithoutForeignKeys1767400000000,
 ];
 
 export interface PersistenceOptions {

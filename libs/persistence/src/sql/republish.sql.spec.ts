@@ -2,6 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/glo
 import { createSqlTestDatabase, type SqlTestDatabase } from '../../../../test/support/sql-database';
 import { insertRun } from '../../../../test/support/seed-rows';
 import { queuesNeedingWakeups, republishWakeups } from './republish.sql';
+import { RUN_TABLES } from '../run-tables';
 
 const AFTER_MS = 5_000;
 const IDLE_MS = 30_000;
@@ -15,7 +16,7 @@ describe('republish.sql', () => {
   });
 
   beforeEach(async () => {
-    await db.sql(`TRUNCATE runs, outbox, workflow_controls CASCADE`);
+    await db.sql(`TRUNCATE ${RUN_TABLES.join(', ')}, outbox, workflow_controls CASCADE`);
   });
 
   afterAll(async () => {

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/glo
 import { createSqlTestDatabase, holdTransaction, type SqlTestDatabase } from '../../../../test/support/sql-database';
 import { insertRun } from '../../../../test/support/seed-rows';
 import { deleteExpiredDeadLetters, deleteFinishedRuns, deleteSentOutboxRows, recordDeclaredWindows, tuneRetentionBatch } from './retention.sql';
+import { RUN_TABLES } from '../run-tables';
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
@@ -19,7 +20,7 @@ describe('retention.sql', () => {
 
   beforeEach(async () => {
     // TRUNCATE fires no DELETE trigger (runs_delete_guard, run_transitions_append_only): a clean slate per test.
-    await db.sql(`TRUNCATE runs, outbox, dead_letters, workflows CASCADE`);
+    await db.sql(`TRUNCATE ${RUN_TABLES.join(', ')}, outbox, dead_letters, workflows CASCADE`);
   });
 
   afterAll(async () => {

@@ -88,14 +88,14 @@ export const DELETE_FINISHED_RUNS = `WITH RECURSIVE versions AS (
 
 /**
  * Deletes finished runs older than their workflow's window, through delete_runs() (the one path that
- * removes history rows; it cascades to their steps, transitions and events). Per workflow version, a
+ * removes history rows; it deletes their rows in every table of RUN_TABLES). Per workflow version, a
  * range scan of runs_finished_idx, oldest first; the versions are found by a loose index scan of the
  * same index (one probe per version), so a million finished runs cost as much as the batch.
  *
  * A run is kept while its parent is unfinished (a parent in progress keeps its children for whoever
  * looks at it; the outcome it waits for is already in its child step, written with the child's end)
- * and while any of its children is unfinished (the tree stays linked: deleting it would set their
- * parent_id to NULL). Either is decided in this statement's snapshot; a parent retried at that very
+ * and while any of its children is unfinished (the tree stays linked: delete_runs() would clear their
+ * parent_id). A run whose parent is gone counts as having a finished one (the probe finds no row). Either is decided in this statement's snapshot; a parent retried at that very
  * moment still finds each child's outcome in its steps. delete_runs() checks the status again.
  * Returns how many runs it deleted, and how far past its window (s) the most overdue of them was. A batch
  * takes each version's oldest first, but fills up from the versions in (workflow, version) order, so that is
