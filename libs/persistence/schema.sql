@@ -994,12 +994,6 @@ CREATE INDEX runs_finished_at_idx ON public.runs USING btree (finished_at) WHERE
 CREATE INDEX runs_finished_idx ON public.runs USING btree (workflow, version, finished_at) WHERE (status = ANY (ARRAY['completed'::text, 'failed'::text, 'cancelled'::text]));
 
 --
--- Name: runs_idempotency_key_idx; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE UNIQUE INDEX runs_idempotency_key_idx ON public.runs USING btree (workflow, idempotency_key) WHERE (idempotency_key IS NOT NULL);
-
---
 -- Name: runs_idle_claims_idx; Type: INDEX; Schema: public; Owner: -
 --
 

@@ -45,6 +45,7 @@ import {
 import { TransitionsKeyedByRun1767200000000 } from './migrations/1767200000000-transitions-keyed-by-run';
 import { EventsAndUpdatesKeyedByRun1767300000000 } from './migrations/1767300000000-events-and-updates-keyed-by-run';
 import { HistoryWithoutForeignKeys1767400000000 } from './migrations/1767400000000-history-without-foreign-keys';
+import { RunsIdempotencyIndexDropped1767500000000 } from './migrations/1767500000000-runs-idempotency-index-dropped';
 
 export const ENTITIES = [RunEntity, TaskEntity];
 export const MIGRATIONS = [
@@ -80,6 +81,7 @@ export const MIGRATIONS = [
   TransitionsKeyedByRun1767200000000,
   EventsAndUpdatesKeyedByRun1767300000000,
   HistoryWithoutForeignKeys1767400000000,
+  RunsIdempotencyIndexDropped1767500000000,
 ];
 
 export interface PersistenceOptions {

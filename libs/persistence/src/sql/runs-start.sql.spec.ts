@@ -103,17 +103,6 @@ describe('the start statements (runs-start.sql.ts)', () => {
       expect(await database.sql(`SELECT id FROM runs WHERE workflow = 'keys-twice'`)).toEqual([{ id: first.id }]);
     });
 
-    it("agrees with an older coordinator's start, which names runs_idempotency_key_idx as its arbiter (a rolling upgrade)", async () => {
-      const olderStart = `INSERT INTO runs (id, workflow, version, queue, status, idempotency_key) VALUES ($1, 'keys-older', '1', 'keys-older:1', 'queued', $2)
-        ON CONFLICT (workflow, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING RETURNING id`;
-      const [older, newer, olderAgain] = [newRun('keys-older'), newRun('keys-older', { idempotencyKey: 'k-4' }), newRun('keys-older')];
-
-      expect(await database.sql(olderStart, [older.id, 'k-4'])).toEqual([{ id: older.id }]);
-      expect(await startRuns(database.db, [newer])).toEqual([]);
-      expect(await database.sql(olderStart, [olderAgain.id, 'k-4'])).toEqual([]);
-      expect(await database.sql(`SELECT run_id FROM idempotency_keys WHERE workflow = 'keys-older'`)).toEqual([{ run_id: older.id }]);
-    });
-
     it('frees a key with its run: deleted through delete_runs, a new start takes it', async () => {
       const [old, next] = [newRun('keys-freed', { idempotencyKey: 'k-2' }), newRun('keys-freed', { idempotencyKey: 'k-2' })];
       await startRuns(database.db, [old]);
