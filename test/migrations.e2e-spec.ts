@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { MIGRATIONS } from '@app/persistence';
+import { MIGRATION_LOCK_KEY, MIGRATIONS } from '@app/persistence';
 import { Client } from 'pg';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
@@ -11,6 +11,7 @@ import { RunShardAndHistoryGuard1764700000000 } from '../libs/persistence/src/mi
 import { type RunningCoordinator, startCoordinator } from './support/apps';
 import { createTestDatabase, type TestDatabase } from './support/database';
 import { eventually } from './support/poll';
+import { AppProcess, freePort } from './support/processes';
 
 /** Migrations applied to a database that already holds runs (an upgrade, not a fresh install). */
 describe('schema migrations on existing data', () => {
@@ -21,10 +22,11 @@ describe('schema migrations on existing data', () => {
   let eventsDb: TestDatabase;
   let lockedDb: TestDatabase;
   let keysGoneDb: TestDatabase;
+  let killedDb: TestDatabase;
   let coordinator: RunningCoordinator | undefined;
 
   beforeAll(async () => {
-    [db, keysDb, gapDb, transitionsDb, eventsDb, lockedDb, keysGoneDb] = await Promise.all([
+    [db, keysDb, gapDb, transitionsDb, eventsDb, lockedDb, keysGoneDb, killedDb] = await Promise.all([
       createTestDatabase('migrations'),
       createTestDatabase('migrations_keys'),
       createTestDatabase('migrations_keys_gap'),
@@ -32,12 +34,22 @@ describe('schema migrations on existing data', () => {
       createTestDatabase('migrations_events_key'),
       createTestDatabase('migrations_key_swap_waits'),
       createTestDatabase('migrations_history_keys_gone'),
+      createTestDatabase('migrations_killed_build'),
     ]);
   });
 
   afterAll(async () => {
     await coordinator?.close();
-    await Promise.all([db?.drop(), keysDb?.drop(), gapDb?.drop(), transitionsDb?.drop(), eventsDb?.drop(), lockedDb?.drop(), keysGoneDb?.drop()]);
+    await Promise.all([
+      db?.drop(),
+      keysDb?.drop(),
+      gapDb?.drop(),
+      transitionsDb?.drop(),
+      eventsDb?.drop(),
+      lockedDb?.drop(),
+      keysGoneDb?.drop(),
+      killedDb?.drop(),
+    ]);
   });
 
   /** Migrates `url` up to (not including) `migration`, and runs `then` on it. */
@@ -252,4 +264,64 @@ describe('schema migrations on existing data', () => {
       await upgraded.close();
     }
   });
+
+  it("keeps the migrations' lock while a killed coordinator's index build goes on: the next one finds the index built", async () => {
+    const run = '01a22c37-316c-762f-a717-00000000000d';
+    await migrateUpTo(killedDb.url, EventsAndUpdatesKeyedByRun1767300000000, (previous) =>
+      previous.query(`INSERT INTO runs (id, workflow, version, queue, status) VALUES ('${run}', 'echo', '1', 'echo:1', 'queued')`),
+    );
+    const writer = new Client({ connectionString: killedDb.url });
+    await writer.connect();
+    const coordinator = async (name: string) =>
+      new AppProcess(name, 'apps/coordinator/src/main.ts', {
+        DATABASE_URL: killedDb.url,
+        PORT: String(await freePort()),
+        HOST: '127.0.0.1',
+        AUTH_DISABLED: 'true',
+      });
+    let first: AppProcess | undefined;
+    let next: AppProcess | undefined;
+    try {
+      // A write left open on run_events: the first coordinator's concurrent build of the new key waits for it.
+      await writer.query('BEGIN');
+      await writer.query(`INSERT INTO run_events (run_id, name) VALUES ($1, 'ping')`, [run]);
+      first = await coordinator('migrating');
+      // Observed from another session: pg_stat_activity holds still within the writer's open transaction.
+      const building = async () =>
+        killedDb.sql<{ pid: number }>(
+          `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'CREATE UNIQUE INDEX CONCURRENTLY run_events_run_id_id_key%'`,
+        );
+      await eventually(`the key build to wait for the open write\n${first.output}`, async () => (await building()).length === 1, 60_000);
+      const [{ pid: builder }] = await building();
+      const [{ oid: built }] = await killedDb.sql<{ oid: number }>(`SELECT 'run_events_run_id_id_key'::regclass::oid AS oid`);
+      // The session holding the migrations' advisory lock (a bigint key: its low 32 bits are the lock's objid).
+      const lockHolders = async () =>
+        (
+          await killedDb.sql<{ pid: number }>(`SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND granted`, [MIGRATION_LOCK_KEY % 2 ** 32])
+        ).map((row) => row.pid);
+      expect(await lockHolders()).toEqual([builder]);
+
+      first.signal('SIGKILL');
+      await first.exited;
+      // The build outlives its client, and so does the lock, on the same session.
+      expect(await lockHolders()).toEqual([builder]);
+      next = await coordinator('next');
+      await eventually('the next coordinator to try for the lock', async () => {
+        const rows = await killedDb.sql(
+          `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND pid <> $1 AND query LIKE 'SELECT pg_try_advisory_lock%'`,
+          [builder],
+        );
+        return rows.length > 0;
+      });
+      await writer.query('COMMIT');
+      await next.waitForOutput('listening on', 60_000);
+      expect(await killedDb.sql(`SELECT indexrelid::oid AS oid FROM pg_index WHERE indrelid = 'run_events'::regclass AND indisprimary`)).toEqual([
+        { oid: built },
+      ]);
+    } finally {
+      await writer.end();
+      await first?.stop();
+      await next?.stop();
+    }
+  }, 120_000);
 });

@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import { DataSource } from 'typeorm';
+import { type DataSource, MigrationExecutor } from 'typeorm';
 import type { SqlExecutor } from './database';
 import { lockMigrations, unlockMigrations } from './sql/migration-lock.sql';
 
@@ -18,7 +18,13 @@ export async function migrateSchema(dataSource: DataSource): Promise<true> {
   const session: SqlExecutor = { query: (statement, values) => lockHolder.query(typeof statement === 'string' ? statement : statement.text, values) };
   try {
     await lockMigrations(session);
-    const applied = await dataSource.runMigrations({ transaction: 'each' });
+    // On the lock's own session. A coordinator killed while a migration builds an index CONCURRENTLY leaves the
+    // build running on the server (it ends only when it finds its client gone, at its result); on this session
+    // the lock stays held until then, so the next coordinator finds the index built, not a build in progress that
+    // looks failed (invalid) and is dropped and built again (migrations/keyed-by-run.ts).
+    const executor = new MigrationExecutor(dataSource, lockHolder);
+    executor.transaction = 'each';
+    const applied = await executor.executePendingMigrations();
     for (const migration of applied) logger.log(`applied migration ${migration.name}`);
   } finally {
     await unlockMigrations(session).catch(() => undefined);
