@@ -294,10 +294,15 @@ describe('schema migrations on existing data', () => {
       await eventually(`the key build to wait for the open write\n${first.output}`, async () => (await building()).length === 1, 60_000);
       const [{ pid: builder }] = await building();
       const [{ oid: built }] = await killedDb.sql<{ oid: number }>(`SELECT 'run_events_run_id_id_key'::regclass::oid AS oid`);
-      // The session holding the migrations' advisory lock (a bigint key: its low 32 bits are the lock's objid).
+      // The session holding this database's migrations' advisory lock (a bigint key: its low 32 bits are the
+      // lock's objid; other suites' databases have theirs).
       const lockHolders = async () =>
         (
-          await killedDb.sql<{ pid: number }>(`SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND granted`, [MIGRATION_LOCK_KEY % 2 ** 32])
+          await killedDb.sql<{ pid: number }>(
+            `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND granted
+              AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+            [MIGRATION_LOCK_KEY % 2 ** 32],
+          )
         ).map((row) => row.pid);
       expect(await lockHolders()).toEqual([builder]);
 
