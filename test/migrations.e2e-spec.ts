@@ -271,6 +271,7 @@ describe('schema migrations on existing data', () => {
       previous.query(`INSERT INTO runs (id, workflow, version, queue, status) VALUES ('${run}', 'echo', '1', 'echo:1', 'queued')`),
     );
     const writer = new Client({ connectionString: killedDb.url });
+    writer.on('error', () => undefined);
     await writer.connect();
     const coordinator = async (name: string) =>
       new AppProcess(name, 'apps/coordinator/src/main.ts', {
@@ -289,19 +290,20 @@ describe('schema migrations on existing data', () => {
       // Observed from another session: pg_stat_activity holds still within the writer's open transaction.
       const building = async () =>
         killedDb.sql<{ pid: number }>(
-          `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'CREATE UNIQUE INDEX CONCURRENTLY run_events_run_id_id_key%'`,
+          `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND state = 'active' AND wait_event_type = 'Lock'
+              AND query LIKE 'CREATE UNIQUE INDEX CONCURRENTLY run_events_run_id_id_key%'`,
         );
       await eventually(`the key build to wait for the open write\n${first.output}`, async () => (await building()).length === 1, 60_000);
       const [{ pid: builder }] = await building();
       const [{ oid: built }] = await killedDb.sql<{ oid: number }>(`SELECT 'run_events_run_id_id_key'::regclass::oid AS oid`);
-      // The session holding this database's migrations' advisory lock (a bigint key: its low 32 bits are the
-      // lock's objid; other suites' databases have theirs).
+      // The session holding this database's migrations' advisory lock (a bigint key: its high and low 32 bits are
+      // the lock's classid and objid, objsubid 1; other suites' databases have theirs).
       const lockHolders = async () =>
         (
           await killedDb.sql<{ pid: number }>(
-            `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND granted
+            `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND classid = $1 AND objid = $2 AND objsubid = 1 AND granted
               AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
-            [MIGRATION_LOCK_KEY % 2 ** 32],
+            [Math.floor(MIGRATION_LOCK_KEY / 2 ** 32), MIGRATION_LOCK_KEY % 2 ** 32],
           )
         ).map((row) => row.pid);
       expect(await lockHolders()).toEqual([builder]);
@@ -311,22 +313,27 @@ describe('schema migrations on existing data', () => {
       // The build outlives its client, and so does the lock, on the same session.
       expect(await lockHolders()).toEqual([builder]);
       next = await coordinator('next');
-      await eventually('the next coordinator to try for the lock', async () => {
-        const rows = await killedDb.sql(
-          `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND pid <> $1 AND query LIKE 'SELECT pg_try_advisory_lock%'`,
-          [builder],
-        );
-        return rows.length > 0;
-      });
+      const started = next;
+      await eventually(
+        `the next coordinator to try for the lock\n${started.output}`,
+        async () => {
+          if (!started.alive) return true;
+          const rows = await killedDb.sql(
+            `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND pid <> $1 AND query = 'SELECT pg_try_advisory_lock($1) AS locked'`,
+            [builder],
+          );
+          return rows.length > 0;
+        },
+        60_000,
+      );
+      expect(started.alive).toBe(true);
       await writer.query('COMMIT');
       await next.waitForOutput('listening on', 60_000);
       expect(await killedDb.sql(`SELECT indexrelid::oid AS oid FROM pg_index WHERE indrelid = 'run_events'::regclass AND indisprimary`)).toEqual([
         { oid: built },
       ]);
     } finally {
-      await writer.end();
-      await first?.stop();
-      await next?.stop();
+      await Promise.allSettled([writer.end(), first?.stop(), next?.stop()]);
     }
   }, 120_000);
 });

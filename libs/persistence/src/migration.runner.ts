@@ -19,14 +19,18 @@ export async function migrateSchema(dataSource: DataSource): Promise<true> {
   try {
     await lockMigrations(session);
     // On the lock's own session. A coordinator killed while a migration builds an index CONCURRENTLY leaves the
-    // build running on the server (it ends only when it finds its client gone, at its result); on this session
-    // the lock stays held until then, so the next coordinator finds the index built, not a build in progress that
+    // build running on the server (it ends only when it finds its client gone, at its result, unless the server
+    // checks clients during statements: client_connection_check_interval, off by default); on this session the
+    // lock stays held until then, so the next coordinator finds the index built, not a build in progress that
     // looks failed (invalid) and is dropped and built again (migrations/keyed-by-run.ts).
     const executor = new MigrationExecutor(dataSource, lockHolder);
     executor.transaction = 'each';
     const applied = await executor.executePendingMigrations();
     for (const migration of applied) logger.log(`applied migration ${migration.name}`);
   } finally {
+    // A migration that failed inside a transaction of its own (one with `transaction = false` may open one) would
+    // leave it aborted, and the unlock refused: this session goes back to the pool, so it must not keep the lock.
+    await lockHolder.query('ROLLBACK').catch(() => undefined);
     await unlockMigrations(session).catch(() => undefined);
     await lockHolder.release();
   }

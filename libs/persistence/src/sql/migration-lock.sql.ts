@@ -14,8 +14,10 @@ const TRY_LOCK_MIGRATIONS = `SELECT pg_try_advisory_lock($1) AS locked`;
  * it: several coordinators starting at once take turns, and the second one finds nothing left to do. Ending the
  * session (a crash) frees it. It polls rather than waiting in pg_advisory_lock: a statement waiting there keeps a
  * snapshot open, and a migration that builds an index CONCURRENTLY waits for every older snapshot, so the
- * holder's build would wait for the waiter, which waits for the holder's lock; the holder's lock session is idle
- * meanwhile, so PostgreSQL would see no deadlock, and both would wait for ever.
+ * holder's build would wait for the waiter, which waits for the holder's lock. With the lock held by another
+ * session than the build's, PostgreSQL saw no cycle and both waited for ever (the hang this fixed); with the
+ * migrations on the lock's own session (migration.runner.ts) it would see one and cancel one of the two, perhaps
+ * the build. A poll holds its snapshot only for its own short statement.
  */
 export async function lockMigrations(session: SqlExecutor, retryMs = LOCK_RETRY_MS): Promise<void> {
   while (!(await session.query<{ locked: boolean }>(TRY_LOCK_MIGRATIONS, [MIGRATION_LOCK_KEY]))[0].locked) {
