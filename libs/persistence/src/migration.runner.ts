@@ -30,8 +30,13 @@ export async function migrateSchema(dataSource: DataSource): Promise<true> {
   } finally {
     // A migration that failed inside a transaction of its own (one with `transaction = false` may open one) would
     // leave it aborted, and the unlock refused: this session goes back to the pool, so it must not keep the lock.
-    await lockHolder.query('ROLLBACK').catch(() => undefined);
-    await unlockMigrations(session).catch(() => undefined);
+    // Rolled back only then (a ROLLBACK outside a transaction is a warning in the server's log at every start).
+    await unlockMigrations(session)
+      .catch(async () => {
+        await lockHolder.query('ROLLBACK');
+        await unlockMigrations(session);
+      })
+      .catch(() => undefined);
     await lockHolder.release();
   }
   return true;
