@@ -1,6 +1,24 @@
 import { uuidv7 } from '@app/persistence';
 import type { TestDatabase } from './database';
 
+/**
+ * A new run id in SQL, for statements that insert many runs at once: a UUIDv7's time prefix (now) on random bits.
+ * The run tables are partitioned by weeks of run ids, so an id must fall in a week made (a random UUIDv4 would
+ * not: its first bits are a time anywhere in 9,000 years).
+ */
+export const NEW_RUN_ID_SQL = `(left(run_id_floor(clock_timestamp())::text, 13) || substr(gen_random_uuid()::text, 14))::uuid`;
+
+/** Autovacuum off for `table` (each of its weeks: a partitioned table has no storage of its own to set it on). */
+export async function autovacuumOff(db: Pick<TestDatabase, 'sql'>, table: string): Promise<void> {
+  await db.sql(`DO $$
+    DECLARE week regclass;
+    BEGIN
+      FOR week IN SELECT inhrelid::regclass FROM pg_inherits WHERE inhparent = '${table}'::regclass LOOP
+        EXECUTE format('ALTER TABLE %s SET (autovacuum_enabled = off)', week);
+      END LOOP;
+    END $$`);
+}
+
 /** A row of `runs` for a statement's test: what it does not say takes the column's default (queued, due now). */
 export interface SeedRun {
   id?: string;

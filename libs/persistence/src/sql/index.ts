@@ -55,3 +55,4 @@ export * from './stream-partitions.sql';
 export * from './channels';
 export * from './test-clock.sql';
 export * from './updates.sql';
+export * from './run-weeks.sql';
