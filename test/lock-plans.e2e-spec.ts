@@ -150,6 +150,14 @@ describe.each(TABLE_STATES)('the worker path finds its runs by index in the gene
     expect(runScans(plan, 'refreshed')).toEqual(['Index Scan runs_pkey']);
   });
 
+  it("a statement that must still read a table whole is not compiled by JIT (a disabled scan's cost is over every threshold)", async () => {
+    // The history's trigger asks whether any live feed watches (run_transitions_notify): feed_watchers has no index for it.
+    const [row] = (await session.query(`EXPLAIN (FORMAT JSON) SELECT 1 FROM feed_watchers WHERE expires_at > now()`)).rows;
+    const [explained] = row['QUERY PLAN'];
+    expect(explained.Plan['Total Cost']).toBeGreaterThan(1e9);
+    expect(explained.JIT).toBeUndefined();
+  });
+
   it("the claim's probe for claims gone idle: one queue's index entries at a time", async () => {
     const claims = (on: SqlExecutor) => new ClaimRepository(on as unknown as Database);
     const plan = await genericPlanOf((on) =>

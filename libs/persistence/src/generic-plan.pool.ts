@@ -16,10 +16,14 @@ import type { PooledClient } from './pooled-client';
  * made ahead) is planned as empty until autovacuum analyzes it after its first rows, when plans made meanwhile
  * would scan it whole as it fills. So sequential scans are off (`enable_seqscan`: priced out, not forbidden, where
  * nothing else can read a table) and the plans probe by index whatever the statistics say
- * (test/lock-plans.e2e-spec.ts). The main pool keeps the server's settings. A tablespace's own random_page_cost
- * overrides this one.
+ * (test/lock-plans.e2e-spec.ts). PostgreSQL 15 prices a disabled scan by adding 10^10 to its cost, which every
+ * cost threshold then sees: a statement that must still scan a table (the feed's check of `feed_watchers`, in the
+ * history's trigger) was compiled by JIT at every execution, 20–90 ms each, so JIT is off here, and parallel plans
+ * with it (none of these statements reads more than a few rows). The main pool keeps the server's settings. A
+ * tablespace's own random_page_cost overrides this one.
  */
-export const GENERIC_PLAN_SESSION_OPTIONS = '-c plan_cache_mode=force_generic_plan -c random_page_cost=1.1 -c enable_seqscan=off';
+export const GENERIC_PLAN_SESSION_OPTIONS =
+  '-c plan_cache_mode=force_generic_plan -c random_page_cost=1.1 -c enable_seqscan=off -c jit=off -c max_parallel_workers_per_gather=0';
 
 /**
  * A small pool of sessions that run prepared statements with their generic plan from the first
