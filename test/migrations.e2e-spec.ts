@@ -301,6 +301,7 @@ describe('schema migrations on existing data', () => {
 
   it('partitions the run tables by week on a database in use: rows and keys kept, writes go on between its short lock waits', async () => {
     const run = '01a22c37-316c-762f-a717-00000000000e';
+    const earlier = cutoverAfter(Date.now() - 7 * 86_400_000);
     await migrateUpTo(partitionedDb.url, RunTablesPartitionedByWeek1767600000000, async (previous) => {
       await previous.query(
         `INSERT INTO runs (id, workflow, version, queue, status, idempotency_key) VALUES ('${run}', 'echo', '1', 'echo:1', 'queued', 'order-9')`,
@@ -310,8 +311,8 @@ describe('schema migrations on existing data', () => {
       await previous.query(`INSERT INTO run_events (run_id, name) VALUES ('${run}', 'ping'), ('${run}', 'pong')`);
       await previous.query(`INSERT INTO run_updates (id, run_id, name) VALUES ('01a22c37-316c-762f-a717-0000000000f1', '${run}', 'bump')`);
       await previous.query(`INSERT INTO run_values (run_id, name, value) VALUES ('${run}', 'progress', '1')`);
-      // As an earlier start left it, stopped after its first step on tasks (which takes a lock of its own).
-      await previous.query(`ALTER TABLE tasks ADD CONSTRAINT tasks_before_weeks CHECK (run_id < '${cutoverAfter(Date.now())}'::uuid) NOT VALID`);
+      // As an earlier start left it, a week ago, stopped after its first step on tasks (which takes a lock of its own).
+      await previous.query(`ALTER TABLE tasks ADD CONSTRAINT tasks_before_weeks CHECK (run_id < '${earlier}'::uuid) NOT VALID`);
     });
     const holder = new Client({ connectionString: partitionedDb.url });
     const writer = new Client({ connectionString: partitionedDb.url });
@@ -341,9 +342,9 @@ describe('schema migrations on existing data', () => {
       if (upgrade.isInitialized) await upgrade.destroy();
     }
 
-    const cutover = cutoverAfter(Date.now());
+    // The cutover of the CHECK found: the first start's.
     expect(await partitioning(partitionedDb)).toEqual(
-      [...RUN_TABLES].sort().map((table) => ({ table, kind: 'p', initial: `FOR VALUES FROM (MINVALUE) TO ('${cutover}')` })),
+      [...RUN_TABLES].sort().map((table) => ({ table, kind: 'p', initial: `FOR VALUES FROM (MINVALUE) TO ('${earlier}')` })),
     );
     // Every row where it was, in the partition of the weeks before the cutover.
     expect(
@@ -380,23 +381,29 @@ describe('schema migrations on existing data', () => {
     }
   });
 
-  it('finishes a conversion interrupted after a table, at the cutover it began with', async () => {
+  it('finishes a conversion interrupted after a table, at the cutover it began with; a start that failed leaves no CHECK', async () => {
     const earlier = cutoverAfter(Date.now() - 7 * 86_400_000);
     await migrateUpTo(resumedDb.url, RunTablesPartitionedByWeek1767600000000, async (previous) => {
-      // The migration's first start, a week ago (its cutover the next Monday), stopped after converting runs.
       const runner = previous.createQueryRunner();
       try {
-        const stopAtRuns = new Proxy(runner, {
+        // A start whose conversion of runs fails after the CHECK was added: it takes the CHECK away again (else it
+        // would refuse the run ids past the cutover, a week or two later, whatever release then runs).
+        const failingAtRuns = new Proxy(runner, {
           get: (target, key) =>
             key === 'query'
               ? (text: string, values?: unknown[]) => {
-                  if (text.startsWith('ALTER TABLE runs ADD CONSTRAINT runs_before_weeks')) throw new Error('stopped');
+                  if (text === 'ALTER TABLE runs RENAME TO runs_initial') throw new Error('failed');
                   return target.query(text, values);
                 }
               : Reflect.get(target, key),
         });
-        await expect(new RunTablesPartitionedByWeek1767600000000().up(stopAtRuns)).rejects.toThrow('stopped');
+        await expect(new RunTablesPartitionedByWeek1767600000000().up(failingAtRuns)).rejects.toThrow('failed');
+        expect(await runner.query(`SELECT conname FROM pg_constraint WHERE conname LIKE '%_before_weeks'`)).toEqual([]);
+        // A start a week ago (its cutover the next Monday) that converted runs, and stopped before validating the keys
+        // into runs, which it had re-pointed NOT VALID.
         await partitionByRun(runner, 'runs', 'id', earlier, new Date(Date.now() + 14 * 86_400_000));
+        await runner.query(`ALTER TABLE idempotency_keys DROP CONSTRAINT idempotency_keys_run_id_fkey,
+          ADD CONSTRAINT idempotency_keys_run_id_fkey FOREIGN KEY (run_id) REFERENCES runs(id) ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED NOT VALID`);
       } finally {
         await runner.release();
       }
@@ -412,6 +419,9 @@ describe('schema migrations on existing data', () => {
     expect(await partitioning(resumedDb)).toEqual(
       [...RUN_TABLES].sort().map((table) => ({ table, kind: 'p', initial: `FOR VALUES FROM (MINVALUE) TO ('${earlier}')` })),
     );
+    // The keys as declared (a key into a partitioned table also has a constraint per partition, conparentid set,
+    // which PostgreSQL 15 leaves marked NOT VALID after the key's VALIDATE; they are enforced all the same).
+    expect(await resumedDb.sql(`SELECT conname FROM pg_constraint WHERE contype = 'f' AND conparentid = 0 AND NOT convalidated`)).toEqual([]);
   });
 
   it("keeps the migrations' lock while a killed coordinator's index build goes on: the next one finds the index built", async () => {

@@ -14,18 +14,15 @@ CREATE FUNCTION public.add_run_weeks(parent regclass, through timestamp with tim
     LANGUAGE plpgsql
     AS $$
       DECLARE
-        last_bound uuid;
         week timestamptz;
         made integer := 0;
         name text;
       BEGIN
-        SELECT substring(pg_get_expr(c.relpartbound, c.oid) FROM 'TO \(''([0-9a-f-]{36})''\)')::uuid INTO last_bound
-          FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-         WHERE i.inhparent = parent ORDER BY 1 DESC NULLS LAST LIMIT 1;
-        IF last_bound IS NULL THEN
+        EXECUTE format('LOCK TABLE %s IN SHARE UPDATE EXCLUSIVE MODE', parent);
+        week := run_weeks_end(parent);
+        IF week IS NULL THEN
           RAISE EXCEPTION '% has no partition with an upper bound to add weeks after', parent;
         END IF;
-        week := to_timestamp(('x' || substr(replace(last_bound::text, '-', ''), 1, 12))::bit(48)::bigint / 1000.0);
         WHILE week <= through LOOP
           name := format('%s_w%s', (SELECT relname FROM pg_class WHERE oid = parent), to_char(week AT TIME ZONE 'UTC', 'YYYYMMDD'));
           EXECUTE format('CREATE TABLE %I (LIKE %s INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING STORAGE INCLUDING COMPRESSION)',
@@ -227,6 +224,16 @@ CREATE FUNCTION public.run_id_floor(at timestamp with time zone) RETURNS uuid
       $$;
 
 --
+-- Name: run_partition_end(regclass); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.run_partition_end(partition regclass) RETURNS uuid
+    LANGUAGE sql STABLE
+    AS $$
+        SELECT substring(pg_get_expr(relpartbound, oid) FROM 'TO \(''([0-9a-f-]{36})''\)')::uuid FROM pg_class WHERE oid = partition
+      $$;
+
+--
 -- Name: run_transitions_append_only(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -279,6 +286,18 @@ CREATE FUNCTION public.run_transitions_only_with_their_run() RETURNS trigger
         END IF;
         RETURN NULL;
       END;
+      $$;
+
+--
+-- Name: run_weeks_end(regclass); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.run_weeks_end(parent regclass) RETURNS timestamp with time zone
+    LANGUAGE sql STABLE
+    AS $$
+        SELECT to_timestamp(('x' || substr(replace(bound::text, '-', ''), 1, 12))::bit(48)::bigint / 1000.0)
+          FROM (SELECT run_partition_end(inhrelid) AS bound FROM pg_inherits WHERE inhparent = parent) b
+         ORDER BY bound DESC NULLS LAST LIMIT 1
       $$;
 
 --

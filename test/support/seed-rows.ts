@@ -2,11 +2,11 @@ import { uuidv7 } from '@app/persistence';
 import type { TestDatabase } from './database';
 
 /**
- * A new run id in SQL, for statements that insert many runs at once: a UUIDv7's time prefix (now) on random bits.
- * The run tables are partitioned by weeks of run ids, so an id must fall in a week made (a random UUIDv4 would
- * not: its first bits are a time anywhere in 9,000 years).
+ * A new run id in SQL, for statements that insert many runs at once: a UUIDv7 of now (the time prefix, version 7,
+ * and a random UUIDv4's random bits and variant). The run tables are partitioned by weeks of run ids, so an id must
+ * fall in a week made (a random UUIDv4 would not: its first bits are a time anywhere in 9,000 years).
  */
-export const NEW_RUN_ID_SQL = `(left(run_id_floor(clock_timestamp())::text, 13) || substr(gen_random_uuid()::text, 14))::uuid`;
+export const NEW_RUN_ID_SQL = `(left(run_id_floor(clock_timestamp())::text, 13) || '-7' || substr(gen_random_uuid()::text, 16))::uuid`;
 
 /** Autovacuum off for `table` (each of its weeks: a partitioned table has no storage of its own to set it on). */
 export async function autovacuumOff(db: Pick<TestDatabase, 'sql'>, table: string): Promise<void> {

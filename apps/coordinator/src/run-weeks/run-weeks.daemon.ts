@@ -1,5 +1,5 @@
 import { LeaderElection, SingletonDaemon } from '@app/locking';
-import { RUN_TABLES } from '@app/persistence';
+import { RUN_TABLES, retryOnLockTimeout } from '@app/persistence';
 import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { RunWeeksMetrics } from './run-weeks.metrics';
@@ -12,8 +12,7 @@ export const ROUND_INTERVAL_MS = HOUR_MS;
 /** How far ahead of now the weeks are made: four weeks of margin for a leader that cannot make them. */
 export const WEEKS_AHEAD_MS = 28 * 24 * HOUR_MS;
 /** Attempts per table and round (each waits at most its lock timeout), and the pause between two. */
-const ATTEMPTS = 10;
-const ATTEMPT_PAUSE_MS = 100;
+const LOCK_WAIT = { attempts: 10, pauseMs: 100 };
 
 /**
  * The run tables' partition manager, on the coordinator that leads `run-weeks`: every ROUND_INTERVAL_MS (and on
@@ -84,20 +83,8 @@ export class RunWeeksDaemon implements SingletonDaemon, OnModuleInit {
       .finally(() => (this.running = undefined));
   }
 
-  /** A table's weeks, tried again after a lock timeout (an ANALYZE or VACUUM of the table holds the lock it needs). */
-  private async addWeeks(table: (typeof RUN_TABLES)[number], through: Date): Promise<number> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await this.repository.addWeeks(table, through);
-      } catch (error) {
-        if (!isLockTimeout(error) || attempt === ATTEMPTS) throw error;
-      }
-      await new Promise((resolve) => setTimeout(resolve, ATTEMPT_PAUSE_MS));
-    }
+  /** A table's weeks, tried again after a lock timeout (a VACUUM, an ANALYZE or another round holds the lock it needs). */
+  private addWeeks(table: (typeof RUN_TABLES)[number], through: Date): Promise<number> {
+    return retryOnLockTimeout(() => this.repository.addWeeks(table, through), LOCK_WAIT);
   }
-}
-
-/** A lock wait that reached lock_timeout (SQLSTATE 55P03). */
-function isLockTimeout(error: unknown): boolean {
-  return (error as { code?: string }).code === '55P03';
 }

@@ -1,6 +1,7 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 import { uuidv7Floor } from '../ids';
 import { cutoverOf, partitionByRun } from './partitioned-by-run';
+import { withShortLockWaits } from './short-lock-waits';
 
 /** The tables partitioned, each by the column holding its run's id (RUN_TABLES, as they are at this migration). */
 const PARTITION_KEYS = { runs: 'id', tasks: 'run_id', run_transitions: 'run_id', run_events: 'run_id', run_updates: 'run_id', run_values: 'run_id' };
@@ -45,24 +46,35 @@ export class RunTablesPartitionedByWeek1767600000000 implements MigrationInterfa
         SELECT (substr(h, 1, 8) || '-' || substr(h, 9, 4) || '-7000-8000-000000000000')::uuid
           FROM lpad(to_hex(floor(extract(epoch FROM at) * 1000)::bigint), 12, '0') AS h
       $$`);
-    // One table per call, all its weeks in one transaction: the caller sets its lock timeout. Each week is made as a
-    // table and then attached: CREATE TABLE … PARTITION OF would lock the parent ACCESS EXCLUSIVE, the attach takes
-    // SHARE UPDATE EXCLUSIVE, which no statement of the engine's waits for. Its bound check has nothing to scan.
+    // A partition's upper bound (a run id; null for MAXVALUE), and where the last of a table's partitions ends: the
+    // time of its bound, whose first 48 bits are Unix milliseconds.
+    await queryRunner.query(`
+      CREATE OR REPLACE FUNCTION run_partition_end(partition regclass) RETURNS uuid LANGUAGE sql STABLE AS $$
+        SELECT substring(pg_get_expr(relpartbound, oid) FROM 'TO \\(''([0-9a-f-]{36})''\\)')::uuid FROM pg_class WHERE oid = partition
+      $$`);
+    await queryRunner.query(`
+      CREATE OR REPLACE FUNCTION run_weeks_end(parent regclass) RETURNS timestamptz LANGUAGE sql STABLE AS $$
+        SELECT to_timestamp(('x' || substr(replace(bound::text, '-', ''), 1, 12))::bit(48)::bigint / 1000.0)
+          FROM (SELECT run_partition_end(inhrelid) AS bound FROM pg_inherits WHERE inhparent = parent) b
+         ORDER BY bound DESC NULLS LAST LIMIT 1
+      $$`);
+    // One table per call, all its weeks in one transaction: the caller sets its lock timeout. The table's SHARE UPDATE
+    // EXCLUSIVE lock first, which each attach takes anyway and no statement of the engine's waits for: a second caller
+    // making the same weeks (a coordinator taking the lead as another lets go) waits, then finds them made. Each week
+    // is made as a table and then attached: CREATE TABLE … PARTITION OF would lock the parent ACCESS EXCLUSIVE. The
+    // attach's bound check has nothing to scan.
     await queryRunner.query(`
       CREATE OR REPLACE FUNCTION add_run_weeks(parent regclass, through timestamptz) RETURNS integer LANGUAGE plpgsql AS $$
       DECLARE
-        last_bound uuid;
         week timestamptz;
         made integer := 0;
         name text;
       BEGIN
-        SELECT substring(pg_get_expr(c.relpartbound, c.oid) FROM 'TO \\(''([0-9a-f-]{36})''\\)')::uuid INTO last_bound
-          FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-         WHERE i.inhparent = parent ORDER BY 1 DESC NULLS LAST LIMIT 1;
-        IF last_bound IS NULL THEN
+        EXECUTE format('LOCK TABLE %s IN SHARE UPDATE EXCLUSIVE MODE', parent);
+        week := run_weeks_end(parent);
+        IF week IS NULL THEN
           RAISE EXCEPTION '% has no partition with an upper bound to add weeks after', parent;
         END IF;
-        week := to_timestamp(('x' || substr(replace(last_bound::text, '-', ''), 1, 12))::bit(48)::bigint / 1000.0);
         WHILE week <= through LOOP
           name := format('%s_w%s', (SELECT relname FROM pg_class WHERE oid = parent), to_char(week AT TIME ZONE 'UTC', 'YYYYMMDD'));
           EXECUTE format('CREATE TABLE %I (LIKE %s INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING STORAGE INCLUDING COMPRESSION)',
@@ -77,12 +89,35 @@ export class RunTablesPartitionedByWeek1767600000000 implements MigrationInterfa
       $$`);
     const cutover = (await cutoverOf(queryRunner, Object.keys(PARTITION_KEYS))) ?? cutoverAfter(Date.now());
     const weeksThrough = new Date(Date.now() + WEEKS_AHEAD_MS);
-    for (const [table, column] of Object.entries(PARTITION_KEYS)) {
-      await partitionByRun(queryRunner, table, column, cutover, weeksThrough);
+    try {
+      for (const [table, column] of Object.entries(PARTITION_KEYS)) {
+        await partitionByRun(queryRunner, table, column, cutover, weeksThrough);
+      }
+    } catch (error) {
+      await withoutCutoverChecks(queryRunner, Object.keys(PARTITION_KEYS));
+      throw error;
     }
   }
 
   async down(): Promise<void> {
     throw new Error('RunTablesPartitionedByWeek1767600000000 cannot be undone: restore the database from a backup taken before it');
+  }
+}
+
+/**
+ * After a conversion that failed (its lock waits ran out, a statement failed), the cutover CHECKs of the tables not
+ * converted yet go: a CHECK refuses the run ids past the cutover from the day it comes, a week or two later, and the
+ * coordinators still running may be the older release if the upgrade is given up. The next start adds them again,
+ * at the same cutover if a table was converted (cutoverOf). Best effort: a connection that died leaves them to it.
+ */
+async function withoutCutoverChecks(queryRunner: QueryRunner, tables: string[]): Promise<void> {
+  try {
+    const checked: { table: string; name: string }[] = await queryRunner.query(
+      `SELECT conrelid::regclass::text AS table, conname AS name FROM pg_constraint WHERE conname = ANY($1::text[])`,
+      [tables.map((table) => `${table}_before_weeks`)],
+    );
+    for (const { table, name } of checked) await withShortLockWaits(queryRunner, `ALTER TABLE ${table} DROP CONSTRAINT ${name}`);
+  } catch {
+    // Left to the next start, which converts these tables.
   }
 }

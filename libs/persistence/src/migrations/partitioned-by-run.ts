@@ -20,10 +20,19 @@ import { withShortLockWaits } from './short-lock-waits';
  * 3. Those foreign keys validated (again a scan that lets writes go on).
  *
  * Each step checks what is done already, so a start interrupted half-way finishes the work: a table already
- * partitioned is left as it is, a CHECK already added keeps its cutover (cutoverOf).
+ * partitioned is not converted again (its foreign keys still validated), a CHECK already added keeps its cutover
+ * (cutoverOf).
  */
 export async function partitionByRun(queryRunner: QueryRunner, table: string, column: string, cutover: string, weeksThrough: Date): Promise<void> {
-  if (await isPartitioned(queryRunner, table)) return;
+  if (!(await isPartitioned(queryRunner, table))) await convert(queryRunner, table, column, cutover, weeksThrough);
+  // Also after a start that stopped between the conversion's commit and these.
+  for (const { name, from } of await unvalidatedForeignKeysInto(queryRunner, table)) {
+    await queryRunner.query(`ALTER TABLE ${from} VALIDATE CONSTRAINT ${name}`);
+  }
+}
+
+/** The conversion itself (see partitionByRun) of a table not partitioned yet. */
+async function convert(queryRunner: QueryRunner, table: string, column: string, cutover: string, weeksThrough: Date): Promise<void> {
   const check = `${table}_before_weeks`;
   const initial = `${table}_initial`;
   if (!(await hasConstraint(queryRunner, table, check))) {
@@ -31,11 +40,14 @@ export async function partitionByRun(queryRunner: QueryRunner, table: string, co
   }
   await queryRunner.query(`ALTER TABLE ${table} VALIDATE CONSTRAINT ${check}`);
 
-  const referencing: { name: string; from: string; definition: string }[] = [];
   await withShortLockWaits(queryRunner, async () => {
-    await queryRunner.query(`LOCK TABLE ${table} IN ACCESS EXCLUSIVE MODE`);
+    // Read before the rename (the definitions name the table); only a migration changes them, and migrations run one
+    // at a time. The tables whose foreign keys point here are locked first: a transaction that reads one of them
+    // and then writes the run (a completion: its token, then the run) would otherwise hold what this waits for
+    // while waiting for this table, and only the lock timeout would end the deadlock, after this held the table.
     const { primaryKey, indexes, triggers, identities, foreignKeys } = await definitionsOf(queryRunner, table);
-    referencing.splice(0, referencing.length, ...foreignKeys);
+    const locked = [...new Set(foreignKeys.map(({ from }) => from)), table];
+    await queryRunner.query(`LOCK TABLE ${locked.join(', ')} IN ACCESS EXCLUSIVE MODE`);
 
     await queryRunner.query(`ALTER TABLE ${table} RENAME TO ${initial}`);
     for (const { name } of [primaryKey, ...indexes]) {
@@ -69,7 +81,15 @@ export async function partitionByRun(queryRunner: QueryRunner, table: string, co
     }
     await queryRunner.query(`SELECT add_run_weeks('${table}', $1)`, [weeksThrough.toISOString()]);
   });
-  for (const { name, from } of referencing) await queryRunner.query(`ALTER TABLE ${from} VALIDATE CONSTRAINT ${name}`);
+}
+
+/** Foreign keys of other tables into `table` added NOT VALID and not validated yet. */
+async function unvalidatedForeignKeysInto(queryRunner: QueryRunner, table: string): Promise<{ name: string; from: string }[]> {
+  return queryRunner.query(
+    `SELECT conname AS name, conrelid::regclass::text AS from FROM pg_constraint
+      WHERE confrelid = to_regclass($1) AND contype = 'f' AND NOT convalidated ORDER BY conname`,
+    [table],
+  );
 }
 
 /** The cutover of a conversion begun by an earlier start (its CHECK on one of `tables`), if any. */
@@ -82,8 +102,7 @@ export async function cutoverOf(queryRunner: QueryRunner, tables: readonly strin
   if (rows[0]) return rows[0].cutover;
   // Or the bound of an `_initial` partition attached already.
   const bounds: { cutover: string }[] = await queryRunner.query(
-    `SELECT substring(pg_get_expr(c.relpartbound, c.oid) FROM 'TO \\(''([0-9a-f-]{36})''\\)') AS cutover
-       FROM pg_class c WHERE c.relname = ANY($1::text[]) AND c.relispartition LIMIT 1`,
+    `SELECT run_partition_end(c.oid) AS cutover FROM pg_class c WHERE c.relname = ANY($1::text[]) AND c.relispartition LIMIT 1`,
     [tables.map((table) => `${table}_initial`)],
   );
   return bounds[0]?.cutover;
@@ -128,6 +147,7 @@ async function definitionsOf(queryRunner: QueryRunner, table: string): Promise<D
        FROM pg_constraint WHERE confrelid = $1::regclass AND contype = 'f' ORDER BY conname`,
     [table],
   );
+  // No rows only where recordMigrations records the statements without a database.
   return { primaryKey: primaryKey ?? { name: `${table}_pkey`, definition: '' }, indexes, triggers, identities, foreignKeys };
 }
 

@@ -1,4 +1,5 @@
 import type { QueryRunner } from 'typeorm';
+import { retryOnLockTimeout } from '../lock-timeouts';
 
 /** How long one attempt of a statement that blocks a table's writes may wait for its lock, and how many it makes. */
 const LOCK_WAIT = { timeoutMs: 100, pauseMs: 100, attempts: 600 };
@@ -15,15 +16,7 @@ const LOCK_WAIT = { timeoutMs: 100, pauseMs: 100, attempts: 600 };
  * be in a transaction already): an attempt that times out rolls all of them back.
  */
 export async function withShortLockWaits(queryRunner: QueryRunner, work: string | (() => Promise<void>)): Promise<void> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      await (typeof work === 'string' ? statementAttempt(queryRunner, work) : transactionAttempt(queryRunner, work));
-      return;
-    } catch (error) {
-      if ((error as { driverError?: { code?: string } }).driverError?.code !== LOCK_NOT_AVAILABLE || attempt === LOCK_WAIT.attempts) throw error;
-    }
-    await new Promise((resolve) => setTimeout(resolve, LOCK_WAIT.pauseMs));
-  }
+  await retryOnLockTimeout(() => (typeof work === 'string' ? statementAttempt(queryRunner, work) : transactionAttempt(queryRunner, work)), LOCK_WAIT);
 }
 
 async function statementAttempt(queryRunner: QueryRunner, statement: string): Promise<void> {
@@ -46,6 +39,3 @@ async function transactionAttempt(queryRunner: QueryRunner, work: () => Promise<
     throw error;
   }
 }
-
-/** SQLSTATE of a lock wait that reached lock_timeout. */
-const LOCK_NOT_AVAILABLE = '55P03';

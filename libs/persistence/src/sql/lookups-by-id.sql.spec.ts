@@ -84,7 +84,7 @@ describe('statements that look a run up by its id, on statistics of a finished h
     for (const { text, values } of asked.asked) {
       const plan = (await database.sql<{ 'QUERY PLAN': string }>(`EXPLAIN ${text}`, values)).map((row) => row['QUERY PLAN']).join('\n');
       // Each index by the name of the one it is a partition of (a week's index, or the `_initial` partition's).
-      const indexes = [...plan.matchAll(/ using (\S+)/g)].map(([, name]) => partitionOf.get(name) ?? name).join(' ');
+      const indexes = [...plan.matchAll(/(?: using|Bitmap Index Scan on) (\S+)/g)].map(([, name]) => partitionOf.get(name) ?? name).join(' ');
       expect(indexes).not.toMatch(/runs_(ready|idle_claims|running_heartbeat|due|slots)_idx/);
       expect(indexes).toMatch(/runs_pkey/);
     }

@@ -11,10 +11,9 @@ const LOCK_TIMEOUT_MS = 100;
 
 /**
  * Makes `table`'s weeks (each a table attached as a partition, add_run_weeks()) until one covers `through`; returns
- * how many it made. One transaction: the attaches take SHARE UPDATE EXCLUSIVE on the table, which no statement of
- * the engine's takes, only an ANALYZE, a VACUUM or another attach: two coordinators making the same week wait for
- * each other, and the second finds it made. The lock timeout keeps a wait behind such a one short; the caller
- * tries again.
+ * how many it made. One transaction, holding the table's SHARE UPDATE EXCLUSIVE lock, which no statement of the
+ * engine's takes, only a VACUUM, an ANALYZE or another caller: a second coordinator making the same weeks waits,
+ * then finds them made. The lock timeout keeps a wait behind such a one short; the caller tries again.
  */
 export async function addRunWeeks(tx: SqlExecutor, table: (typeof RUN_TABLES)[number], through: Date): Promise<number> {
   await tx.query(`SET LOCAL lock_timeout = ${LOCK_TIMEOUT_MS}`);
@@ -22,19 +21,8 @@ export async function addRunWeeks(tx: SqlExecutor, table: (typeof RUN_TABLES)[nu
   return row.made;
 }
 
-/**
- * Where the weeks made end, the earliest over RUN_TABLES: run ids from then on cannot be inserted. Read from the
- * partitions' bounds (each week's upper bound is the first run id of the next, whose first 48 bits are Unix ms).
- */
+/** Where the weeks made end, the earliest over RUN_TABLES (run_weeks_end()): run ids from then on cannot be inserted. */
 export async function runWeeksEnd(db: SqlExecutor): Promise<Date> {
-  const [row] = await db.query<{ end: Date }>(
-    `SELECT min(last_bound) AS end FROM (
-       SELECT to_timestamp(('x' || substr(replace(max(bound), '-', ''), 1, 12))::bit(48)::bigint / 1000.0) AS last_bound
-         FROM (SELECT i.inhparent, substring(pg_get_expr(c.relpartbound, c.oid) FROM 'TO \\(''([0-9a-f-]{36})''\\)') AS bound
-                 FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-                WHERE i.inhparent = ANY($1::regclass[])) b
-        GROUP BY inhparent) t`,
-    [RUN_TABLES],
-  );
+  const [row] = await db.query<{ end: Date }>(`SELECT min(run_weeks_end(t)) AS end FROM unnest($1::regclass[]) AS t`, [RUN_TABLES]);
   return row.end;
 }

@@ -7,18 +7,15 @@ CREATE OR REPLACE FUNCTION public.add_run_weeks(parent regclass, through timesta
  LANGUAGE plpgsql
 AS $function$
       DECLARE
-        last_bound uuid;
         week timestamptz;
         made integer := 0;
         name text;
       BEGIN
-        SELECT substring(pg_get_expr(c.relpartbound, c.oid) FROM 'TO \(''([0-9a-f-]{36})''\)')::uuid INTO last_bound
-          FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-         WHERE i.inhparent = parent ORDER BY 1 DESC NULLS LAST LIMIT 1;
-        IF last_bound IS NULL THEN
+        EXECUTE format('LOCK TABLE %s IN SHARE UPDATE EXCLUSIVE MODE', parent);
+        week := run_weeks_end(parent);
+        IF week IS NULL THEN
           RAISE EXCEPTION '% has no partition with an upper bound to add weeks after', parent;
         END IF;
-        week := to_timestamp(('x' || substr(replace(last_bound::text, '-', ''), 1, 12))::bit(48)::bigint / 1000.0);
         WHILE week <= through LOOP
           name := format('%s_w%s', (SELECT relname FROM pg_class WHERE oid = parent), to_char(week AT TIME ZONE 'UTC', 'YYYYMMDD'));
           EXECUTE format('CREATE TABLE %I (LIKE %s INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING STORAGE INCLUDING COMPRESSION)',
