@@ -381,29 +381,36 @@ describe('schema migrations on existing data', () => {
     }
   });
 
-  it('finishes a conversion interrupted after a table, at the cutover it began with; a start that failed leaves no CHECK', async () => {
+  it('finishes a conversion interrupted after a table, at the cutover it began with; a start that failed first leaves no CHECK', async () => {
     const earlier = cutoverAfter(Date.now() - 7 * 86_400_000);
     await migrateUpTo(resumedDb.url, RunTablesPartitionedByWeek1767600000000, async (previous) => {
       const runner = previous.createQueryRunner();
       try {
         // A start whose conversion of runs fails after the CHECK was added: it takes the CHECK away again (else it
         // would refuse the run ids past the cutover, a week or two later, whatever release then runs).
-        const failingAtRuns = new Proxy(runner, {
-          get: (target, key) =>
-            key === 'query'
-              ? (text: string, values?: unknown[]) => {
-                  if (text === 'ALTER TABLE runs RENAME TO runs_initial') throw new Error('failed');
-                  return target.query(text, values);
-                }
-              : Reflect.get(target, key),
-        });
-        await expect(new RunTablesPartitionedByWeek1767600000000().up(failingAtRuns)).rejects.toThrow('failed');
+        const failingAt = (statement: string) =>
+          new Proxy(runner, {
+            get: (target, key) =>
+              key === 'query'
+                ? (text: string, values?: unknown[]) => {
+                    if (text === statement) throw new Error('failed');
+                    return target.query(text, values);
+                  }
+                : Reflect.get(target, key),
+          });
+        await expect(new RunTablesPartitionedByWeek1767600000000().up(failingAt('ALTER TABLE runs RENAME TO runs_initial'))).rejects.toThrow('failed');
         expect(await runner.query(`SELECT conname FROM pg_constraint WHERE conname LIKE '%_before_weeks'`)).toEqual([]);
         // A start a week ago (its cutover the next Monday) that converted runs, and stopped before validating the keys
         // into runs, which it had re-pointed NOT VALID.
         await partitionByRun(runner, 'runs', 'id', earlier, new Date(Date.now() + 14 * 86_400_000));
         await runner.query(`ALTER TABLE idempotency_keys DROP CONSTRAINT idempotency_keys_run_id_fkey,
           ADD CONSTRAINT idempotency_keys_run_id_fkey FOREIGN KEY (run_id) REFERENCES runs(id) ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED NOT VALID`);
+        // A start failing once runs is converted keeps its CHECKs: the cutover is fixed, and a table without one
+        // would take run ids past it that the next start could not validate.
+        await expect(new RunTablesPartitionedByWeek1767600000000().up(failingAt('ALTER TABLE tasks RENAME TO tasks_initial'))).rejects.toThrow('failed');
+        expect(await runner.query(`SELECT conname FROM pg_constraint WHERE conname LIKE '%_before_weeks' ORDER BY 1`)).toEqual([
+          { conname: 'tasks_before_weeks' },
+        ]);
       } finally {
         await runner.release();
       }

@@ -3,7 +3,7 @@ export const LOCK_NOT_AVAILABLE = '55P03';
 
 /** Whether `error` is a lock wait that reached lock_timeout (node-postgres' error, or TypeORM's around it). */
 export function isLockTimeout(error: unknown): boolean {
-  const { code, driverError } = error as { code?: string; driverError?: { code?: string } };
+  const { code, driverError } = (error ?? {}) as { code?: string; driverError?: { code?: string } };
   return (code ?? driverError?.code) === LOCK_NOT_AVAILABLE;
 }
 

@@ -105,13 +105,17 @@ export class RunTablesPartitionedByWeek1767600000000 implements MigrationInterfa
 }
 
 /**
- * After a conversion that failed (its lock waits ran out, a statement failed), the cutover CHECKs of the tables not
- * converted yet go: a CHECK refuses the run ids past the cutover from the day it comes, a week or two later, and the
- * coordinators still running may be the older release if the upgrade is given up. The next start adds them again,
- * at the same cutover if a table was converted (cutoverOf). Best effort: a connection that died leaves them to it.
+ * After a conversion that failed (its lock waits ran out, a statement failed) before any table was converted, the
+ * cutover CHECKs go: a CHECK refuses the run ids past the cutover from the day it comes, a week or two later, and
+ * the coordinators still running may be the older release if the upgrade is given up; the next start chooses a
+ * cutover again. Once a table is converted the cutover is fixed, and the CHECKs stay: without one, a table not
+ * converted yet would take run ids past the cutover once it comes (the converted `runs` has their weeks), and the
+ * next start could then not validate it again. Best effort: a connection that died leaves them to the next start.
  */
 async function withoutCutoverChecks(queryRunner: QueryRunner, tables: string[]): Promise<void> {
   try {
+    const [partitioned]: unknown[] = await queryRunner.query(`SELECT 1 FROM pg_class WHERE oid = ANY($1::regclass[]) AND relkind = 'p'`, [tables]);
+    if (partitioned) return;
     const checked: { table: string; name: string }[] = await queryRunner.query(
       `SELECT conrelid::regclass::text AS table, conname AS name FROM pg_constraint WHERE conname = ANY($1::text[])`,
       [tables.map((table) => `${table}_before_weeks`)],

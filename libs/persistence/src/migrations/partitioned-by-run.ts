@@ -42,9 +42,10 @@ async function convert(queryRunner: QueryRunner, table: string, column: string, 
 
   await withShortLockWaits(queryRunner, async () => {
     // Read before the rename (the definitions name the table); only a migration changes them, and migrations run one
-    // at a time. The tables whose foreign keys point here are locked first: a transaction that reads one of them
-    // and then writes the run (a completion: its token, then the run) would otherwise hold what this waits for
-    // while waiting for this table, and only the lock timeout would end the deadlock, after this held the table.
+    // at a time. The tables whose foreign keys point here are locked in the same statement. No order of the two
+    // avoids every deadlock with the hot path: a completion reads its token and then locks the run, a keyed start
+    // inserts the run and then its key. Either way the lock timeout ends the wait of this side, which rolls back and
+    // tries again.
     const { primaryKey, indexes, triggers, identities, foreignKeys } = await definitionsOf(queryRunner, table);
     const locked = [...new Set(foreignKeys.map(({ from }) => from)), table];
     await queryRunner.query(`LOCK TABLE ${locked.join(', ')} IN ACCESS EXCLUSIVE MODE`);
