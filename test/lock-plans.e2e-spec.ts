@@ -5,7 +5,7 @@ import { Client } from 'pg';
 import { type RunningCoordinator, startCoordinator } from './support/apps';
 import { GENERIC_PLAN_SESSION_OPTIONS } from '../libs/persistence/src/generic-plan.pool';
 import { createTestDatabase, type TestDatabase } from './support/database';
-import { autovacuumOff, NEW_RUN_ID_SQL } from './support/seed-rows';
+import { autovacuumOff, NEW_RUN_ID_SQL, partitionParents } from './support/seed-rows';
 
 /** A plan node of EXPLAIN (FORMAT JSON). */
 interface PlanNode {
@@ -80,10 +80,7 @@ describe.each(TABLE_STATES)('the worker path finds its runs by index in the gene
     await fill(db);
     // A scan of a week of runs (a partition, under an Append) names the week and its own index: each is named here
     // by the table and index it is a partition of.
-    const partitions = await db.sql<{ partition: string; parent: string }>(
-      `SELECT inhrelid::regclass::text AS partition, inhparent::regclass::text AS parent FROM pg_inherits`,
-    );
-    partitionOf = new Map(partitions.map(({ partition, parent }) => [partition, parent]));
+    partitionOf = await partitionParents(db);
     session = new Client({ connectionString: db.url, options: GENERIC_PLAN_SESSION_OPTIONS });
     session.on('error', () => undefined); // its statements fail if the connection dies
     await session.connect();

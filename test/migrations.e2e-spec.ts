@@ -73,6 +73,39 @@ describe('schema migrations on existing data', () => {
     }
   }
 
+  /**
+   * Runs every migration on `url` while a long transaction that has read `table` stays open, so that a statement
+   * of theirs waits for its lock; once a statement `waiting` (a LIKE pattern) waits, `meanwhile` writes on a session
+   * of its own (3 s at most a statement), then the long transaction ends and the migrations finish.
+   */
+  async function upgradeBesideLongTransaction(url: string, table: string, waiting: string, meanwhile: (writer: Client) => Promise<void>): Promise<void> {
+    const holder = new Client({ connectionString: url });
+    const writer = new Client({ connectionString: url });
+    await Promise.all([holder.connect(), writer.connect()]);
+    const upgrade = new DataSource({ type: 'postgres', url, migrations: MIGRATIONS });
+    try {
+      await holder.query('BEGIN');
+      await holder.query(`SELECT count(*) FROM ${table}`);
+      await upgrade.initialize();
+      const migrating = upgrade.runMigrations({ transaction: 'each' });
+      await eventually(`a statement like '${waiting}' to wait for the long transaction`, async () => {
+        const { rows } = await writer.query(
+          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE $1`,
+          [waiting],
+        );
+        return rows[0].n > 0;
+      });
+      await writer.query(`SET statement_timeout = 3000`);
+      await meanwhile(writer);
+      await holder.query('COMMIT');
+      await migrating;
+    } finally {
+      await holder.end();
+      await writer.end();
+      if (upgrade.isInitialized) await upgrade.destroy();
+    }
+  }
+
   it('gives runs started before the shard column the shard of their queue name', async () => {
     await migrateUpTo(db.url, RunShardAndHistoryGuard1764700000000, (previous) =>
       previous.query(`INSERT INTO runs (id, workflow, version, queue, status) VALUES
@@ -225,35 +258,14 @@ describe('schema migrations on existing data', () => {
     await migrateUpTo(lockedDb.url, EventsAndUpdatesKeyedByRun1767300000000, (previous) =>
       previous.query(`INSERT INTO runs (id, workflow, version, queue, status) VALUES ('${run}', 'echo', '1', 'echo:1', 'queued')`),
     );
-    const holder = new Client({ connectionString: lockedDb.url });
-    const writer = new Client({ connectionString: lockedDb.url });
-    await Promise.all([holder.connect(), writer.connect()]);
-    const upgrade = new DataSource({ type: 'postgres', url: lockedDb.url, migrations: MIGRATIONS });
-    try {
-      // A long transaction that has read run_events: the swap's ACCESS EXCLUSIVE lock waits for it.
-      await holder.query('BEGIN');
-      await holder.query('SELECT count(*) FROM run_events');
-      await upgrade.initialize();
-      const migrating = upgrade.runMigrations({ transaction: 'each' });
-      await eventually('the key swap to wait for the long transaction', async () => {
-        const { rows } = await writer.query(
-          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'ALTER TABLE run_events%'`,
-        );
-        return rows[0].n > 0;
-      });
-      // A write meanwhile goes through between the swap's attempts, not after the long transaction.
-      await writer.query(`SET statement_timeout = 3000`);
+    // A long transaction that has read run_events: the swap's ACCESS EXCLUSIVE lock waits for it. A write meanwhile
+    // goes through between the swap's attempts, not after the long transaction.
+    await upgradeBesideLongTransaction(lockedDb.url, 'run_events', 'ALTER TABLE run_events%', async (writer) => {
       await writer.query(`INSERT INTO run_events (run_id, name) VALUES ($1, 'ping')`, [run]);
-      await holder.query('COMMIT');
-      await migrating;
-      expect(
-        await lockedDb.sql(`SELECT pg_get_constraintdef(oid) AS key FROM pg_constraint WHERE conrelid = 'run_events'::regclass AND contype = 'p'`),
-      ).toEqual([{ key: 'PRIMARY KEY (run_id, id)' }]);
-    } finally {
-      await holder.end();
-      await writer.end();
-      if (upgrade.isInitialized) await upgrade.destroy();
-    }
+    });
+    expect(await lockedDb.sql(`SELECT pg_get_constraintdef(oid) AS key FROM pg_constraint WHERE conrelid = 'run_events'::regclass AND contype = 'p'`)).toEqual([
+      { key: 'PRIMARY KEY (run_id, id)' },
+    ]);
   });
 
   it("drops the run tables' foreign keys, after which delete_runs() deletes an older run's rows itself", async () => {
@@ -314,33 +326,12 @@ describe('schema migrations on existing data', () => {
       // As an earlier start left it, a week ago, stopped after its first step on tasks (which takes a lock of its own).
       await previous.query(`ALTER TABLE tasks ADD CONSTRAINT tasks_before_weeks CHECK (run_id < '${earlier}'::uuid) NOT VALID`);
     });
-    const holder = new Client({ connectionString: partitionedDb.url });
-    const writer = new Client({ connectionString: partitionedDb.url });
-    await Promise.all([holder.connect(), writer.connect()]);
-    const upgrade = new DataSource({ type: 'postgres', url: partitionedDb.url, migrations: MIGRATIONS });
-    try {
-      // A long transaction that has read tasks: the transaction that converts tasks waits for it, an attempt at a time.
-      await holder.query('BEGIN');
-      await holder.query('SELECT count(*) FROM tasks');
-      await upgrade.initialize();
-      const migrating = upgrade.runMigrations({ transaction: 'each' });
-      await eventually('the conversion of tasks to wait for the long transaction', async () => {
-        const { rows } = await writer.query(
-          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query = 'LOCK TABLE tasks IN ACCESS EXCLUSIVE MODE'`,
-        );
-        return rows[0].n > 0;
-      });
-      // Writes meanwhile go through between the attempts: to tasks, and to runs, converted already.
-      await writer.query(`SET statement_timeout = 3000`);
+    // A long transaction that has read tasks: the transaction that converts tasks waits for it, an attempt at a time.
+    // Writes meanwhile go through between the attempts: to tasks, and to runs, converted already.
+    await upgradeBesideLongTransaction(partitionedDb.url, 'tasks', 'LOCK TABLE tasks IN ACCESS EXCLUSIVE MODE', async (writer) => {
       await writer.query(`INSERT INTO tasks (run_id, key, seq, name, status, attempts) VALUES ($1, 'step#2', 1, 'step', 'completed', 1)`, [run]);
       expect((await writer.query(`SELECT relkind FROM pg_class WHERE relname = 'runs'`)).rows).toEqual([{ relkind: 'p' }]);
-      await holder.query('COMMIT');
-      await migrating;
-    } finally {
-      await holder.end();
-      await writer.end();
-      if (upgrade.isInitialized) await upgrade.destroy();
-    }
+    });
 
     // The cutover of the CHECK found: the first start's.
     expect(await partitioning(partitionedDb)).toEqual(

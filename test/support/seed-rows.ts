@@ -19,6 +19,17 @@ export async function autovacuumOff(db: Pick<TestDatabase, 'sql'>, table: string
     END $$`);
 }
 
+/**
+ * Each partition of a table or index (a run table's week, its `_initial` partition, their indexes) and the table or
+ * index it is a partition of: plans name the partitions they scan.
+ */
+export async function partitionParents(db: Pick<TestDatabase, 'sql'>): Promise<Map<string, string>> {
+  const rows = await db.sql<{ partition: string; parent: string }>(
+    `SELECT inhrelid::regclass::text AS partition, inhparent::regclass::text AS parent FROM pg_inherits`,
+  );
+  return new Map(rows.map(({ partition, parent }) => [partition, parent]));
+}
+
 /** A row of `runs` for a statement's test: what it does not say takes the column's default (queued, due now). */
 export interface SeedRun {
   id?: string;

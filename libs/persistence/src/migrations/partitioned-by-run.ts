@@ -84,11 +84,11 @@ async function convert(queryRunner: QueryRunner, table: string, column: string, 
   });
 }
 
-/** Foreign keys of other tables into `table` added NOT VALID and not validated yet. */
+/** Foreign keys of other tables into `table` added NOT VALID and not validated yet (as declared: not their copies per partition). */
 async function unvalidatedForeignKeysInto(queryRunner: QueryRunner, table: string): Promise<{ name: string; from: string }[]> {
   return queryRunner.query(
     `SELECT conname AS name, conrelid::regclass::text AS from FROM pg_constraint
-      WHERE confrelid = to_regclass($1) AND contype = 'f' AND NOT convalidated ORDER BY conname`,
+      WHERE confrelid = to_regclass($1) AND contype = 'f' AND conparentid = 0 AND NOT convalidated ORDER BY conname`,
     [table],
   );
 }

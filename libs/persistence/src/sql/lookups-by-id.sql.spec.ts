@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
-import { autovacuumOff, NEW_RUN_ID_SQL } from '../../../../test/support/seed-rows';
+import { autovacuumOff, NEW_RUN_ID_SQL, partitionParents } from '../../../../test/support/seed-rows';
 import { createSqlTestDatabase, type SqlTestDatabase } from '../../../../test/support/sql-database';
 import type { PreparedStatement, SqlExecutor } from '../database';
 import { uuidv7 } from '../ids';
@@ -50,10 +50,7 @@ describe('statements that look a run up by its id, on statistics of a finished h
                                now(), now(), now() FROM generate_series(1, 200) i`,
       [running],
     );
-    const partitions = await database.sql<{ partition: string; parent: string }>(
-      `SELECT inhrelid::regclass::text AS partition, inhparent::regclass::text AS parent FROM pg_inherits`,
-    );
-    partitionOf = new Map(partitions.map(({ partition, parent }) => [partition, parent]));
+    partitionOf = await partitionParents(database);
   });
 
   afterAll(async () => {
