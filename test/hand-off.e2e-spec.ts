@@ -8,7 +8,6 @@ import { NotificationListener } from '../libs/outbox/src';
 import { type RunningCoordinator, startCoordinator } from './support/apps';
 import { createTestDatabase, type TestDatabase } from './support/database';
 import { eventually } from './support/poll';
-import { NEW_RUN_ID_SQL } from './support/seed-rows';
 import { RUN_TABLES } from '@app/persistence';
 
 /**
@@ -153,7 +152,7 @@ describe('handing a new run to a waiting claim', () => {
     'a run of the queue whose claim went idle': async () => {
       const [{ id }] = await db.sql<{ id: string }>(
         `INSERT INTO runs (id, workflow, version, queue, status, revision, claimed_by, heartbeat_at, input)
-         VALUES (${NEW_RUN_ID_SQL}, 'echo', '1', 'echo:1', 'running', 1, 'w-dead', now() - interval '1 hour', '1') RETURNING id`,
+         VALUES (gen_random_uuid(), 'echo', '1', 'echo:1', 'running', 1, 'w-dead', now() - interval '1 hour', '1') RETURNING id`,
       );
       return id;
     },
@@ -184,7 +183,7 @@ describe('handing a new run to a waiting claim', () => {
       // Another start of the same idempotency key, not committed yet: this start's insert waits for it.
       await locker.query('BEGIN');
       await locker.query(`INSERT INTO runs (id, workflow, version, queue, status, idempotency_key, input)
-                            VALUES (${NEW_RUN_ID_SQL}, 'echo', '1', 'echo:1', 'queued', 'k-late', '1')`);
+                            VALUES (gen_random_uuid(), 'echo', '1', 'echo:1', 'queued', 'k-late', '1')`);
       const starting = start({ idempotencyKey: 'k-late' }).then((r) => r);
       expect((await claimed(claim)).body.runs).toEqual([]);
       await locker.query('ROLLBACK');
@@ -313,7 +312,7 @@ describe('handing a new run to a waiting claim', () => {
         // A run whose worker stopped heartbeating: nothing announces it, the re-check finds it.
         const [{ id: idle }] = await db.sql<{ id: string }>(
           `INSERT INTO runs (id, workflow, version, queue, status, revision, claimed_by, heartbeat_at, input)
-           VALUES (${NEW_RUN_ID_SQL}, 'echo', '1', 'echo:1', 'running', 1, 'w-dead', now() - interval '1 hour', '1') RETURNING id`,
+           VALUES (gen_random_uuid(), 'echo', '1', 'echo:1', 'running', 1, 'w-dead', now() - interval '1 hour', '1') RETURNING id`,
         );
         const before = { offers: offered.mock.calls.length, statements: ran.mock.calls.length };
         const claim = request(polling.url)

@@ -37,14 +37,14 @@ describe('leader election', () => {
     const leaders = () => [a, b].filter((app) => app.alive && app.output.includes('leading republish'));
     const [leader] = await eventually('a leader', async () => (leaders().length > 0 ? leaders() : undefined));
     expect(leaders()).toEqual([leader]);
-    // The locks behind them: one per singleton daemon (republish, outbox-due, retention, run-weeks), each held by one session.
+    // The locks behind them: one per singleton daemon (republish, outbox-due, retention), each held by one session.
     const locks = await db.sql<{ holders: number }>(
       `SELECT count(*)::int AS holders FROM pg_locks l JOIN pg_database d ON d.oid = l.database
         WHERE l.locktype = 'advisory' AND l.granted AND d.datname = $1
         GROUP BY l.classid, l.objid`,
       [db.name],
     );
-    expect(locks.map((lock) => lock.holders)).toEqual([1, 1, 1, 1]);
+    expect(locks.map((lock) => lock.holders)).toEqual([1, 1, 1]);
 
     leader.signal('SIGKILL');
     await leader.exited;

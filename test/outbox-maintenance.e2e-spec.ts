@@ -1,12 +1,13 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { sortedSetKey } from '@app/streams';
 import { Redis } from 'ioredis';
+import { randomUUID } from 'node:crypto';
 import request from 'supertest';
 import { type RunningCoordinator, startCoordinator } from './support/apps';
 import { createTestDatabase, type TestDatabase } from './support/database';
 import { eventually } from './support/poll';
 import { TEST_REDIS_URL, testPrefix } from './support/redis';
-import { RUN_TABLES, uuidv7 } from '@app/persistence';
+import { RUN_TABLES } from '@app/persistence';
 
 interface OutboxRow {
   id: string;
@@ -55,7 +56,7 @@ describe('outbox maintenance', () => {
 
   /** What an enqueuer leaves behind when it dies mid-batch: a run's row claimed (in_flight) and never finished. */
   const leaveInFlight = async () => {
-    const runId = uuidv7();
+    const runId = randomUUID();
     await db.sql('BEGIN');
     await db.sql(`SET LOCAL wf.dispatch = 'redis-zset'`);
     await db.sql(`INSERT INTO runs (id, workflow, version, queue, status) VALUES ($1, 'echo', '1', 'echo:1', 'queued')`, [runId]);

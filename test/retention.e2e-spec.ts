@@ -8,8 +8,7 @@ import { defineWorkflow } from '@nest-durable/workflow';
 import { type RunningCoordinator, startCoordinator, startCustomWorker } from './support/apps';
 import { createTestDatabase, type TestDatabase } from './support/database';
 import { eventually } from './support/poll';
-import { NEW_RUN_ID_SQL } from './support/seed-rows';
-import { RUN_TABLES, uuidv7 } from '@app/persistence';
+import { RUN_TABLES } from '@app/persistence';
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
@@ -61,7 +60,7 @@ describe('retention', () => {
 
   /** A run with one step, one transition and one event, as retention finds them. */
   const insertRun = async ({ workflow = 'echo', version = '1', status, finishedAgoMs, parentId }: RunSpec): Promise<string> => {
-    const id = uuidv7();
+    const id = randomUUID();
     await db.sql(
       `INSERT INTO runs (id, workflow, version, queue, status, parent_id, heartbeat_at, finished_at)
        VALUES ($1, $2, $6, $2 || ':' || $6, $3, $4, CASE WHEN $3 = 'running' THEN now() END,
@@ -265,7 +264,7 @@ describe('retention', () => {
       const finishedLongAgo = async () => {
         const [row] = await own.sql<{ id: string }>(
           `INSERT INTO runs (id, workflow, version, queue, status, finished_at)
-           VALUES (${NEW_RUN_ID_SQL}, 'echo', '1', 'echo:1', 'completed', now() - interval '2 hours') RETURNING id`,
+           VALUES (gen_random_uuid(), 'echo', '1', 'echo:1', 'completed', now() - interval '2 hours') RETURNING id`,
         );
         return row.id;
       };

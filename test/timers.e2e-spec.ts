@@ -186,7 +186,7 @@ describe('due timers', () => {
       await previous.runMigrations({ transaction: 'each' }).finally(() => previous.destroy());
       running.push(await startCoordinator(upgraded.url));
       const objects = await upgraded.sql<{ name: string }>(
-        `SELECT tgname::text AS name FROM pg_trigger WHERE tgrelid = 'runs'::regclass AND tgname LIKE 'runs_notify_due%'
+        `SELECT tgname::text AS name FROM pg_trigger WHERE tgname LIKE 'runs_notify_due%'
           UNION ALL SELECT indexname::text FROM pg_indexes WHERE indexname = 'runs_due_idx' ORDER BY 1`,
       );
       expect(objects.map((o) => o.name)).toEqual(['runs_due_idx', 'runs_notify_due_on_insert', 'runs_notify_due_on_update']);

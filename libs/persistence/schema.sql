@@ -3,38 +3,7 @@
 -- freshly migrated database, without its SET lines, session settings and banner comments. For reading: a
 -- database gets its schema from the migrations, never from this file. libs/persistence/src/schema/schema.spec.ts
 -- migrates a fresh database and compares (comments and blank lines aside); after a migration, rewrite it with
--- `UPDATE_SCHEMA=1 npx jest libs/persistence/src/schema`. The run tables' weekly partitions are left out (they follow the date), and the cutover of
--- their `_initial` partitions is `<cutover>`.
-
---
--- Name: add_run_weeks(regclass, timestamp with time zone); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.add_run_weeks(parent regclass, through timestamp with time zone) RETURNS integer
-    LANGUAGE plpgsql
-    AS $$
-      DECLARE
-        week timestamptz;
-        made integer := 0;
-        name text;
-      BEGIN
-        EXECUTE format('LOCK TABLE %s IN SHARE UPDATE EXCLUSIVE MODE', parent);
-        week := run_weeks_end(parent);
-        IF week IS NULL THEN
-          RAISE EXCEPTION '% has no partition with an upper bound to add weeks after', parent;
-        END IF;
-        WHILE week <= through LOOP
-          name := format('%s_w%s', (SELECT relname FROM pg_class WHERE oid = parent), to_char(week AT TIME ZONE 'UTC', 'YYYYMMDD'));
-          EXECUTE format('CREATE TABLE %I (LIKE %s INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING STORAGE INCLUDING COMPRESSION)',
-                         name, parent);
-          EXECUTE format('ALTER TABLE %s ATTACH PARTITION %I FOR VALUES FROM (%L) TO (%L)',
-                         parent, name, run_id_floor(week), run_id_floor(week + interval '168 hours'));
-          made := made + 1;
-          week := week + interval '168 hours';
-        END LOOP;
-        RETURN made;
-      END;
-      $$;
+-- `UPDATE_SCHEMA=1 npx jest libs/persistence/src/schema`.
 
 --
 -- Name: delete_runs(uuid[]); Type: FUNCTION; Schema: public; Owner: -
@@ -213,27 +182,6 @@ CREATE FUNCTION public.outbox_notify() RETURNS trigger
       $$;
 
 --
--- Name: run_id_floor(timestamp with time zone); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.run_id_floor(at timestamp with time zone) RETURNS uuid
-    LANGUAGE sql IMMUTABLE
-    AS $$
-        SELECT (substr(h, 1, 8) || '-' || substr(h, 9, 4) || '-7000-8000-000000000000')::uuid
-          FROM lpad(to_hex(floor(extract(epoch FROM at) * 1000)::bigint), 12, '0') AS h
-      $$;
-
---
--- Name: run_partition_end(regclass); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.run_partition_end(partition regclass) RETURNS uuid
-    LANGUAGE sql STABLE
-    AS $$
-        SELECT substring(pg_get_expr(relpartbound, oid) FROM 'TO \(''([0-9a-f-]{36})''\)')::uuid FROM pg_class WHERE oid = partition
-      $$;
-
---
 -- Name: run_transitions_append_only(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -286,18 +234,6 @@ CREATE FUNCTION public.run_transitions_only_with_their_run() RETURNS trigger
         END IF;
         RETURN NULL;
       END;
-      $$;
-
---
--- Name: run_weeks_end(regclass); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.run_weeks_end(parent regclass) RETURNS timestamp with time zone
-    LANGUAGE sql STABLE
-    AS $$
-        SELECT to_timestamp(('x' || substr(replace(bound::text, '-', ''), 1, 12))::bit(48)::bigint / 1000.0)
-          FROM (SELECT run_partition_end(inhrelid) AS bound FROM pg_inherits WHERE inhparent = parent) b
-         ORDER BY bound DESC NULLS LAST LIMIT 1
       $$;
 
 --
@@ -572,8 +508,7 @@ CREATE TABLE public.run_events (
     consumed_by text,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     CONSTRAINT run_events_name_check CHECK (((length(name) >= 1) AND (length(name) <= 128)))
-)
-PARTITION BY RANGE (run_id);
+);
 
 --
 -- Name: run_events_id_seq; Type: SEQUENCE; Schema: public; Owner: -
@@ -589,20 +524,6 @@ ALTER TABLE public.run_events ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
 );
 
 --
--- Name: run_events_initial; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.run_events_initial (
-    id bigint NOT NULL,
-    run_id uuid NOT NULL,
-    name text NOT NULL,
-    data jsonb,
-    consumed_by text,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    CONSTRAINT run_events_name_check CHECK (((length(name) >= 1) AND (length(name) <= 128)))
-);
-
---
 -- Name: run_transitions; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -614,8 +535,7 @@ CREATE TABLE public.run_transitions (
     revision integer NOT NULL,
     worker_id text,
     created_at timestamp with time zone DEFAULT now() NOT NULL
-)
-PARTITION BY RANGE (run_id);
+);
 
 --
 -- Name: run_transitions_id_seq; Type: SEQUENCE; Schema: public; Owner: -
@@ -631,44 +551,10 @@ ALTER TABLE public.run_transitions ALTER COLUMN id ADD GENERATED ALWAYS AS IDENT
 );
 
 --
--- Name: run_transitions_initial; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.run_transitions_initial (
-    id bigint NOT NULL,
-    run_id uuid NOT NULL,
-    from_status text,
-    to_status text NOT NULL,
-    revision integer NOT NULL,
-    worker_id text,
-    created_at timestamp with time zone DEFAULT now() NOT NULL
-);
-
---
 -- Name: run_updates; Type: TABLE; Schema: public; Owner: -
 --
 
 CREATE TABLE public.run_updates (
-    id uuid NOT NULL,
-    run_id uuid NOT NULL,
-    "position" bigint NOT NULL,
-    name text NOT NULL,
-    input jsonb,
-    status text DEFAULT 'pending'::text NOT NULL,
-    output jsonb,
-    error jsonb,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    answered_at timestamp with time zone,
-    CONSTRAINT run_updates_name_check CHECK (((length(name) >= 1) AND (length(name) <= 128))),
-    CONSTRAINT run_updates_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'completed'::text, 'failed'::text, 'refused'::text])))
-)
-PARTITION BY RANGE (run_id);
-
---
--- Name: run_updates_initial; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.run_updates_initial (
     id uuid NOT NULL,
     run_id uuid NOT NULL,
     "position" bigint NOT NULL,
@@ -706,19 +592,6 @@ CREATE TABLE public.run_values (
     value jsonb NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     CONSTRAINT run_values_name_check CHECK (((length(name) >= 1) AND (length(name) <= 128)))
-)
-PARTITION BY RANGE (run_id);
-
---
--- Name: run_values_initial; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.run_values_initial (
-    run_id uuid NOT NULL,
-    name text NOT NULL,
-    value jsonb NOT NULL,
-    updated_at timestamp with time zone DEFAULT now() NOT NULL,
-    CONSTRAINT run_values_name_check CHECK (((length(name) >= 1) AND (length(name) <= 128)))
 );
 
 --
@@ -726,51 +599,6 @@ CREATE TABLE public.run_values_initial (
 --
 
 CREATE TABLE public.runs (
-    id uuid NOT NULL,
-    workflow text NOT NULL,
-    version text NOT NULL,
-    queue text NOT NULL,
-    status text NOT NULL,
-    revision integer DEFAULT 0 NOT NULL,
-    attempt integer DEFAULT 1 NOT NULL,
-    parent_id uuid,
-    priority integer DEFAULT 0 NOT NULL,
-    input jsonb,
-    output jsonb,
-    error jsonb,
-    idempotency_key text,
-    due_at timestamp with time zone DEFAULT now() NOT NULL,
-    claimed_by text,
-    heartbeat_at timestamp with time zone,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    updated_at timestamp with time zone DEFAULT now() NOT NULL,
-    started_at timestamp with time zone,
-    finished_at timestamp with time zone,
-    shard text,
-    stalls integer DEFAULT 0 NOT NULL,
-    claimed_via text,
-    concurrency_key text,
-    holds_slot boolean DEFAULT false NOT NULL,
-    tags jsonb DEFAULT '{}'::jsonb NOT NULL,
-    rate_delayed boolean DEFAULT false NOT NULL,
-    build_id text,
-    progress jsonb,
-    progress_at timestamp with time zone,
-    traceparent text,
-    tracestate text,
-    CONSTRAINT runs_concurrency_key_check CHECK (((length(concurrency_key) >= 1) AND (length(concurrency_key) <= 255))),
-    CONSTRAINT runs_idempotency_key_check CHECK (((length(idempotency_key) >= 1) AND (length(idempotency_key) <= 255))),
-    CONSTRAINT runs_status_check CHECK ((status = ANY (ARRAY['queued'::text, 'running'::text, 'waiting'::text, 'completed'::text, 'failed'::text, 'cancelled'::text]))),
-    CONSTRAINT runs_version_check CHECK (((length(version) >= 1) AND (length(version) <= 128))),
-    CONSTRAINT runs_workflow_check CHECK (((length(workflow) >= 1) AND (length(workflow) <= 128)))
-)
-PARTITION BY RANGE (id);
-
---
--- Name: runs_initial; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.runs_initial (
     id uuid NOT NULL,
     workflow text NOT NULL,
     version text NOT NULL,
@@ -844,32 +672,6 @@ CREATE TABLE public.schedules (
 --
 
 CREATE TABLE public.tasks (
-    run_id uuid NOT NULL,
-    key text NOT NULL,
-    kind text DEFAULT 'task'::text NOT NULL,
-    seq integer NOT NULL,
-    name text NOT NULL,
-    status text NOT NULL,
-    attempts integer NOT NULL,
-    output jsonb,
-    error jsonb,
-    wake_at timestamp with time zone,
-    child_id uuid,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    finished_at timestamp with time zone,
-    started_at timestamp with time zone,
-    attempt_times jsonb,
-    CONSTRAINT tasks_key_check CHECK (((length(key) >= 1) AND (length(key) <= 255))),
-    CONSTRAINT tasks_kind_check CHECK ((kind = ANY (ARRAY['task'::text, 'sleep'::text, 'event'::text, 'child'::text, 'retry'::text, 'patch'::text, 'token'::text, 'external'::text, 'update'::text, 'group'::text]))),
-    CONSTRAINT tasks_status_check CHECK ((status = ANY (ARRAY['completed'::text, 'failed'::text, 'waiting'::text])))
-)
-PARTITION BY RANGE (run_id);
-
---
--- Name: tasks_initial; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.tasks_initial (
     run_id uuid NOT NULL,
     key text NOT NULL,
     kind text DEFAULT 'task'::text NOT NULL,
@@ -974,42 +776,6 @@ CREATE TABLE public.workflows (
 );
 
 --
--- Name: run_events_initial; Type: TABLE ATTACH; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.run_events ATTACH PARTITION public.run_events_initial FOR VALUES FROM (MINVALUE) TO ('<cutover>');
-
---
--- Name: run_transitions_initial; Type: TABLE ATTACH; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.run_transitions ATTACH PARTITION public.run_transitions_initial FOR VALUES FROM (MINVALUE) TO ('<cutover>');
-
---
--- Name: run_updates_initial; Type: TABLE ATTACH; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.run_updates ATTACH PARTITION public.run_updates_initial FOR VALUES FROM (MINVALUE) TO ('<cutover>');
-
---
--- Name: run_values_initial; Type: TABLE ATTACH; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.run_values ATTACH PARTITION public.run_values_initial FOR VALUES FROM (MINVALUE) TO ('<cutover>');
-
---
--- Name: runs_initial; Type: TABLE ATTACH; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.runs ATTACH PARTITION public.runs_initial FOR VALUES FROM (MINVALUE) TO ('<cutover>');
-
---
--- Name: tasks_initial; Type: TABLE ATTACH; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.tasks ATTACH PARTITION public.tasks_initial FOR VALUES FROM (MINVALUE) TO ('<cutover>');
-
---
 -- Name: migrations id; Type: DEFAULT; Schema: public; Owner: -
 --
 
@@ -1086,25 +852,11 @@ ALTER TABLE ONLY public.run_events
     ADD CONSTRAINT run_events_pkey PRIMARY KEY (run_id, id);
 
 --
--- Name: run_events_initial run_events_initial_pkey; Type: CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.run_events_initial
-    ADD CONSTRAINT run_events_initial_pkey PRIMARY KEY (run_id, id);
-
---
 -- Name: run_transitions run_transitions_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
 ALTER TABLE ONLY public.run_transitions
     ADD CONSTRAINT run_transitions_pkey PRIMARY KEY (run_id, id);
-
---
--- Name: run_transitions_initial run_transitions_initial_pkey; Type: CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.run_transitions_initial
-    ADD CONSTRAINT run_transitions_initial_pkey PRIMARY KEY (run_id, id);
 
 --
 -- Name: run_updates run_updates_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -1114,13 +866,6 @@ ALTER TABLE ONLY public.run_updates
     ADD CONSTRAINT run_updates_pkey PRIMARY KEY (run_id, id);
 
 --
--- Name: run_updates_initial run_updates_initial_pkey; Type: CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.run_updates_initial
-    ADD CONSTRAINT run_updates_initial_pkey PRIMARY KEY (run_id, id);
-
---
 -- Name: run_values run_values_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -1128,25 +873,11 @@ ALTER TABLE ONLY public.run_values
     ADD CONSTRAINT run_values_pkey PRIMARY KEY (run_id, name);
 
 --
--- Name: run_values_initial run_values_initial_pkey; Type: CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.run_values_initial
-    ADD CONSTRAINT run_values_initial_pkey PRIMARY KEY (run_id, name);
-
---
 -- Name: runs runs_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
 ALTER TABLE ONLY public.runs
     ADD CONSTRAINT runs_pkey PRIMARY KEY (id);
-
---
--- Name: runs_initial runs_initial_pkey; Type: CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.runs_initial
-    ADD CONSTRAINT runs_initial_pkey PRIMARY KEY (id);
 
 --
 -- Name: schedules schedules_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -1161,13 +892,6 @@ ALTER TABLE ONLY public.schedules
 
 ALTER TABLE ONLY public.tasks
     ADD CONSTRAINT tasks_pkey PRIMARY KEY (run_id, key);
-
---
--- Name: tasks_initial tasks_initial_pkey; Type: CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.tasks_initial
-    ADD CONSTRAINT tasks_initial_pkey PRIMARY KEY (run_id, key);
 
 --
 -- Name: workers workers_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -1243,145 +967,73 @@ CREATE INDEX outbox_sent_idx ON public.outbox USING btree (sent_at) WHERE (statu
 -- Name: run_events_pending_idx; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX run_events_pending_idx ON ONLY public.run_events USING btree (run_id, name, id) WHERE (consumed_by IS NULL);
-
---
--- Name: run_events_initial_pending_idx; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX run_events_initial_pending_idx ON public.run_events_initial USING btree (run_id, name, id) WHERE (consumed_by IS NULL);
+CREATE INDEX run_events_pending_idx ON public.run_events USING btree (run_id, name, id) WHERE (consumed_by IS NULL);
 
 --
 -- Name: run_updates_pending_idx; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX run_updates_pending_idx ON ONLY public.run_updates USING btree (run_id, "position") WHERE (status = 'pending'::text);
-
---
--- Name: run_updates_initial_pending_idx; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX run_updates_initial_pending_idx ON public.run_updates_initial USING btree (run_id, "position") WHERE (status = 'pending'::text);
+CREATE INDEX run_updates_pending_idx ON public.run_updates USING btree (run_id, "position") WHERE (status = 'pending'::text);
 
 --
 -- Name: runs_due_idx; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX runs_due_idx ON ONLY public.runs USING btree (due_at) WHERE ((status = ANY (ARRAY['queued'::text, 'waiting'::text])) AND (due_at <> 'infinity'::timestamp with time zone));
+CREATE INDEX runs_due_idx ON public.runs USING btree (due_at) WHERE ((status = ANY (ARRAY['queued'::text, 'waiting'::text])) AND (due_at <> 'infinity'::timestamp with time zone));
 
 --
 -- Name: runs_finished_at_idx; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX runs_finished_at_idx ON ONLY public.runs USING btree (finished_at) WHERE (finished_at IS NOT NULL);
+CREATE INDEX runs_finished_at_idx ON public.runs USING btree (finished_at) WHERE (finished_at IS NOT NULL);
 
 --
 -- Name: runs_finished_idx; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX runs_finished_idx ON ONLY public.runs USING btree (workflow, version, finished_at) WHERE (status = ANY (ARRAY['completed'::text, 'failed'::text, 'cancelled'::text]));
+CREATE INDEX runs_finished_idx ON public.runs USING btree (workflow, version, finished_at) WHERE (status = ANY (ARRAY['completed'::text, 'failed'::text, 'cancelled'::text]));
 
 --
 -- Name: runs_idle_claims_idx; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX runs_idle_claims_idx ON ONLY public.runs USING btree (queue, heartbeat_at) WHERE (status = 'running'::text);
-
---
--- Name: runs_initial_due_idx; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX runs_initial_due_idx ON public.runs_initial USING btree (due_at) WHERE ((status = ANY (ARRAY['queued'::text, 'waiting'::text])) AND (due_at <> 'infinity'::timestamp with time zone));
-
---
--- Name: runs_initial_finished_at_idx; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX runs_initial_finished_at_idx ON public.runs_initial USING btree (finished_at) WHERE (finished_at IS NOT NULL);
-
---
--- Name: runs_initial_finished_idx; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX runs_initial_finished_idx ON public.runs_initial USING btree (workflow, version, finished_at) WHERE (status = ANY (ARRAY['completed'::text, 'failed'::text, 'cancelled'::text]));
-
---
--- Name: runs_initial_idle_claims_idx; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX runs_initial_idle_claims_idx ON public.runs_initial USING btree (queue, heartbeat_at) WHERE (status = 'running'::text);
+CREATE INDEX runs_idle_claims_idx ON public.runs USING btree (queue, heartbeat_at) WHERE (status = 'running'::text);
 
 --
 -- Name: runs_parent_idx; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX runs_parent_idx ON ONLY public.runs USING btree (parent_id) WHERE (parent_id IS NOT NULL);
-
---
--- Name: runs_initial_parent_idx; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX runs_initial_parent_idx ON public.runs_initial USING btree (parent_id) WHERE (parent_id IS NOT NULL);
+CREATE INDEX runs_parent_idx ON public.runs USING btree (parent_id) WHERE (parent_id IS NOT NULL);
 
 --
 -- Name: runs_ready_idx; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX runs_ready_idx ON ONLY public.runs USING btree (queue, priority DESC, due_at) WHERE (status = ANY (ARRAY['queued'::text, 'waiting'::text]));
-
---
--- Name: runs_initial_ready_idx; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX runs_initial_ready_idx ON public.runs_initial USING btree (queue, priority DESC, due_at) WHERE (status = ANY (ARRAY['queued'::text, 'waiting'::text]));
+CREATE INDEX runs_ready_idx ON public.runs USING btree (queue, priority DESC, due_at) WHERE (status = ANY (ARRAY['queued'::text, 'waiting'::text]));
 
 --
 -- Name: runs_slots_idx; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX runs_slots_idx ON ONLY public.runs USING btree (workflow, version, concurrency_key) WHERE ((status = 'running'::text) AND holds_slot);
-
---
--- Name: runs_initial_slots_idx; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX runs_initial_slots_idx ON public.runs_initial USING btree (workflow, version, concurrency_key) WHERE ((status = 'running'::text) AND holds_slot);
+CREATE INDEX runs_slots_idx ON public.runs USING btree (workflow, version, concurrency_key) WHERE ((status = 'running'::text) AND holds_slot);
 
 --
 -- Name: runs_tags_idx; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX runs_tags_idx ON ONLY public.runs USING gin (tags jsonb_path_ops) WHERE (tags <> '{}'::jsonb);
-
---
--- Name: runs_initial_tags_idx; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX runs_initial_tags_idx ON public.runs_initial USING gin (tags jsonb_path_ops) WHERE (tags <> '{}'::jsonb);
+CREATE INDEX runs_tags_idx ON public.runs USING gin (tags jsonb_path_ops) WHERE (tags <> '{}'::jsonb);
 
 --
 -- Name: runs_unsuccessful_idx; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX runs_unsuccessful_idx ON ONLY public.runs USING btree (id) WHERE (status = ANY (ARRAY['failed'::text, 'cancelled'::text]));
-
---
--- Name: runs_initial_unsuccessful_idx; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX runs_initial_unsuccessful_idx ON public.runs_initial USING btree (id) WHERE (status = ANY (ARRAY['failed'::text, 'cancelled'::text]));
+CREATE INDEX runs_unsuccessful_idx ON public.runs USING btree (id) WHERE (status = ANY (ARRAY['failed'::text, 'cancelled'::text]));
 
 --
 -- Name: runs_workflow_id_idx; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX runs_workflow_id_idx ON ONLY public.runs USING btree (workflow, id DESC);
-
---
--- Name: runs_initial_workflow_id_idx; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX runs_initial_workflow_id_idx ON public.runs_initial USING btree (workflow, id DESC);
+CREATE INDEX runs_workflow_id_idx ON public.runs USING btree (workflow, id DESC);
 
 --
 -- Name: schedules_declared_idx; Type: INDEX; Schema: public; Owner: -
@@ -1400,114 +1052,6 @@ CREATE INDEX schedules_next_run_idx ON public.schedules USING btree (next_run_at
 --
 
 CREATE INDEX workflow_key_buckets_refilled_idx ON public.workflow_key_buckets USING btree (workflow, version, refilled_at);
-
---
--- Name: run_events_initial_pending_idx; Type: INDEX ATTACH; Schema: public; Owner: -
---
-
-ALTER INDEX public.run_events_pending_idx ATTACH PARTITION public.run_events_initial_pending_idx;
-
---
--- Name: run_events_initial_pkey; Type: INDEX ATTACH; Schema: public; Owner: -
---
-
-ALTER INDEX public.run_events_pkey ATTACH PARTITION public.run_events_initial_pkey;
-
---
--- Name: run_transitions_initial_pkey; Type: INDEX ATTACH; Schema: public; Owner: -
---
-
-ALTER INDEX public.run_transitions_pkey ATTACH PARTITION public.run_transitions_initial_pkey;
-
---
--- Name: run_updates_initial_pending_idx; Type: INDEX ATTACH; Schema: public; Owner: -
---
-
-ALTER INDEX public.run_updates_pending_idx ATTACH PARTITION public.run_updates_initial_pending_idx;
-
---
--- Name: run_updates_initial_pkey; Type: INDEX ATTACH; Schema: public; Owner: -
---
-
-ALTER INDEX public.run_updates_pkey ATTACH PARTITION public.run_updates_initial_pkey;
-
---
--- Name: run_values_initial_pkey; Type: INDEX ATTACH; Schema: public; Owner: -
---
-
-ALTER INDEX public.run_values_pkey ATTACH PARTITION public.run_values_initial_pkey;
-
---
--- Name: runs_initial_due_idx; Type: INDEX ATTACH; Schema: public; Owner: -
---
-
-ALTER INDEX public.runs_due_idx ATTACH PARTITION public.runs_initial_due_idx;
-
---
--- Name: runs_initial_finished_at_idx; Type: INDEX ATTACH; Schema: public; Owner: -
---
-
-ALTER INDEX public.runs_finished_at_idx ATTACH PARTITION public.runs_initial_finished_at_idx;
-
---
--- Name: runs_initial_finished_idx; Type: INDEX ATTACH; Schema: public; Owner: -
---
-
-ALTER INDEX public.runs_finished_idx ATTACH PARTITION public.runs_initial_finished_idx;
-
---
--- Name: runs_initial_idle_claims_idx; Type: INDEX ATTACH; Schema: public; Owner: -
---
-
-ALTER INDEX public.runs_idle_claims_idx ATTACH PARTITION public.runs_initial_idle_claims_idx;
-
---
--- Name: runs_initial_parent_idx; Type: INDEX ATTACH; Schema: public; Owner: -
---
-
-ALTER INDEX public.runs_parent_idx ATTACH PARTITION public.runs_initial_parent_idx;
-
---
--- Name: runs_initial_pkey; Type: INDEX ATTACH; Schema: public; Owner: -
---
-
-ALTER INDEX public.runs_pkey ATTACH PARTITION public.runs_initial_pkey;
-
---
--- Name: runs_initial_ready_idx; Type: INDEX ATTACH; Schema: public; Owner: -
---
-
-ALTER INDEX public.runs_ready_idx ATTACH PARTITION public.runs_initial_ready_idx;
-
---
--- Name: runs_initial_slots_idx; Type: INDEX ATTACH; Schema: public; Owner: -
---
-
-ALTER INDEX public.runs_slots_idx ATTACH PARTITION public.runs_initial_slots_idx;
-
---
--- Name: runs_initial_tags_idx; Type: INDEX ATTACH; Schema: public; Owner: -
---
-
-ALTER INDEX public.runs_tags_idx ATTACH PARTITION public.runs_initial_tags_idx;
-
---
--- Name: runs_initial_unsuccessful_idx; Type: INDEX ATTACH; Schema: public; Owner: -
---
-
-ALTER INDEX public.runs_unsuccessful_idx ATTACH PARTITION public.runs_initial_unsuccessful_idx;
-
---
--- Name: runs_initial_workflow_id_idx; Type: INDEX ATTACH; Schema: public; Owner: -
---
-
-ALTER INDEX public.runs_workflow_id_idx ATTACH PARTITION public.runs_initial_workflow_id_idx;
-
---
--- Name: tasks_initial_pkey; Type: INDEX ATTACH; Schema: public; Owner: -
---
-
-ALTER INDEX public.tasks_pkey ATTACH PARTITION public.tasks_initial_pkey;
 
 --
 -- Name: outbox outbox_notify; Type: TRIGGER; Schema: public; Owner: -

@@ -1,35 +1,6 @@
 import { uuidv7 } from '@app/persistence';
 import type { TestDatabase } from './database';
 
-/**
- * A new run id in SQL, for statements that insert many runs at once: a UUIDv7 of now (the time prefix, version 7,
- * and a random UUIDv4's random bits and variant). The run tables are partitioned by weeks of run ids, so an id must
- * fall in a week made (a random UUIDv4 would not: its first bits are a time anywhere in 9,000 years).
- */
-export const NEW_RUN_ID_SQL = `(left(run_id_floor(clock_timestamp())::text, 13) || '-7' || substr(gen_random_uuid()::text, 16))::uuid`;
-
-/** Autovacuum off for `table` (each of its weeks: a partitioned table has no storage of its own to set it on). */
-export async function autovacuumOff(db: Pick<TestDatabase, 'sql'>, table: string): Promise<void> {
-  await db.sql(`DO $$
-    DECLARE week regclass;
-    BEGIN
-      FOR week IN SELECT inhrelid::regclass FROM pg_inherits WHERE inhparent = '${table}'::regclass LOOP
-        EXECUTE format('ALTER TABLE %s SET (autovacuum_enabled = off)', week);
-      END LOOP;
-    END $$`);
-}
-
-/**
- * Each partition of a table or index (a run table's week, its `_initial` partition, their indexes) and the table or
- * index it is a partition of: plans name the partitions they scan.
- */
-export async function partitionParents(db: Pick<TestDatabase, 'sql'>): Promise<Map<string, string>> {
-  const rows = await db.sql<{ partition: string; parent: string }>(
-    `SELECT inhrelid::regclass::text AS partition, inhparent::regclass::text AS parent FROM pg_inherits`,
-  );
-  return new Map(rows.map(({ partition, parent }) => [partition, parent]));
-}
-
 /** A row of `runs` for a statement's test: what it does not say takes the column's default (queued, due now). */
 export interface SeedRun {
   id?: string;

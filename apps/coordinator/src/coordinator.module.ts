@@ -29,7 +29,6 @@ import { EngineExceptionFilter } from './http/engine-exception.filter';
 import { HttpDrain } from './http/http-drain';
 import { CoordinatorMetricsModule } from './metrics/coordinator-metrics.module';
 import { RetentionModule } from './retention/retention.module';
-import { RunWeeksModule } from './run-weeks/run-weeks.module';
 import { RunsModule } from './runs/runs.module';
 import { StatsModule } from './stats/stats.module';
 import { SchedulesModule } from './schedules/schedules.module';
@@ -95,7 +94,6 @@ export class CoordinatorModule {
         WorkflowsModule,
         WorkersModule,
         RetentionModule,
-        RunWeeksModule,
         HealthModule,
         DashboardModule,
       ],

@@ -5,7 +5,6 @@ export { NoPrimaryError, PrimaryLocator } from './failover/primary-locator';
 export * from './entities/run.entity';
 export * from './entities/task.entity';
 export * from './ids';
-export * from './lock-timeouts';
 export * from './run-tables';
 export * from './persistence.module';
 export * from './sql';

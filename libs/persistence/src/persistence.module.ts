@@ -46,7 +46,6 @@ import { TransitionsKeyedByRun1767200000000 } from './migrations/1767200000000-t
 import { EventsAndUpdatesKeyedByRun1767300000000 } from './migrations/1767300000000-events-and-updates-keyed-by-run';
 import { HistoryWithoutForeignKeys1767400000000 } from './migrations/1767400000000-history-without-foreign-keys';
 import { RunsIdempotencyIndexDropped1767500000000 } from './migrations/1767500000000-runs-idempotency-index-dropped';
-import { RunTablesPartitionedByWeek1767600000000 } from './migrations/1767600000000-run-tables-partitioned-by-week';
 
 export const ENTITIES = [RunEntity, TaskEntity];
 export const MIGRATIONS = [
@@ -83,7 +82,6 @@ export const MIGRATIONS = [
   EventsAndUpdatesKeyedByRun1767300000000,
   HistoryWithoutForeignKeys1767400000000,
   RunsIdempotencyIndexDropped1767500000000,
-  RunTablesPartitionedByWeek1767600000000,
 ];
 
 export interface PersistenceOptions {

@@ -55,4 +55,3 @@ export * from './stream-partitions.sql';
 export * from './channels';
 export * from './test-clock.sql';
 export * from './updates.sql';
-export * from './run-weeks.sql';

@@ -1,9 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
-import { autovacuumOff, NEW_RUN_ID_SQL, partitionParents } from '../../../../test/support/seed-rows';
 import { createSqlTestDatabase, type SqlTestDatabase } from '../../../../test/support/sql-database';
 import type { PreparedStatement, SqlExecutor } from '../database';
-import { uuidv7 } from '../ids';
 import { refreshClaims } from './heartbeats.sql';
 import { recordTaskResultsAndFinishRuns } from './report-batch.sql';
 import { findLandedSuspension } from './fencing.sql';
@@ -31,26 +29,23 @@ function recorder(): SqlExecutor & { asked: { text: string; values: unknown[] }[
  */
 describe('statements that look a run up by its id, on statistics of a finished history', () => {
   let database: SqlTestDatabase;
-  const running = uuidv7();
-  /** Each partition of a table or index, and the table or index it is a partition of. */
-  let partitionOf = new Map<string, string>();
+  const running = randomUUID();
 
   beforeAll(async () => {
     database = await createSqlTestDatabase('lookups_by_id_sql');
     // No ANALYZE but ours: an automatic one after the inserts below would let the plans see them.
-    await autovacuumOff(database, 'runs');
+    await database.sql('ALTER TABLE runs SET (autovacuum_enabled = off)');
     await database.sql(`INSERT INTO runs (id, workflow, version, queue, status, revision, input, due_at, created_at, updated_at, finished_at)
-                        SELECT ${NEW_RUN_ID_SQL}, 'w', '1', 'w:1', 'completed', 2, '{}', now(), now(), now(), now() FROM generate_series(1, 20000)`);
+                        SELECT gen_random_uuid(), 'w', '1', 'w:1', 'completed', 2, '{}', now(), now(), now(), now() FROM generate_series(1, 20000)`);
     await database.sql('ANALYZE runs');
     await database.sql(`INSERT INTO runs (id, workflow, version, queue, status, revision, input, due_at, created_at, updated_at)
-                        SELECT ${NEW_RUN_ID_SQL}, 'w', '1', 'w:1', 'queued', 1, '{}', now(), now(), now() FROM generate_series(1, 2000)`);
+                        SELECT gen_random_uuid(), 'w', '1', 'w:1', 'queued', 1, '{}', now(), now(), now() FROM generate_series(1, 2000)`);
     await database.sql(
       `INSERT INTO runs (id, workflow, version, queue, status, revision, input, due_at, claimed_by, heartbeat_at, created_at, updated_at)
-                        SELECT CASE WHEN i = 1 THEN $1::uuid ELSE ${NEW_RUN_ID_SQL} END, 'w', '1', 'w:1', 'running', 2, '{}', now(), 'worker',
+                        SELECT CASE WHEN i = 1 THEN $1::uuid ELSE gen_random_uuid() END, 'w', '1', 'w:1', 'running', 2, '{}', now(), 'worker',
                                now(), now(), now() FROM generate_series(1, 200) i`,
       [running],
     );
-    partitionOf = await partitionParents(database);
   });
 
   afterAll(async () => {
@@ -80,10 +75,8 @@ describe('statements that look a run up by its id, on statistics of a finished h
     expect(asked.asked.length).toBeGreaterThan(0);
     for (const { text, values } of asked.asked) {
       const plan = (await database.sql<{ 'QUERY PLAN': string }>(`EXPLAIN ${text}`, values)).map((row) => row['QUERY PLAN']).join('\n');
-      // Each index by the name of the one it is a partition of (a week's index, or the `_initial` partition's).
-      const indexes = [...plan.matchAll(/(?: using|Bitmap Index Scan on) (\S+)/g)].map(([, name]) => partitionOf.get(name) ?? name).join(' ');
-      expect(indexes).not.toMatch(/runs_(ready|idle_claims|running_heartbeat|due|slots)_idx/);
-      expect(indexes).toMatch(/runs_pkey/);
+      expect(plan).not.toMatch(/runs_(ready|idle_claims|running_heartbeat|due|slots)_idx/);
+      expect(plan).toMatch(/runs_pkey/);
     }
   });
 });

@@ -39,11 +39,10 @@ const RECORD_TASKS_AND_FINISH = prepared(
   ), refreshed AS (
     -- A task result refreshes a claim last refreshed more than $13 ms ago, except of a run whose outcome
     -- follows in the same transaction or statement ($12): that write moves the run on anyway, a row version
-    -- less is an index entry less per index, and one statement must not update a row twice. The runs by an
-    -- array of their ids, not joined to owner: joined, the weeks' estimates (a row per week probed) made it a hash
-    -- join reading every week whole (docs/benchmarks.md).
+    -- less is an index entry less per index, and one statement must not update a row twice.
     UPDATE runs r SET heartbeat_at = now(), updated_at = now()
-     WHERE r.id = ANY (ARRAY(SELECT id FROM owner)) AND r.id <> ALL ($12::uuid[])
+      FROM owner o
+     WHERE r.id = o.id AND r.id <> ALL ($12::uuid[])
        AND (r.heartbeat_at IS NULL OR r.heartbeat_at < now() - $13 * interval '1 millisecond')
   ), inserted AS (
     INSERT INTO tasks (run_id, key, kind, seq, name, status, attempts, output, error, started_at, attempt_times)

@@ -115,11 +115,10 @@ const RECORD_TASKS = prepared(
   ), refreshed AS (
     -- A task result refreshes a claim last refreshed more than $13 ms ago, except of a run whose outcome
     -- follows in the same transaction or statement ($12): that write moves the run on anyway, a row version
-    -- less is an index entry less per index, and one statement must not update a row twice. The runs by an
-    -- array of their ids, not joined to owner: joined, the weeks' estimates (a row per week probed) made it a hash
-    -- join reading every week whole (docs/benchmarks.md).
+    -- less is an index entry less per index, and one statement must not update a row twice.
     UPDATE runs r SET heartbeat_at = now(), updated_at = now()
-     WHERE r.id = ANY (ARRAY(SELECT id FROM owner)) AND r.id <> ALL ($12::uuid[])
+      FROM owner o
+     WHERE r.id = o.id AND r.id <> ALL ($12::uuid[])
        AND (r.heartbeat_at IS NULL OR r.heartbeat_at < now() - $13 * interval '1 millisecond')
   ), inserted AS (
     INSERT INTO tasks (run_id, key, kind, seq, name, status, attempts, output, error, started_at, attempt_times)
@@ -219,10 +218,6 @@ const FINISH_RUNS = prepared(
                          FROM (SELECT f.*) e WHERE i.return_run AND f.id IS NOT NULL) v ON true
     CROSS JOIN announced
    ORDER BY i.n`,
-  // Its generic plan from the first execution, also when it runs alone (a run's finish outside a report batch):
-  // against the weekly partitions the main pool's own choice was a custom plan every time, 3.77 ms of planning a run
-  // against 0.09 (docs/benchmarks.md, "The engine on weekly partitions").
-  { genericPlan: true },
 );
 
 /** Finishes runs under their claims (see above): each outcome's answer, in order. */

@@ -17,9 +17,7 @@ const RUN_COLUMNS = `id, workflow, version, queue, shard, status, revision, atte
 
 // The run view's two reads are prepared statements: they are on the path of every result a client waits for.
 
-// The read by id with its generic plan: against the weekly partitions a custom plan cost 0.53 ms of planning a read,
-// against 0.05 to run it (docs/benchmarks.md, "The engine on weekly partitions"); the generic one prunes at execution.
-const RUN_BY_ID = prepared('wf_run_by_id', `SELECT ${RUN_COLUMNS} FROM runs WHERE id = $1`, { genericPlan: true });
+const RUN_BY_ID = prepared('wf_run_by_id', `SELECT ${RUN_COLUMNS} FROM runs WHERE id = $1`);
 
 /** The run, or undefined if there is none. */
 export async function runById(db: SqlExecutor, id: string): Promise<RunEntity | undefined> {
