@@ -3,6 +3,7 @@ import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import type { FastifyInstance } from 'fastify';
 import { request as httpRequest } from 'node:http';
+import { WaitingClaims } from '../apps/coordinator/src/hand-off/waiting-claims.service';
 import { type RunningCoordinator, startCoordinator } from './support/apps';
 import { createTestDatabase, type TestDatabase } from './support/database';
 import { eventually } from './support/poll';
@@ -368,8 +369,10 @@ describe('HTTP contract', () => {
       // A withdrawn offer answers at once, with nothing when no run was started meanwhile.
       const offerId = '00000000-0000-4000-8000-00000000000f';
       const offer = call('post', '/v1/worker/offers', { body: { offerId, workerId: 'contract', workflows: [ECHO], waitMs: 10_000 } });
-      // 404 offer_not_found until the offer waits.
-      await eventually('the offer to be withdrawn', async () => (await call('delete', '/v1/worker/offers/{offerId}', { params: { offerId } })).status === 204);
+      // Withdrawn once it waits: a withdrawal that comes first (404 offer_not_found) is remembered, and the offer then
+      // answers at once without waiting, so polling the withdrawal could race its own offer forever.
+      await eventually('the offer to wait', async () => coordinator.app.get(WaitingClaims).waiting('echo:1') > 0);
+      expect((await call('delete', '/v1/worker/offers/{offerId}', { params: { offerId } })).status).toBe(204);
       expect((await offer).body.runs).toEqual([]);
       const last = await claimOne();
       await call('post', '/v1/worker/runs/{id}/complete', { params: { id: last.id }, body: { expectedRevision: last.revision, output: null } });
